@@ -1,0 +1,36 @@
+// Selects the instruction set an arch translation unit is compiled for.
+//
+// kernels/meson.build compiles every file listed in kernels_arch_sources once per instruction
+// set, each time with one OXI_ARCH_* macro defined and that set's compiler flags. Code in those
+// files lives in namespace oxi::kernels::OXI_ARCH_NS so the copies never collide at link time;
+// dispatch code picks one copy at run time from cpu_features().
+#pragma once
+
+#if defined(OXI_ARCH_AVX2)
+#include <xsimd/xsimd.hpp>
+#define OXI_ARCH_NS avx2
+#define OXI_ARCH_SIMD 1
+namespace oxi::kernels::avx2 {
+using Arch = xsimd::fma3<xsimd::avx2>;
+}
+#elif defined(OXI_ARCH_SSE42)
+#include <xsimd/xsimd.hpp>
+#define OXI_ARCH_NS sse42
+#define OXI_ARCH_SIMD 1
+namespace oxi::kernels::sse42 {
+using Arch = xsimd::sse4_2;
+}
+#elif defined(OXI_ARCH_NEON)
+#include <xsimd/xsimd.hpp>
+#define OXI_ARCH_NS neon
+#define OXI_ARCH_SIMD 1
+namespace oxi::kernels::neon {
+using Arch = xsimd::neon64;
+}
+#elif defined(OXI_ARCH_SCALAR)
+// Plain C++: the reference every SIMD path is tested against.
+#define OXI_ARCH_NS scalar
+#define OXI_ARCH_SIMD 0
+#else
+#error "arch.h is only for files in kernels_arch_sources"
+#endif

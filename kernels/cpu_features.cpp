@@ -1,0 +1,105 @@
+#include "kernels/cpu_features.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+namespace oxi::kernels {
+namespace {
+
+CpuFeatures detect() noexcept {
+  CpuFeatures f;
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx)) {
+    f.sse42 = (ecx & bit_SSE4_2) != 0;
+    f.fma = (ecx & bit_FMA) != 0;
+    f.f16c = (ecx & bit_F16C) != 0;
+    const bool osxsave = (ecx & bit_OSXSAVE) != 0;
+    bool ymm_enabled = false;
+    if (osxsave) {
+      unsigned xcr0_lo = 0, xcr0_hi = 0;
+      __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+      ymm_enabled = (xcr0_lo & 0x6) == 0x6;  // the OS saves XMM and YMM state
+    }
+    f.avx = (ecx & bit_AVX) != 0 && ymm_enabled;
+    if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) {
+      f.avx2 = f.avx && (ebx & bit_AVX2) != 0;
+      f.avx512f = f.avx && (ebx & bit_AVX512F) != 0;
+    }
+    if (!f.avx) f.fma = f.f16c = false;
+  }
+#elif defined(__aarch64__)
+  f.neon = true;
+#endif
+  return f;
+}
+
+}  // namespace
+
+const CpuFeatures& cpu_features() noexcept {
+  static const CpuFeatures features = detect();
+  return features;
+}
+
+bool isa_available(Isa isa) noexcept {
+  const CpuFeatures& f = cpu_features();
+  switch (isa) {
+    case Isa::scalar:
+      return true;
+    case Isa::sse42:
+#if defined(OXI_HAVE_ARCH_SSE42)
+      return f.sse42;
+#else
+      return false;
+#endif
+    case Isa::avx2:
+#if defined(OXI_HAVE_ARCH_AVX2)
+      return f.avx2 && f.fma && f.f16c;
+#else
+      return false;
+#endif
+    case Isa::neon:
+#if defined(OXI_HAVE_ARCH_NEON)
+      return f.neon;
+#else
+      return false;
+#endif
+  }
+  return false;
+}
+
+std::string_view isa_name(Isa isa) noexcept {
+  switch (isa) {
+    case Isa::scalar: return "scalar";
+    case Isa::sse42: return "sse4.2";
+    case Isa::avx2: return "avx2+fma+f16c";
+    case Isa::neon: return "neon";
+  }
+  return "?";
+}
+
+Isa selected_isa() noexcept {
+  static const Isa chosen = [] {
+    Isa best = Isa::scalar;
+    for (Isa isa : {Isa::sse42, Isa::neon, Isa::avx2}) {
+      if (isa_available(isa)) best = isa;
+    }
+    // OXI_ISA may only lower the choice: asking for an unavailable set keeps the best one.
+    if (const char* want = std::getenv("OXI_ISA")) {
+      for (Isa isa : {Isa::scalar, Isa::sse42, Isa::avx2, Isa::neon}) {
+        const std::string_view n = isa_name(isa);
+        if ((n == want || n.substr(0, n.find_first_of(".+")) == want) && isa_available(isa)) {
+          best = isa;
+        }
+      }
+    }
+    return best;
+  }();
+  return chosen;
+}
+
+}  // namespace oxi::kernels

@@ -1,0 +1,18 @@
+// The oxinfer subcommands. Each takes the arguments after its name and returns the exit code;
+// errors are thrown (oxi::Error, cli::UsageError) and reported by main().
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace oxi::cli {
+
+using Argv = std::vector<std::string>;
+
+int run_devices(const Argv& argv);  // cmd_devices.cpp
+int run_inspect(const Argv& argv);  // cmd_inspect.cpp
+int run_pull(const Argv& argv);     // cmd_pull.cpp
+int run_bench(const Argv& argv);    // cmd_bench.cpp
+int run_demo(const Argv& argv);     // cmd_demo.cpp
+
+}  // namespace oxi::cli
