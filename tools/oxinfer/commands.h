@@ -14,5 +14,6 @@ int run_inspect(const Argv& argv);  // cmd_inspect.cpp
 int run_pull(const Argv& argv);     // cmd_pull.cpp
 int run_bench(const Argv& argv);    // cmd_bench.cpp
 int run_demo(const Argv& argv);     // cmd_demo.cpp
+int run_tokenize(const Argv& argv);  // cmd_tokenize.cpp
 
 }  // namespace oxi::cli

@@ -26,6 +26,7 @@ constexpr Command kCommands[] = {
      oxi::cli::run_inspect},
     {"pull", "download a Hugging Face repo (org/name[:QUANT]) into the cache", oxi::cli::run_pull},
     {"bench", "benchmarks: kernels", oxi::cli::run_bench},
+    {"tokenize", "print the token ids of a text with a model's tokenizer", oxi::cli::run_tokenize},
     {"demo", "write a tiny model of its own and inspect it (the quick-start job)",
      oxi::cli::run_demo},
 };

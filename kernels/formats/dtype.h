@@ -1,0 +1,53 @@
+// Element types of weights and activations, numbered exactly as GGUF's tensor types
+// (ggml_type), so a GGUF tensor-table entry converts with a range check and a cast.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace oxi::kernels {
+
+enum class DType : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+  I8 = 24,
+  I16 = 25,
+  I32 = 26,
+  I64 = 27,
+  F64 = 28,
+  BF16 = 30,
+};
+
+struct DTypeInfo {
+  std::string_view name;   // GGUF / ggml spelling: "f32", "q4_0", "q4_K", ...
+  size_t block_elems;      // elements per block (1 for plain types)
+  size_t block_bytes;      // bytes per block
+  bool quantized;
+};
+
+// Info for a known type; nullopt for numbers GGUF reserves or this build does not know.
+std::optional<DTypeInfo> dtype_info(uint32_t gguf_type) noexcept;
+const DTypeInfo& info(DType t) noexcept;
+inline std::string_view name(DType t) noexcept { return info(t).name; }
+
+// Bytes of `n` elements (n must be a multiple of block_elems; returns 0 otherwise).
+size_t row_bytes(DType t, size_t n) noexcept;
+
+// Parses "f32", "Q4_K", "q8_0" ... (case-insensitive).
+std::optional<DType> parse_dtype(std::string_view s) noexcept;
+
+}  // namespace oxi::kernels
