@@ -1,0 +1,94 @@
+#include "kernels/math/rope.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+namespace oxi::kernels {
+namespace {
+
+// Rotates every head of one token at angle pos * inv_freq[i], a chunk of pairs at a time so
+// each cos / sin is computed once per token and reused by every head.
+void rope_token(float* x, size_t n_heads, size_t head_dim, std::span<const float> inv_freq,
+                RopeLayout layout, double pos, float attn_factor) noexcept {
+  constexpr size_t kChunk = 128;
+  float cos_v[kChunk], sin_v[kChunk];
+  const size_t pairs = inv_freq.size();
+  // adjacent: pair i is (2i, 2i+1); neox: pair i is (i, i + pairs).
+  const size_t first_stride = layout == RopeLayout::adjacent ? 2 : 1;
+  const size_t partner = layout == RopeLayout::adjacent ? 1 : pairs;
+  for (size_t c0 = 0; c0 < pairs; c0 += kChunk) {
+    const size_t count = std::min(kChunk, pairs - c0);
+    for (size_t i = 0; i < count; ++i) {
+      const double angle = pos * static_cast<double>(inv_freq[c0 + i]);
+      cos_v[i] = static_cast<float>(std::cos(angle)) * attn_factor;
+      sin_v[i] = static_cast<float>(std::sin(angle)) * attn_factor;
+    }
+    for (size_t h = 0; h < n_heads; ++h) {
+      float* head = x + h * head_dim;
+      for (size_t i = 0; i < count; ++i) {
+        float* a = head + (c0 + i) * first_stride;
+        float* b = a + partner;
+        const float x0 = *a, x1 = *b;
+        *a = x0 * cos_v[i] - x1 * sin_v[i];
+        *b = x0 * sin_v[i] + x1 * cos_v[i];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<float> rope_inv_freq(size_t rot_dims, float base, const RopeScaling& scaling,
+                                 std::span<const float> freq_factors) {
+  const size_t pairs = rot_dims / 2;
+  std::vector<float> inv(pairs);
+  for (size_t i = 0; i < pairs; ++i) {
+    double f = std::pow(static_cast<double>(base),
+                        -2.0 * static_cast<double>(i) / static_cast<double>(rot_dims));
+    switch (scaling.kind) {
+      case RopeScaling::Kind::none:
+        break;
+      case RopeScaling::Kind::linear:
+        f /= scaling.factor;
+        break;
+      case RopeScaling::Kind::llama3: {
+        const double wavelen = 2.0 * std::numbers::pi / f;
+        const double low_freq_wavelen = scaling.original_max_position / scaling.low_freq_factor;
+        const double high_freq_wavelen = scaling.original_max_position / scaling.high_freq_factor;
+        if (wavelen > low_freq_wavelen) {
+          f /= scaling.factor;
+        } else if (wavelen >= high_freq_wavelen) {
+          const double smooth =
+              (scaling.original_max_position / wavelen - scaling.low_freq_factor) /
+              (scaling.high_freq_factor - scaling.low_freq_factor);
+          f = (1.0 - smooth) * f / scaling.factor + smooth * f;
+        }
+        break;
+      }
+    }
+    if (i < freq_factors.size()) f /= freq_factors[i];
+    inv[i] = static_cast<float>(f);
+  }
+  return inv;
+}
+
+void rope(std::span<float> x, size_t n_tokens, size_t token_stride, size_t n_heads, size_t head_dim,
+          std::span<const float> inv_freq, RopeLayout layout, std::span<const int32_t> positions,
+          float attn_factor) noexcept {
+  for (size_t t = 0; t < n_tokens; ++t) {
+    rope_token(x.data() + t * token_stride, n_heads, head_dim, inv_freq, layout, positions[t],
+               attn_factor);
+  }
+}
+
+void rope(std::span<float> x, size_t n_tokens, size_t token_stride, size_t n_heads, size_t head_dim,
+          std::span<const float> inv_freq, RopeLayout layout, int64_t pos0,
+          float attn_factor) noexcept {
+  for (size_t t = 0; t < n_tokens; ++t) {
+    rope_token(x.data() + t * token_stride, n_heads, head_dim, inv_freq, layout,
+               static_cast<double>(pos0 + static_cast<int64_t>(t)), attn_factor);
+  }
+}
+
+}  // namespace oxi::kernels

@@ -1,0 +1,32 @@
+// A Jinja interpreter for the subset chat templates use, rendering byte-identically to
+// transformers' apply_chat_template (jinja2 with trim_blocks and lstrip_blocks, loop controls,
+// its tojson filter and raise_exception).
+//
+//   oxi::jinja::Template t(source);                    // throws oxi::Error on syntax errors
+//   std::string prompt = t.render({{"messages", msgs}, {"add_generation_prompt", true}});
+//
+// Supported: {{ }}, {% if/elif/else %}, {% for a[, b] in x [if c] %} with loop.*, else,
+// break/continue, {% set %} (also ns.attr and block form), {% macro %}, namespace(), range(),
+// raise_exception(), strftime_now(), the filters and tests listed in jinja_render.cpp, and the
+// string/dict methods templates call (strip, split, startswith, items, get, ...).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "lib/chat/jinja_ast.h"
+
+namespace oxi::jinja {
+
+class Template {
+ public:
+  explicit Template(std::string_view source);
+  // Throws oxi::Error("chat template", ...) for raise_exception() and evaluation errors.
+  std::string render(const Json& context) const;
+
+ private:
+  std::shared_ptr<const Body> body_;
+};
+
+}  // namespace oxi::jinja

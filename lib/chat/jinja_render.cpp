@@ -1,0 +1,1041 @@
+// Evaluates the syntax tree of jinja_parser.cpp. Semantics follow jinja2 as transformers
+// configures it: Python truthiness and str(), undefined values that render as "", loops that
+// scope their variables, namespaces shared by reference.
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <map>
+#include <vector>
+
+#include "lib/chat/jinja.h"
+#include "lib/chat/jinja_parser.h"
+#include "lib/core/error.h"
+
+namespace oxi::jinja {
+namespace {
+
+[[noreturn]] void eval_error(int line, const std::string& message) {
+  throw Error("chat template", "line " + std::to_string(line) + ": " + message);
+}
+
+enum class Flow { normal, break_, continue_ };
+
+std::string type_name(const Value& v) {
+  if (v.is_undefined()) return "undefined";
+  if (v.kind == Value::Kind::ns) return "namespace";
+  if (v.kind == Value::Kind::macro) return "macro";
+  const Json& j = v.data;
+  if (j.is_null()) return "none";
+  if (j.is_boolean()) return "bool";
+  if (j.is_number_integer() || j.is_number_unsigned()) return "int";
+  if (j.is_number_float()) return "float";
+  if (j.is_string()) return "str";
+  if (j.is_array()) return "list";
+  return "dict";
+}
+
+bool is_int(const Json& j) {
+  return j.is_number_integer() || j.is_number_unsigned();
+}
+
+std::string strip_chars(const std::string& s, const std::string* chars, bool left, bool right) {
+  auto is_strip = [&](char c) {
+    return chars ? chars->find(c) != std::string::npos
+                 : std::isspace(static_cast<unsigned char>(c)) != 0;
+  };
+  size_t b = 0, e = s.size();
+  if (left) {
+    while (b < e && is_strip(s[b])) ++b;
+  }
+  if (right) {
+    while (e > b && is_strip(s[e - 1])) --e;
+  }
+  return s.substr(b, e - b);
+}
+
+// Python sequence index normalisation for slices.
+Json slice_json(const Json& seq, const Value* start, const Value* stop, const Value* step_v,
+                int line) {
+  const int64_t n = seq.is_string() ? static_cast<int64_t>(seq.get_ref<const std::string&>().size())
+                                    : static_cast<int64_t>(seq.size());
+  int64_t step = 1;
+  if (step_v && !step_v->is_undefined() && !step_v->is_none()) step = step_v->data.get<int64_t>();
+  if (step == 0) eval_error(line, "slice step cannot be zero");
+  auto norm = [&](const Value* v, int64_t dflt, bool is_start) -> int64_t {
+    if (!v || v->is_undefined() || v->is_none()) return dflt;
+    int64_t i = v->data.get<int64_t>();
+    if (i < 0) i += n;
+    if (step > 0) return std::clamp<int64_t>(i, 0, n);
+    (void)is_start;
+    return std::clamp<int64_t>(i, -1, n - 1);
+  };
+  const int64_t b = norm(start, step > 0 ? 0 : n - 1, true);
+  const int64_t e = norm(stop, step > 0 ? n : -1, false);
+  if (seq.is_string()) {
+    const std::string& s = seq.get_ref<const std::string&>();
+    std::string out;
+    for (int64_t i = b; step > 0 ? i < e : i > e; i += step) out += s[static_cast<size_t>(i)];
+    return out;
+  }
+  Json out = Json::array();
+  for (int64_t i = b; step > 0 ? i < e : i > e; i += step)
+    out.push_back(seq[static_cast<size_t>(i)]);
+  return out;
+}
+
+std::vector<std::string> python_split(const std::string& s, const std::string* sep,
+                                      int64_t maxsplit) {
+  std::vector<std::string> out;
+  if (!sep) {
+    size_t i = 0;
+    while (i < s.size()) {
+      while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+      if (i >= s.size()) break;
+      if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
+        out.push_back(strip_chars(s.substr(i), nullptr, false, true));
+        return out;
+      }
+      size_t j = i;
+      while (j < s.size() && !std::isspace(static_cast<unsigned char>(s[j]))) ++j;
+      out.push_back(s.substr(i, j - i));
+      i = j;
+    }
+    return out;
+  }
+  size_t start = 0;
+  for (;;) {
+    if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) break;
+    const size_t k = s.find(*sep, start);
+    if (k == std::string::npos) break;
+    out.push_back(s.substr(start, k - start));
+    start = k + sep->size();
+  }
+  out.push_back(s.substr(start));
+  return out;
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to,
+                        int64_t count) {
+  if (from.empty()) return s;
+  size_t pos = 0;
+  int64_t done = 0;
+  while ((count < 0 || done < count) && (pos = s.find(from, pos)) != std::string::npos) {
+    s.replace(pos, from.size(), to);
+    pos += to.size();
+    ++done;
+  }
+  return s;
+}
+
+std::string title_case(const std::string& s) {
+  std::string out = s;
+  bool prev_alpha = false;
+  for (char& c : out) {
+    const bool alpha = std::isalpha(static_cast<unsigned char>(c)) != 0;
+    if (alpha)
+      c = prev_alpha ? static_cast<char>(std::tolower(static_cast<unsigned char>(c)))
+                     : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    prev_alpha = alpha;
+  }
+  return out;
+}
+
+class Renderer {
+ public:
+  explicit Renderer(const Json& context) {
+    scopes_.emplace_back();
+    for (auto it = context.begin(); it != context.end(); ++it) {
+      scopes_.back()[it.key()] = Value::of(it.value());
+    }
+  }
+
+  Flow exec_body(const Body& body, std::string& out) {
+    for (const StmtPtr& s : body) {
+      const Flow f = exec(*s, out);
+      if (f != Flow::normal) return f;
+    }
+    return Flow::normal;
+  }
+
+ private:
+  // ---- variables ----
+  Value lookup(const std::string& name) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      auto f = it->find(name);
+      if (f != it->end()) return f->second;
+    }
+    return Value::undefined();
+  }
+  void assign(const std::string& name, Value v) { scopes_.back()[name] = std::move(v); }
+
+  // ---- statements ----
+  Flow exec(const Stmt& s, std::string& out) {
+    switch (s.kind) {
+      case Stmt::Kind::text:
+        out += s.text;
+        return Flow::normal;
+      case Stmt::Kind::output:
+        out += to_python_str(eval(*s.expr));
+        return Flow::normal;
+      case Stmt::Kind::if_:
+        for (size_t i = 0; i < s.conditions.size(); ++i) {
+          if (eval(*s.conditions[i]).truthy()) return exec_body(s.branches[i], out);
+        }
+        if (s.branches.size() > s.conditions.size()) return exec_body(s.branches.back(), out);
+        return Flow::normal;
+      case Stmt::Kind::for_:
+        exec_for(s, out);
+        return Flow::normal;
+      case Stmt::Kind::set: {
+        Value v = eval(*s.expr);
+        set_target(s, std::move(v));
+        return Flow::normal;
+      }
+      case Stmt::Kind::set_block: {
+        std::string captured;
+        exec_body(s.body, captured);
+        set_target(s, Value::of(captured));
+        return Flow::normal;
+      }
+      case Stmt::Kind::break_:
+        return Flow::break_;
+      case Stmt::Kind::continue_:
+        return Flow::continue_;
+      case Stmt::Kind::macro: {
+        Value m;
+        m.kind = Value::Kind::macro;
+        m.macro = &s;
+        assign(s.targets[0], m);
+        return Flow::normal;
+      }
+    }
+    return Flow::normal;
+  }
+
+  void set_target(const Stmt& s, Value v) {
+    if (s.targets.size() == 1) {
+      assign(s.targets[0], std::move(v));
+      return;
+    }
+    Value obj = lookup(s.targets[0]);
+    if (obj.kind != Value::Kind::ns) {
+      eval_error(s.line, "cannot assign attribute '" + s.targets[1] + "' of " + type_name(obj) +
+                             " (only namespace() objects)");
+    }
+    (*obj.ns)[s.targets[1]] = std::move(v);
+  }
+
+  std::vector<Value> iterate(const Value& v, int line) {
+    std::vector<Value> items;
+    if (v.is_undefined()) return items;  // jinja2 iterates an undefined as empty
+    if (v.kind != Value::Kind::data) eval_error(line, "cannot iterate over " + type_name(v));
+    const Json& j = v.data;
+    if (j.is_array()) {
+      for (const Json& e : j) items.push_back(Value::of(e));
+    } else if (j.is_object()) {
+      for (auto it = j.begin(); it != j.end(); ++it) items.push_back(Value::of(it.key()));
+    } else if (j.is_string()) {
+      // Iterate UTF-8 code points, as Python iterates characters.
+      const std::string& s = j.get_ref<const std::string&>();
+      for (size_t i = 0; i < s.size();) {
+        size_t n = 1;
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        if (c >= 0xF0)
+          n = 4;
+        else if (c >= 0xE0)
+          n = 3;
+        else if (c >= 0xC0)
+          n = 2;
+        items.push_back(Value::of(s.substr(i, n)));
+        i += n;
+      }
+    } else {
+      eval_error(line, "cannot iterate over " + type_name(v));
+    }
+    return items;
+  }
+
+  void bind_targets(const Stmt& s, const Value& item) {
+    if (s.targets.size() == 1) {
+      assign(s.targets[0], item);
+      return;
+    }
+    if (item.kind != Value::Kind::data || !item.data.is_array() ||
+        item.data.size() != s.targets.size()) {
+      eval_error(s.line, "cannot unpack " + type_name(item) + " into " +
+                             std::to_string(s.targets.size()) + " names");
+    }
+    for (size_t i = 0; i < s.targets.size(); ++i) assign(s.targets[i], Value::of(item.data[i]));
+  }
+
+  void exec_for(const Stmt& s, std::string& out) {
+    std::vector<Value> all = iterate(eval(*s.expr), s.line);
+    std::vector<Value> items;
+    if (s.loop_filter) {
+      // The filter sees the loop variables, evaluated in a scratch scope.
+      for (Value& v : all) {
+        scopes_.emplace_back();
+        bind_targets(s, v);
+        const bool keep = eval(*s.loop_filter).truthy();
+        scopes_.pop_back();
+        if (keep) items.push_back(std::move(v));
+      }
+    } else {
+      items = std::move(all);
+    }
+    if (items.empty()) {
+      exec_body(s.else_body, out);
+      return;
+    }
+    const int64_t n = static_cast<int64_t>(items.size());
+    for (int64_t i = 0; i < n; ++i) {
+      scopes_.emplace_back();
+      Json loop = {{"index", i + 1},        {"index0", i}, {"first", i == 0},
+                   {"last", i == n - 1},    {"length", n}, {"revindex", n - i},
+                   {"revindex0", n - i - 1}};
+      if (i > 0 && items[i - 1].kind == Value::Kind::data) loop["previtem"] = items[i - 1].data;
+      if (i + 1 < n && items[i + 1].kind == Value::Kind::data) loop["nextitem"] = items[i + 1].data;
+      assign("loop", Value::of(std::move(loop)));
+      bind_targets(s, items[static_cast<size_t>(i)]);
+      const Flow f = exec_body(s.body, out);
+      scopes_.pop_back();
+      if (f == Flow::break_) break;
+    }
+  }
+
+  // ---- expressions ----
+  Value eval(const Expr& e) {
+    switch (e.kind) {
+      case Expr::Kind::literal:
+        return Value::of(e.value);
+      case Expr::Kind::name:
+        return lookup(e.name);
+      case Expr::Kind::attr:
+        return get_attr(eval(*e.a), e.name);
+      case Expr::Kind::subscript:
+        return get_item(eval(*e.a), eval(*e.args[0]), e.line);
+      case Expr::Kind::slice: {
+        Value seq = eval(*e.a);
+        Value parts[3];
+        for (int i = 0; i < 3; ++i) {
+          if (e.args[static_cast<size_t>(i)]) parts[i] = eval(*e.args[static_cast<size_t>(i)]);
+        }
+        if (seq.kind != Value::Kind::data || !(seq.data.is_array() || seq.data.is_string())) {
+          eval_error(e.line, "cannot slice " + type_name(seq));
+        }
+        return Value::of(slice_json(seq.data, &parts[0], &parts[1], &parts[2], e.line));
+      }
+      case Expr::Kind::call:
+        return call(e);
+      case Expr::Kind::filter:
+        return apply_filter(e);
+      case Expr::Kind::test: {
+        const bool r = apply_test(e);
+        return Value::of(e.negated ? !r : r);
+      }
+      case Expr::Kind::unary: {
+        Value v = eval(*e.a);
+        if (e.name == "not") return Value::of(!v.truthy());
+        if (v.kind != Value::Kind::data || !v.data.is_number())
+          eval_error(e.line, "bad operand for unary " + e.name);
+        if (e.name == "+") return v;
+        if (is_int(v.data)) return Value::of(-v.data.get<int64_t>());
+        return Value::of(-v.data.get<double>());
+      }
+      case Expr::Kind::binary:
+        return binary(e);
+      case Expr::Kind::ternary:
+        if (eval(*e.args[0]).truthy()) return eval(*e.args[1]);
+        return e.args[2] ? eval(*e.args[2]) : Value::undefined();
+      case Expr::Kind::list:
+      case Expr::Kind::tuple: {
+        Json arr = Json::array();
+        for (const ExprPtr& a : e.args) arr.push_back(data_of(eval(*a), a->line));
+        return Value::of(std::move(arr));
+      }
+      case Expr::Kind::dict: {
+        Json obj = Json::object();
+        for (size_t i = 0; i < e.keys.size(); ++i) {
+          Value k = eval(*e.keys[i]);
+          if (!k.is_string()) eval_error(e.line, "dict keys must be strings");
+          obj[k.data.get<std::string>()] = data_of(eval(*e.args[i]), e.line);
+        }
+        return Value::of(std::move(obj));
+      }
+    }
+    return Value::undefined();
+  }
+
+  // Undefined inside a container becomes None, as str() of an undefined in a list would fail
+  // in jinja2 anyway; namespaces cannot be stored.
+  static Json data_of(const Value& v, int line) {
+    if (v.kind == Value::Kind::data) return v.data;
+    if (v.is_undefined()) return nullptr;
+    eval_error(line, "cannot store a " + type_name(v) + " in a container");
+  }
+
+  Value get_attr(const Value& obj, const std::string& name) {
+    if (obj.kind == Value::Kind::ns) {
+      auto it = obj.ns->find(name);
+      return it == obj.ns->end() ? Value::undefined() : it->second;
+    }
+    if (obj.kind == Value::Kind::data && obj.data.is_object()) {
+      auto it = obj.data.find(name);
+      if (it != obj.data.end()) return Value::of(*it);
+    }
+    if (obj.kind == Value::Kind::data && obj.data.is_array() && !name.empty() &&
+        std::isdigit(static_cast<unsigned char>(name[0]))) {
+      const size_t i = std::stoul(name);
+      if (i < obj.data.size()) return Value::of(obj.data[i]);
+    }
+    return Value::undefined();
+  }
+
+  Value get_item(const Value& obj, const Value& key, int line) {
+    if (obj.kind == Value::Kind::ns && key.is_string())
+      return get_attr(obj, key.data.get<std::string>());
+    if (obj.kind != Value::Kind::data) return Value::undefined();
+    const Json& j = obj.data;
+    if (j.is_object() && key.is_string()) {
+      auto it = j.find(key.data.get<std::string>());
+      return it == j.end() ? Value::undefined() : Value::of(*it);
+    }
+    if ((j.is_array() || j.is_string()) && key.kind == Value::Kind::data && is_int(key.data)) {
+      const int64_t n = j.is_string() ? static_cast<int64_t>(j.get_ref<const std::string&>().size())
+                                      : static_cast<int64_t>(j.size());
+      int64_t i = key.data.get<int64_t>();
+      if (i < 0) i += n;
+      if (i < 0 || i >= n) return Value::undefined();
+      if (j.is_string())
+        return Value::of(std::string(1, j.get_ref<const std::string&>()[static_cast<size_t>(i)]));
+      return Value::of(j[static_cast<size_t>(i)]);
+    }
+    (void)line;
+    return Value::undefined();
+  }
+
+  static int compare_values(const Value& a, const Value& b, int line) {
+    if (a.kind != Value::Kind::data || b.kind != Value::Kind::data)
+      eval_error(line, "cannot order " + type_name(a));
+    if (a.data.is_number() && b.data.is_number()) {
+      const double x = a.data.get<double>(), y = b.data.get<double>();
+      return x < y ? -1 : x > y ? 1 : 0;
+    }
+    if (a.data.is_string() && b.data.is_string()) {
+      return a.data.get_ref<const std::string&>().compare(b.data.get_ref<const std::string&>());
+    }
+    eval_error(line, "cannot compare " + type_name(a) + " with " + type_name(b));
+  }
+
+  static bool equal_values(const Value& a, const Value& b) {
+    if (a.kind != b.kind) return false;
+    if (a.kind == Value::Kind::undefined) return true;
+    if (a.kind == Value::Kind::ns) return a.ns == b.ns;
+    if (a.kind == Value::Kind::macro) return a.macro == b.macro;
+    if (a.data.is_boolean() != b.data.is_boolean() && a.data.is_number() && b.data.is_number()) {
+      return a.data.get<double>() == b.data.get<double>();
+    }
+    return a.data == b.data;
+  }
+
+  bool contains(const Value& hay, const Value& needle, int line) {
+    if (hay.kind != Value::Kind::data) {
+      if (hay.kind == Value::Kind::ns && needle.is_string())
+        return hay.ns->count(needle.data.get<std::string>()) > 0;
+      eval_error(line, "'in' needs a container, got " + type_name(hay));
+    }
+    const Json& h = hay.data;
+    if (h.is_string()) {
+      if (!needle.is_string()) eval_error(line, "'in <string>' needs a string");
+      return h.get_ref<const std::string&>().find(needle.data.get_ref<const std::string&>()) !=
+             std::string::npos;
+    }
+    if (h.is_object()) return needle.is_string() && h.contains(needle.data.get<std::string>());
+    if (h.is_array()) {
+      for (const Json& e : h) {
+        if (equal_values(Value::of(e), needle)) return true;
+      }
+      return false;
+    }
+    eval_error(line, "'in' needs a container, got " + type_name(hay));
+  }
+
+  Value binary(const Expr& e) {
+    const std::string& op = e.name;
+    if (op == "and") {
+      Value l = eval(*e.a);
+      return l.truthy() ? eval(*e.args[0]) : l;
+    }
+    if (op == "or") {
+      Value l = eval(*e.a);
+      return l.truthy() ? l : eval(*e.args[0]);
+    }
+    Value l = eval(*e.a);
+    Value r = eval(*e.args[0]);
+    if (op == "==") return Value::of(equal_values(l, r));
+    if (op == "!=") return Value::of(!equal_values(l, r));
+    if (op == "<") return Value::of(compare_values(l, r, e.line) < 0);
+    if (op == ">") return Value::of(compare_values(l, r, e.line) > 0);
+    if (op == "<=") return Value::of(compare_values(l, r, e.line) <= 0);
+    if (op == ">=") return Value::of(compare_values(l, r, e.line) >= 0);
+    if (op == "in") return Value::of(contains(r, l, e.line));
+    if (op == "not in") return Value::of(!contains(r, l, e.line));
+    if (op == "~") return Value::of(to_python_str(l) + to_python_str(r));
+    if (l.kind != Value::Kind::data || r.kind != Value::Kind::data) {
+      eval_error(e.line, "unsupported operand types for " + op + ": " + type_name(l) + " and " +
+                             type_name(r));
+    }
+    const Json& a = l.data;
+    const Json& b = r.data;
+    if (op == "+") {
+      if (a.is_string() && b.is_string())
+        return Value::of(a.get<std::string>() + b.get<std::string>());
+      if (a.is_array() && b.is_array()) {
+        Json out = a;
+        for (const Json& x : b) out.push_back(x);
+        return Value::of(std::move(out));
+      }
+    }
+    if (op == "*" && a.is_string() && is_int(b)) {
+      std::string out;
+      for (int64_t i = 0; i < b.get<int64_t>(); ++i) out += a.get_ref<const std::string&>();
+      return Value::of(out);
+    }
+    if (a.is_number() && b.is_number() && !a.is_boolean() && !b.is_boolean()) {
+      const bool ints = is_int(a) && is_int(b);
+      if (op == "/") {
+        if (b.get<double>() == 0) eval_error(e.line, "division by zero");
+        return Value::of(a.get<double>() / b.get<double>());
+      }
+      if (ints) {
+        const int64_t x = a.get<int64_t>(), y = b.get<int64_t>();
+        if (op == "+") return Value::of(x + y);
+        if (op == "-") return Value::of(x - y);
+        if (op == "*") return Value::of(x * y);
+        if (y == 0 && (op == "//" || op == "%")) eval_error(e.line, "division by zero");
+        // Python floors toward negative infinity.
+        int64_t q = x / y;
+        if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
+        if (op == "//") return Value::of(q);
+        if (op == "%") return Value::of(x - q * y);
+      } else {
+        const double x = a.get<double>(), y = b.get<double>();
+        if (op == "+") return Value::of(x + y);
+        if (op == "-") return Value::of(x - y);
+        if (op == "*") return Value::of(x * y);
+        if (op == "//") return Value::of(std::floor(x / y));
+        if (op == "%") return Value::of(x - std::floor(x / y) * y);
+      }
+    }
+    eval_error(e.line, "unsupported operand types for " + op + ": " + type_name(l) + " and " +
+                           type_name(r));
+  }
+
+  // Arguments of a call/filter/test, positional then keyword.
+  struct Args {
+    std::vector<Value> pos;
+    std::map<std::string, Value> kw;
+    const Value* get(size_t i, const char* name) const {
+      if (i < pos.size()) return &pos[i];
+      auto it = kw.find(name);
+      return it == kw.end() ? nullptr : &it->second;
+    }
+  };
+  Args eval_args(const Expr& e, size_t skip = 0) {
+    Args a;
+    for (size_t i = skip; i < e.args.size(); ++i) a.pos.push_back(eval(*e.args[i]));
+    for (size_t i = 0; i < e.kwnames.size(); ++i) a.kw[e.kwnames[i]] = eval(*e.kwargs[i]);
+    return a;
+  }
+  static std::string str_arg(const Value* v, const std::string& dflt) {
+    return v && v->is_string() ? v->data.get<std::string>() : dflt;
+  }
+
+  Value call(const Expr& e) {
+    Args args = eval_args(e);
+    if (e.a->kind == Expr::Kind::attr) {
+      Value obj = eval(*e.a->a);
+      return call_method(obj, e.a->name, args, e.line);
+    }
+    Value callee = eval(*e.a);
+    if (callee.kind == Value::Kind::macro) return call_macro(*callee.macro, args);
+    if (e.a->kind != Expr::Kind::name) eval_error(e.line, "value is not callable");
+    const std::string& fn = e.a->name;
+    if (fn == "raise_exception") {
+      throw Error("chat template",
+                  args.pos.empty() ? std::string("raise_exception") : to_python_str(args.pos[0]));
+    }
+    if (fn == "namespace") {
+      Value ns;
+      ns.kind = Value::Kind::ns;
+      ns.ns = std::make_shared<Namespace>();
+      for (auto& [k, v] : args.kw) (*ns.ns)[k] = v;
+      return ns;
+    }
+    if (fn == "range") {
+      int64_t start = 0, stop = 0, step = 1;
+      if (args.pos.size() == 1)
+        stop = args.pos[0].data.get<int64_t>();
+      else if (args.pos.size() >= 2) {
+        start = args.pos[0].data.get<int64_t>();
+        stop = args.pos[1].data.get<int64_t>();
+        if (args.pos.size() >= 3) step = args.pos[2].data.get<int64_t>();
+      }
+      if (step == 0) eval_error(e.line, "range() step cannot be zero");
+      Json out = Json::array();
+      for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.push_back(i);
+      return Value::of(std::move(out));
+    }
+    if (fn == "dict") {
+      Json obj = Json::object();
+      for (auto& [k, v] : args.kw) obj[k] = data_of(v, e.line);
+      return Value::of(std::move(obj));
+    }
+    if (fn == "strftime_now") {
+      const std::time_t t = std::time(nullptr);
+      std::tm tm{};
+      localtime_r(&t, &tm);
+      char buf[256];
+      const std::string fmt = str_arg(args.get(0, "format"), "%Y-%m-%d");
+      const size_t n = std::strftime(buf, sizeof(buf), fmt.c_str(), &tm);
+      return Value::of(std::string(buf, n));
+    }
+    eval_error(e.line, "'" + fn + "' is undefined or not callable");
+  }
+
+  Value call_macro(const Stmt& m, const Args& args) {
+    scopes_.emplace_back();
+    for (size_t i = 0; i < m.params.size(); ++i) {
+      const Value* v = args.get(i, m.params[i].c_str());
+      if (v)
+        assign(m.params[i], *v);
+      else if (m.defaults[i])
+        assign(m.params[i], eval(*m.defaults[i]));
+      else
+        assign(m.params[i], Value::undefined());
+    }
+    std::string out;
+    exec_body(m.body, out);
+    scopes_.pop_back();
+    return Value::of(out);
+  }
+
+  Value call_method(const Value& obj, const std::string& name, const Args& args, int line) {
+    if (obj.kind == Value::Kind::data && obj.data.is_string()) {
+      const std::string& s = obj.data.get_ref<const std::string&>();
+      const Value* a0 = args.get(0, "chars");
+      std::string chars_storage;
+      const std::string* chars = nullptr;
+      if (a0 && a0->is_string()) {
+        chars_storage = a0->data.get<std::string>();
+        chars = &chars_storage;
+      }
+      if (name == "strip") return Value::of(strip_chars(s, chars, true, true));
+      if (name == "lstrip") return Value::of(strip_chars(s, chars, true, false));
+      if (name == "rstrip") return Value::of(strip_chars(s, chars, false, true));
+      if (name == "upper" || name == "lower") {
+        std::string out = s;
+        for (char& c : out) {
+          c = static_cast<char>(name == "upper" ? std::toupper(static_cast<unsigned char>(c))
+                                                : std::tolower(static_cast<unsigned char>(c)));
+        }
+        return Value::of(out);
+      }
+      if (name == "title") return Value::of(title_case(s));
+      if (name == "capitalize") {
+        std::string out = s;
+        for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (!out.empty())
+          out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
+        return Value::of(out);
+      }
+      if (name == "startswith" || name == "endswith") {
+        auto matches = [&](const std::string& p) {
+          if (p.size() > s.size()) return false;
+          return name == "startswith" ? s.compare(0, p.size(), p) == 0
+                                      : s.compare(s.size() - p.size(), p.size(), p) == 0;
+        };
+        if (!a0) eval_error(line, name + "() needs an argument");
+        if (a0->is_string()) return Value::of(matches(a0->data.get<std::string>()));
+        if (a0->kind == Value::Kind::data && a0->data.is_array()) {
+          for (const Json& p : a0->data) {
+            if (p.is_string() && matches(p.get<std::string>())) return Value::of(true);
+          }
+          return Value::of(false);
+        }
+        eval_error(line, name + "() needs a string or tuple");
+      }
+      if (name == "split" || name == "rsplit") {
+        const Value* sep = args.get(0, "sep");
+        const Value* maxs = args.get(1, "maxsplit");
+        std::string sep_s;
+        const std::string* sep_p = nullptr;
+        if (sep && sep->is_string()) {
+          sep_s = sep->data.get<std::string>();
+          if (sep_s.empty()) eval_error(line, "empty separator");
+          sep_p = &sep_s;
+        }
+        int64_t maxsplit = maxs && maxs->kind == Value::Kind::data ? maxs->data.get<int64_t>() : -1;
+        std::vector<std::string> parts;
+        if (name == "rsplit" && maxsplit >= 0 && sep_p) {
+          // Split from the right: reverse, split, reverse back.
+          std::string rs(s.rbegin(), s.rend()), rsep(sep_s.rbegin(), sep_s.rend());
+          parts = python_split(rs, &rsep, maxsplit);
+          for (std::string& p : parts) std::reverse(p.begin(), p.end());
+          std::reverse(parts.begin(), parts.end());
+        } else {
+          parts = python_split(s, sep_p, maxsplit);
+        }
+        Json out = Json::array();
+        for (auto& p : parts) out.push_back(p);
+        return Value::of(std::move(out));
+      }
+      if (name == "replace") {
+        const Value* b = args.get(1, "new");
+        const Value* c = args.get(2, "count");
+        return Value::of(
+            replace_all(s, str_arg(a0, ""), str_arg(b, ""),
+                        c && c->kind == Value::Kind::data ? c->data.get<int64_t>() : -1));
+      }
+      if (name == "find") {
+        const size_t k = s.find(str_arg(a0, ""));
+        return Value::of(k == std::string::npos ? int64_t{-1} : static_cast<int64_t>(k));
+      }
+      if (name == "count") {
+        const std::string sub = str_arg(a0, "");
+        int64_t n = 0;
+        for (size_t k = 0; !sub.empty() && (k = s.find(sub, k)) != std::string::npos;
+             k += sub.size())
+          ++n;
+        return Value::of(n);
+      }
+      if (name == "join") {
+        const Value* seq = args.get(0, "iterable");
+        std::string out;
+        if (seq && seq->kind == Value::Kind::data && seq->data.is_array()) {
+          bool first = true;
+          for (const Json& x : seq->data) {
+            if (!first) out += s;
+            first = false;
+            out += to_python_str(Value::of(x));
+          }
+        }
+        return Value::of(out);
+      }
+    }
+    if (obj.kind == Value::Kind::data && obj.data.is_object()) {
+      const Json& d = obj.data;
+      if (name == "items") {
+        Json out = Json::array();
+        for (auto it = d.begin(); it != d.end(); ++it)
+          out.push_back(Json::array({it.key(), it.value()}));
+        return Value::of(std::move(out));
+      }
+      if (name == "keys" || name == "values") {
+        Json out = Json::array();
+        for (auto it = d.begin(); it != d.end(); ++it)
+          out.push_back(name == "keys" ? Json(it.key()) : it.value());
+        return Value::of(std::move(out));
+      }
+      if (name == "get") {
+        const Value* k = args.get(0, "key");
+        const Value* dflt = args.get(1, "default");
+        if (k && k->is_string()) {
+          auto it = d.find(k->data.get<std::string>());
+          if (it != d.end()) return Value::of(*it);
+        }
+        return dflt ? *dflt : Value::of(nullptr);
+      }
+    }
+    eval_error(line, type_name(obj) + " has no method '" + name + "'");
+  }
+
+  static int64_t length_of(const Value& v, int line) {
+    if (v.is_undefined()) return 0;
+    if (v.kind == Value::Kind::data) {
+      if (v.data.is_string()) {
+        int64_t n = 0;  // code points, as Python's len()
+        for (unsigned char c : v.data.get_ref<const std::string&>()) n += (c & 0xC0) != 0x80;
+        return n;
+      }
+      if (v.data.is_array() || v.data.is_object()) return static_cast<int64_t>(v.data.size());
+    }
+    eval_error(line, "object of type " + type_name(v) + " has no length");
+  }
+
+  Value apply_filter(const Expr& e) {
+    Value v = eval(*e.a);
+    Args args = eval_args(e);
+    const std::string& f = e.name;
+    auto need_data = [&](const char* what) {
+      if (v.kind != Value::Kind::data)
+        eval_error(e.line, std::string(what) + " filter needs a value, got " + type_name(v));
+    };
+    if (f == "trim") {
+      std::string chars_s;
+      const Value* c = args.get(0, "chars");
+      if (c && c->is_string()) chars_s = c->data.get<std::string>();
+      return Value::of(
+          strip_chars(to_python_str(v), c && c->is_string() ? &chars_s : nullptr, true, true));
+    }
+    if (f == "length" || f == "count") return Value::of(length_of(v, e.line));
+    if (f == "tojson") {
+      need_data("tojson");
+      const Value* ind = args.get(0, "indent");
+      const int indent = ind && ind->kind == Value::Kind::data && is_int(ind->data)
+                             ? static_cast<int>(ind->data.get<int64_t>())
+                             : -1;
+      return Value::of(to_json_text(v.data, indent));
+    }
+    if (f == "string") return Value::of(to_python_str(v));
+    if (f == "upper" || f == "lower" || f == "title" || f == "capitalize") {
+      return call_method(Value::of(to_python_str(v)), f, {}, e.line);
+    }
+    if (f == "replace") {
+      const Value* c = args.get(2, "count");
+      return Value::of(replace_all(
+          to_python_str(v), str_arg(args.get(0, "old"), ""), str_arg(args.get(1, "new"), ""),
+          c && c->kind == Value::Kind::data ? c->data.get<int64_t>() : -1));
+    }
+    if (f == "default" || f == "d") {
+      const Value* dflt = args.get(0, "default_value");
+      const Value* boolean = args.get(1, "boolean");
+      const bool use_default = v.is_undefined() || (boolean && boolean->truthy() && !v.truthy());
+      return use_default ? (dflt ? *dflt : Value::of("")) : v;
+    }
+    if (f == "first" || f == "last") {
+      std::vector<Value> items = iterate(v, e.line);
+      if (items.empty()) return Value::undefined();
+      return f == "first" ? items.front() : items.back();
+    }
+    if (f == "list") {
+      Json out = Json::array();
+      for (const Value& x : iterate(v, e.line)) out.push_back(x.data);
+      return Value::of(std::move(out));
+    }
+    if (f == "reverse") {
+      need_data("reverse");
+      if (v.data.is_string()) {
+        std::string s = v.data.get<std::string>();
+        std::reverse(s.begin(), s.end());
+        return Value::of(s);
+      }
+      Json out = Json::array();
+      std::vector<Value> items = iterate(v, e.line);
+      for (auto it = items.rbegin(); it != items.rend(); ++it) out.push_back(it->data);
+      return Value::of(std::move(out));
+    }
+    if (f == "join") {
+      const std::string sep = str_arg(args.get(0, "d"), "");
+      const Value* attr = args.get(1, "attribute");
+      std::string out;
+      bool first = true;
+      for (const Value& x : iterate(v, e.line)) {
+        if (!first) out += sep;
+        first = false;
+        out += to_python_str(attr && attr->is_string() ? get_attr(x, attr->data.get<std::string>())
+                                                       : x);
+      }
+      return Value::of(out);
+    }
+    if (f == "items") {
+      need_data("items");
+      return call_method(v, "items", {}, e.line);
+    }
+    if (f == "int") {
+      if (v.kind == Value::Kind::data && v.data.is_number())
+        return Value::of(static_cast<int64_t>(v.data.get<double>()));
+      if (v.is_string()) {
+        try {
+          return Value::of(static_cast<int64_t>(std::stoll(v.data.get<std::string>())));
+        } catch (const std::exception&) {
+        }
+      }
+      return Value::of(int64_t{0});
+    }
+    if (f == "float") {
+      if (v.kind == Value::Kind::data && v.data.is_number()) return Value::of(v.data.get<double>());
+      if (v.is_string()) {
+        try {
+          return Value::of(std::stod(v.data.get<std::string>()));
+        } catch (const std::exception&) {
+        }
+      }
+      return Value::of(0.0);
+    }
+    if (f == "abs") {
+      need_data("abs");
+      if (is_int(v.data)) return Value::of(std::llabs(v.data.get<int64_t>()));
+      return Value::of(std::fabs(v.data.get<double>()));
+    }
+    if (f == "round") {
+      need_data("round");
+      const Value* prec = args.get(0, "precision");
+      const double p =
+          std::pow(10.0, prec && prec->kind == Value::Kind::data ? prec->data.get<double>() : 0.0);
+      return Value::of(std::round(v.data.get<double>() * p) / p);
+    }
+    if (f == "safe" || f == "e" || f == "escape") {
+      if (f == "safe") return v;
+      std::string out;
+      for (char c : to_python_str(v)) {
+        switch (c) {
+          case '&':
+            out += "&amp;";
+            break;
+          case '<':
+            out += "&lt;";
+            break;
+          case '>':
+            out += "&gt;";
+            break;
+          case '"':
+            out += "&#34;";
+            break;
+          case '\'':
+            out += "&#39;";
+            break;
+          default:
+            out += c;
+        }
+      }
+      return Value::of(out);
+    }
+    if (f == "selectattr" || f == "rejectattr" || f == "select" || f == "reject") {
+      const bool by_attr = f == "selectattr" || f == "rejectattr";
+      const bool keep_match = f == "selectattr" || f == "select";
+      Json out = Json::array();
+      const std::string attr = by_attr ? str_arg(args.get(0, "attr"), "") : "";
+      const size_t test_pos = by_attr ? 1 : 0;
+      for (const Value& x : iterate(v, e.line)) {
+        Value subject = by_attr ? get_attr(x, attr) : x;
+        bool r;
+        if (args.pos.size() > test_pos) {
+          const std::string test = str_arg(&args.pos[test_pos], "");
+          std::vector<Value> targs(args.pos.begin() + static_cast<std::ptrdiff_t>(test_pos) + 1,
+                                   args.pos.end());
+          r = run_test(test, subject, targs, e.line);
+        } else {
+          r = subject.truthy();
+        }
+        if (r == keep_match) out.push_back(x.data);
+      }
+      return Value::of(std::move(out));
+    }
+    if (f == "map") {
+      Json out = Json::array();
+      const Value* attr = args.kw.count("attribute") ? &args.kw.at("attribute") : nullptr;
+      for (const Value& x : iterate(v, e.line)) {
+        if (attr) {
+          out.push_back(data_of(get_attr(x, str_arg(attr, "")), e.line));
+        } else if (!args.pos.empty()) {
+          const std::string name = str_arg(&args.pos[0], "");
+          out.push_back(data_of(apply_named_filter(name, x, e.line), e.line));
+        } else {
+          out.push_back(x.data);
+        }
+      }
+      return Value::of(std::move(out));
+    }
+    if (f == "unique") {
+      Json out = Json::array();
+      for (const Value& x : iterate(v, e.line)) {
+        bool seen = false;
+        for (const Json& y : out) seen = seen || y == x.data;
+        if (!seen) out.push_back(x.data);
+      }
+      return Value::of(std::move(out));
+    }
+    if (f == "dictsort") {
+      need_data("dictsort");
+      std::vector<std::pair<std::string, Json>> items;
+      for (auto it = v.data.begin(); it != v.data.end(); ++it)
+        items.emplace_back(it.key(), it.value());
+      std::sort(items.begin(), items.end(), [](auto& a, auto& b) { return a.first < b.first; });
+      Json out = Json::array();
+      for (auto& [k, x] : items) out.push_back(Json::array({k, x}));
+      return Value::of(std::move(out));
+    }
+    if (f == "wordcount")
+      return Value::of(static_cast<int64_t>(python_split(to_python_str(v), nullptr, -1).size()));
+    eval_error(e.line, "unsupported filter '" + f + "'");
+  }
+
+  Value apply_named_filter(const std::string& name, const Value& v, int line) {
+    if (name == "string") return Value::of(to_python_str(v));
+    if (name == "trim") return Value::of(strip_chars(to_python_str(v), nullptr, true, true));
+    if (name == "upper" || name == "lower" || name == "title" || name == "capitalize") {
+      return call_method(Value::of(to_python_str(v)), name, {}, line);
+    }
+    if (name == "length" || name == "count") return Value::of(length_of(v, line));
+    if (name == "tojson" && v.kind == Value::Kind::data) return Value::of(to_json_text(v.data, -1));
+    eval_error(line, "unsupported filter '" + name + "' in map()");
+  }
+
+  bool apply_test(const Expr& e) {
+    Value v = eval(*e.a);
+    Args args = eval_args(e);
+    return run_test(e.name, v, args.pos, e.line);
+  }
+
+  bool run_test(const std::string& t, const Value& v, const std::vector<Value>& args, int line) {
+    const bool data = v.kind == Value::Kind::data;
+    if (t == "defined") return !v.is_undefined();
+    if (t == "undefined") return v.is_undefined();
+    if (t == "none") return v.is_none();
+    if (t == "string") return data && v.data.is_string();
+    // Python's bool is a Number, so jinja2's number test accepts it (integer/float do not).
+    if (t == "number") return data && (v.data.is_number() || v.data.is_boolean());
+    if (t == "integer") return data && is_int(v.data);
+    if (t == "float") return data && v.data.is_number_float();
+    if (t == "boolean") return data && v.data.is_boolean();
+    if (t == "true") return data && v.data.is_boolean() && v.data.get<bool>();
+    if (t == "false") return data && v.data.is_boolean() && !v.data.get<bool>();
+    if (t == "mapping") return (data && v.data.is_object()) || v.kind == Value::Kind::ns;
+    if (t == "sequence" || t == "iterable") {
+      return data && (v.data.is_array() || v.data.is_string() || v.data.is_object());
+    }
+    if (t == "callable") return v.kind == Value::Kind::macro;
+    if (t == "lower" || t == "upper") {
+      if (!v.is_string()) return false;
+      for (char c : v.data.get<std::string>()) {
+        if (t == "lower" ? std::isupper(static_cast<unsigned char>(c))
+                         : std::islower(static_cast<unsigned char>(c)))
+          return false;
+      }
+      return true;
+    }
+    if (t == "odd" || t == "even") {
+      if (!data || !is_int(v.data)) eval_error(line, "'" + t + "' test needs an integer");
+      return (v.data.get<int64_t>() % 2 != 0) == (t == "odd");
+    }
+    if (t == "divisibleby") {
+      if (args.empty() || !data || !is_int(v.data)) eval_error(line, "divisibleby needs integers");
+      const int64_t d = args[0].data.get<int64_t>();
+      return d != 0 && v.data.get<int64_t>() % d == 0;
+    }
+    if (t == "equalto" || t == "eq" || t == "==" || t == "sameas")
+      return !args.empty() && equal_values(v, args[0]);
+    if (t == "ne" || t == "!=") return !args.empty() && !equal_values(v, args[0]);
+    if (t == "in") return !args.empty() && contains(args[0], v, line);
+    eval_error(line, "unsupported test '" + t + "'");
+  }
+
+  std::vector<std::map<std::string, Value>> scopes_;
+};
+
+}  // namespace
+
+Template::Template(std::string_view source)
+    : body_(std::make_shared<const Body>(parse_template(source))) {}
+
+std::string Template::render(const Json& context) const {
+  Renderer r(context);
+  std::string out;
+  r.exec_body(*body_, out);
+  return out;
+}
+
+}  // namespace oxi::jinja

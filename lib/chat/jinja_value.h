@@ -1,0 +1,52 @@
+// Values of the Jinja subset used by chat templates.
+//
+// Data (strings, numbers, lists, dicts) is an ordered JSON value, because Python dicts keep
+// insertion order and templates print them with tojson. Two kinds are not data: `undefined`
+// (a missing variable or key, which renders as "" and is falsy) and a namespace (a mutable
+// object created by namespace(), shared by reference so loop bodies can update it).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace oxi::jinja {
+
+using Json = nlohmann::ordered_json;
+
+struct Value;
+struct Stmt;
+using Namespace = std::map<std::string, Value>;
+
+struct Value {
+  enum class Kind { undefined, data, ns, macro };
+  Kind kind = Kind::undefined;
+  Json data;
+  std::shared_ptr<Namespace> ns;
+  const Stmt* macro = nullptr;  // a {% macro %} of the template being rendered (not owned)
+
+  static Value undefined() { return {}; }
+  static Value of(Json j) {
+    Value v;
+    v.kind = Kind::data;
+    v.data = std::move(j);
+    return v;
+  }
+  bool is_undefined() const { return kind == Kind::undefined; }
+  bool is_none() const { return kind == Kind::data && data.is_null(); }
+  bool is_string() const { return kind == Kind::data && data.is_string(); }
+  bool truthy() const;
+};
+
+// Python's str() of a value, which is what {{ x }} prints (None -> "None", True -> "True",
+// lists and dicts in Python repr form).
+std::string to_python_str(const Value& v);
+std::string to_python_repr(const Json& j);
+std::string python_float_repr(double d);
+
+// json.dumps(value, ensure_ascii=False, indent=indent) as transformers' tojson filter does.
+std::string to_json_text(const Json& j, int indent);
+
+}  // namespace oxi::jinja

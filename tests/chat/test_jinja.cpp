@@ -1,0 +1,83 @@
+// The Jinja interpreter against jinja2: every case in jinja_cases.json was rendered by jinja2
+// with transformers' chat-template environment (tests/reference/gen_jinja_cases.py).
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "lib/chat/chat_template.h"
+#include "lib/chat/jinja.h"
+#include "lib/core/error.h"
+
+namespace {
+
+using oxi::jinja::Json;
+
+Json load_cases() {
+  std::ifstream in(std::string(OXI_TEST_SOURCE_DIR) + "/jinja_cases.json");
+  EXPECT_TRUE(in.good());
+  return Json::parse(in);
+}
+
+TEST(Jinja, MatchesJinja2OnEveryCase) {
+  const Json cases = load_cases();
+  ASSERT_GE(cases.size(), 10u);
+  for (const Json& c : cases) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    if (c.contains("error")) {
+      try {
+        oxi::jinja::Template(c["template"].get<std::string>()).render(c["context"]);
+        ADD_FAILURE() << "expected an error: " << c["error"];
+      } catch (const oxi::Error& e) {
+        EXPECT_NE(std::string(e.what()).find(c["error"].get<std::string>()), std::string::npos)
+            << e.what();
+      }
+      continue;
+    }
+    const std::string got =
+        oxi::jinja::Template(c["template"].get<std::string>()).render(c["context"]);
+    EXPECT_EQ(got, c["expected"].get<std::string>());
+  }
+}
+
+TEST(Jinja, SyntaxErrorsNameTheLine) {
+  try {
+    oxi::jinja::Template("line one\n{% if x %}never closed");
+    FAIL() << "expected a syntax error";
+  } catch (const oxi::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("endif"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(oxi::jinja::Template("{{ 1 + }}"), oxi::Error);
+  EXPECT_THROW(oxi::jinja::Template("{% frobnicate %}"), oxi::Error);
+  EXPECT_THROW(oxi::jinja::Template("{{ 'unterminated }}"), oxi::Error);
+}
+
+TEST(ChatTemplate, NamedFallbacksRenderTheirFormats) {
+  const std::vector<oxi::ChatMessage> chat = {
+      {"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello."}, {"user", "Bye"}};
+  EXPECT_EQ(oxi::ChatTemplate::named("chatml", "", "").apply(chat, true),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\nHello.<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  EXPECT_EQ(
+      oxi::ChatTemplate::named("llama3", "<|begin_of_text|>", "").apply({{"user", " Hi "}}, true),
+      "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+      "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(
+      oxi::ChatTemplate::named("llama2", "<s>", "</s>").apply(chat, false),
+      "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello. </s><s>[INST] Bye [/INST]");
+  EXPECT_EQ(oxi::ChatTemplate::named("gemma", "<bos>", "").apply(chat, true),
+            "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\n"
+            "Hello.<end_of_turn>\n<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n");
+  EXPECT_EQ(oxi::ChatTemplate::named("phi3", "", "<|endoftext|>").apply({{"user", "Hi"}}, true),
+            "<|user|>\nHi<|end|>\n<|assistant|>\n");
+  EXPECT_EQ(oxi::ChatTemplate::named("zephyr", "", "</s>").apply({{"user", "Hi"}}, true),
+            "<|user|>\nHi</s>\n<|assistant|>\n");
+  EXPECT_EQ(oxi::ChatTemplate::named("mistral", "<s>", "</s>").apply(chat, false),
+            "<s>[INST] Be brief.\n\nHi[/INST]Hello.</s>[INST] Bye[/INST]");
+  EXPECT_THROW(oxi::ChatTemplate::named("nonesuch", "", ""), oxi::Error);
+  EXPECT_THROW(oxi::ChatTemplate::named("llama2", "", "").apply({{"assistant", "x"}}, false),
+               oxi::Error);
+}
+
+}  // namespace

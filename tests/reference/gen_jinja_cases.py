@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Writes tests/chat/jinja_cases.json: templates, contexts and the output that jinja2 renders
+with the environment transformers' apply_chat_template uses (trim_blocks, lstrip_blocks,
+loop controls, its tojson filter, raise_exception). The C++ interpreter must match every case
+byte for byte. Needs Debian's python3-jinja2; run from the source root:
+
+    /usr/bin/python3 tests/reference/gen_jinja_cases.py
+"""
+import json
+import os
+import sys
+
+from jinja2.exceptions import TemplateError
+from jinja2.ext import loopcontrols
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+
+def raise_exception(message):
+    raise TemplateError(message)
+
+
+def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
+                      sort_keys=sort_keys)
+
+
+ENV = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                    extensions=[loopcontrols])
+ENV.filters["tojson"] = tojson
+ENV.globals["raise_exception"] = raise_exception
+
+CHAT = [
+    {"role": "system", "content": "  You are terse.  "},
+    {"role": "user", "content": "Hello ünïcode \"quotes\" 'single'\n"},
+    {"role": "assistant", "content": "<think>\nplan\n</think>\n\nHi!"},
+    {"role": "user", "content": "Two?"},
+]
+NO_SYSTEM = CHAT[1:]
+
+TEMPLATES = {
+    # A reasoning-style ChatML template: namespace, reverse slice, split/strip methods.
+    "thinking_chatml": """
+{%- if messages[0].role == 'system' %}
+    {{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}
+{%- endif %}
+{%- set ns = namespace(last_user=messages|length - 1, found=false) %}
+{%- for m in messages[::-1] %}
+    {%- if not ns.found and m.role == 'user' %}
+        {%- set ns.last_user = (messages|length - 1) - loop.index0 %}
+        {%- set ns.found = true %}
+    {%- endif %}
+{%- endfor %}
+{%- for m in messages %}
+    {%- if m.role == 'user' or (m.role == 'system' and not loop.first) %}
+        {{- '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}
+    {%- elif m.role == 'assistant' %}
+        {%- set content = m.content %}
+        {%- if '</think>' in content %}
+            {%- set reasoning = content.split('</think>')[0].rstrip('\\n').split('<think>')[-1].lstrip('\\n') %}
+            {%- set content = content.split('</think>')[-1].lstrip('\\n') %}
+        {%- endif %}
+        {%- if loop.index0 > ns.last_user %}
+            {{- '<|im_start|>assistant\\n<think>\\n' + reasoning.strip('\\n') + '\\n</think>\\n\\n' + content }}
+        {%- else %}
+            {{- '<|im_start|>assistant\\n' + content }}
+        {%- endif %}
+        {{- '<|im_end|>\\n' }}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\\n' }}
+    {%- if enable_thinking is defined and enable_thinking is false %}
+        {{- '<think>\\n\\n</think>\\n\\n' }}
+    {%- endif %}
+{%- endif %}
+""",
+    # Header-style template with a system block extracted first and tools as indented JSON.
+    "headers_tools": """{{- bos_token }}
+{%- if not date_string is defined %}
+    {%- set date_string = "01 Jan 2026" %}
+{%- endif %}
+{%- if messages[0]['role'] == 'system' %}
+    {%- set system_message = messages[0]['content']|trim %}
+    {%- set messages = messages[1:] %}
+{%- else %}
+    {%- set system_message = "" %}
+{%- endif %}
+{{- "<|start_header_id|>system<|end_header_id|>\\n\\n" }}
+{{- "Today Date: " + date_string + "\\n\\n" }}
+{%- if tools is defined and tools is not none %}
+    {%- for t in tools %}
+        {{- t | tojson(indent=4) }}
+        {{- "\\n\\n" }}
+    {%- endfor %}
+{%- endif %}
+{{- system_message + "<|eot_id|>" }}
+{%- for message in messages %}
+    {{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + '<|eot_id|>' }}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}
+{%- endif %}
+""",
+    # Alternation check with raise_exception, role renaming, trim filter.
+    "turns_strict": "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\\n'}}{% endif %}",
+    # Whitespace rules: trim_blocks, lstrip_blocks, explicit markers, {%+ and comments.
+    "whitespace": "A\n  {% if true %}\n    B {{ 1 }}  \n  {% endif %}\nC {# note #}\n  {#- gone -#}  D\n{%+ if true %}E{% endif %}\n{{- ' F ' -}}\n   G\n{% for i in range(3) -%}\n  [{{ i }}]\n{%- endfor %}\nH",
+    # Python str() of values and operators.
+    "values": "{{ [1, 'a', none, true, 1.5, {'k': 'v'}] }}|{{ none }}|{{ true }}|{{ 7 // 2 }} {{ -7 // 2 }} {{ -7 % 3 }} {{ 7 / 2 }} {{ 2 * 3.0 }}|{{ 'ab' * 3 }}|{{ 1 ~ 'x' ~ none }}|{{ 'y' if false }}|{{ 'n' if 0 else 'z' }}|{{ 1e20 }} {{ 0.0001 }} {{ 0.00001 }} {{ 123456789.125 }} {{ 1.0e16 }}|{{ \"it's\" }}|{{ ['it\\'s', \"q\\\"\"] }}|{{ undefined_thing }}|{% for a, b in [(1, 2)] %}{{ a }}{{ b }}{% endfor %}",
+    # Loops: loop.*, break/continue, for-else, loop filter, unpacking, dict iteration.
+    "loops": "{% for x in items if x != 3 %}{{ loop.index }}/{{ loop.length }}:{{ x }}{% if loop.first %}F{% endif %}{% if loop.last %}L{% endif %}{% if x == 5 %}{% break %}{% endif %}{% if x is even %}{% continue %}{% endif %}!{% endfor %}|{% for x in [] %}no{% else %}empty{% endfor %}|{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}|{% for k in d %}{{ k }}{% endfor %}|{% for c in 'héllo' %}{{ c }}.{% endfor %}|{% for x in items %}{% set y = x * 2 %}{% endfor %}{{ y }}",
+    # Filters and methods.
+    "filters": "{{ names | join(', ') }}|{{ people | map(attribute='name') | join('+') }}|{{ people | selectattr('age', 'odd') | map(attribute='name') | list }}|{{ people | rejectattr('name', 'equalto', 'bo') | list | length }}|{{ missing | default('dflt') }}|{{ '' | default('e', true) }}|{{ names | first }}{{ names | last }}|{{ 'hello world' | title }} {{ 'ABC' | lower }} {{ 'x' | upper }} {{ 'hi there' | capitalize }}|{{ 'a-b-c' | replace('-', '+') }}|{{ '42' | int + 1 }} {{ '2.5' | float }} {{ 2.567 | round(2) }} {{ -3 | abs }}|{{ [3,1,3,2] | unique | list }}|{% for k, v in {'b': 1, 'a': 2} | dictsort %}{{ k }}{{ v }}{% endfor %}|{{ '  pad  ' | trim }}|{{ names | reverse | list }}|{{ 'a,b,,c'.split(',') }} {{ ' x  y '.split() }} {{ 'k=v=w'.split('=', 1) }}|{{ 'abc'.startswith(('x', 'a')) }} {{ 'abc'.endswith('bc') }} {{ 'aXbX'.replace('X', '') }} {{ 'banana'.count('an') }} {{ 'hay'.find('y') }}|{{ d.get('a') }} {{ d.get('zz', 'none!') }} {{ d.keys() | list }} {{ d.values() | list }}|{{ names[1:] }} {{ names[:-1] }} {{ names[::2] }} {{ 'abcdef'[1:4] }} {{ 'abcdef'[::-1] }} {{ names[-1] }}|{{ names | length }} {{ 'héllo' | length }} {{ d | length }}|{{ d | tojson }} {{ people | tojson(indent=2) }}",
+    # Tests.
+    "tests": "{% for v in [1, 2.5, 'x', none, true, [1], {'a': 1}] %}{{ v is number }}{{ v is string }}{{ v is none }}{{ v is mapping }}{{ v is iterable }}{{ v is sequence }}{{ v is boolean }}{{ v is integer }}{{ v is float }};{% endfor %}|{{ 6 is divisibleby 3 }} {{ 7 is divisibleby(3) }} {{ x is defined }} {{ nope is undefined }} {{ 'ab' is lower }} {{ 'AB' is upper }} {{ 3 is odd }} {{ 'a' in 'cat' }} {{ 2 in [1,2] }} {{ 'k' in {'k': 1} }} {{ 'z' not in 'cat' }}",
+    # Macros, set blocks, namespaces updated in loops.
+    "macros": "{% macro tag(name, body='?') %}<{{ name }}>{{ body }}</{{ name }}>{% endmacro %}{{ tag('a', 'x') }}{{ tag('b') }}{{ tag(name='c', body='y') }}|{% set block %}inner {{ 1 + 1 }}{% endset %}{{ block }}|{% set ns = namespace(total=0, names='') %}{% for p in people %}{% set ns.total = ns.total + p.age %}{% set ns.names = ns.names + p.name %}{% endfor %}{{ ns.total }} {{ ns.names }}",
+    "error_alternation": "{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate') }}{% endif %}{{ message['content'] }}{% endfor %}",
+}
+
+CONTEXTS = {
+    "chat": {"messages": CHAT, "add_generation_prompt": True, "bos_token": "<s>", "eos_token": "</s>"},
+    "chat_no_system": {"messages": NO_SYSTEM, "add_generation_prompt": False, "bos_token": "<bos>", "eos_token": "<eos>"},
+    "chat_thinking_off": {"messages": NO_SYSTEM, "add_generation_prompt": True, "enable_thinking": False, "bos_token": "", "eos_token": ""},
+    "chat_tools": {"messages": CHAT, "add_generation_prompt": True, "bos_token": "<|begin_of_text|>",
+                   "tools": [{"name": "get_weather", "parameters": {"city": {"type": "string"}, "days": [1, 2.5, None, True], "note": "é\n\"x\""}}, {"e": [], "f": {}}]},
+    "data": {"items": [1, 2, 3, 4, 5, 6], "d": {"b": 2, "a": 1}, "names": ["al", "bo", "cy"], "x": 1,
+             "people": [{"name": "al", "age": 3}, {"name": "bo", "age": 4}, {"name": "cy", "age": 5}]},
+}
+
+CASES = [
+    ("thinking_chatml", "chat"), ("thinking_chatml", "chat_thinking_off"),
+    ("headers_tools", "chat"), ("headers_tools", "chat_tools"), ("headers_tools", "chat_no_system"),
+    ("turns_strict", "chat_no_system"), ("turns_strict", "chat"),
+    ("whitespace", "data"), ("values", "data"), ("loops", "data"), ("filters", "data"),
+    ("tests", "data"), ("macros", "data"), ("error_alternation", "chat"),
+]
+
+
+def main():
+    out = []
+    for tname, cname in CASES:
+        try:
+            rendered = ENV.from_string(TEMPLATES[tname]).render(**CONTEXTS[cname])
+            case = {"expected": rendered}
+        except TemplateError as e:
+            case = {"error": str(e)}
+        case.update({"name": f"{tname}/{cname}", "template": TEMPLATES[tname], "context": CONTEXTS[cname]})
+        out.append(case)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.path.join(root, "tests", "chat", "jinja_cases.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(out, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    print(f"wrote {len(out)} cases to {path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
