@@ -1,0 +1,103 @@
+// Activation quantization, the ggml way: each weight format names the activation format its
+// integer dot product runs against (see quant.h).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/formats/blocks.h"
+#include "kernels/formats/fp16.h"
+#include "kernels/formats/quant.h"
+#include "kernels/formats/quantize_k.h"
+
+namespace oxi::kernels {
+namespace {
+
+void quantize_q8_1(const float* x, void* dst, size_t n) noexcept {
+  auto* b = static_cast<BlockQ8_1*>(dst);
+  for (size_t i = 0; i < n / QK; ++i, x += QK) {
+    float amax = 0;
+    for (size_t j = 0; j < QK; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    int sum = 0;
+    for (size_t j = 0; j < QK; ++j) {
+      b[i].qs[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
+      sum += b[i].qs[j];
+    }
+    b[i].d = f32_to_f16(d);
+    b[i].s = f32_to_f16(static_cast<float>(sum) * d);
+  }
+}
+
+void quantize_q8_K(const float* x, void* dst, size_t n) noexcept {
+  auto* b = static_cast<BlockQ8_K*>(dst);
+  for (size_t i = 0; i < n / QK_K; ++i, x += QK_K) {
+    float amax = 0, vmax = 0;
+    for (size_t j = 0; j < QK_K; ++j) {
+      if (std::fabs(x[j]) > amax) {
+        amax = std::fabs(x[j]);
+        vmax = x[j];
+      }
+    }
+    if (amax == 0) {
+      std::memset(&b[i], 0, sizeof(b[i]));
+      continue;
+    }
+    // Maps the value of largest magnitude to -127 so every q fits a signed byte symmetrically.
+    const float iscale = -127.0f / vmax;
+    for (size_t j = 0; j < QK_K; ++j) {
+      b[i].qs[j] = static_cast<int8_t>(std::clamp(std::lrintf(iscale * x[j]), -127L, 127L));
+    }
+    for (size_t g = 0; g < QK_K / 16; ++g) {
+      int sum = 0;
+      for (size_t l = 0; l < 16; ++l) sum += b[i].qs[16 * g + l];
+      b[i].bsums[g] = static_cast<int16_t>(sum);
+    }
+    b[i].d = 1.0f / iscale;
+  }
+}
+
+}  // namespace
+
+DType activation_dtype(DType weight) noexcept {
+  switch (weight) {
+    case DType::Q4_0:
+    case DType::Q5_0:
+    case DType::Q8_0:
+      return DType::Q8_0;
+    case DType::Q4_1:
+    case DType::Q5_1:
+      return DType::Q8_1;
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+      return DType::Q8_K;
+    default:
+      return DType::F32;
+  }
+}
+
+size_t activation_bytes(DType weight, size_t n) noexcept {
+  return row_bytes(activation_dtype(weight), n);
+}
+
+void quantize_activation(DType weight, const float* x, void* out, size_t n) noexcept {
+  switch (activation_dtype(weight)) {
+    case DType::Q8_0:
+      quantize_row_q8_0(x, out, n);
+      break;
+    case DType::Q8_1:
+      quantize_q8_1(x, out, n);
+      break;
+    case DType::Q8_K:
+      quantize_q8_K(x, out, n);
+      break;
+    default:
+      std::memcpy(out, x, n * sizeof(float));
+      break;
+  }
+}
+
+}  // namespace oxi::kernels

@@ -1,0 +1,127 @@
+// The GGUF / ggml quantized block layouts, byte for byte.
+//
+// A row of a quantized tensor is an array of blocks; each block holds `kElems` weights as small
+// integers plus the scales that turn them back into floats. Halves are stored as raw f16 bits
+// (fp16.h converts them). The dequantization rule of each block is in dequantize.cpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace oxi::kernels {
+
+inline constexpr size_t QK = 32;     // elements per block of the 32-element formats
+inline constexpr size_t QK_K = 256;  // elements per super-block of the K-quants
+inline constexpr size_t K_SCALE_SIZE = 12;
+
+// x = d * (q - 8), q in 0..15; element j in the low nibble of qs[j], element j+16 in the high.
+struct BlockQ4_0 {
+  uint16_t d;
+  uint8_t qs[QK / 2];
+};
+// x = d * q + m, q in 0..15 (same nibble order as q4_0).
+struct BlockQ4_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qs[QK / 2];
+};
+// x = d * (q - 16), q in 0..31: low 4 bits as q4_0, bit 4 of element j in bit j of qh (LE u32).
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[QK / 2];
+};
+// x = d * q + m, q in 0..31 (bits as q5_0).
+struct BlockQ5_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qh[4];
+  uint8_t qs[QK / 2];
+};
+// x = d * q.
+struct BlockQ8_0 {
+  uint16_t d;
+  int8_t qs[QK];
+};
+// q8_0 plus s = d * sum(qs): the activation format for q4_1 / q5_1 weights.
+struct BlockQ8_1 {
+  uint16_t d;
+  uint16_t s;
+  int8_t qs[QK];
+};
+
+// 16 groups of 16: x = d * (scales[g] & 15) * q - dmin * (scales[g] >> 4), q in 0..3.
+struct BlockQ2_K {
+  uint8_t scales[QK_K / 16];
+  uint8_t qs[QK_K / 4];
+  uint16_t d;
+  uint16_t dmin;
+};
+// 16 groups of 16: x = d * (scale6[g] - 32) * (q - 4 * !hbit), 2 low bits in qs, high in hmask.
+struct BlockQ3_K {
+  uint8_t hmask[QK_K / 8];
+  uint8_t qs[QK_K / 4];
+  uint8_t scales[12];
+  uint16_t d;
+};
+// 8 groups of 32: x = d * sc[g] * q - dmin * mn[g], 6-bit sc / mn packed in scales[12].
+struct BlockQ4_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[K_SCALE_SIZE];
+  uint8_t qs[QK_K / 2];
+};
+// q4_K with a fifth bit per weight in qh.
+struct BlockQ5_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[K_SCALE_SIZE];
+  uint8_t qh[QK_K / 8];
+  uint8_t qs[QK_K / 2];
+};
+// 16 groups of 16: x = d * scales[g] * (q - 32), q in 0..63 (4 bits in ql, 2 in qh).
+struct BlockQ6_K {
+  uint8_t ql[QK_K / 2];
+  uint8_t qh[QK_K / 4];
+  int8_t scales[QK_K / 16];
+  uint16_t d;
+};
+// The activation format for K-quant weights: f32 scale, and the sum of each group of 16.
+struct BlockQ8_K {
+  float d;
+  int8_t qs[QK_K];
+  int16_t bsums[QK_K / 16];
+};
+
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ8_1) == 36);
+static_assert(sizeof(BlockQ2_K) == 84);
+static_assert(sizeof(BlockQ3_K) == 110);
+static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ5_K) == 176);
+static_assert(sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockQ8_K) == 292);
+
+// The 6-bit scale and min of group j (0..7) of a q4_K / q5_K super-block.
+inline void k4_scale_min(const uint8_t* q, int j, uint8_t& sc, uint8_t& mn) noexcept {
+  if (j < 4) {
+    sc = q[j] & 63;
+    mn = q[j + 4] & 63;
+  } else {
+    sc = static_cast<uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+    mn = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+// The 6-bit (unsigned, biased by 32) scale of group g (0..15) of a q3_K super-block.
+inline int k3_scale(const uint8_t* s, int g) noexcept {
+  const int low = g < 8 ? (s[g] & 0xF) : (s[g - 8] >> 4);
+  const int high = (s[8 + (g % 4)] >> (2 * (g / 4))) & 3;
+  return low | (high << 4);
+}
+
+}  // namespace oxi::kernels

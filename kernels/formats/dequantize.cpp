@@ -1,0 +1,268 @@
+// Scalar dequantization of every supported block format: the reference, bit-exact to ggml.
+//
+// Each rule is evaluated in f32 in the order ggml writes it (e.g. q4_K: (d * sc) * q - dmin * m),
+// so contraction into FMA must stay off even when the build tunes for a native CPU.
+#pragma GCC optimize("fp-contract=off")
+
+#include <cstring>
+
+#include "kernels/formats/blocks.h"
+#include "kernels/formats/fp16.h"
+#include "kernels/formats/quant.h"
+
+namespace oxi::kernels {
+namespace {
+
+template <class Block>
+const Block* blocks(const void* src) noexcept {
+  return static_cast<const Block*>(src);
+}
+
+void dequant_f32(const void* src, float* y, size_t n) noexcept {
+  std::memcpy(y, src, n * sizeof(float));
+}
+
+void dequant_f16(const void* src, float* y, size_t n) noexcept {
+  const auto* h = static_cast<const uint16_t*>(src);
+  for (size_t i = 0; i < n; ++i) y[i] = f16_to_f32(h[i]);
+}
+
+void dequant_bf16(const void* src, float* y, size_t n) noexcept {
+  const auto* h = static_cast<const uint16_t*>(src);
+  for (size_t i = 0; i < n; ++i) y[i] = bf16_to_f32(h[i]);
+}
+
+void dequant_q4_0(const void* src, float* y, size_t n) noexcept {
+  const auto* b = blocks<BlockQ4_0>(src);
+  for (size_t i = 0; i < n / QK; ++i, y += QK) {
+    const float d = f16_to_f32(b[i].d);
+    for (size_t j = 0; j < QK / 2; ++j) {
+      y[j] = static_cast<float>((b[i].qs[j] & 0xF) - 8) * d;
+      y[j + QK / 2] = static_cast<float>((b[i].qs[j] >> 4) - 8) * d;
+    }
+  }
+}
+
+void dequant_q4_1(const void* src, float* y, size_t n) noexcept {
+  const auto* b = blocks<BlockQ4_1>(src);
+  for (size_t i = 0; i < n / QK; ++i, y += QK) {
+    const float d = f16_to_f32(b[i].d);
+    const float m = f16_to_f32(b[i].m);
+    for (size_t j = 0; j < QK / 2; ++j) {
+      y[j] = static_cast<float>(b[i].qs[j] & 0xF) * d + m;
+      y[j + QK / 2] = static_cast<float>(b[i].qs[j] >> 4) * d + m;
+    }
+  }
+}
+
+uint32_t load_u32(const uint8_t* p) noexcept {
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+}
+
+void dequant_q5_0(const void* src, float* y, size_t n) noexcept {
+  const auto* b = blocks<BlockQ5_0>(src);
+  for (size_t i = 0; i < n / QK; ++i, y += QK) {
+    const float d = f16_to_f32(b[i].d);
+    const uint32_t qh = load_u32(b[i].qh);
+    for (size_t j = 0; j < QK / 2; ++j) {
+      const int h0 = static_cast<int>((qh >> j) & 1) << 4;
+      const int h1 = static_cast<int>((qh >> (j + 16)) & 1) << 4;
+      y[j] = static_cast<float>(((b[i].qs[j] & 0xF) | h0) - 16) * d;
+      y[j + QK / 2] = static_cast<float>(((b[i].qs[j] >> 4) | h1) - 16) * d;
+    }
+  }
+}
+
+void dequant_q5_1(const void* src, float* y, size_t n) noexcept {
+  const auto* b = blocks<BlockQ5_1>(src);
+  for (size_t i = 0; i < n / QK; ++i, y += QK) {
+    const float d = f16_to_f32(b[i].d);
+    const float m = f16_to_f32(b[i].m);
+    const uint32_t qh = load_u32(b[i].qh);
+    for (size_t j = 0; j < QK / 2; ++j) {
+      const int h0 = static_cast<int>((qh >> j) & 1) << 4;
+      const int h1 = static_cast<int>((qh >> (j + 16)) & 1) << 4;
+      y[j] = static_cast<float>((b[i].qs[j] & 0xF) | h0) * d + m;
+      y[j + QK / 2] = static_cast<float>((b[i].qs[j] >> 4) | h1) * d + m;
+    }
+  }
+}
+
+void dequant_q8_0(const void* src, float* y, size_t n) noexcept {
+  const auto* b = blocks<BlockQ8_0>(src);
+  for (size_t i = 0; i < n / QK; ++i, y += QK) {
+    const float d = f16_to_f32(b[i].d);
+    for (size_t j = 0; j < QK; ++j) y[j] = static_cast<float>(b[i].qs[j]) * d;
+  }
+}
+
+void dequant_q8_1(const void* src, float* y, size_t n) noexcept {
+  const auto* b = blocks<BlockQ8_1>(src);
+  for (size_t i = 0; i < n / QK; ++i, y += QK) {
+    const float d = f16_to_f32(b[i].d);
+    for (size_t j = 0; j < QK; ++j) y[j] = static_cast<float>(b[i].qs[j]) * d;
+  }
+}
+
+void dequant_q2_K(const void* src, float* y, size_t n) noexcept {
+  const auto* b = blocks<BlockQ2_K>(src);
+  for (size_t i = 0; i < n / QK_K; ++i) {
+    const float d = f16_to_f32(b[i].d);
+    const float dmin = f16_to_f32(b[i].dmin);
+    const uint8_t* q = b[i].qs;
+    int is = 0;
+    for (int half = 0; half < 2; ++half, q += 32) {
+      for (int shift = 0; shift < 8; shift += 2) {
+        for (int part = 0; part < 2; ++part) {
+          const uint8_t sc = b[i].scales[is++];
+          const float dl = d * static_cast<float>(sc & 0xF);
+          const float ml = dmin * static_cast<float>(sc >> 4);
+          for (int l = 0; l < 16; ++l) {
+            *y++ = dl * static_cast<float>((q[l + 16 * part] >> shift) & 3) - ml;
+          }
+        }
+      }
+    }
+  }
+}
+
+void dequant_q3_K(const void* src, float* y, size_t n) noexcept {
+  const auto* b = blocks<BlockQ3_K>(src);
+  for (size_t i = 0; i < n / QK_K; ++i) {
+    const float d_all = f16_to_f32(b[i].d);
+    const uint8_t* q = b[i].qs;
+    const uint8_t* hm = b[i].hmask;
+    uint8_t m = 1;
+    int is = 0;
+    for (int half = 0; half < 2; ++half, q += 32) {
+      for (int shift = 0; shift < 8; shift += 2, m = static_cast<uint8_t>(m << 1)) {
+        for (int part = 0; part < 2; ++part) {
+          const float dl = d_all * static_cast<float>(k3_scale(b[i].scales, is++) - 32);
+          for (int l = 16 * part; l < 16 * part + 16; ++l) {
+            const int v = ((q[l] >> shift) & 3) - ((hm[l] & m) ? 0 : 4);
+            *y++ = dl * static_cast<float>(v);
+          }
+        }
+      }
+    }
+  }
+}
+
+void dequant_q4_K(const void* src, float* y, size_t n) noexcept {
+  const auto* b = blocks<BlockQ4_K>(src);
+  for (size_t i = 0; i < n / QK_K; ++i) {
+    const float d = f16_to_f32(b[i].d);
+    const float dmin = f16_to_f32(b[i].dmin);
+    const uint8_t* q = b[i].qs;
+    for (int j = 0; j < 8; j += 2, q += 32) {
+      uint8_t sc = 0, mn = 0;
+      k4_scale_min(b[i].scales, j, sc, mn);
+      const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(mn);
+      k4_scale_min(b[i].scales, j + 1, sc, mn);
+      const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(mn);
+      for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0xF) - m1;
+      for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
+    }
+  }
+}
+
+void dequant_q5_K(const void* src, float* y, size_t n) noexcept {
+  const auto* b = blocks<BlockQ5_K>(src);
+  for (size_t i = 0; i < n / QK_K; ++i) {
+    const float d = f16_to_f32(b[i].d);
+    const float dmin = f16_to_f32(b[i].dmin);
+    const uint8_t* ql = b[i].qs;
+    const uint8_t* qh = b[i].qh;
+    uint8_t u1 = 1, u2 = 2;
+    for (int j = 0; j < 8; j += 2, ql += 32) {
+      uint8_t sc = 0, mn = 0;
+      k4_scale_min(b[i].scales, j, sc, mn);
+      const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(mn);
+      k4_scale_min(b[i].scales, j + 1, sc, mn);
+      const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(mn);
+      for (int l = 0; l < 32; ++l) {
+        *y++ = d1 * static_cast<float>((ql[l] & 0xF) + ((qh[l] & u1) ? 16 : 0)) - m1;
+      }
+      for (int l = 0; l < 32; ++l) {
+        *y++ = d2 * static_cast<float>((ql[l] >> 4) + ((qh[l] & u2) ? 16 : 0)) - m2;
+      }
+      u1 = static_cast<uint8_t>(u1 << 2);
+      u2 = static_cast<uint8_t>(u2 << 2);
+    }
+  }
+}
+
+void dequant_q6_K(const void* src, float* y, size_t n) noexcept {
+  const auto* b = blocks<BlockQ6_K>(src);
+  for (size_t i = 0; i < n / QK_K; ++i) {
+    const float d = f16_to_f32(b[i].d);
+    const uint8_t* ql = b[i].ql;
+    const uint8_t* qh = b[i].qh;
+    const int8_t* sc = b[i].scales;
+    for (int half = 0; half < 2; ++half, y += 128, ql += 64, qh += 32, sc += 8) {
+      for (int l = 0; l < 32; ++l) {
+        const int is = l / 16;
+        const int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+        const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        y[l] = d * static_cast<float>(sc[is + 0]) * static_cast<float>(q1);
+        y[l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
+        y[l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
+        y[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
+      }
+    }
+  }
+}
+
+void dequant_q8_K(const void* src, float* y, size_t n) noexcept {
+  const auto* b = blocks<BlockQ8_K>(src);
+  for (size_t i = 0; i < n / QK_K; ++i, y += QK_K) {
+    for (size_t j = 0; j < QK_K; ++j) y[j] = b[i].d * static_cast<float>(b[i].qs[j]);
+  }
+}
+
+}  // namespace
+
+RowDecoder row_decoder(DType t) noexcept {
+  switch (t) {
+    case DType::F32:
+      return dequant_f32;
+    case DType::F16:
+      return dequant_f16;
+    case DType::BF16:
+      return dequant_bf16;
+    case DType::Q4_0:
+      return dequant_q4_0;
+    case DType::Q4_1:
+      return dequant_q4_1;
+    case DType::Q5_0:
+      return dequant_q5_0;
+    case DType::Q5_1:
+      return dequant_q5_1;
+    case DType::Q8_0:
+      return dequant_q8_0;
+    case DType::Q8_1:
+      return dequant_q8_1;
+    case DType::Q2_K:
+      return dequant_q2_K;
+    case DType::Q3_K:
+      return dequant_q3_K;
+    case DType::Q4_K:
+      return dequant_q4_K;
+    case DType::Q5_K:
+      return dequant_q5_K;
+    case DType::Q6_K:
+      return dequant_q6_K;
+    case DType::Q8_K:
+      return dequant_q8_K;
+    default:
+      return nullptr;
+  }
+}
+
+void dequantize_row(DType t, const void* src, float* dst, size_t n) noexcept {
+  if (const RowDecoder f = row_decoder(t)) f(src, dst, n);
+}
+
+}  // namespace oxi::kernels

@@ -1,0 +1,46 @@
+// Fills the FormatKernels table of the instruction set this file is compiled for (arch.h).
+#include "kernels/arch.h"
+#include "kernels/formats/float_tiles.h"
+#include "kernels/formats/quant.h"
+#include "kernels/formats/tiles.h"
+#include "kernels/formats/traits_avx2.h"
+#include "kernels/formats/traits_scalar.h"
+
+namespace oxi::kernels::OXI_ARCH_NS {
+namespace {
+
+#if defined(OXI_ARCH_AVX2)
+namespace q = simd;
+using QQ8_0 = simd::Q8_0;
+#else
+// Instruction sets without hand-written traits use the reference (the compiler vectorizes
+// the integer loops with the set's flags).
+namespace q = ref;
+using QQ8_0 = ref::Q8_0;
+#endif
+
+template <class K>
+void set(FormatKernels& k, DType t) noexcept {
+  k.matvec[static_cast<size_t>(t)] = matvec_driver<K>;
+  k.gemm_q[static_cast<size_t>(t)] = gemm_driver<K>;
+}
+
+}  // namespace
+
+void fill_format_kernels(FormatKernels& k) noexcept {
+  set<FloatTile<LoadF32>>(k, DType::F32);
+  set<FloatTile<LoadF16>>(k, DType::F16);
+  set<FloatTile<LoadBF16>>(k, DType::BF16);
+  set<QuantTile<q::Q4_0>>(k, DType::Q4_0);
+  set<QuantTile<q::Q4_1>>(k, DType::Q4_1);
+  set<QuantTile<q::Q5_0>>(k, DType::Q5_0);
+  set<QuantTile<q::Q5_1>>(k, DType::Q5_1);
+  set<QuantTile<QQ8_0>>(k, DType::Q8_0);
+  set<QuantTile<q::Q2_K>>(k, DType::Q2_K);
+  set<QuantTile<q::Q3_K>>(k, DType::Q3_K);
+  set<QuantTile<q::Q4_K>>(k, DType::Q4_K);
+  set<QuantTile<q::Q5_K>>(k, DType::Q5_K);
+  set<QuantTile<q::Q6_K>>(k, DType::Q6_K);
+}
+
+}  // namespace oxi::kernels::OXI_ARCH_NS

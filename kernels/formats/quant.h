@@ -1,0 +1,100 @@
+// Public API of kernels/formats: decode and encode GGUF rows, prepare activations, and multiply
+// quantized weight rows by activation vectors.
+//
+// Weights stay in their GGUF block format; a dot product of a quantized row runs on integers
+// against an activation quantized the way ggml does it (activation_dtype()):
+//   q4_0, q5_0, q8_0         x q8_0  (per 32 values: f16 scale)
+//   q4_1, q5_1               x q8_1  (q8_0 plus s = d * sum(q), which carries the weight's min)
+//   q2_K .. q6_K             x q8_K  (per 256 values: f32 scale, sums of each 16 for the mins)
+//   f32, f16, bf16           x f32   (the activation is used as is)
+//
+// Typical use by a backend, for one token:
+//   const size_t ab = activation_bytes(w_type, n);       // once per layer shape
+//   quantize_activation(w_type, x, act.data(), n);        // once per token
+//   matvec(w_type, w + r0 * row_bytes, row_bytes, r1 - r0, n, act.data(), y + r0);  // per thread
+//
+// Everything here is single-threaded, allocation free and noexcept; callers split rows across
+// threads. Preconditions (not checked): weight_supported(w_type), n a multiple of the block
+// size, buffers of the documented sizes.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu_features.h"
+#include "kernels/formats/dtype.h"
+
+namespace oxi::kernels {
+
+// f32 values of one row: dst[0..n) from n elements of src.
+using RowDecoder = void (*)(const void* src, float* dst, size_t n) noexcept;
+// One row of n floats into the block format.
+using RowEncoder = void (*)(const float* src, void* dst, size_t n) noexcept;
+// y[r] = dot(row r of w, x) for r < rows; rows are w_row_bytes apart.
+using MatvecFn = void (*)(const void* w, size_t w_row_bytes, size_t rows, size_t n,
+                          const void* x_act, float* y) noexcept;
+// y[t * y_stride + r] = dot(row r of w, activation t) for t < tokens, r < rows; activation t
+// starts at x_act + t * x_act_stride bytes (usually activation_bytes(w_type, n)).
+using GemmQFn = void (*)(const void* w, size_t w_row_bytes, size_t rows, size_t n,
+                         const void* x_act, size_t x_act_stride, size_t tokens, float* y,
+                         size_t y_stride) noexcept;
+
+// Number of table slots: every GGUF type id below this.
+inline constexpr size_t kDTypeSlots = 32;
+
+// Weight types with matvec / gemm_q / dequantize / quantize support:
+// f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K.
+bool weight_supported(DType t) noexcept;
+
+// ---- rows (scalar reference; dequantization is bit-exact to ggml) ----
+
+// Also decodes q8_1 and q8_K (activation formats), which tests use.
+void dequantize_row(DType t, const void* src, float* dst, size_t n) noexcept;
+// K-quants search scales the way ggml's reference quantizers do (not bit-identical to them).
+void quantize_row(DType t, const float* src, void* dst, size_t n) noexcept;
+// Function pointers for the above; nullptr for unsupported types.
+RowDecoder row_decoder(DType t) noexcept;
+RowEncoder row_encoder(DType t) noexcept;
+
+// ---- activations ----
+
+// The format activations take for weights of type `weight` (F32, Q8_0, Q8_1 or Q8_K).
+DType activation_dtype(DType weight) noexcept;
+// Bytes of one prepared activation vector of n values.
+size_t activation_bytes(DType weight, size_t n) noexcept;
+// Writes activation_bytes(weight, n) bytes to out.
+void quantize_activation(DType weight, const float* x, void* out, size_t n) noexcept;
+
+// ---- products ----
+
+// Kernels of one instruction set, indexed by the GGUF type id; nullptr where unsupported.
+struct FormatKernels {
+  Isa isa = Isa::scalar;
+  std::array<MatvecFn, kDTypeSlots> matvec{};
+  std::array<GemmQFn, kDTypeSlots> gemm_q{};
+
+  MatvecFn matvec_for(DType t) const noexcept { return slot(matvec, t); }
+  GemmQFn gemm_q_for(DType t) const noexcept { return slot(gemm_q, t); }
+
+ private:
+  template <class Fn>
+  static Fn slot(const std::array<Fn, kDTypeSlots>& a, DType t) noexcept {
+    const auto i = static_cast<size_t>(t);
+    return i < kDTypeSlots ? a[i] : nullptr;
+  }
+};
+
+// The table for `isa`; for an unavailable isa, the scalar table.
+const FormatKernels& format_kernels(Isa isa) noexcept;
+// The table for selected_isa().
+const FormatKernels& format_kernels() noexcept;
+
+// Convenience wrappers over format_kernels(): see MatvecFn and GemmQFn.
+void matvec(DType w_type, const void* w, size_t w_row_bytes, size_t rows, size_t n,
+            const void* x_act, float* y) noexcept;
+void gemm_q(DType w_type, const void* w, size_t w_row_bytes, size_t rows, size_t n,
+            const void* x_act, size_t x_act_stride, size_t tokens, float* y,
+            size_t y_stride) noexcept;
+
+}  // namespace oxi::kernels

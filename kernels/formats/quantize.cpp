@@ -1,0 +1,174 @@
+// Scalar encoders of the plain and 32-element formats, following ggml's reference quantizers,
+// and the quantize_row / row_encoder dispatch (K-quant encoders are in quantize_k.cpp).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/formats/blocks.h"
+#include "kernels/formats/fp16.h"
+#include "kernels/formats/quant.h"
+#include "kernels/formats/quantize_k.h"
+
+namespace oxi::kernels {
+namespace {
+
+template <class Block>
+Block* blocks(void* dst) noexcept {
+  return static_cast<Block*>(dst);
+}
+
+void quant_f32(const float* x, void* dst, size_t n) noexcept {
+  std::memcpy(dst, x, n * sizeof(float));
+}
+
+void quant_f16(const float* x, void* dst, size_t n) noexcept {
+  auto* h = static_cast<uint16_t*>(dst);
+  for (size_t i = 0; i < n; ++i) h[i] = f32_to_f16(x[i]);
+}
+
+void quant_bf16(const float* x, void* dst, size_t n) noexcept {
+  auto* h = static_cast<uint16_t*>(dst);
+  for (size_t i = 0; i < n; ++i) h[i] = f32_to_bf16(x[i]);
+}
+
+// The value of largest magnitude, with its sign (symmetric formats map it to their most
+// negative level, which is one step wider than the positive side).
+float signed_absmax(const float* x, size_t n) noexcept {
+  float amax = 0, max = 0;
+  for (size_t j = 0; j < n; ++j) {
+    if (std::fabs(x[j]) > amax) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  return max;
+}
+
+void store_u32(uint8_t* p, uint32_t v) noexcept {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+void quant_q4_0(const float* x, void* dst, size_t n) noexcept {
+  auto* b = blocks<BlockQ4_0>(dst);
+  for (size_t i = 0; i < n / QK; ++i, x += QK) {
+    const float d = signed_absmax(x, QK) / -8;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    b[i].d = f32_to_f16(d);
+    for (size_t j = 0; j < QK / 2; ++j) {
+      const int q0 = std::min(15, static_cast<int>(x[j] * id + 8.5f));
+      const int q1 = std::min(15, static_cast<int>(x[j + QK / 2] * id + 8.5f));
+      b[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+void quant_q4_1(const float* x, void* dst, size_t n) noexcept {
+  auto* b = blocks<BlockQ4_1>(dst);
+  for (size_t i = 0; i < n / QK; ++i, x += QK) {
+    const auto [lo, hi] = std::minmax_element(x, x + QK);
+    const float d = (*hi - *lo) / 15;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    b[i].d = f32_to_f16(d);
+    b[i].m = f32_to_f16(*lo);
+    for (size_t j = 0; j < QK / 2; ++j) {
+      const int q0 = std::min(15, static_cast<int>((x[j] - *lo) * id + 0.5f));
+      const int q1 = std::min(15, static_cast<int>((x[j + QK / 2] - *lo) * id + 0.5f));
+      b[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+void quant_q5_0(const float* x, void* dst, size_t n) noexcept {
+  auto* b = blocks<BlockQ5_0>(dst);
+  for (size_t i = 0; i < n / QK; ++i, x += QK) {
+    const float d = signed_absmax(x, QK) / -16;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    b[i].d = f32_to_f16(d);
+    uint32_t qh = 0;
+    for (size_t j = 0; j < QK / 2; ++j) {
+      const int q0 = std::min(31, static_cast<int>(x[j] * id + 16.5f));
+      const int q1 = std::min(31, static_cast<int>(x[j + QK / 2] * id + 16.5f));
+      b[i].qs[j] = static_cast<uint8_t>((q0 & 0xF) | ((q1 & 0xF) << 4));
+      qh |= static_cast<uint32_t>(q0 >> 4) << j;
+      qh |= static_cast<uint32_t>(q1 >> 4) << (j + QK / 2);
+    }
+    store_u32(b[i].qh, qh);
+  }
+}
+
+void quant_q5_1(const float* x, void* dst, size_t n) noexcept {
+  auto* b = blocks<BlockQ5_1>(dst);
+  for (size_t i = 0; i < n / QK; ++i, x += QK) {
+    const auto [lo, hi] = std::minmax_element(x, x + QK);
+    const float d = (*hi - *lo) / 31;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    b[i].d = f32_to_f16(d);
+    b[i].m = f32_to_f16(*lo);
+    uint32_t qh = 0;
+    for (size_t j = 0; j < QK / 2; ++j) {
+      const int q0 = std::min(31, static_cast<int>((x[j] - *lo) * id + 0.5f));
+      const int q1 = std::min(31, static_cast<int>((x[j + QK / 2] - *lo) * id + 0.5f));
+      b[i].qs[j] = static_cast<uint8_t>((q0 & 0xF) | ((q1 & 0xF) << 4));
+      qh |= static_cast<uint32_t>(q0 >> 4) << j;
+      qh |= static_cast<uint32_t>(q1 >> 4) << (j + QK / 2);
+    }
+    store_u32(b[i].qh, qh);
+  }
+}
+
+}  // namespace
+
+void quantize_row_q8_0(const float* x, void* dst, size_t n) noexcept {
+  auto* b = blocks<BlockQ8_0>(dst);
+  for (size_t i = 0; i < n / QK; ++i, x += QK) {
+    float amax = 0;
+    for (size_t j = 0; j < QK; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    b[i].d = f32_to_f16(d);
+    for (size_t j = 0; j < QK; ++j) b[i].qs[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
+  }
+}
+
+RowEncoder row_encoder(DType t) noexcept {
+  switch (t) {
+    case DType::F32:
+      return quant_f32;
+    case DType::F16:
+      return quant_f16;
+    case DType::BF16:
+      return quant_bf16;
+    case DType::Q4_0:
+      return quant_q4_0;
+    case DType::Q4_1:
+      return quant_q4_1;
+    case DType::Q5_0:
+      return quant_q5_0;
+    case DType::Q5_1:
+      return quant_q5_1;
+    case DType::Q8_0:
+      return quantize_row_q8_0;
+    case DType::Q2_K:
+      return quantize_row_q2_K;
+    case DType::Q3_K:
+      return quantize_row_q3_K;
+    case DType::Q4_K:
+      return quantize_row_q4_K;
+    case DType::Q5_K:
+      return quantize_row_q5_K;
+    case DType::Q6_K:
+      return quantize_row_q6_K;
+    default:
+      return nullptr;
+  }
+}
+
+void quantize_row(DType t, const float* src, void* dst, size_t n) noexcept {
+  if (const RowEncoder f = row_encoder(t)) f(src, dst, n);
+}
+
+bool weight_supported(DType t) noexcept {
+  return t != DType::Q8_1 && t != DType::Q8_K && row_encoder(t) != nullptr;
+}
+
+}  // namespace oxi::kernels

@@ -1,0 +1,111 @@
+// The tile loop of quantized formats and the matvec / gemm_q drivers shared by every format.
+//
+// A tile computes T tokens x R weight rows: each weight block is unpacked once and met by T
+// activation blocks, and each activation block is prepared once and met by R rows. Every
+// (token, row) pair sees the same sequence of steps whatever T and R are, so gemm_q and matvec
+// give identical sums.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/arch.h"
+
+namespace oxi::kernels::OXI_ARCH_NS {
+
+template <class F>
+struct QuantTile {
+  template <int T, int R>
+  static void tile(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
+                   size_t n, float* y, size_t y_stride) noexcept {
+    using WBlock = typename F::WBlock;
+    using ABlock = typename F::ABlock;
+    const size_t blocks = n / F::kElems;
+    typename F::Acc acc[T][R]{};
+    const WBlock* rows[R];
+    for (int r = 0; r < R; ++r) rows[r] = reinterpret_cast<const WBlock*>(w + r * w_row_bytes);
+    const ABlock* acts[T];
+    for (int t = 0; t < T; ++t) acts[t] = reinterpret_cast<const ABlock*>(x + t * x_stride);
+    for (size_t b = 0; b < blocks; ++b) {
+      typename F::Act a[T];
+      for (int t = 0; t < T; ++t) a[t] = F::load_act(acts[t][b]);
+      for (int r = 0; r < R; ++r) {
+        const typename F::W wb = F::load_w(rows[r][b]);
+        for (int t = 0; t < T; ++t) F::step(acc[t][r], wb, a[t]);
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      for (int r = 0; r < R; ++r) y[t * y_stride + r] = F::finish(acc[t][r]);
+    }
+  }
+};
+
+// Rows per pass of matvec: enough to reuse each activation block several times while every
+// row stays one sequential stream for the hardware prefetcher.
+inline constexpr int kMatvecRows = 4;
+inline constexpr int kGemmTokens = 4;
+inline constexpr int kGemmRows = 4;
+// Tokens whose activations a weight row tile meets before the next row tile is loaded.
+inline constexpr size_t kGemmTokenChunk = 64;
+
+template <class K>
+void matvec_driver(const void* w, size_t w_row_bytes, size_t rows, size_t n, const void* x_act,
+                   float* y) noexcept {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const uint8_t*>(x_act);
+  size_t r = 0;
+  for (; r + kMatvecRows <= rows; r += kMatvecRows) {
+    K::template tile<1, kMatvecRows>(wb + r * w_row_bytes, w_row_bytes, xb, 0, n, y + r, 0);
+  }
+  for (; r < rows; ++r)
+    K::template tile<1, 1>(wb + r * w_row_bytes, w_row_bytes, xb, 0, n, y + r, 0);
+}
+
+template <class K, int T>
+void gemm_rows(const uint8_t* w, size_t w_row_bytes, size_t rows, size_t n, const uint8_t* x,
+               size_t x_stride, float* y, size_t y_stride) noexcept {
+  if (rows == kGemmRows) {
+    K::template tile<T, kGemmRows>(w, w_row_bytes, x, x_stride, n, y, y_stride);
+    return;
+  }
+  for (size_t r = 0; r < rows; ++r) {
+    K::template tile<T, 1>(w + r * w_row_bytes, w_row_bytes, x, x_stride, n, y + r, y_stride);
+  }
+}
+
+template <class K>
+void gemm_driver(const void* w, size_t w_row_bytes, size_t rows, size_t n, const void* x_act,
+                 size_t x_stride, size_t tokens, float* y, size_t y_stride) noexcept {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const uint8_t*>(x_act);
+  for (size_t t0 = 0; t0 < tokens; t0 += kGemmTokenChunk) {
+    const size_t t1 = std::min(tokens, t0 + kGemmTokenChunk);
+    for (size_t r = 0; r < rows; r += kGemmRows) {
+      const size_t nr = std::min<size_t>(kGemmRows, rows - r);
+      const uint8_t* wr = wb + r * w_row_bytes;
+      size_t t = t0;
+      for (; t + kGemmTokens <= t1; t += kGemmTokens) {
+        gemm_rows<K, kGemmTokens>(wr, w_row_bytes, nr, n, xb + t * x_stride, x_stride,
+                                  y + t * y_stride + r, y_stride);
+      }
+      const uint8_t* xt = xb + t * x_stride;
+      float* yt = y + t * y_stride + r;
+      switch (t1 - t) {
+        case 3:
+          gemm_rows<K, 3>(wr, w_row_bytes, nr, n, xt, x_stride, yt, y_stride);
+          break;
+        case 2:
+          gemm_rows<K, 2>(wr, w_row_bytes, nr, n, xt, x_stride, yt, y_stride);
+          break;
+        case 1:
+          gemm_rows<K, 1>(wr, w_row_bytes, nr, n, xt, x_stride, yt, y_stride);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+}
+
+}  // namespace oxi::kernels::OXI_ARCH_NS

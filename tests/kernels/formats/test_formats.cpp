@@ -1,0 +1,365 @@
+// kernels/formats against independent references: dtype table, f16/bf16 conversions,
+// dequantization (bit-exact), quantization error, activation quantization, matvec (every ISA),
+// and gemm_q against per-token matvec.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/formats/dtype.h"
+#include "kernels/formats/fp16.h"
+#include "kernels/formats/quant.h"
+#include "tests/common/test_data.h"
+#include "tests/kernels/formats/reference.h"
+
+namespace oxi::test::formats {
+namespace {
+
+using kernels::DType;
+using kernels::Isa;
+
+const std::vector<DType> kWeightTypes = {
+    DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+    DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+std::string type_name(const testing::TestParamInfo<DType>& p) {
+  return std::string(kernels::name(p.param));
+}
+
+std::vector<Isa> available_isas() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::scalar, Isa::sse42, Isa::avx2, Isa::neon}) {
+    if (kernels::isa_available(isa)) out.push_back(isa);
+  }
+  return out;
+}
+
+// ---- dtype table ----
+
+TEST(DType, NamesAndSizesFollowGguf) {
+  EXPECT_EQ(kernels::name(DType::Q4_K), "q4_K");
+  EXPECT_EQ(kernels::name(DType::BF16), "bf16");
+  EXPECT_EQ(kernels::row_bytes(DType::Q4_0, 64), 36u);
+  EXPECT_EQ(kernels::row_bytes(DType::Q6_K, 512), 420u);
+  EXPECT_EQ(kernels::row_bytes(DType::Q4_0, 33), 0u);
+  EXPECT_EQ(kernels::row_bytes(DType::F16, 3), 6u);
+  EXPECT_EQ(kernels::parse_dtype("Q8_0"), DType::Q8_0);
+  EXPECT_EQ(kernels::parse_dtype("q5_k"), DType::Q5_K);
+  EXPECT_FALSE(kernels::parse_dtype("q4_2").has_value());
+  EXPECT_FALSE(kernels::dtype_info(4).has_value());  // q4_2: removed from GGUF
+  ASSERT_TRUE(kernels::dtype_info(15).has_value());
+  EXPECT_EQ(kernels::dtype_info(15)->block_bytes, 292u);
+}
+
+// ---- f16 / bf16 ----
+
+TEST(Fp16, DecodesEveryHalfLikeTheSpec) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const double want = half_to_double(static_cast<uint16_t>(h));
+    const float got = kernels::f16_to_f32(static_cast<uint16_t>(h));
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << h;
+      continue;
+    }
+    ASSERT_EQ(static_cast<double>(got), want) << h;
+    ASSERT_EQ(kernels::f32_to_f16(got), h) << h;  // every half survives the round trip
+  }
+}
+
+// The nearest half, ties to even mantissa, by comparing against the neighbours in double.
+void expect_nearest_half(float v, uint16_t got, bool bf16) {
+  auto dec = [bf16](uint16_t x) { return bf16 ? bf16_to_double(x) : half_to_double(x); };
+  const double err = std::fabs(dec(got) - v);
+  for (int delta : {-1, 1}) {
+    const auto nb = static_cast<uint16_t>(got + delta);
+    if (std::isnan(dec(nb)) || ((nb ^ got) & 0x8000)) continue;
+    const double e = std::fabs(dec(nb) - v);
+    ASSERT_LE(err, e) << v;
+    if (err == e) {
+      ASSERT_EQ(got & 1, 0) << "tie must go to even: " << v;
+    }
+  }
+}
+
+TEST(Fp16, RoundsToNearestEven) {
+  std::mt19937 rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    // Values across the half range, subnormals included, and exact ties.
+    const float v = std::ldexp(std::uniform_real_distribution<float>(-2, 2)(rng),
+                               static_cast<int>(rng() % 40) - 26);
+    expect_nearest_half(v, kernels::f32_to_f16(v), false);
+    expect_nearest_half(v, kernels::f32_to_bf16(v), true);
+  }
+  EXPECT_EQ(kernels::f32_to_f16(65520.0f), 0x7c00);  // halfway to 65536 rounds to inf
+  EXPECT_EQ(kernels::f32_to_f16(65519.0f), 0x7bff);
+  EXPECT_EQ(kernels::f32_to_f16(1.0f + 0x1p-11f), 0x3c00);  // tie: to even
+  EXPECT_EQ(kernels::f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02);
+  EXPECT_TRUE(std::isnan(kernels::f16_to_f32(kernels::f32_to_f16(NAN))));
+  EXPECT_TRUE(std::isnan(kernels::bf16_to_f32(kernels::f32_to_bf16(NAN))));
+}
+
+// ---- dequantization ----
+
+class Formats : public testing::TestWithParam<DType> {};
+
+size_t block_elems(DType t) {
+  return kernels::info(t).block_elems;
+}
+
+TEST_P(Formats, DequantizeIsBitExact) {
+  const DType t = GetParam();
+  for (size_t blocks : {1u, 3u, 17u}) {
+    const size_t n = blocks * (block_elems(t) == 1 ? 37 : block_elems(t));
+    const std::vector<uint8_t> raw = random_row(t, n, static_cast<uint32_t>(n));
+    const std::vector<float> want = reference_dequantize(t, raw.data(), n);
+    std::vector<float> got(n);
+    kernels::dequantize_row(t, raw.data(), got.data(), n);
+    ASSERT_NE(kernels::row_decoder(t), nullptr);
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+          << "element " << i << ": " << got[i] << " vs " << want[i];
+    }
+  }
+}
+
+// RMS error of quantize -> dequantize, relative to the RMS of the data.
+double relative_rms_bound(DType t) {
+  switch (t) {
+    case DType::F32:
+      return 0;
+    case DType::F16:
+      return 1e-3;
+    case DType::BF16:
+      return 5e-3;
+    case DType::Q8_0:
+      return 0.01;
+    case DType::Q6_K:
+      return 0.03;
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q5_K:
+      return 0.06;
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q4_K:
+      return 0.12;
+    case DType::Q3_K:
+      return 0.25;
+    case DType::Q2_K:
+      return 0.5;
+    default:
+      return 0;
+  }
+}
+
+TEST_P(Formats, QuantizeRoundTripErrorIsBounded) {
+  const DType t = GetParam();
+  const size_t n = 16 * std::max<size_t>(block_elems(t), 32);
+  for (uint32_t seed : {1u, 2u}) {
+    // Gaussian weights with a few outliers, like real layers.
+    std::vector<float> x = random_normal(n, seed, 0.5f);
+    x[5] = 4.0f;
+    x[n - 3] = -3.0f;
+    std::vector<uint8_t> raw(kernels::row_bytes(t, n));
+    kernels::quantize_row(t, x.data(), raw.data(), n);
+    const std::vector<float> y = reference_dequantize(t, raw.data(), n);
+    double err = 0, ref = 0;
+    for (size_t i = 0; i < n; ++i) {
+      err += (double(y[i]) - x[i]) * (double(y[i]) - x[i]);
+      ref += double(x[i]) * x[i];
+    }
+    EXPECT_LE(std::sqrt(err / ref), relative_rms_bound(t)) << kernels::name(t);
+  }
+  // All zeros stays all zeros.
+  std::vector<float> zeros(n, 0.0f), y(n, 1.0f);
+  std::vector<uint8_t> raw(kernels::row_bytes(t, n));
+  kernels::quantize_row(t, zeros.data(), raw.data(), n);
+  kernels::dequantize_row(t, raw.data(), y.data(), n);
+  for (float v : y) ASSERT_EQ(v, 0.0f);
+}
+
+// ---- activations ----
+
+TEST_P(Formats, ActivationQuantizationIsWithinHalfAStep) {
+  const DType t = GetParam();
+  const DType a = kernels::activation_dtype(t);
+  const size_t n = 4 * std::max<size_t>(block_elems(t), 32) + (block_elems(t) == 1 ? 5 : 0);
+  const std::vector<float> x = random_floats(n, 11, -3.0f, 3.0f);
+  const size_t bytes = kernels::activation_bytes(t, n);
+  ASSERT_EQ(bytes, kernels::row_bytes(a, n));
+  std::vector<uint8_t> act(bytes);
+  kernels::quantize_activation(t, x.data(), act.data(), n);
+  if (a == DType::F32) {
+    EXPECT_EQ(std::memcmp(act.data(), x.data(), bytes), 0);
+    return;
+  }
+  std::vector<float> y(n);
+  kernels::dequantize_row(a, act.data(), y.data(), n);
+  const size_t be = block_elems(a), bb = kernels::info(a).block_bytes;
+  for (size_t b = 0; b < n / be; ++b) {
+    double amax = 0;
+    for (size_t i = b * be; i < (b + 1) * be; ++i) amax = std::max(amax, std::fabs(double(x[i])));
+    const uint8_t* blk = act.data() + b * bb;
+    const auto* qs = reinterpret_cast<const int8_t*>(blk + (a == DType::Q8_K   ? 4
+                                                            : a == DType::Q8_1 ? 4
+                                                                               : 2));
+    long sum = 0;
+    for (size_t i = 0; i < be; ++i) {
+      // Half a step of amax / 127, plus the f16 rounding of the scale.
+      ASSERT_LE(std::fabs(double(y[b * be + i]) - x[b * be + i]), amax / 127 * 0.5 + amax * 1e-3);
+      sum += qs[i];
+    }
+    if (a == DType::Q8_1) {
+      const double d = half_to_double(static_cast<uint16_t>(blk[0] | blk[1] << 8));
+      const double s = half_to_double(static_cast<uint16_t>(blk[2] | blk[3] << 8));
+      EXPECT_NEAR(s, d * sum, std::fabs(d * sum) * 2e-3 + 1e-6);
+    }
+    if (a == DType::Q8_K) {
+      for (size_t g = 0; g < 16; ++g) {
+        int16_t bs;
+        std::memcpy(&bs, blk + 4 + 256 + 2 * g, 2);
+        int want = 0;
+        for (size_t l = 0; l < 16; ++l) want += qs[16 * g + l];
+        ASSERT_EQ(bs, want);
+      }
+    }
+  }
+}
+
+// ---- matvec and gemm_q ----
+
+struct Problem {
+  DType t;
+  size_t rows, n;
+  std::vector<uint8_t> w;               // rows x row_bytes
+  std::vector<std::vector<float>> deq;  // reference dequantized rows
+  size_t row_bytes;
+};
+
+Problem make_problem(DType t, size_t rows, size_t n, uint32_t seed) {
+  Problem p{t, rows, n, {}, {}, kernels::row_bytes(t, n)};
+  for (size_t r = 0; r < rows; ++r) {
+    // Random blocks cover every bit pattern (q8_0 -128, subnormal scales...).
+    const std::vector<uint8_t> row = random_row(t, n, seed * 1000 + static_cast<uint32_t>(r));
+    p.w.insert(p.w.end(), row.begin(), row.end());
+    p.deq.push_back(reference_dequantize(t, row.data(), n));
+  }
+  return p;
+}
+
+// Naive double dot of the dequantized row with the unquantized x, and the bound on what the
+// activation quantization may change: each x moves by at most half its block's step
+// (amax / 127, or amax / 127 with f16 scale rounding), plus f32 accumulation rounding.
+struct Expected {
+  double value, bound, magnitude;
+};
+
+Expected expected_dot(const Problem& p, size_t r, const std::vector<float>& x) {
+  const DType a = kernels::activation_dtype(p.t);
+  const size_t be = a == DType::F32 ? 1 : block_elems(a);
+  double dot = 0, mag = 0, act_err = 0;
+  for (size_t b = 0; b < p.n / be; ++b) {
+    double amax = 0, wabs = 0;
+    for (size_t i = b * be; i < (b + 1) * be; ++i) {
+      dot += double(p.deq[r][i]) * x[i];
+      mag += std::fabs(double(p.deq[r][i]) * x[i]);
+      amax = std::max(amax, std::fabs(double(x[i])));
+      wabs += std::fabs(double(p.deq[r][i]));
+    }
+    if (a != DType::F32) act_err += wabs * (amax / 127 * 0.5 + amax * 1e-3);
+  }
+  // Formats with a min use s = d * sum(q) rounded to f16: covered by the 1e-3 relative term.
+  return {dot, act_err + 2e-5 * mag + 1e-30, mag};
+}
+
+size_t test_n(DType t, int variant) {
+  const size_t be = block_elems(t);
+  if (be == 1) return variant == 0 ? 37 : 301;
+  return variant == 0 ? be : (be == 32 ? 7 * be : 3 * be);
+}
+
+TEST_P(Formats, MatvecMatchesNaiveDoubleOnEveryIsa) {
+  const DType t = GetParam();
+  for (int variant = 0; variant < 2; ++variant) {
+    const size_t n = test_n(t, variant);
+    for (size_t rows : {1u, 3u, 7u, 33u}) {
+      const Problem p = make_problem(t, rows, n, static_cast<uint32_t>(rows + 100 * variant));
+      const std::vector<float> x = random_floats(n, static_cast<uint32_t>(rows), -2.0f, 2.0f);
+      std::vector<uint8_t> act(kernels::activation_bytes(t, n));
+      kernels::quantize_activation(t, x.data(), act.data(), n);
+      std::vector<float> y_scalar(rows);
+      kernels::format_kernels(Isa::scalar)
+          .matvec_for(t)(p.w.data(), p.row_bytes, rows, n, act.data(), y_scalar.data());
+      for (Isa isa : available_isas()) {
+        const auto fn = kernels::format_kernels(isa).matvec_for(t);
+        ASSERT_NE(fn, nullptr);
+        std::vector<float> y(rows, NAN);
+        fn(p.w.data(), p.row_bytes, rows, n, act.data(), y.data());
+        for (size_t r = 0; r < rows; ++r) {
+          const Expected e = expected_dot(p, r, x);
+          ASSERT_NEAR(y[r], e.value, e.bound)
+              << kernels::isa_name(isa) << " row " << r << " of " << rows << ", n " << n;
+          // Same integers, only the f32 summation order may differ from the scalar path.
+          ASSERT_NEAR(y[r], y_scalar[r], 1e-5 * e.magnitude + 1e-30)
+              << kernels::isa_name(isa) << " vs scalar, row " << r;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(Formats, GemmQMatchesPerTokenMatvec) {
+  const DType t = GetParam();
+  const size_t n = test_n(t, 1);
+  const size_t ab = kernels::activation_bytes(t, n);
+  for (size_t rows : {1u, 3u, 7u, 33u}) {
+    const Problem p = make_problem(t, rows, n, static_cast<uint32_t>(rows + 7));
+    for (size_t tokens : {1u, 3u, 5u, 9u}) {
+      std::vector<uint8_t> acts(tokens * ab);
+      for (size_t tk = 0; tk < tokens; ++tk) {
+        const std::vector<float> x = random_floats(n, static_cast<uint32_t>(31 * tk + rows));
+        kernels::quantize_activation(t, x.data(), acts.data() + tk * ab, n);
+      }
+      for (Isa isa : available_isas()) {
+        const kernels::FormatKernels& k = kernels::format_kernels(isa);
+        const size_t y_stride = rows + 2;
+        std::vector<float> y(tokens * y_stride, -7.0f);
+        k.gemm_q_for(t)(p.w.data(), p.row_bytes, rows, n, acts.data(), ab, tokens, y.data(),
+                        y_stride);
+        for (size_t tk = 0; tk < tokens; ++tk) {
+          std::vector<float> want(rows);
+          k.matvec_for(t)(p.w.data(), p.row_bytes, rows, n, acts.data() + tk * ab, want.data());
+          for (size_t r = 0; r < rows; ++r) {
+            ASSERT_NEAR(y[tk * y_stride + r], want[r], 1e-5 * std::fabs(want[r]) + 1e-30)
+                << kernels::isa_name(isa) << " token " << tk << " row " << r;
+          }
+          EXPECT_EQ(y[tk * y_stride + rows], -7.0f);  // padding untouched
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, Formats, testing::ValuesIn(kWeightTypes), type_name);
+
+TEST(Dispatch, TablesCoverEveryWeightType) {
+  for (Isa isa : available_isas()) {
+    const kernels::FormatKernels& k = kernels::format_kernels(isa);
+    EXPECT_EQ(k.isa, isa);
+    for (DType t : kWeightTypes) {
+      EXPECT_TRUE(kernels::weight_supported(t));
+      EXPECT_NE(k.matvec_for(t), nullptr) << kernels::name(t);
+      EXPECT_NE(k.gemm_q_for(t), nullptr) << kernels::name(t);
+    }
+    EXPECT_EQ(k.matvec_for(DType::Q8_K), nullptr);
+  }
+  EXPECT_FALSE(kernels::weight_supported(DType::Q8_K));
+  EXPECT_FALSE(kernels::weight_supported(DType::I32));
+  EXPECT_EQ(kernels::format_kernels().isa, kernels::selected_isa());
+}
+
+}  // namespace
+}  // namespace oxi::test::formats
