@@ -1,0 +1,71 @@
+// The CPU backend's class, shared by its source files (cpu_backend.cpp: arena, loops and
+// attention; cpu_matmul.cpp: matrix products). Not for use outside backends/cpu.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+#include <tbb/task_arena.h>
+
+#include "backends/backend.h"
+
+namespace oxi::backends {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int threads);
+
+  std::string_view name() const override { return "cpu"; }
+  int threads() const override { return threads_; }
+
+  void matmul(const WeightMatrix& w, std::span<const float> x, size_t m, std::span<float> y,
+              const float* bias) override;
+  void attention(const AttentionArgs& args) override;
+  void parallel_for(size_t n, size_t grain,
+                    const std::function<void(size_t begin, size_t end)>& fn) override;
+
+ private:
+  // Runs body(piece) for every piece < count on the arena; runs inline when there is one.
+  template <typename Body>
+  void run_pieces(size_t count, const Body& body);
+
+  void matvec_path(const WeightMatrix& w, std::span<const float> x, size_t m, std::span<float> y,
+                   const float* bias);
+  void gemm_q_path(const WeightMatrix& w, std::span<const float> x, size_t m, std::span<float> y,
+                   const float* bias);
+  void gemm_f32_path(const WeightMatrix& w, std::span<const float> x, size_t m, std::span<float> y,
+                     const float* bias);
+  // The activations of the current call, quantized: grows to the largest call, then stays.
+  std::byte* activation_buffer(size_t bytes);
+
+  int threads_;
+  tbb::task_arena arena_;
+  std::vector<std::byte> activations_;
+  // GEMM packing scratch of each worker thread, grown once to the largest tile it has seen.
+  tbb::enumerable_thread_specific<std::vector<float>> gemm_scratch_;
+};
+
+template <typename Body>
+inline void CpuBackend::run_pieces(size_t count, const Body& body) {
+  if (count == 0) return;
+  if (count == 1 || threads_ == 1) {
+    for (size_t piece = 0; piece < count; ++piece) body(piece);
+    return;
+  }
+  // simple_partitioner with grain 1: every piece is its own task, so which thread runs it is
+  // the only thing the thread count changes.
+  arena_.execute([&] {
+    tbb::parallel_for(
+        tbb::blocked_range<size_t>(0, count, 1),
+        [&](const tbb::blocked_range<size_t>& r) {
+          for (size_t piece = r.begin(); piece != r.end(); ++piece) body(piece);
+        },
+        tbb::simple_partitioner());
+  });
+}
+
+}  // namespace oxi::backends

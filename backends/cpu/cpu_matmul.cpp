@@ -1,0 +1,157 @@
+// CpuBackend::matmul: picks the kernel for the weight type and token count, and cuts the work
+// into pieces whose boundaries depend only on the shape (so results do not depend on threads).
+//   quantized, m == 1      activation quantized once, matvec over row blocks
+//   quantized, m > 1       activations quantized once per token, gemm_q over (row, token) tiles
+//   f32/f16/bf16, m <= 4   matvec per token over row blocks (packing would cost more than it saves)
+//   f32/f16/bf16, m > 4    gemm_f32 over (row, token) tiles with per-thread packing scratch
+#include <algorithm>
+#include <string>
+
+#include "backends/cpu/cpu_backend_impl.h"
+#include "kernels/formats/quant.h"
+#include "kernels/math/gemm.h"
+#include "lib/core/error.h"
+
+namespace oxi::backends {
+namespace {
+
+constexpr size_t kMatvecMaxTokensFloat = 4;
+// A matvec piece covers about this many weight bytes: large enough to hide task overhead,
+// small enough that a 4096-row layer still makes 100+ pieces.
+constexpr size_t kMatvecPieceBytes = 32 * 1024;
+constexpr size_t kGemmQRowTile = 64;
+constexpr size_t kGemmQTokenTile = 64;
+constexpr size_t kGemmF32RowTile = 128;
+constexpr size_t kGemmF32TokenTile = 2 * kernels::kGemmMc;
+
+size_t ceil_div(size_t a, size_t b) {
+  return (a + b - 1) / b;
+}
+
+size_t matvec_rows_per_piece(size_t row_bytes) {
+  const size_t rows = std::clamp<size_t>(ceil_div(kMatvecPieceBytes, row_bytes), 4, 256);
+  return ceil_div(rows, 4) * 4;
+}
+
+void add_bias(float* y, const float* bias, size_t count) {
+  for (size_t i = 0; i < count; ++i) y[i] += bias[i];
+}
+
+std::string shape_text(const WeightMatrix& w) {
+  return std::string(kernels::name(w.dtype)) + " [" + std::to_string(w.rows) + " x " +
+         std::to_string(w.cols) + "]";
+}
+
+void validate(const WeightMatrix& w, std::span<const float> x, size_t m, std::span<float> y) {
+  if (!kernels::weight_supported(w.dtype))
+    throw Error("matmul", "no kernel for weight type " + std::string(kernels::name(w.dtype)));
+  const size_t dense_row = kernels::row_bytes(w.dtype, w.cols);
+  if (w.rows == 0 || w.cols == 0 || dense_row == 0)
+    throw Error("matmul", "weight " + shape_text(w) + ": empty, or columns not a multiple of " +
+                              std::to_string(kernels::info(w.dtype).block_elems));
+  if (w.data == nullptr) throw Error("matmul", "weight " + shape_text(w) + " has no data");
+  if (w.row_bytes < dense_row)
+    throw Error("matmul", "weight " + shape_text(w) + ": row_bytes " + std::to_string(w.row_bytes) +
+                              " < " + std::to_string(dense_row));
+  if (x.size() < m * w.cols || y.size() < m * w.rows)
+    throw Error("matmul", "weight " + shape_text(w) + " with " + std::to_string(m) +
+                              " tokens needs x of " + std::to_string(m * w.cols) + " and y of " +
+                              std::to_string(m * w.rows) + " floats, got " +
+                              std::to_string(x.size()) + " and " + std::to_string(y.size()));
+}
+
+}  // namespace
+
+std::byte* CpuBackend::activation_buffer(size_t bytes) {
+  if (activations_.size() < bytes) activations_.resize(bytes);
+  return activations_.data();
+}
+
+void CpuBackend::matmul(const WeightMatrix& w, std::span<const float> x, size_t m,
+                        std::span<float> y, const float* bias) {
+  validate(w, x, m, y);
+  if (m == 0) return;
+  const bool quantized = kernels::info(w.dtype).quantized;
+  if (quantized && m == 1)
+    matvec_path(w, x, m, y, bias);
+  else if (quantized)
+    gemm_q_path(w, x, m, y, bias);
+  else if (m <= kMatvecMaxTokensFloat)
+    matvec_path(w, x, m, y, bias);
+  else
+    gemm_f32_path(w, x, m, y, bias);
+}
+
+void CpuBackend::matvec_path(const WeightMatrix& w, std::span<const float> x, size_t m,
+                             std::span<float> y, const float* bias) {
+  const kernels::MatvecFn matvec = kernels::format_kernels().matvec_for(w.dtype);
+  // Float weights take the activation as is; quantized ones a quantized copy of each token.
+  const bool as_is = kernels::activation_dtype(w.dtype) == kernels::DType::F32;
+  const size_t act_bytes = kernels::activation_bytes(w.dtype, w.cols);
+  const std::byte* act = reinterpret_cast<const std::byte*>(x.data());
+  if (!as_is) {
+    std::byte* buffer = activation_buffer(m * act_bytes);
+    for (size_t t = 0; t < m; ++t)
+      kernels::quantize_activation(w.dtype, x.data() + t * w.cols, buffer + t * act_bytes, w.cols);
+    act = buffer;
+  }
+  const size_t act_stride = as_is ? w.cols * sizeof(float) : act_bytes;
+  const size_t rows_per_piece = matvec_rows_per_piece(w.row_bytes);
+  const auto* weights = static_cast<const std::byte*>(w.data);
+  run_pieces(ceil_div(w.rows, rows_per_piece), [&](size_t piece) {
+    const size_t r0 = piece * rows_per_piece, rows = std::min(w.rows - r0, rows_per_piece);
+    for (size_t t = 0; t < m; ++t) {
+      float* out = y.data() + t * w.rows + r0;
+      matvec(weights + r0 * w.row_bytes, w.row_bytes, rows, w.cols, act + t * act_stride, out);
+      if (bias) add_bias(out, bias + r0, rows);
+    }
+  });
+}
+
+void CpuBackend::gemm_q_path(const WeightMatrix& w, std::span<const float> x, size_t m,
+                             std::span<float> y, const float* bias) {
+  const kernels::GemmQFn gemm_q = kernels::format_kernels().gemm_q_for(w.dtype);
+  if (gemm_q == nullptr) return gemm_f32_path(w, x, m, y, bias);
+  const size_t act_bytes = kernels::activation_bytes(w.dtype, w.cols);
+  std::byte* act = activation_buffer(m * act_bytes);
+  run_pieces(ceil_div(m, kGemmQTokenTile), [&](size_t piece) {
+    const size_t t_end = std::min(m, (piece + 1) * kGemmQTokenTile);
+    for (size_t t = piece * kGemmQTokenTile; t < t_end; ++t)
+      kernels::quantize_activation(w.dtype, x.data() + t * w.cols, act + t * act_bytes, w.cols);
+  });
+  const size_t row_tiles = ceil_div(w.rows, kGemmQRowTile);
+  const auto* weights = static_cast<const std::byte*>(w.data);
+  run_pieces(row_tiles * ceil_div(m, kGemmQTokenTile), [&](size_t piece) {
+    const size_t r0 = (piece % row_tiles) * kGemmQRowTile;
+    const size_t t0 = (piece / row_tiles) * kGemmQTokenTile;
+    const size_t rows = std::min(w.rows - r0, kGemmQRowTile);
+    const size_t tokens = std::min(m - t0, kGemmQTokenTile);
+    float* out = y.data() + t0 * w.rows + r0;
+    gemm_q(weights + r0 * w.row_bytes, w.row_bytes, rows, w.cols, act + t0 * act_bytes, act_bytes,
+           tokens, out, w.rows);
+    if (bias)
+      for (size_t t = 0; t < tokens; ++t) add_bias(out + t * w.rows, bias + r0, rows);
+  });
+}
+
+void CpuBackend::gemm_f32_path(const WeightMatrix& w, std::span<const float> x, size_t m,
+                               std::span<float> y, const float* bias) {
+  const kernels::RowDecoder decode = kernels::row_decoder(w.dtype);
+  if (decode == nullptr)
+    throw Error("matmul", "no row decoder for weight type " + std::string(kernels::name(w.dtype)));
+  const size_t row_tiles = ceil_div(w.rows, kGemmF32RowTile);
+  const size_t scratch_floats = kernels::gemm_scratch_floats(std::min(m, kGemmF32TokenTile), w.cols,
+                                                             std::min(w.rows, kGemmF32RowTile));
+  run_pieces(row_tiles * ceil_div(m, kGemmF32TokenTile), [&](size_t piece) {
+    const size_t n_begin = (piece % row_tiles) * kGemmF32RowTile;
+    const size_t n_end = std::min(w.rows, n_begin + kGemmF32RowTile);
+    const size_t t0 = (piece / row_tiles) * kGemmF32TokenTile;
+    const size_t tokens = std::min(m - t0, kGemmF32TokenTile);
+    std::vector<float>& scratch = gemm_scratch_.local();
+    if (scratch.size() < scratch_floats) scratch.resize(scratch_floats);
+    kernels::gemm_f32(x.data() + t0 * w.cols, w.cols, tokens, w.cols, w.data, w.row_bytes, decode,
+                      n_begin, n_end, bias, y.data() + t0 * w.rows, w.rows, scratch);
+  });
+}
+
+}  // namespace oxi::backends
