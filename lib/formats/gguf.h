@@ -22,8 +22,19 @@
 namespace oxi::gguf {
 
 enum class ValueType : uint32_t {
-  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6, BOOL = 7,
-  STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
 };
 
 std::string_view value_type_name(ValueType t) noexcept;
@@ -46,10 +57,16 @@ class Reader {
  public:
   // Maps and validates the whole file; throws oxi::Error naming the file and the problem.
   explicit Reader(const std::filesystem::path& path);
+  // Parses bytes already in memory (tests, fuzzers); errors name file->path().
+  explicit Reader(std::shared_ptr<const MappedFile> file);
 
   const std::filesystem::path& path() const { return path_; }
   uint32_t version() const { return version_; }
   size_t alignment() const { return alignment_; }
+  // File offset of the tensor data section (tensor offsets are relative to it).
+  size_t data_offset() const { return data_offset_; }
+  // The mapping the tensor views point into; holding it keeps them valid.
+  const std::shared_ptr<const MappedFile>& file() const { return file_; }
 
   // Metadata in file order.
   const std::vector<std::pair<std::string, Value>>& metadata() const { return metadata_; }
@@ -79,10 +96,15 @@ class Reader {
   const TensorView& tensor(std::string_view name) const;
 
  private:
+  void parse();
+  const Value& require(std::string_view key) const;
+  [[noreturn]] void fail_key(std::string_view key, std::string_view problem) const;
+
   std::filesystem::path path_;
   std::shared_ptr<const MappedFile> file_;
   uint32_t version_ = 0;
   size_t alignment_ = 32;
+  size_t data_offset_ = 0;
   std::vector<std::pair<std::string, Value>> metadata_;
   std::map<std::string, size_t, std::less<>> metadata_index_;
   std::vector<TensorView> tensors_;

@@ -11,7 +11,9 @@
 #include "kernels/cpu_features.h"
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/bench/bench_formats.h"
+#include "tools/oxinfer/bench/bench_llm.h"
 #include "tools/oxinfer/bench/bench_report.h"
+#include "tools/oxinfer/bench/bench_whisper.h"
 #include "tools/oxinfer/bench/machine_limits.h"
 #include "tools/oxinfer/commands.h"
 
@@ -105,6 +107,9 @@ struct Suite {
 // New suites (llm, whisper, ...) are one line here.
 constexpr Suite kSuites[] = {
     {"kernels", "machine limits, then matvec / GEMM / FFT kernels as a share of them", run_kernels},
+    {"llm", "LLM prompt processing and generation tok/s, decode bandwidth", run_bench_llm},
+    {"whisper", "Whisper encoder ms/window, decoder ms/token, real-time factor",
+     run_bench_whisper},
 };
 
 std::string suite_list() {

@@ -4,29 +4,12 @@
 #include <string>
 #include <vector>
 
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include "lib/hub/hub.h"
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/commands.h"
 
 namespace oxi::cli {
-
-namespace {
-
-// stdout carries only the path (for `path=$(oxinfer pull ...)`), so log lines go to stderr.
-void log_to_stderr() {
-  if (spdlog::default_logger()->name() == "oxinfer-stderr") return;
-  const spdlog::level::level_enum level = spdlog::get_level();
-  auto logger = spdlog::get("oxinfer-stderr");
-  if (!logger) logger = spdlog::stderr_color_mt("oxinfer-stderr");
-  logger->set_pattern("[%l] %v");
-  logger->set_level(level);
-  spdlog::set_default_logger(std::move(logger));
-}
-
-}  // namespace
 
 int run_pull(const Argv& argv) {
   ArgParser parser("pull", "oxinfer pull REPO[:QUANT][@REVISION] [options]",
@@ -45,7 +28,6 @@ int run_pull(const Argv& argv) {
   if (args.positional().size() != 1) {
     throw UsageError("expected one repo id (org/name[:QUANT][@REVISION]); see --help");
   }
-  log_to_stderr();
 
   hub::HubOptions options = hub::HubOptions::from_environment();
   if (auto dir = args.get("cache-dir")) options.cache_dir = *dir;

@@ -15,5 +15,8 @@ int run_pull(const Argv& argv);     // cmd_pull.cpp
 int run_bench(const Argv& argv);    // cmd_bench.cpp
 int run_demo(const Argv& argv);     // cmd_demo.cpp
 int run_tokenize(const Argv& argv);  // cmd_tokenize.cpp
+int run_generate(const Argv& argv);  // cmd_generate.cpp
+int run_chat(const Argv& argv);      // cmd_chat.cpp
+int run_transcribe(const Argv& argv);  // cmd_transcribe.cpp
 
 }  // namespace oxi::cli

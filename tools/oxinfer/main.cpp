@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "lib/core/error.h"
@@ -25,8 +26,13 @@ constexpr Command kCommands[] = {
     {"inspect", "print metadata and tensors of a GGUF, safetensors, torch file or HF directory",
      oxi::cli::run_inspect},
     {"pull", "download a Hugging Face repo (org/name[:QUANT]) into the cache", oxi::cli::run_pull},
-    {"bench", "benchmarks: kernels", oxi::cli::run_bench},
+    {"bench", "benchmarks: kernels, llm, whisper", oxi::cli::run_bench},
     {"tokenize", "print the token ids of a text with a model's tokenizer", oxi::cli::run_tokenize},
+    {"generate", "generate text from a prompt with an LLM (streamed to stdout)",
+     oxi::cli::run_generate},
+    {"chat", "chat with an LLM on the terminal (or one turn with --prompt)", oxi::cli::run_chat},
+    {"transcribe", "speech to text or subtitles with a Whisper model (any audio/video file)",
+     oxi::cli::run_transcribe},
     {"demo", "write a tiny model of its own and inspect it (the quick-start job)",
      oxi::cli::run_demo},
 };
@@ -47,6 +53,8 @@ void print_usage(std::FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Logs go to stderr: stdout carries each command's output (ids, paths, generated text).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("oxinfer"));
   spdlog::set_pattern("[%l] %v");
   spdlog::set_level(spdlog::level::info);
   std::vector<std::string> args(argv + 1, argv + argc);

@@ -1,0 +1,183 @@
+// The C API (oxinfer_llm.h) over oxi::llm::Engine. Every entry point catches everything: no
+// exception crosses the C boundary.
+#include "lib/llm/oxinfer_llm.h"
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "lib/llm/engine.h"
+
+struct oxi_llm_engine {
+  std::unique_ptr<oxi::llm::Engine> engine;
+  oxi::llm::GenerateOptions generate;
+  std::string last_error;
+};
+
+namespace {
+
+void copy_message(const std::string& message, char* err, size_t err_len) {
+  if (err == nullptr || err_len == 0) return;
+  std::snprintf(err, err_len, "%s", message.c_str());
+}
+
+oxi::llm::GenerateOptions generate_options(const oxi_llm_params& p) {
+  oxi::llm::GenerateOptions g;
+  g.sampling.temperature = p.temperature;
+  g.sampling.top_k = p.top_k;
+  g.sampling.top_p = p.top_p;
+  g.sampling.min_p = p.min_p;
+  g.sampling.repeat_penalty = p.repeat_penalty;
+  g.sampling.repeat_last_n = p.repeat_last_n;
+  g.sampling.seed = p.seed;
+  g.max_tokens = p.max_tokens;
+  for (size_t i = 0; i < p.n_stop && p.stop != nullptr; ++i)
+    if (p.stop[i] != nullptr) g.stop.emplace_back(p.stop[i]);
+  return g;
+}
+
+int stop_code(oxi::llm::StopReason r) {
+  using oxi::llm::StopReason;
+  switch (r) {
+    case StopReason::eos:
+      return OXI_LLM_STOP_EOS;
+    case StopReason::stop_string:
+      return OXI_LLM_STOP_STRING;
+    case StopReason::max_tokens:
+      return OXI_LLM_STOP_MAX_TOKENS;
+    case StopReason::context_full:
+      return OXI_LLM_STOP_CONTEXT_FULL;
+    case StopReason::cancelled:
+      return OXI_LLM_STOP_CANCELLED;
+    case StopReason::choice:
+      return OXI_LLM_STOP_CHOICE;
+  }
+  return OXI_LLM_STOP_EOS;
+}
+
+// Runs fn, turning exceptions into OXI_LLM_ERROR and the engine's last_error.
+template <class Fn>
+int guarded(oxi_llm_engine* engine, Fn&& fn) {
+  if (engine == nullptr) return OXI_LLM_INVALID_ARGUMENT;
+  engine->last_error.clear();
+  try {
+    fn();
+    return OXI_LLM_OK;
+  } catch (const std::exception& e) {
+    engine->last_error = e.what();
+  } catch (...) {
+    engine->last_error = "unknown error";
+  }
+  return OXI_LLM_ERROR;
+}
+
+}  // namespace
+
+extern "C" {
+
+oxi_llm_params oxi_llm_default_params(void) {
+  const oxi::llm::GenerateOptions g;
+  oxi_llm_params p{};
+  p.threads = 0;
+  p.n_ctx = 0;
+  p.quant = nullptr;
+  p.chat_template = nullptr;
+  p.temperature = g.sampling.temperature;
+  p.top_k = g.sampling.top_k;
+  p.top_p = g.sampling.top_p;
+  p.min_p = g.sampling.min_p;
+  p.repeat_penalty = g.sampling.repeat_penalty;
+  p.repeat_last_n = g.sampling.repeat_last_n;
+  p.seed = g.sampling.seed;
+  p.max_tokens = g.max_tokens;
+  p.stop = nullptr;
+  p.n_stop = 0;
+  return p;
+}
+
+oxi_llm_engine* oxi_llm_load(const char* spec, const oxi_llm_params* params, char* err,
+                             size_t err_len) {
+  copy_message("", err, err_len);
+  if (spec == nullptr) {
+    copy_message("oxi_llm_load: spec is NULL", err, err_len);
+    return nullptr;
+  }
+  const oxi_llm_params p = params != nullptr ? *params : oxi_llm_default_params();
+  try {
+    oxi::llm::EngineOptions options;
+    options.threads = p.threads;
+    options.n_ctx = p.n_ctx;
+    if (p.quant != nullptr && *p.quant != '\0') options.quant = oxi::llm::parse_load_quant(p.quant);
+    if (p.chat_template != nullptr) options.chat_template = p.chat_template;
+    auto handle = std::make_unique<oxi_llm_engine>();
+    handle->engine = oxi::llm::Engine::load(spec, options);
+    handle->generate = generate_options(p);
+    return handle.release();
+  } catch (const std::exception& e) {
+    copy_message(e.what(), err, err_len);
+  } catch (...) {
+    copy_message("oxi_llm_load: unknown error", err, err_len);
+  }
+  return nullptr;
+}
+
+int oxi_llm_send(oxi_llm_engine* engine, const char* role, const char* text,
+                 oxi_llm_piece_fn on_piece, void* user_data, oxi_llm_stats* stats) {
+  if (engine == nullptr || text == nullptr) return OXI_LLM_INVALID_ARGUMENT;
+  return guarded(engine, [&] {
+    oxi::llm::PieceCallback callback;
+    if (on_piece != nullptr) {
+      callback = [on_piece, user_data](std::string_view piece) {
+        return on_piece(piece.data(), piece.size(), user_data) != 0;
+      };
+    }
+    const oxi::llm::TurnStats s =
+        role == nullptr ? engine->engine->send_raw(text, engine->generate, callback)
+                        : engine->engine->send({{role, text}}, engine->generate, callback);
+    if (stats != nullptr) {
+      stats->prompt_tokens = s.prompt_tokens;
+      stats->cached_tokens = s.cached_tokens;
+      stats->generated_tokens = s.generated_tokens;
+      stats->prompt_ms = s.prompt_ms;
+      stats->prompt_tok_s = s.prompt_tok_s();
+      stats->generation_ms = s.generation_ms;
+      stats->generation_tok_s = s.generation_tok_s();
+      stats->stop_reason = stop_code(s.stop_reason);
+    }
+  });
+}
+
+int oxi_llm_set_params(oxi_llm_engine* engine, const oxi_llm_params* params) {
+  if (params == nullptr) return OXI_LLM_INVALID_ARGUMENT;
+  return guarded(engine, [&] { engine->generate = generate_options(*params); });
+}
+
+void oxi_llm_cancel(oxi_llm_engine* engine) {
+  if (engine != nullptr) engine->engine->cancel();
+}
+
+void oxi_llm_reset(oxi_llm_engine* engine) {
+  guarded(engine, [&] { engine->engine->reset(); });
+}
+
+int oxi_llm_save_state(oxi_llm_engine* engine, const char* path) {
+  if (path == nullptr) return OXI_LLM_INVALID_ARGUMENT;
+  return guarded(engine, [&] { engine->engine->save_state(path); });
+}
+
+int oxi_llm_load_state(oxi_llm_engine* engine, const char* path) {
+  if (path == nullptr) return OXI_LLM_INVALID_ARGUMENT;
+  return guarded(engine, [&] { engine->engine->load_state(path); });
+}
+
+const char* oxi_llm_last_error(const oxi_llm_engine* engine) {
+  return engine != nullptr ? engine->last_error.c_str() : "engine is NULL";
+}
+
+void oxi_llm_free(oxi_llm_engine* engine) {
+  delete engine;
+}
+
+}  // extern "C"

@@ -1,0 +1,398 @@
+#include "lib/llm/engine.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include <spdlog/spdlog.h>
+
+#include "backends/cpu/cpu_backend.h"
+#include "lib/core/error.h"
+#include "lib/hub/hub.h"
+#include "lib/llm/stream_decoder.h"
+
+namespace oxi::llm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// The engine's part of a state file, after Session's bytes: the history and raw text, their
+// length as u64 and this magic, so that the end of the file says whether it is there.
+// See evaluate_prompt.
+constexpr size_t kMinPromptBatch = 5;
+
+constexpr char kTrailerMagic[8] = {'O', 'X', 'I', 'E', 'N', 'G', 'N', '1'};
+
+std::string token_text_or_empty(const tokenizer::Tokenizer& tok, std::optional<int32_t> id) {
+  return id ? tok.token_text(*id) : std::string();
+}
+
+}  // namespace
+
+const char* to_string(StopReason reason) {
+  switch (reason) {
+    case StopReason::eos:
+      return "eos";
+    case StopReason::stop_string:
+      return "stop string";
+    case StopReason::max_tokens:
+      return "max tokens";
+    case StopReason::context_full:
+      return "context full";
+    case StopReason::cancelled:
+      return "cancelled";
+    case StopReason::choice:
+      return "choice";
+  }
+  return "?";
+}
+
+kernels::DType parse_load_quant(std::string_view name) {
+  if (name == "q8" || name == "q8_0" || name == "Q8_0") return kernels::DType::Q8_0;
+  if (name == "q4" || name == "q4_0" || name == "Q4_0") return kernels::DType::Q4_0;
+  throw Error("--quant", "unknown quantization '" + std::string(name) + "' (q8 or q4)");
+}
+
+std::string fallback_template_name(const Model& model) {
+  const std::string& arch = model.config().arch;
+  if (arch == "llama")
+    return model.tokenizer().token_id("<|start_header_id|>") ? "llama3" : "llama2";
+  if (arch == "gemma3") return "gemma";
+  if (arch == "phi3") return "phi3";
+  return "chatml";  // qwen2, qwen3 and anything else
+}
+
+std::unique_ptr<Engine> Engine::load(std::string_view spec, const EngineOptions& options) {
+  const hub::HubOptions hub_options = options.hub.value_or(hub::HubOptions::from_environment());
+  const std::filesystem::path path = hub::resolve_model(spec, hub_options);
+  LoadOptions load_options;
+  load_options.quant = options.quant;
+  return std::make_unique<Engine>(Model::load(path, load_options), options);
+}
+
+Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& options)
+    : model_(std::move(model)), backend_(backends::make_cpu_backend(options.threads)) {
+  session_ = std::make_unique<Session>(model_, *backend_, options.n_ctx);
+  const tokenizer::Tokenizer& tok = model_->tokenizer();
+  const std::string bos = token_text_or_empty(tok, tok.bos());
+  const std::string eos = token_text_or_empty(tok, tok.eos());
+
+  const std::string& wanted = options.chat_template;
+  if (!wanted.empty()) {
+    const auto names = ChatTemplate::names();
+    if (std::find(names.begin(), names.end(), wanted) == names.end() &&
+        std::filesystem::is_regular_file(wanted)) {
+      std::ifstream in(wanted, std::ios::binary);
+      const std::string source((std::istreambuf_iterator<char>(in)),
+                               std::istreambuf_iterator<char>());
+      template_.emplace(source, bos, eos);
+    } else {
+      template_.emplace(ChatTemplate::named(wanted, bos, eos));  // throws listing the names
+    }
+    template_name_ = wanted;
+    return;
+  }
+  if (const auto source = model_->chat_template()) {
+    try {
+      template_.emplace(*source, bos, eos);
+      template_name_ = "model";
+      return;
+    } catch (const Error& e) {
+      spdlog::warn("{}: the model's chat template is not usable ({}); using a fallback",
+                   model_->path().string(), e.what());
+    }
+  }
+  template_name_ = fallback_template_name(*model_);
+  template_.emplace(ChatTemplate::named(template_name_, bos, eos));
+}
+
+Engine::~Engine() = default;
+
+bool Engine::is_end_token(int32_t id) const {
+  const std::vector<int32_t> ends = model_->eos_ids();
+  return std::find(ends.begin(), ends.end(), id) != ends.end();
+}
+
+std::vector<int32_t> Engine::tokenize_prompt(const std::string& text) const {
+  const tokenizer::Tokenizer& tok = model_->tokenizer();
+  // Templates that write bos_token themselves must not get a second one.
+  const std::string bos = token_text_or_empty(tok, tok.bos());
+  const bool add_bos = model_->add_bos() && !(!bos.empty() && text.starts_with(bos));
+  return tok.encode(text, add_bos, /*parse_special=*/true);
+}
+
+std::string Engine::render(const std::vector<ChatMessage>& messages) const {
+  std::vector<ChatMessage> all = history_;
+  all.insert(all.end(), messages.begin(), messages.end());
+  return template_->apply(all, /*add_generation_prompt=*/true);
+}
+
+TurnStats Engine::send(const std::vector<ChatMessage>& messages, const GenerateOptions& options,
+                       const PieceCallback& on_piece) {
+  const std::string text = render(messages);
+  TurnStats stats =
+      run_turn(tokenize_prompt(text), options, /*strip_leading_space=*/true, on_piece);
+  history_.insert(history_.end(), messages.begin(), messages.end());
+  history_.push_back({"assistant", stats.text});
+  raw_text_.clear();
+  return stats;
+}
+
+TurnStats Engine::send_raw(std::string_view text, const GenerateOptions& options,
+                           const PieceCallback& on_piece) {
+  // The whole text is tokenized again (not just the new part) so the tokens are those of
+  // evaluating it all at once; the cache keeps the common prefix.
+  const std::string full = raw_text_ + std::string(text);
+  TurnStats stats = run_turn(tokenize_prompt(full), options,
+                             /*strip_leading_space=*/!options.choices.empty(), on_piece);
+  raw_text_ = full;
+  const tokenizer::Tokenizer& tok = model_->tokenizer();
+  for (int32_t id : stats.generated_ids)
+    if (!tok.is_control(id)) raw_text_ += tok.token_piece(id);
+  history_.clear();
+  return stats;
+}
+
+void Engine::evaluate_prompt(const std::vector<int32_t>& prompt, TurnStats& stats) {
+  if (prompt.empty()) throw Error("llm engine", "the prompt is empty (no text and no BOS token)");
+  if (prompt.size() > session_->n_ctx())
+    throw Error("llm engine", "the prompt has " + std::to_string(prompt.size()) +
+                                  " tokens, the context only " + std::to_string(session_->n_ctx()) +
+                                  " positions (--ctx)");
+  const std::vector<int32_t>& cached = session_->tokens();
+  size_t common = 0;
+  while (common < cached.size() && common < prompt.size() && cached[common] == prompt[common])
+    ++common;
+  const bool logits_known =
+      common == prompt.size() && common == cached.size() && !next_logits_.empty();
+  size_t start = common;
+  if (!logits_known) {
+    // Tiny batches may be computed by other kernels than larger ones (the CPU backend: matvec
+    // for up to 4 tokens of float weights), with other rounding. Every prompt batch gets at
+    // least kMinPromptBatch tokens, re-evaluating a few cached ones if need be, so that a
+    // prompt continued from a saved state is bit-identical to the whole prompt at once.
+    if (start == prompt.size()) --start;  // the last token again, for its logits
+    if (start < kMinPromptBatch) start = 0;
+    if (prompt.size() - start < kMinPromptBatch)
+      start = prompt.size() > kMinPromptBatch ? prompt.size() - kMinPromptBatch : 0;
+  } else {
+    start = prompt.size();
+  }
+  if (start < cached.size()) {
+    session_->truncate(start);
+    next_logits_.clear();
+  }
+  stats.cached_tokens = start;
+  stats.prompt_tokens = prompt.size() - start;
+
+  const Clock::time_point start_time = Clock::now();
+  for (size_t at = start; at < prompt.size();) {
+    if (cancel_requested_.load(std::memory_order_relaxed)) {
+      stats.stop_reason = StopReason::cancelled;
+      next_logits_.clear();
+      break;
+    }
+    // Batches of Session::kMaxBatch, the last one never shorter than kMinPromptBatch.
+    size_t n = std::min(Session::kMaxBatch, prompt.size() - at);
+    const size_t after = prompt.size() - at - n;
+    if (after > 0 && after < kMinPromptBatch) n -= kMinPromptBatch - after;
+    const std::span<const float> logits =
+        session_->eval(std::span<const int32_t>(prompt).subspan(at, n));
+    next_logits_.assign(logits.begin(), logits.end());
+    at += n;
+  }
+  stats.prompt_ms = ms_since(start_time);
+}
+
+TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& options,
+                           bool strip_leading_space, const PieceCallback& on_piece) {
+  cancel_requested_.store(false, std::memory_order_relaxed);
+  TurnStats stats;
+  prompt_logits_.clear();
+  evaluate_prompt(prompt, stats);
+  stats.prompt_ids = std::move(prompt);
+  if (stats.stop_reason == StopReason::cancelled) return stats;
+  prompt_logits_ = next_logits_;
+
+  const tokenizer::Tokenizer& tok = model_->tokenizer();
+  Sampler sampler(options.sampling);
+  StreamDecoder decoder(tok, options.stop, strip_leading_space);
+  std::optional<ChoiceConstraint> choices;
+  if (!options.choices.empty()) {
+    const std::vector<int32_t> ends = model_->eos_ids();
+    choices.emplace(tok, options.choices, ends.empty() ? tok.eos().value_or(-1) : ends.front());
+  }
+  // A --choices reply is emitted whole at the end: exactly the choice's text.
+  const bool stream = on_piece && !choices;
+
+  const Clock::time_point start = Clock::now();
+  std::span<const float> logits = prompt_logits_;
+  const size_t max_tokens =
+      options.max_tokens < 0 ? SIZE_MAX : static_cast<size_t>(options.max_tokens);
+  stats.stop_reason = StopReason::max_tokens;
+  bool evaluate_last = false;  // the previous token still has to enter the cache
+  while (true) {
+    if (!choices && stats.generated_ids.size() >= max_tokens) {
+      stats.stop_reason = StopReason::max_tokens;
+      break;
+    }
+    if (cancel_requested_.load(std::memory_order_relaxed)) {
+      stats.stop_reason = StopReason::cancelled;
+      break;
+    }
+    if (evaluate_last) {
+      if (session_->n_past() + 1 > session_->n_ctx()) {
+        stats.stop_reason = StopReason::context_full;
+        break;
+      }
+      const int32_t last[] = {stats.generated_ids.back()};
+      logits = session_->eval(std::span<const int32_t>(last));
+      next_logits_.assign(logits.begin(), logits.end());
+    }
+    // The repetition penalty looks at the context: prompt and reply so far.
+    const int32_t id =
+        sampler.sample(logits, session_->tokens(), choices ? &choices->allowed() : nullptr);
+    evaluate_last = true;
+
+    if (choices) {
+      const size_t before = choices->position();
+      choices->accept(id);
+      if (choices->position() > before) {
+        stats.generated_ids.push_back(id);
+        decoder.push(id);
+      }
+      if (choices->done()) {
+        stats.stop_reason = StopReason::choice;
+        stats.choice = choices->choice();
+        break;
+      }
+      continue;
+    }
+    stats.generated_ids.push_back(id);
+    if (is_end_token(id)) {
+      stats.stop_reason = StopReason::eos;
+      break;
+    }
+    const std::string piece = decoder.push(id);
+    if (stream && !piece.empty() && !on_piece(piece)) {
+      stats.stop_reason = StopReason::cancelled;
+      break;
+    }
+    if (decoder.stopped()) {
+      stats.stop_reason = StopReason::stop_string;
+      break;
+    }
+  }
+  const std::string rest = decoder.finish();
+  if (stream && !rest.empty()) on_piece(rest);
+  stats.text = decoder.text();
+  if (stats.choice) {
+    stats.text = options.choices[*stats.choice];
+    if (on_piece) on_piece(stats.text);
+  }
+  // Tokens sampled but not evaluated leave the cache's last logits unknown to the next turn.
+  if (evaluate_last) next_logits_.clear();
+  stats.generated_tokens = stats.generated_ids.size();
+  stats.generation_ms = ms_since(start);
+  return stats;
+}
+
+void Engine::reset() {
+  session_->truncate(0);
+  history_.clear();
+  raw_text_.clear();
+  prompt_logits_.clear();
+  next_logits_.clear();
+}
+
+namespace {
+
+// The engine's trailer payload: u32 message count, each message as two strings (role,
+// content), then the raw text; a string is u64 length + bytes (any bytes: a raw transcript may
+// end inside a UTF-8 character).
+void put_string(std::string& out, std::string_view s) {
+  const uint64_t n = s.size();
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  out.append(s);
+}
+
+std::string take_string(std::string_view& in, const std::string& context) {
+  uint64_t n = 0;
+  if (in.size() < sizeof n) throw Error(context, "engine state is truncated");
+  std::memcpy(&n, in.data(), sizeof n);
+  in.remove_prefix(sizeof n);
+  if (in.size() < n) throw Error(context, "engine state is truncated");
+  std::string s(in.substr(0, n));
+  in.remove_prefix(n);
+  return s;
+}
+
+}  // namespace
+
+void Engine::save_state(const std::filesystem::path& file) const {
+  session_->save_state(file);
+  std::string payload;
+  const auto count = static_cast<uint32_t>(history_.size());
+  payload.append(reinterpret_cast<const char*>(&count), sizeof count);
+  for (const ChatMessage& m : history_) {
+    put_string(payload, m.role);
+    put_string(payload, m.content);
+  }
+  put_string(payload, raw_text_);
+  std::ofstream out(file, std::ios::binary | std::ios::app);
+  const uint64_t length = payload.size();
+  out.write(payload.data(), static_cast<std::streamsize>(payload.size()));
+  out.write(reinterpret_cast<const char*>(&length), sizeof length);
+  out.write(kTrailerMagic, sizeof kTrailerMagic);
+  out.flush();
+  if (!out) throw Error(file.string(), "write failed");
+}
+
+void Engine::load_state(const std::filesystem::path& file) {
+  next_logits_.clear();
+  prompt_logits_.clear();
+  history_.clear();
+  raw_text_.clear();
+  session_->load_state(file);  // throws naming the file
+
+  const std::string context = file.string();
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  const auto size = static_cast<uint64_t>(in.tellg());
+  char magic[sizeof kTrailerMagic] = {};
+  uint64_t length = 0;
+  bool has_trailer = false;
+  if (size >= 16) {
+    in.seekg(static_cast<std::streamoff>(size - 16));
+    in.read(reinterpret_cast<char*>(&length), sizeof length);
+    in.read(magic, sizeof magic);
+    has_trailer = in && std::memcmp(magic, kTrailerMagic, sizeof magic) == 0 && length <= size - 16;
+  }
+  if (!has_trailer) {
+    // A bare Session state: the text is what the tokens decode to.
+    raw_text_ = model_->tokenizer().decode(session_->tokens());
+    return;
+  }
+  std::string payload(length, '\0');
+  in.seekg(static_cast<std::streamoff>(size - 16 - length));
+  in.read(payload.data(), static_cast<std::streamsize>(length));
+  if (!in) throw Error(context, "state file is truncated");
+  std::string_view rest = payload;
+  uint32_t count = 0;
+  if (rest.size() < sizeof count) throw Error(context, "engine state is truncated");
+  std::memcpy(&count, rest.data(), sizeof count);
+  rest.remove_prefix(sizeof count);
+  std::vector<ChatMessage> history;
+  for (uint32_t i = 0; i < count; ++i) {
+    std::string role = take_string(rest, context);
+    history.push_back({std::move(role), take_string(rest, context)});
+  }
+  raw_text_ = take_string(rest, context);
+  history_ = std::move(history);
+}
+
+}  // namespace oxi::llm

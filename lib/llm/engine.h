@@ -1,0 +1,154 @@
+// Engine: a chat (or raw-text) conversation with one LLM, for the CLI, the C API and
+// embedding programs. It owns a Model, a CPU backend and a Session, keeps the chat history,
+// and evaluates only what each turn adds (the KV cache of the previous turns is reused).
+//
+//   auto engine = oxi::llm::Engine::load("Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q8_0", {.threads = 8});
+//   oxi::llm::GenerateOptions gen;
+//   gen.sampling.temperature = 0;
+//   auto stats = engine->send({{"user", "Hello!"}}, gen, [](std::string_view piece) {
+//     std::fwrite(piece.data(), 1, piece.size(), stdout);
+//     return true;  // false stops generation
+//   });
+//
+// Not thread-safe, except cancel(), which any thread may call while send() runs.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/backend.h"
+#include "kernels/formats/dtype.h"
+#include "lib/chat/chat_template.h"
+#include "lib/hub/hub_options.h"
+#include "lib/llm/model.h"
+#include "lib/llm/sampler.h"
+#include "lib/llm/session.h"
+
+namespace oxi::llm {
+
+struct EngineOptions {
+  int threads = 0;                      // CPU backend threads; 0 = every core
+  size_t n_ctx = 0;                     // context positions; 0 = Session's default
+  std::optional<kernels::DType> quant;  // Q8_0 / Q4_0 for HF checkpoints (--quant)
+  // A named fallback template (ChatTemplate::names()) or a Jinja file; empty = the model's own
+  // template, else a fallback chosen from the architecture.
+  std::string chat_template;
+  std::optional<hub::HubOptions> hub;  // default: HubOptions::from_environment()
+};
+
+struct GenerateOptions {
+  SamplerOptions sampling;
+  int max_tokens = -1;               // < 0: until an end token, a stop string or a full context
+  std::vector<std::string> stop;     // stop strings (not part of the reply)
+  std::vector<std::string> choices;  // non-empty: the reply is exactly one of these
+};
+
+enum class StopReason {
+  eos,           // the model produced an end token
+  stop_string,   // a stop string appeared
+  max_tokens,    // GenerateOptions::max_tokens reached
+  context_full,  // no position left
+  cancelled,     // cancel() or the callback returned false
+  choice,        // a --choices reply is complete
+};
+const char* to_string(StopReason reason);
+
+struct TurnStats {
+  size_t prompt_tokens = 0;  // tokens this turn evaluated for its prompt (new ones only)
+  size_t cached_tokens = 0;  // prompt tokens reused from the KV cache
+  size_t generated_tokens = 0;
+  double prompt_ms = 0;
+  double generation_ms = 0;
+  StopReason stop_reason = StopReason::eos;
+  std::string text;                 // the reply as streamed (without a stop string)
+  std::optional<size_t> choice;     // index into GenerateOptions::choices
+  std::vector<int32_t> prompt_ids;  // the whole context before generation
+  std::vector<int32_t> generated_ids;
+
+  double prompt_tok_s() const { return prompt_ms > 0 ? 1e3 * prompt_tokens / prompt_ms : 0; }
+  double generation_tok_s() const {
+    return generation_ms > 0 ? 1e3 * generated_tokens / generation_ms : 0;
+  }
+};
+
+// Called with each piece of reply text as it becomes final; return false to stop.
+using PieceCallback = std::function<bool(std::string_view piece)>;
+
+class Engine {
+ public:
+  // spec: a local path or an org/name[:QUANT] repo id (hub::resolve_model). Throws oxi::Error.
+  static std::unique_ptr<Engine> load(std::string_view spec, const EngineOptions& options = {});
+  Engine(std::shared_ptr<const Model> model, const EngineOptions& options = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Chat mode: appends `messages` (usually one user message, perhaps a system one first) to the
+  // history, renders it with the chat template, evaluates what the cache lacks and generates
+  // the assistant's reply, which joins the history. Throws oxi::Error (template errors, a
+  // prompt longer than the context); the history is unchanged then.
+  TurnStats send(const std::vector<ChatMessage>& messages, const GenerateOptions& options,
+                 const PieceCallback& on_piece = {});
+  // Raw mode: `text` continues the context as is (no template; BOS first as the model says).
+  TurnStats send_raw(std::string_view text, const GenerateOptions& options,
+                     const PieceCallback& on_piece = {});
+
+  // The prompt text send(messages) would render (the history plus these, generation prompt).
+  std::string render(const std::vector<ChatMessage>& messages) const;
+  // Which template renders chat prompts ("model" or a fallback's name / a file).
+  const std::string& template_name() const { return template_name_; }
+
+  // Stops a running send() before its next token (or prompt batch). Any thread.
+  void cancel() { cancel_requested_.store(true, std::memory_order_relaxed); }
+  // Forgets the history and the cache.
+  void reset();
+
+  // The KV state (Session::save_state) plus the history / raw text, in one file: a later
+  // process load_state()s it and continues where this one stopped. Throws oxi::Error.
+  void save_state(const std::filesystem::path& file) const;
+  void load_state(const std::filesystem::path& file);
+
+  // The logits after the last prompt token of the latest send (n_vocab floats).
+  std::span<const float> prompt_logits() const { return prompt_logits_; }
+  const std::vector<ChatMessage>& history() const { return history_; }
+  const Model& model() const { return *model_; }
+  std::shared_ptr<const Model> model_ptr() const { return model_; }
+  Session& session() { return *session_; }
+  backends::Backend& backend() { return *backend_; }
+
+ private:
+  TurnStats run_turn(std::vector<int32_t> prompt, const GenerateOptions& options,
+                     bool strip_leading_space, const PieceCallback& on_piece);
+  void evaluate_prompt(const std::vector<int32_t>& prompt, TurnStats& stats);
+  bool is_end_token(int32_t id) const;
+  std::vector<int32_t> tokenize_prompt(const std::string& text) const;
+
+  std::shared_ptr<const Model> model_;
+  std::unique_ptr<backends::Backend> backend_;
+  std::unique_ptr<Session> session_;
+  std::optional<ChatTemplate> template_;
+  std::string template_name_;
+  std::vector<ChatMessage> history_;
+  std::string raw_text_;  // raw mode: the text the context holds (prompts and replies)
+  std::vector<float> prompt_logits_;
+  std::vector<float> next_logits_;  // logits of the cache's last token, when known
+  std::atomic<bool> cancel_requested_{false};
+};
+
+// --quant: "q8" / "q8_0" → Q8_0, "q4" / "q4_0" → Q4_0; throws oxi::Error for anything else.
+kernels::DType parse_load_quant(std::string_view name);
+
+// The fallback chat template for a model without one: llama (llama3 when the vocabulary has
+// <|start_header_id|>, else llama2), qwen2/qwen3: chatml, gemma3: gemma, phi3: phi3.
+std::string fallback_template_name(const Model& model);
+
+}  // namespace oxi::llm

@@ -1,0 +1,115 @@
+// Building blocks shared by the architectures, and the forward() entry point: embed, run the
+// architecture's layers, final norm and output projection.
+#include <cmath>
+#include <string>
+
+#include "kernels/math/norm.h"
+#include "lib/core/error.h"
+#include "lib/llm/forward.h"
+
+namespace oxi::llm {
+
+Activations::Activations(const ModelConfig& c, size_t cap)
+    : capacity(cap),
+      x(cap * c.n_embd),
+      h(cap * c.n_embd),
+      q(cap * c.q_dim()),
+      attn(cap * c.q_dim()),
+      gate(cap * c.n_ff),
+      up(cap * c.n_ff),
+      logits(cap * c.n_vocab) {}
+
+ForwardState::ForwardState(const Model& model, size_t n_ctx, size_t batch_capacity)
+    : cache(model.config().n_layer, n_ctx, model.config().kv_dim()),
+      act(model.config(), batch_capacity) {
+  const ModelConfig& c = model.config();
+  for (int il = 0; il < c.n_layer; ++il) {
+    const kernels::RopeScaling none;
+    inv_freq.push_back(kernels::rope_inv_freq(c.rope_dims, c.rope_base_of_layer(il),
+                                              c.rope_scaled_layer(il) ? c.rope_scaling : none,
+                                              model.weights().rope_freq_factors));
+  }
+}
+
+std::span<const float> forward(const Model& model, backends::Backend& backend, ForwardState& state,
+                               std::span<const int32_t> tokens, size_t pos0, bool all_logits) {
+  const ModelConfig& c = model.config();
+  const size_t n = tokens.size();
+  if (n == 0 || n > state.act.capacity || pos0 + n > state.cache.n_ctx())
+    throw Error("llm forward", std::to_string(n) + " tokens at position " + std::to_string(pos0) +
+                                   " do not fit (batch " + std::to_string(state.act.capacity) +
+                                   ", context " + std::to_string(state.cache.n_ctx()) + ")");
+  for (int32_t t : tokens)
+    if (t < 0 || t >= c.n_vocab)
+      throw Error("llm forward", "token id " + std::to_string(t) + " outside the vocabulary of " +
+                                     std::to_string(c.n_vocab));
+  // Gemma scales embeddings by sqrt(n_embd) (HF Gemma3TextScaledWordEmbedding).
+  const float embed_scale = c.arch == "gemma3" ? std::sqrt(static_cast<float>(c.n_embd)) : 1.0f;
+  embed_tokens(model.weights(), tokens, c.n_embd, embed_scale, state.act.x);
+  if (c.arch == "gemma3")
+    gemma3_layers(model, backend, state, n, pos0);
+  else
+    llama_layers(model, backend, state, n, pos0);
+  return output_logits(backend, model, state.act, n, all_logits);
+}
+
+void embed_tokens(const ModelWeights& w, std::span<const int32_t> tokens, size_t n_embd,
+                  float scale, std::span<float> x) {
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    std::span<float> row = x.subspan(t * n_embd, n_embd);
+    dequantize_matrix_row(w.token_embd, static_cast<size_t>(tokens[t]), row);
+    if (scale != 1.0f)
+      for (float& v : row) v *= scale;
+  }
+}
+
+void rms_norm_rows(backends::Backend& backend, std::span<const float> x, size_t n_rows,
+                   size_t width, std::span<const float> weight, float eps, std::span<float> y) {
+  backend.parallel_for(n_rows, 16, [&](size_t begin, size_t end) {
+    for (size_t r = begin; r < end; ++r)
+      kernels::rms_norm(x.subspan(r * width, width), weight, eps, y.subspan(r * width, width));
+  });
+}
+
+void add_in_place(std::span<float> x, std::span<const float> y) {
+  for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
+}
+
+void cached_attention(backends::Backend& backend, const ModelConfig& c, const KvCache& cache,
+                      size_t layer, std::span<const float> q, size_t n, size_t pos0,
+                      std::span<float> out) {
+  const size_t n_kv = pos0 + n, kv_dim = cache.kv_dim();
+  backends::AttentionArgs a;
+  a.q = q.first(n * c.q_dim());
+  a.k = cache.keys(layer).first(n_kv * kv_dim);
+  a.v = cache.values(layer).first(n_kv * kv_dim);
+  a.out = out.first(n * c.q_dim());
+  a.q_stride = a.out_stride = c.q_dim();
+  a.kv_stride = kv_dim;
+  a.n_queries = n;
+  a.n_kv = n_kv;
+  a.n_heads = c.n_head;
+  a.n_kv_heads = c.n_head_kv;
+  a.head_dim = c.head_dim;
+  a.first_query_pos = pos0;
+  a.causal = true;
+  a.window = static_cast<size_t>(c.window_of_layer(static_cast<int>(layer)));
+  a.scale = c.attn_scale;  // 0: 1 / sqrt(head_dim)
+  backend.attention(a);
+}
+
+std::span<const float> output_logits(backends::Backend& backend, const Model& model,
+                                     Activations& act, size_t n, bool all_logits) {
+  const ModelConfig& c = model.config();
+  const size_t first = all_logits ? 0 : n - 1, rows = n - first;
+  const std::span<const float> x = std::span(act.x).subspan(first * c.n_embd, rows * c.n_embd);
+  rms_norm_rows(backend, x, rows, c.n_embd, model.weights().output_norm, c.rms_eps, act.h);
+  const std::span<float> logits = std::span(act.logits).first(rows * c.n_vocab);
+  backend.matmul(model.weights().output, act.h, rows, logits);
+  // Gemma-style final soft-capping: cap * tanh(logits / cap).
+  if (const float cap = c.final_logit_softcap; cap > 0.0f)
+    for (float& v : logits) v = cap * std::tanh(v / cap);
+  return logits;
+}
+
+}  // namespace oxi::llm

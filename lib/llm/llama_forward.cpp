@@ -1,0 +1,70 @@
+// The Llama decoder layer, also run by Mistral, Qwen2 (q/k/v biases), Qwen3 (per-head q/k
+// RMSNorm) and Phi-3 (fused qkv / gate_up, split into views at load):
+//
+//   h = x + Attention(RMSNorm(x))        pre-norm residual attention with RoPE and GQA
+//   x = h + MLP(RMSNorm(h))              MLP(x) = down(silu(gate(x)) * up(x))   (SwiGLU)
+//
+// ref: transformers models/llama/modeling_llama.py (LlamaDecoderLayer), qwen3 (Qwen3Attention)
+#include "kernels/math/activation.h"
+#include "kernels/math/norm.h"
+#include "kernels/math/rope.h"
+#include "lib/llm/forward.h"
+
+namespace oxi::llm {
+namespace {
+
+const float* bias_or_null(std::span<const float> b) {
+  return b.empty() ? nullptr : b.data();
+}
+
+void forward_layer(const Model& model, backends::Backend& backend, ForwardState& s, size_t il,
+                   size_t n, size_t pos0) {
+  const ModelConfig& c = model.config();
+  const LayerWeights& w = model.weights().layers[il];
+  Activations& a = s.act;
+  const size_t embd = c.n_embd, q_dim = c.q_dim(), kv_dim = c.kv_dim(), ff = c.n_ff;
+  // New keys and values go straight into their cache rows.
+  const std::span<float> k = s.cache.keys(il).subspan(pos0 * kv_dim, n * kv_dim);
+  const std::span<float> v = s.cache.values(il).subspan(pos0 * kv_dim, n * kv_dim);
+  const std::span<float> x = std::span(a.x).first(n * embd), h = std::span(a.h).first(n * embd);
+
+  // 1. h = RMSNorm(x) * attn_norm
+  rms_norm_rows(backend, x, n, embd, w.attn_norm, c.rms_eps, h);
+  // 2. q, k, v = h Wq^T (+ bq), h Wk^T (+ bk), h Wv^T (+ bv)
+  backend.matmul(w.wq, h, n, a.q, bias_or_null(w.bq));
+  backend.matmul(w.wk, h, n, k, bias_or_null(w.bk));
+  backend.matmul(w.wv, h, n, v, bias_or_null(w.bv));
+  // 3. Qwen3: RMSNorm over each head of q and k
+  if (!w.q_norm.empty()) {
+    rms_norm_rows(backend, a.q, n * c.n_head, c.head_dim, w.q_norm, c.rms_eps, a.q);
+    rms_norm_rows(backend, k, n * c.n_head_kv, c.head_dim, w.k_norm, c.rms_eps, k);
+  }
+  // 4. rotate q and k by their positions
+  kernels::rope(a.q, n, q_dim, c.n_head, c.head_dim, s.inv_freq[il], c.rope_layout, pos0);
+  kernels::rope(k, n, kv_dim, c.n_head_kv, c.head_dim, s.inv_freq[il], c.rope_layout, pos0);
+  // 5. attn = softmax(q k^T / sqrt(head_dim) + causal mask) v, over the whole cache
+  cached_attention(backend, c, s.cache, il, a.q, n, pos0, a.attn);
+  // 6. x = x + attn Wo^T
+  backend.matmul(w.wo, a.attn, n, h);
+  add_in_place(x, h);
+  // 7. h = RMSNorm(x) * ffn_norm
+  rms_norm_rows(backend, x, n, embd, w.ffn_norm, c.rms_eps, h);
+  // 8. g = silu(h Wgate^T) * (h Wup^T)
+  const std::span<float> g = std::span(a.gate).first(n * ff), u = std::span(a.up).first(n * ff);
+  backend.matmul(w.w_gate, h, n, g);
+  backend.matmul(w.w_up, h, n, u);
+  kernels::swiglu(g, u, g);
+  // 9. x = x + g Wdown^T
+  backend.matmul(w.w_down, g, n, h);
+  add_in_place(x, h);
+}
+
+}  // namespace
+
+void llama_layers(const Model& model, backends::Backend& backend, ForwardState& state, size_t n,
+                  size_t pos0) {
+  for (size_t il = 0; il < model.weights().layers.size(); ++il)
+    forward_layer(model, backend, state, il, n, pos0);
+}
+
+}  // namespace oxi::llm

@@ -1,0 +1,114 @@
+#include "lib/llm/model.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "lib/core/error.h"
+#include "lib/formats/gguf.h"
+#include "lib/formats/hf_dir.h"
+#include "lib/tokenizer/load.h"
+
+namespace oxi::llm {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool starts_with_gguf_magic(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  char magic[4] = {};
+  in.read(magic, 4);
+  return in.gcount() == 4 && std::string_view(magic, 4) == "GGUF";
+}
+
+// tokenizer_config.json's chat_template: a string, or a list of {name, template} (the
+// "default" one is used), else a chat_template.jinja file beside it.
+std::optional<std::string> hf_chat_template(const hf::Directory& dir) {
+  const nlohmann::json& tc = dir.tokenizer_config;
+  if (tc.is_object() && tc.contains("chat_template")) {
+    const nlohmann::json& t = tc["chat_template"];
+    if (t.is_string()) return t.get<std::string>();
+    if (t.is_array())
+      for (const auto& named : t)
+        if (named.value("name", "") == "default") return named.value("template", "");
+  }
+  const fs::path jinja = dir.dir / "chat_template.jinja";
+  if (fs::exists(jinja)) {
+    std::ifstream in(jinja, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  return std::nullopt;
+}
+
+// generation_config.json's eos_token_id: an int or a list of ints.
+std::vector<int32_t> hf_generation_eos(const hf::Directory& dir) {
+  std::vector<int32_t> ids;
+  if (!dir.generation_config.is_object()) return ids;
+  const auto it = dir.generation_config.find("eos_token_id");
+  if (it == dir.generation_config.end()) return ids;
+  if (it->is_number_integer()) ids.push_back(it->get<int32_t>());
+  if (it->is_array())
+    for (const auto& id : *it)
+      if (id.is_number_integer()) ids.push_back(id.get<int32_t>());
+  return ids;
+}
+
+}  // namespace
+
+std::shared_ptr<const Model> Model::load(const fs::path& file_or_dir, const LoadOptions& options) {
+  if (options.quant && *options.quant != kernels::DType::Q8_0 &&
+      *options.quant != kernels::DType::Q4_0)
+    throw Error(file_or_dir.string(), "load-time quantization supports q8_0 and q4_0, not " +
+                                          std::string(kernels::name(*options.quant)));
+  std::shared_ptr<Model> model(new Model());
+  model->path_ = file_or_dir;
+  if (fs::is_directory(file_or_dir)) {
+    model->load_hf(file_or_dir, options);
+  } else if (!fs::exists(file_or_dir)) {
+    throw Error(file_or_dir.string(), "no such file or directory");
+  } else if (starts_with_gguf_magic(file_or_dir)) {
+    model->load_gguf(file_or_dir);
+  } else if (fs::exists(file_or_dir.parent_path() / "config.json")) {
+    model->load_hf(file_or_dir.parent_path(), options);  // a weight file of an HF directory
+  } else {
+    throw Error(file_or_dir.string(),
+                "not a GGUF file, and no config.json beside it for a Hugging Face checkpoint");
+  }
+  return model;
+}
+
+void Model::load_gguf(const fs::path& file) {
+  const gguf::Reader reader(file);
+  config_ = config_from_gguf(reader);
+  weights_ = load_gguf_weights(reader, config_);
+  tokenizer_.emplace(tokenizer::from_gguf(reader));
+  if (reader.has("tokenizer.chat_template"))
+    chat_template_ = reader.get_string("tokenizer.chat_template");
+  collect_eos_ids({});
+}
+
+void Model::load_hf(const fs::path& dir_path, const LoadOptions& options) {
+  const hf::Directory dir = hf::open_directory(dir_path);
+  if (dir.config.is_null()) throw Error(dir_path.string(), "no config.json");
+  if (dir.weights_format.empty()) throw Error(dir_path.string(), "no weight files");
+  config_ = config_from_hf(dir.config, dir_path.string());
+  weights_ = load_hf_weights(dir, config_, options.quant);
+  if (!dir.tokenizer_json) throw Error(dir_path.string(), "no tokenizer.json");
+  tokenizer_.emplace(tokenizer::from_hf_json(*dir.tokenizer_json));
+  chat_template_ = hf_chat_template(dir);
+  collect_eos_ids(hf_generation_eos(dir));
+}
+
+void Model::collect_eos_ids(const std::vector<int32_t>& extra) {
+  std::vector<int32_t> ids;
+  if (auto eos = tokenizer_->eos()) ids.push_back(*eos);
+  if (auto eot = tokenizer_->eot()) ids.push_back(*eot);
+  ids.insert(ids.end(), extra.begin(), extra.end());
+  for (int32_t id : ids)
+    if (id >= 0 && std::find(eos_ids_.begin(), eos_ids_.end(), id) == eos_ids_.end())
+      eos_ids_.push_back(id);
+}
+
+}  // namespace oxi::llm

@@ -1,0 +1,212 @@
+#include "lib/llm/model_config.h"
+
+#include <cmath>
+#include <string_view>
+
+#include "lib/core/error.h"
+
+namespace oxi::llm {
+namespace {
+
+bool is_known_arch(std::string_view arch) {
+  return arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "gemma3" ||
+         arch == "phi3";
+}
+
+// Gemma 3's defaults, which llama.cpp also hard-codes: local layers use base 10000 and every
+// 6th layer is global.
+void apply_gemma3_defaults(ModelConfig& c) {
+  if (c.rope_base_local == 0.0f) c.rope_base_local = 10000.0f;
+  if (c.sliding_window_pattern == 0) c.sliding_window_pattern = 6;
+  c.tied_embeddings = true;
+}
+
+[[noreturn]] void refuse_longrope(const std::string& context) {
+  throw Error(context, "LongRoPE (phi3 'su'/'longrope' rope scaling) is not supported");
+}
+
+}  // namespace
+
+int ModelConfig::window_of_layer(int layer) const {
+  if (sliding_window <= 0) return 0;
+  if (sliding_window_pattern <= 0) return sliding_window;
+  const bool global = (layer + 1) % sliding_window_pattern == 0;
+  return global ? 0 : sliding_window;
+}
+
+float ModelConfig::rope_base_of_layer(int layer) const {
+  if (rope_base_local > 0.0f && sliding_window_pattern > 0 && window_of_layer(layer) > 0)
+    return rope_base_local;
+  return rope_base;
+}
+
+bool ModelConfig::rope_scaled_layer(int layer) const {
+  // Gemma 3 scales only its global layers (the local ones keep their short-range base).
+  return sliding_window_pattern <= 0 || window_of_layer(layer) == 0;
+}
+
+void ModelConfig::validate(const std::string& context) const {
+  if (n_vocab <= 0 || n_embd <= 0 || n_layer <= 0 || n_head <= 0 || n_head_kv <= 0 ||
+      head_dim <= 0 || n_ff <= 0)
+    throw Error(context, "model config has a zero size (vocab " + std::to_string(n_vocab) +
+                             ", embd " + std::to_string(n_embd) + ", layers " +
+                             std::to_string(n_layer) + ", heads " + std::to_string(n_head) + "/" +
+                             std::to_string(n_head_kv) + ", head_dim " + std::to_string(head_dim) +
+                             ", ff " + std::to_string(n_ff) + ")");
+  if (n_head % n_head_kv != 0)
+    throw Error(context, "n_head " + std::to_string(n_head) + " is not a multiple of n_head_kv " +
+                             std::to_string(n_head_kv));
+  if (rope_dims <= 0 || rope_dims > head_dim || rope_dims % 2 != 0)
+    throw Error(context, "rope dims " + std::to_string(rope_dims) + " do not fit head_dim " +
+                             std::to_string(head_dim));
+}
+
+// ---- GGUF ----
+
+ModelConfig config_from_gguf(const gguf::Reader& r) {
+  const std::string context = r.path().string();
+  ModelConfig c;
+  c.arch = r.get_string("general.architecture");
+  if (c.arch == "mistral") c.arch = "llama";  // same network; some converters say "mistral"
+  if (!is_known_arch(c.arch))
+    throw Error(context, "architecture '" + c.arch +
+                             "' is not supported (llama, qwen2, qwen3, gemma3, phi3)");
+  const std::string a = c.arch + ".";
+  c.n_embd = static_cast<int>(r.get_u32(a + "embedding_length"));
+  c.n_layer = static_cast<int>(r.get_u32(a + "block_count"));
+  c.n_ff = static_cast<int>(r.get_u32(a + "feed_forward_length"));
+  c.n_head = static_cast<int>(r.get_u32(a + "attention.head_count"));
+  c.n_head_kv = static_cast<int>(r.get_u64_or(a + "attention.head_count_kv", c.n_head));
+  c.n_ctx_train = static_cast<int>(r.get_u64_or(a + "context_length", 4096));
+  c.rms_eps = r.get_f32_or(a + "attention.layer_norm_rms_epsilon", 1e-5f);
+  c.head_dim = static_cast<int>(r.get_u64_or(a + "attention.key_length", c.n_embd / c.n_head));
+  c.rope_dims = static_cast<int>(r.get_u64_or(a + "rope.dimension_count", c.head_dim));
+  c.rope_base = r.get_f32_or(a + "rope.freq_base", 10000.0f);
+  // convert_hf_to_gguf permutes llama's q/k rows for adjacent-pair rotation; others keep NeoX.
+  c.rope_layout = c.arch == "llama" ? kernels::RopeLayout::adjacent : kernels::RopeLayout::neox;
+  c.sliding_window = static_cast<int>(r.get_u64_or(a + "attention.sliding_window", 0));
+  c.final_logit_softcap = r.get_f32_or(a + "final_logit_softcapping", 0.0f);
+  if (r.get_f32_or(a + "attn_logit_softcapping", 0.0f) != 0.0f)
+    throw Error(context, "attention logit softcapping is not supported");
+
+  const std::string scaling = r.get_string_or(a + "rope.scaling.type", "none");
+  if (scaling == "linear") {
+    c.rope_scaling.kind = kernels::RopeScaling::Kind::linear;
+    c.rope_scaling.factor = r.get_f32_or(a + "rope.scaling.factor", 1.0f);
+  } else if (scaling == "yarn" || scaling == "longrope") {
+    throw Error(context, "rope scaling '" + scaling + "' is not supported");
+  }
+  if (c.arch == "phi3" && (r.find_tensor("rope_factors_long.weight") != nullptr ||
+                           r.has(a + "rope.scaling.original_context_length")))
+    refuse_longrope(context);
+
+  if (c.arch == "gemma3") {
+    c.sliding_window_pattern =
+        static_cast<int>(r.get_u64_or(a + "attention.sliding_window_pattern", 6));
+    apply_gemma3_defaults(c);
+    // llama.cpp's rule: query_pre_attn_scalar is head_dim except for the 27B (n_embd / n_head).
+    const float scalar =
+        r.get_f32_or(a + "attention.query_pre_attn_scalar",
+                     static_cast<float>(c.n_layer == 62 ? c.n_embd / c.n_head : c.head_dim));
+    c.attn_scale = 1.0f / std::sqrt(scalar);
+  }
+  const TensorView& embd = r.tensor("token_embd.weight");
+  c.n_vocab = static_cast<int>(embd.shape.at(0));
+  c.tied_embeddings = r.find_tensor("output.weight") == nullptr;
+  c.validate(context);
+  return c;
+}
+
+// ---- Hugging Face config.json ----
+
+namespace {
+
+template <class T>
+T json_or(const nlohmann::json& j, const char* key, T fallback) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  return it->get<T>();
+}
+
+std::string hf_arch(const std::string& model_type, const std::string& context) {
+  if (model_type == "llama" || model_type == "mistral") return "llama";
+  if (model_type == "qwen2" || model_type == "qwen3" || model_type == "phi3") return model_type;
+  if (model_type == "gemma3" || model_type == "gemma3_text") return "gemma3";
+  throw Error(context, "model_type '" + model_type +
+                           "' is not supported (llama, mistral, qwen2, qwen3, gemma3, phi3)");
+}
+
+void read_hf_rope_scaling(const nlohmann::json& rs, ModelConfig& c, const std::string& context) {
+  if (!rs.is_object()) return;
+  const std::string type =
+      json_or<std::string>(rs, "rope_type", json_or<std::string>(rs, "type", ""));
+  if (type == "su" || type == "longrope") refuse_longrope(context);
+  if (type == "linear") {
+    c.rope_scaling.kind = kernels::RopeScaling::Kind::linear;
+    c.rope_scaling.factor = json_or<float>(rs, "factor", 1.0f);
+  } else if (type == "llama3") {
+    c.rope_scaling.kind = kernels::RopeScaling::Kind::llama3;
+    c.rope_scaling.factor = json_or<float>(rs, "factor", 8.0f);
+    c.rope_scaling.low_freq_factor = json_or<float>(rs, "low_freq_factor", 1.0f);
+    c.rope_scaling.high_freq_factor = json_or<float>(rs, "high_freq_factor", 4.0f);
+    c.rope_scaling.original_max_position =
+        json_or<float>(rs, "original_max_position_embeddings", 8192.0f);
+  } else if (!type.empty() && type != "default") {
+    throw Error(context, "rope scaling '" + type + "' is not supported (linear, llama3)");
+  }
+}
+
+}  // namespace
+
+ModelConfig config_from_hf(const nlohmann::json& root, const std::string& context) {
+  const nlohmann::json& j = root.contains("text_config") ? root["text_config"] : root;
+  ModelConfig c;
+  c.arch = hf_arch(
+      json_or<std::string>(j, "model_type", json_or<std::string>(root, "model_type", "")), context);
+  c.n_vocab = json_or<int>(j, "vocab_size", 0);
+  c.n_embd = json_or<int>(j, "hidden_size", 0);
+  c.n_layer = json_or<int>(j, "num_hidden_layers", 0);
+  c.n_head = json_or<int>(j, "num_attention_heads", 0);
+  c.n_head_kv = json_or<int>(j, "num_key_value_heads", c.n_head);
+  c.head_dim = json_or<int>(j, "head_dim", c.n_head > 0 ? c.n_embd / c.n_head : 0);
+  c.n_ff = json_or<int>(j, "intermediate_size", 0);
+  c.n_ctx_train = json_or<int>(j, "max_position_embeddings", 4096);
+  c.rms_eps = json_or<float>(j, "rms_norm_eps", 1e-6f);
+  c.rope_base = json_or<float>(j, "rope_theta", 10000.0f);
+  c.rope_dims =
+      static_cast<int>(std::lround(c.head_dim * json_or<double>(j, "partial_rotary_factor", 1.0)));
+  c.rope_layout = kernels::RopeLayout::neox;  // rotate_half, on the unpermuted checkpoint
+  c.tied_embeddings =
+      json_or<bool>(j, "tie_word_embeddings", json_or<bool>(root, "tie_word_embeddings", false));
+  read_hf_rope_scaling(j.value("rope_scaling", nlohmann::json()), c, context);
+  // Qwen2 lists a sliding_window but only applies it with use_sliding_window.
+  if (c.arch != "qwen2" || json_or<bool>(j, "use_sliding_window", false))
+    c.sliding_window = json_or<int>(j, "sliding_window", 0);
+  if (c.arch == "qwen3" && !json_or<bool>(j, "use_sliding_window", false)) c.sliding_window = 0;
+  if (json_or<double>(j, "attn_logit_softcapping", 0.0) != 0.0)
+    throw Error(context, "attention logit softcapping is not supported");
+  c.final_logit_softcap = json_or<float>(j, "final_logit_softcapping", 0.0f);
+
+  if (c.arch == "gemma3") {
+    c.rope_base_local = json_or<float>(j, "rope_local_base_freq", 10000.0f);
+    c.sliding_window_pattern = json_or<int>(j, "sliding_window_pattern", 0);
+    if (c.sliding_window_pattern == 0 && j.contains("layer_types")) {
+      // layer_types: "sliding_attention" / "full_attention" per layer; the first full one
+      // gives the period.
+      const auto& types = j["layer_types"];
+      for (size_t i = 0; i < types.size(); ++i)
+        if (types[i] == "full_attention") {
+          c.sliding_window_pattern = static_cast<int>(i) + 1;
+          break;
+        }
+    }
+    apply_gemma3_defaults(c);
+    c.tied_embeddings = json_or<bool>(j, "tie_word_embeddings", true);
+    c.attn_scale = 1.0f / std::sqrt(json_or<float>(j, "query_pre_attn_scalar",
+                                                   static_cast<float>(c.head_dim)));
+  }
+  c.validate(context);
+  return c;
+}
+
+}  // namespace oxi::llm

@@ -1,0 +1,120 @@
+/* oxinfer_llm.h: the LLM engine (lib/llm/engine.h) for C and other languages' FFI.
+ *
+ *   #include "lib/llm/oxinfer_llm.h"
+ *
+ *   static int print_piece(const char* piece, size_t len, void* user_data) {
+ *     fwrite(piece, 1, len, stdout);
+ *     return 1;  // 0 stops generation
+ *   }
+ *
+ *   char err[512];
+ *   oxi_llm_params params = oxi_llm_default_params();
+ *   params.threads = 8;
+ *   params.temperature = 0.0f;
+ *   oxi_llm_engine* engine = oxi_llm_load("model.gguf", &params, err, sizeof err);
+ *   if (!engine) { fprintf(stderr, "%s\n", err); return 1; }
+ *   oxi_llm_stats stats;
+ *   if (oxi_llm_send(engine, "user", "Hello!", print_piece, NULL, &stats) != OXI_LLM_OK)
+ *     fprintf(stderr, "%s\n", oxi_llm_last_error(engine));
+ *   printf("\n%.1f tok/s\n", stats.generation_tok_s);
+ *   oxi_llm_free(engine);
+ *
+ * Errors are return codes plus a message (never exceptions). One engine serves one thread at a
+ * time, except oxi_llm_cancel, which any thread may call while oxi_llm_send runs.
+ */
+#ifndef OXINFER_LLM_H
+#define OXINFER_LLM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct oxi_llm_engine oxi_llm_engine;
+
+enum {
+  OXI_LLM_OK = 0,
+  OXI_LLM_ERROR = 1, /* see the message */
+  OXI_LLM_INVALID_ARGUMENT = 2
+};
+
+/* Why a turn's generation ended (oxi_llm_stats.stop_reason). */
+enum {
+  OXI_LLM_STOP_EOS = 0,
+  OXI_LLM_STOP_STRING = 1,
+  OXI_LLM_STOP_MAX_TOKENS = 2,
+  OXI_LLM_STOP_CONTEXT_FULL = 3,
+  OXI_LLM_STOP_CANCELLED = 4,
+  OXI_LLM_STOP_CHOICE = 5
+};
+
+typedef struct oxi_llm_params {
+  /* Loading. */
+  int threads;               /* 0: every core */
+  size_t n_ctx;              /* 0: the model's context, capped at 4096 */
+  const char* quant;         /* NULL, "q8" or "q4": quantize an HF checkpoint at load */
+  const char* chat_template; /* NULL: the model's own; else a fallback name or a Jinja file */
+  /* Sampling and generation (per send). */
+  float temperature;    /* <= 0: greedy */
+  int top_k;            /* <= 0: off */
+  float top_p;          /* >= 1: off */
+  float min_p;          /* <= 0: off */
+  float repeat_penalty; /* 1: off */
+  int repeat_last_n;
+  uint64_t seed;
+  int max_tokens;          /* < 0: until an end token or a full context */
+  const char* const* stop; /* stop strings, n_stop of them */
+  size_t n_stop;
+} oxi_llm_params;
+
+typedef struct oxi_llm_stats {
+  size_t prompt_tokens; /* evaluated this turn */
+  size_t cached_tokens; /* reused from the previous turns */
+  size_t generated_tokens;
+  double prompt_ms;
+  double prompt_tok_s;
+  double generation_ms;
+  double generation_tok_s;
+  int stop_reason; /* OXI_LLM_STOP_* */
+} oxi_llm_stats;
+
+/* Called with each piece of reply text (complete UTF-8, not NUL-terminated); return 0 to stop. */
+typedef int (*oxi_llm_piece_fn)(const char* piece, size_t len, void* user_data);
+
+oxi_llm_params oxi_llm_default_params(void);
+
+/* spec: a local model path or an org/name[:QUANT] Hugging Face repo id. params may be NULL
+ * (defaults). Returns NULL on failure with the message in err (err may be NULL). */
+oxi_llm_engine* oxi_llm_load(const char* spec, const oxi_llm_params* params, char* err,
+                             size_t err_len);
+
+/* One chat turn: appends the message {role, text} ("system" or "user") to the history and
+ * generates the assistant's reply through on_piece (may be NULL). role NULL means raw mode:
+ * text continues the context without a chat template. stats may be NULL. */
+int oxi_llm_send(oxi_llm_engine* engine, const char* role, const char* text,
+                 oxi_llm_piece_fn on_piece, void* user_data, oxi_llm_stats* stats);
+
+/* Replaces the sampling / generation part of the parameters for later turns. */
+int oxi_llm_set_params(oxi_llm_engine* engine, const oxi_llm_params* params);
+
+/* Stops a running oxi_llm_send before its next token. Any thread. */
+void oxi_llm_cancel(oxi_llm_engine* engine);
+/* Forgets the history and the cache. */
+void oxi_llm_reset(oxi_llm_engine* engine);
+
+/* The KV cache and history in a file, and back (another process may continue from it). */
+int oxi_llm_save_state(oxi_llm_engine* engine, const char* path);
+int oxi_llm_load_state(oxi_llm_engine* engine, const char* path);
+
+/* The message of the engine's latest failed call ("" when none); valid until the next call. */
+const char* oxi_llm_last_error(const oxi_llm_engine* engine);
+
+void oxi_llm_free(oxi_llm_engine* engine);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OXINFER_LLM_H */

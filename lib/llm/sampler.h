@@ -1,0 +1,108 @@
+// Sampler: picks the next token from a model's logits, as llama.cpp's default chain does:
+// repetition penalty → top-k → top-p → min-p → temperature → draw (temperature 0: argmax).
+// Each filter is also a free function over a candidate list so that it can be tested alone.
+//
+//   Sampler sampler({.temperature = 0.7f, .top_k = 40, .seed = 42});
+//   int32_t next = sampler.sample(logits, session.tokens());
+//
+// ChoiceConstraint restricts decoding to a fixed set of replies (--choices): each step may only
+// pick a token that continues some still-possible choice, so the reply is always one of them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace oxi::tokenizer {
+class Tokenizer;
+}
+
+namespace oxi::llm {
+
+struct SamplerOptions {
+  float temperature = 0.8f;     // <= 0: greedy (argmax after the penalty)
+  int top_k = 40;               // <= 0: off
+  float top_p = 0.95f;          // >= 1: off
+  float min_p = 0.05f;          // <= 0: off
+  float repeat_penalty = 1.0f;  // 1: off
+  int repeat_last_n = 64;       // tokens of prompt + reply the penalty looks at; < 0: all
+  uint64_t seed = 0;            // std::mt19937_64 seed: same seed, same logits, same tokens
+};
+
+struct Candidate {
+  int32_t id;
+  float logit;
+  float p = 0.0f;  // filled by softmax()
+};
+
+// llama.cpp semantics: each distinct token among `recent` has its logit divided by `penalty`
+// when positive and multiplied by it when negative (once, however often it occurs).
+void apply_repetition_penalty(std::span<float> logits, std::span<const int32_t> recent,
+                              float penalty);
+
+// Sorts candidates by logit, descending, and sets p to their softmax (over the list).
+void softmax(std::vector<Candidate>& candidates);
+// Keeps the k highest logits (ties broken by lower id), sorted descending. k <= 0: no-op.
+void top_k_filter(std::vector<Candidate>& candidates, int k);
+// Keeps the smallest prefix (by descending probability) whose probability mass reaches p, at
+// least one candidate. p >= 1: no-op. Leaves the list sorted with p renormalized.
+void top_p_filter(std::vector<Candidate>& candidates, float p);
+// Keeps candidates whose probability is at least min_p times the largest one. min_p <= 0: no-op.
+// Leaves the list sorted with p renormalized.
+void min_p_filter(std::vector<Candidate>& candidates, float min_p);
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplerOptions& options);
+
+  // The next token. history: the tokens so far (prompt + reply), for the repetition penalty.
+  // allowed: when given, only these ids may be picked (must not be empty).
+  int32_t sample(std::span<const float> logits, std::span<const int32_t> history,
+                 const std::vector<int32_t>* allowed = nullptr);
+
+  const SamplerOptions& options() const { return options_; }
+
+ private:
+  SamplerOptions options_;
+  std::mt19937_64 rng_;
+  std::vector<float> scratch_;  // penalized logits
+  std::vector<Candidate> candidates_;
+};
+
+// Constrained decoding to one of a fixed set of replies. Each choice is tokenized as the start
+// of a reply (tokenizer.encode(choice, false)); decoding follows the token sequences.
+class ChoiceConstraint {
+ public:
+  // end_token: what the model may pick to end with a choice that is a prefix of another
+  // ("yes" vs "yes!"); usually the model's eos. Throws oxi::Error for no choices or an empty one.
+  ChoiceConstraint(const tokenizer::Tokenizer& tokenizer, const std::vector<std::string>& choices,
+                   int32_t end_token);
+
+  // The tokens allowed next (never empty while !done()).
+  const std::vector<int32_t>& allowed() const { return allowed_; }
+  // Records the picked token (one of allowed()).
+  void accept(int32_t token);
+  // A choice is complete and nothing else can follow (or the end token was picked).
+  bool done() const { return done_.has_value(); }
+  // The index of the chosen reply once done().
+  size_t choice() const { return done_.value_or(0); }
+  // Tokens of the reply so far (the end token is not one of them).
+  size_t position() const { return position_; }
+  const std::vector<std::string>& choices() const { return choices_; }
+
+ private:
+  void update_allowed();
+
+  std::vector<std::string> choices_;
+  std::vector<std::vector<int32_t>> sequences_;
+  std::vector<bool> alive_;
+  size_t position_ = 0;
+  int32_t end_token_;
+  std::vector<int32_t> allowed_;
+  std::optional<size_t> done_;
+};
+
+}  // namespace oxi::llm

@@ -1,0 +1,52 @@
+#include "lib/llm/session.h"
+
+#include <algorithm>
+#include <string>
+
+#include "lib/core/error.h"
+#include "lib/llm/forward.h"
+
+namespace oxi::llm {
+
+Session::Session(std::shared_ptr<const Model> model, backends::Backend& backend, size_t n_ctx)
+    : model_(std::move(model)), backend_(backend) {
+  if (!model_) throw Error("llm session", "no model");
+  const ModelConfig& c = model_->config();
+  if (n_ctx == 0)
+    n_ctx = std::min(static_cast<size_t>(std::max(c.n_ctx_train, 1)), kDefaultMaxContext);
+  state_ = std::make_unique<ForwardState>(*model_, n_ctx, std::min(kMaxBatch, n_ctx));
+}
+
+Session::~Session() = default;
+
+size_t Session::n_ctx() const {
+  return state_->cache.n_ctx();
+}
+
+std::span<const float> Session::eval(std::span<const int32_t> tokens, bool all_logits) {
+  const size_t n_vocab = model_->config().n_vocab;
+  if (tokens.empty()) throw Error("llm session", "eval of no tokens");
+  if (n_past() + tokens.size() > n_ctx())
+    throw Error("llm session", "context full: " + std::to_string(n_past()) + " cached + " +
+                                   std::to_string(tokens.size()) + " new > n_ctx " +
+                                   std::to_string(n_ctx()));
+  const size_t batch = state_->act.capacity;
+  const bool one_batch = tokens.size() <= batch;
+  if (all_logits && !one_batch) all_logits_.resize(tokens.size() * n_vocab);
+  std::span<const float> logits;
+  for (size_t done = 0; done < tokens.size(); done += batch) {
+    const auto chunk = tokens.subspan(done, std::min(batch, tokens.size() - done));
+    logits = forward(*model_, backend_, *state_, chunk, n_past(), all_logits);
+    tokens_.insert(tokens_.end(), chunk.begin(), chunk.end());
+    if (all_logits && !one_batch)
+      std::copy(logits.begin(), logits.end(), all_logits_.begin() + done * n_vocab);
+  }
+  return all_logits && !one_batch ? std::span<const float>(all_logits_) : logits;
+}
+
+void Session::truncate(size_t n_past) {
+  // Rows past n_past are simply overwritten by the next eval.
+  if (n_past < tokens_.size()) tokens_.resize(n_past);
+}
+
+}  // namespace oxi::llm

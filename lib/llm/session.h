@@ -1,0 +1,61 @@
+// Session: one conversation with a Model — its KV cache, activations and cached tokens.
+// Not thread-safe; many sessions may share one Model (each with a Backend of its own when they
+// run concurrently).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backends/backend.h"
+#include "lib/llm/model.h"
+
+namespace oxi::llm {
+
+struct ForwardState;
+
+class Session {
+ public:
+  // n_ctx: positions the cache holds; 0 = the model's training context, capped at
+  // kDefaultMaxContext to keep the cache's memory modest.
+  static constexpr size_t kDefaultMaxContext = 4096;
+  // Tokens per forward pass; longer evals run in batches of this many.
+  static constexpr size_t kMaxBatch = 256;
+
+  Session(std::shared_ptr<const Model> model, backends::Backend& backend, size_t n_ctx = 0);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Evaluates `tokens` at positions n_past() .. n_past() + n - 1 in batched passes (one matmul
+  // over all tokens of a batch), appends them to the cache, and returns the logits of the last
+  // token (n_vocab floats), or of every token when all_logits (n * n_vocab). The span stays
+  // valid until the next call. Throws oxi::Error when the context would overflow.
+  std::span<const float> eval(std::span<const int32_t> tokens, bool all_logits = false);
+
+  size_t n_past() const { return tokens_.size(); }
+  size_t n_ctx() const;
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  const Model& model() const { return *model_; }
+
+  // Drops cached positions >= n_past (no-op when n_past >= n_past()).
+  void truncate(size_t n_past);
+
+  // A versioned little-endian file: tokens, n_past and the cache rows in use. load_state
+  // restores exactly, so continuing gives bit-identical logits to the session that saved it.
+  // Both throw oxi::Error naming the file (I/O, another model's shape, version).
+  void save_state(const std::filesystem::path& file) const;
+  void load_state(const std::filesystem::path& file);
+
+ private:
+  std::shared_ptr<const Model> model_;
+  backends::Backend& backend_;
+  std::unique_ptr<ForwardState> state_;
+  std::vector<int32_t> tokens_;
+  std::vector<float> all_logits_;  // eval(all_logits) over several batches
+};
+
+}  // namespace oxi::llm

@@ -1,0 +1,101 @@
+// Session::save_state / load_state. File layout (little-endian):
+//   "OXISTATE" | u32 version (1) | u32 n_layer | u32 kv_dim | u32 n_vocab | u64 n_past
+//   | i32 tokens[n_past] | for each layer: f32 keys[n_past][kv_dim], f32 values[n_past][kv_dim]
+// Only the rows in use are stored; the restored cache holds the very same floats.
+#include <bit>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "lib/core/error.h"
+#include "lib/llm/forward.h"
+#include "lib/llm/session.h"
+
+namespace oxi::llm {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "state files are little-endian");
+
+constexpr char kMagic[8] = {'O', 'X', 'I', 'S', 'T', 'A', 'T', 'E'};
+constexpr uint32_t kVersion = 1;
+
+struct Header {
+  uint32_t version, n_layer, kv_dim, n_vocab;
+  uint64_t n_past;
+};
+
+template <class T>
+void write_raw(std::ofstream& out, const T* data, size_t count) {
+  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(count * sizeof(T)));
+}
+
+template <class T>
+void read_raw(std::ifstream& in, T* data, size_t count, const std::string& context) {
+  in.read(reinterpret_cast<char*>(data), static_cast<std::streamsize>(count * sizeof(T)));
+  if (!in) throw Error(context, "state file is truncated");
+}
+
+}  // namespace
+
+void Session::save_state(const std::filesystem::path& file) const {
+  const std::string context = file.string();
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error(context, "cannot open for writing");
+  const KvCache& cache = state_->cache;
+  const Header h{kVersion, static_cast<uint32_t>(cache.n_layer()),
+                 static_cast<uint32_t>(cache.kv_dim()),
+                 static_cast<uint32_t>(model_->config().n_vocab), n_past()};
+  out.write(kMagic, sizeof kMagic);
+  write_raw(out, &h.version, 1);
+  write_raw(out, &h.n_layer, 1);
+  write_raw(out, &h.kv_dim, 1);
+  write_raw(out, &h.n_vocab, 1);
+  write_raw(out, &h.n_past, 1);
+  write_raw(out, tokens_.data(), tokens_.size());
+  const size_t floats = n_past() * cache.kv_dim();
+  for (size_t il = 0; il < cache.n_layer(); ++il) {
+    write_raw(out, cache.keys(il).data(), floats);
+    write_raw(out, cache.values(il).data(), floats);
+  }
+  out.flush();
+  if (!out) throw Error(context, "write failed");
+}
+
+void Session::load_state(const std::filesystem::path& file) {
+  const std::string context = file.string();
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error(context, "cannot open");
+  char magic[sizeof kMagic];
+  read_raw(in, magic, sizeof magic, context);
+  if (std::memcmp(magic, kMagic, sizeof kMagic) != 0)
+    throw Error(context, "not an oxinfer session state file");
+  Header h{};
+  read_raw(in, &h.version, 1, context);
+  if (h.version != kVersion)
+    throw Error(context, "state version " + std::to_string(h.version) + ", expected " +
+                             std::to_string(kVersion));
+  read_raw(in, &h.n_layer, 1, context);
+  read_raw(in, &h.kv_dim, 1, context);
+  read_raw(in, &h.n_vocab, 1, context);
+  read_raw(in, &h.n_past, 1, context);
+  KvCache& cache = state_->cache;
+  if (h.n_layer != cache.n_layer() || h.kv_dim != cache.kv_dim() ||
+      h.n_vocab != static_cast<uint32_t>(model_->config().n_vocab))
+    throw Error(context, "state of another model (layers " + std::to_string(h.n_layer) +
+                             ", kv_dim " + std::to_string(h.kv_dim) + ", vocab " +
+                             std::to_string(h.n_vocab) + ")");
+  if (h.n_past > cache.n_ctx())
+    throw Error(context, "state holds " + std::to_string(h.n_past) +
+                             " positions, more than this session's n_ctx " +
+                             std::to_string(cache.n_ctx()));
+  std::vector<int32_t> tokens(h.n_past);
+  read_raw(in, tokens.data(), tokens.size(), context);
+  const size_t floats = h.n_past * cache.kv_dim();
+  for (size_t il = 0; il < cache.n_layer(); ++il) {
+    read_raw(in, cache.keys(il).data(), floats, context);
+    read_raw(in, cache.values(il).data(), floats, context);
+  }
+  tokens_ = std::move(tokens);
+}
+
+}  // namespace oxi::llm

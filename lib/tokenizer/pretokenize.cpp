@@ -1,0 +1,452 @@
+#include "lib/tokenizer/pretokenize.h"
+
+#include <array>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "lib/tokenizer/unicode.h"
+
+namespace oxi::tokenizer {
+
+namespace {
+
+// A pass looks for a match at `pos` of one piece of text (the regex subject: `$` and lookahead
+// see the piece's end) and returns its length in code points, 0 for no match there.
+using Subject = std::u32string_view;
+using Matcher = size_t (*)(Subject s, size_t pos);
+
+template <typename Pred>
+size_t run_length(Subject s, size_t pos, Pred pred) {
+  size_t end = pos;
+  while (end < s.size() && pred(s[end])) ++end;
+  return end - pos;
+}
+
+// `X?Y+` with greedy backtracking: one X then Y+, else Y+ alone.
+template <typename PredX, typename PredY>
+size_t optional_then_run(Subject s, size_t pos, PredX x, PredY y) {
+  if (pos < s.size() && x(s[pos])) {
+    const size_t n = run_length(s, pos + 1, y);
+    if (n > 0) return 1 + n;
+  }
+  return run_length(s, pos, y);
+}
+
+bool is_newline(char32_t c) {
+  return c == '\r' || c == '\n';
+}
+bool is_space_char(char32_t c) {
+  return c == ' ';
+}
+bool is_not_space_letter_number(char32_t c) {
+  return !is_whitespace(c) && !is_letter(c) && !is_number(c);
+}
+bool is_ascii_digit(char32_t c) {
+  return c >= '0' && c <= '9';
+}
+
+char32_t ascii_lower(char32_t c) {
+  return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+// 's|'t|'re|'ve|'m|'ll|'d, optionally case-insensitive.
+size_t contraction(Subject s, size_t pos, bool ignore_case) {
+  if (s[pos] != '\'' || pos + 1 >= s.size()) return 0;
+  auto at = [&](size_t i) -> char32_t {
+    if (i >= s.size()) return 0;
+    return ignore_case ? ascii_lower(s[i]) : s[i];
+  };
+  const char32_t a = at(pos + 1), b = at(pos + 2);
+  if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
+  if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return 3;
+  return 0;
+}
+
+// \s+(?!\S): a whitespace run, less its last character when text follows it.
+size_t whitespace_not_before_text(Subject s, size_t pos) {
+  const size_t n = run_length(s, pos, is_whitespace);
+  if (n == 0) return 0;
+  if (pos + n == s.size()) return n;
+  return n >= 2 ? n - 1 : 0;
+}
+
+// \s*[\r\n]+: whitespace up to and including its last newline.
+size_t whitespace_through_newline(Subject s, size_t pos) {
+  const size_t n = run_length(s, pos, is_whitespace);
+  for (size_t k = n; k > 0; --k) {
+    if (is_newline(s[pos + k - 1])) return k;
+  }
+  return 0;
+}
+
+// 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+size_t match_gpt2(Subject s, size_t pos) {
+  if (size_t n = contraction(s, pos, false)) return n;
+  if (size_t n = optional_then_run(s, pos, is_space_char, is_letter)) return n;
+  if (size_t n = optional_then_run(s, pos, is_space_char, is_number)) return n;
+  if (size_t n = optional_then_run(s, pos, is_space_char, is_not_space_letter_number)) return n;
+  if (size_t n = whitespace_not_before_text(s, pos)) return n;
+  return run_length(s, pos, is_whitespace);
+}
+
+// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max_digits}
+//   | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+template <size_t kMaxDigits>
+size_t match_llama3_like(Subject s, size_t pos) {
+  if (size_t n = contraction(s, pos, true)) return n;
+  auto letter_prefix = [](char32_t c) { return !is_newline(c) && !is_letter(c) && !is_number(c); };
+  if (size_t n = optional_then_run(s, pos, letter_prefix, is_letter)) return n;
+  if (size_t n = run_length(s, pos, is_number)) return std::min(n, kMaxDigits);
+  if (size_t n = optional_then_run(s, pos, is_space_char, is_not_space_letter_number)) {
+    return n + run_length(s, pos + n, is_newline);
+  }
+  if (size_t n = whitespace_through_newline(s, pos)) return n;
+  if (size_t n = whitespace_not_before_text(s, pos)) return n;
+  return run_length(s, pos, is_whitespace);
+}
+
+size_t match_newline(Subject s, size_t pos) {
+  return is_newline(s[pos]) ? 1 : 0;
+}
+size_t match_number_run(Subject s, size_t pos) {
+  return run_length(s, pos, is_number);
+}
+size_t match_single_number(Subject s, size_t pos) {
+  return is_number(s[pos]) ? 1 : 0;
+}
+size_t match_ascii_digit_run(Subject s, size_t pos) {
+  return run_length(s, pos, is_ascii_digit);
+}
+size_t match_ascii_digit_triple(Subject s, size_t pos) {
+  return pos + 3 <= s.size() && is_ascii_digit(s[pos]) && is_ascii_digit(s[pos + 1]) &&
+                 is_ascii_digit(s[pos + 2])
+             ? 3
+             : 0;
+}
+
+bool in_ranges(char32_t c, std::span<const std::pair<char32_t, char32_t>> ranges) {
+  for (const auto& [first, last] : ranges) {
+    if (c >= first && c <= last) return true;
+  }
+  return false;
+}
+
+// DeepSeek LLM's letter class: [A-Za-zµÀ-ÖØ-öø-ƺ...𞤀-𞥃] (cased letters of many
+// scripts).
+constexpr std::pair<char32_t, char32_t> kDeepseekLetters[] = {
+    {0x41, 0x5A},       {0x61, 0x7A},       {0xB5, 0xB5},       {0xC0, 0xD6},
+    {0xD8, 0xF6},       {0xF8, 0x1BA},      {0x1BC, 0x1BF},     {0x1C4, 0x293},
+    {0x295, 0x2AF},     {0x370, 0x373},     {0x376, 0x377},     {0x37B, 0x37D},
+    {0x37F, 0x37F},     {0x386, 0x386},     {0x388, 0x38A},     {0x38C, 0x38C},
+    {0x38E, 0x3A1},     {0x3A3, 0x3F5},     {0x3F7, 0x481},     {0x48A, 0x52F},
+    {0x531, 0x556},     {0x10A0, 0x10C5},   {0x13A0, 0x13F5},   {0x13F8, 0x13FD},
+    {0x1C90, 0x1CBA},   {0x1CBD, 0x1CBF},   {0x1D00, 0x1D2B},   {0x1D6B, 0x1D77},
+    {0x1D79, 0x1D9A},   {0x1E00, 0x1F15},   {0x1F18, 0x1F1D},   {0x1F20, 0x1F45},
+    {0x1F48, 0x1F4D},   {0x1F50, 0x1F57},   {0x1F59, 0x1F59},   {0x1F5B, 0x1F5B},
+    {0x1F5D, 0x1F5D},   {0x1F5F, 0x1F7D},   {0x1F80, 0x1FB4},   {0x1FB6, 0x1FBC},
+    {0x1FBE, 0x1FBE},   {0x1FC2, 0x1FC4},   {0x1FC6, 0x1FCC},   {0x1FD0, 0x1FD3},
+    {0x1FD6, 0x1FDB},   {0x1FE0, 0x1FEC},   {0x1FF2, 0x1FF4},   {0x1FF6, 0x1FFC},
+    {0x2102, 0x2102},   {0x2107, 0x2107},   {0x210A, 0x2113},   {0x2115, 0x2115},
+    {0x2119, 0x211D},   {0x2124, 0x2124},   {0x2126, 0x2126},   {0x2128, 0x2128},
+    {0x212A, 0x212D},   {0x212F, 0x2134},   {0x2139, 0x2139},   {0x213C, 0x213F},
+    {0x2145, 0x2149},   {0x214E, 0x214E},   {0x2183, 0x2184},   {0x2C00, 0x2C7B},
+    {0x2C7E, 0x2CE4},   {0x2CEB, 0x2CEE},   {0x2CF2, 0x2CF3},   {0xA640, 0xA66D},
+    {0xA680, 0xA69B},   {0xA722, 0xA76F},   {0xA771, 0xA787},   {0xA78B, 0xA78E},
+    {0xAB70, 0xABBF},   {0xFB00, 0xFB06},   {0xFB13, 0xFB17},   {0xFF21, 0xFF3A},
+    {0xFF41, 0xFF5A},   {0x10400, 0x1044F}, {0x104B0, 0x104D3}, {0x104D8, 0x104FB},
+    {0x10C80, 0x10CB2}, {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF}, {0x1E900, 0x1E943},
+};
+// [!-/:-~！-／：-～‘-‟　-。]: ASCII and full-width punctuation, quotes, CJK punctuation.
+constexpr std::pair<char32_t, char32_t> kDeepseekPunctuation[] = {
+    {0x21, 0x2F},     {0x3A, 0x7E},     {0xFF01, 0xFF0F},
+    {0xFF1A, 0xFF5E}, {0x2018, 0x201F}, {0x3000, 0x3002},
+};
+// [一-龥ࠀ-一가-퟿]: CJK ideographs and the blocks before them, Hangul.
+constexpr std::pair<char32_t, char32_t> kDeepseekCjk[] = {
+    {0x4E00, 0x9FA5}, {0x0800, 0x4E00}, {0xAC00, 0xD7FF}};
+
+size_t match_deepseek_letters(Subject s, size_t pos) {
+  return optional_then_run(s, pos, is_whitespace,
+                           [](char32_t c) { return in_ranges(c, kDeepseekLetters); });
+}
+size_t match_deepseek_punctuation(Subject s, size_t pos) {
+  return optional_then_run(s, pos, is_whitespace,
+                           [](char32_t c) { return in_ranges(c, kDeepseekPunctuation); });
+}
+// \s+$
+size_t match_trailing_whitespace(Subject s, size_t pos) {
+  const size_t n = run_length(s, pos, is_whitespace);
+  return pos + n == s.size() ? n : 0;
+}
+size_t match_deepseek_cjk(Subject s, size_t pos) {
+  return run_length(s, pos, [](char32_t c) { return in_ranges(c, kDeepseekCjk); });
+}
+size_t match_space_letters(Subject s, size_t pos) {  // \s?\p{L}+
+  return optional_then_run(s, pos, is_whitespace, is_letter);
+}
+size_t match_space_punctuation(Subject s, size_t pos) {  // \s?\p{P}+
+  return optional_then_run(s, pos, is_whitespace, is_punctuation);
+}
+
+// Punctuation as Hugging Face's Punctuation pre-tokenizer sees it (Unicode P and ASCII
+// punctuation): [\p{P}\$\+<=>\^~\|`]+. llama.cpp's default pass omits the backquote.
+template <bool kWithBackquote>
+size_t match_punctuation_run(Subject s, size_t pos) {
+  return run_length(s, pos, [](char32_t c) {
+    return is_punctuation(c) || c == '$' || c == '+' || c == '<' || c == '=' || c == '>' ||
+           c == '^' || c == '~' || c == '|' || (kWithBackquote && c == '`');
+  });
+}
+
+// ' ?[^(\s|.,!?…。，、।۔،)]+'
+size_t match_bloom(Subject s, size_t pos) {
+  auto word_char = [](char32_t c) {
+    switch (c) {
+      case '(':
+      case '|':
+      case '.':
+      case ',':
+      case '!':
+      case '?':
+      case ')':
+      case U'…':
+      case U'。':
+      case U'，':
+      case U'、':
+      case U'।':
+      case U'۔':
+      case U'،':
+        return false;
+      default:
+        return !is_whitespace(c);
+    }
+  };
+  return optional_then_run(s, pos, is_space_char, word_char);
+}
+
+constexpr Matcher kGpt2Passes[] = {match_gpt2};
+constexpr Matcher kLlama3Passes[] = {match_llama3_like<3>};
+constexpr Matcher kQwen2Passes[] = {match_llama3_like<1>};
+constexpr Matcher kDeepseekLlmPasses[] = {match_newline,
+                                          match_deepseek_letters,
+                                          match_deepseek_punctuation,
+                                          match_trailing_whitespace,
+                                          match_deepseek_cjk,
+                                          match_number_run};
+constexpr Matcher kDeepseekCoderPasses[] = {match_newline, match_space_letters,
+                                            match_space_punctuation, match_deepseek_cjk,
+                                            match_single_number};
+// Hugging Face's Falcon: Punctuation, ByteLevel, Digits, Split([0-9][0-9][0-9]). Its digit
+// runs are ASCII: the reference ids keep " ½" whole (StarCoder's single digits are \p{N}).
+constexpr Matcher kFalconPasses[] = {match_punctuation_run<true>, match_gpt2, match_ascii_digit_run,
+                                     match_ascii_digit_triple};
+// Hugging Face's StarCoder: Digits(individual_digits), ByteLevel.
+constexpr Matcher kStarcoderPasses[] = {match_single_number, match_gpt2};
+constexpr Matcher kBloomPasses[] = {match_bloom};
+constexpr Matcher kBpeDefaultPasses[] = {match_punctuation_run<false>, match_gpt2, match_number_run,
+                                         match_ascii_digit_triple};
+
+std::span<const Matcher> passes_of(PreTokenizer kind) {
+  switch (kind) {
+    case PreTokenizer::none:
+      return {};
+    case PreTokenizer::gpt2:
+      return kGpt2Passes;
+    case PreTokenizer::llama3:
+      return kLlama3Passes;
+    case PreTokenizer::qwen2:
+      return kQwen2Passes;
+    case PreTokenizer::deepseek_llm:
+      return kDeepseekLlmPasses;
+    case PreTokenizer::deepseek_coder:
+      return kDeepseekCoderPasses;
+    case PreTokenizer::falcon:
+      return kFalconPasses;
+    case PreTokenizer::starcoder:
+      return kStarcoderPasses;
+    case PreTokenizer::bloom:
+      return kBloomPasses;
+    case PreTokenizer::bpe_default:
+      return kBpeDefaultPasses;
+  }
+  return {};
+}
+
+using Range = std::pair<size_t, size_t>;  // [first, last) code point indices
+
+void split_pass(std::u32string_view text, const std::vector<Range>& pieces, Matcher matcher,
+                std::vector<Range>& out) {
+  out.clear();
+  for (const auto& [first, last] : pieces) {
+    const Subject s = text.substr(first, last - first);
+    size_t unmatched = 0, pos = 0;
+    while (pos < s.size()) {
+      const size_t n = matcher(s, pos);
+      if (n == 0) {
+        ++pos;
+        continue;
+      }
+      if (unmatched < pos) out.emplace_back(first + unmatched, first + pos);
+      out.emplace_back(first + pos, first + pos + n);
+      pos += n;
+      unmatched = pos;
+    }
+    if (unmatched < s.size()) out.emplace_back(first + unmatched, last);
+  }
+}
+
+constexpr std::string_view kGpt2Pattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+}  // namespace
+
+std::vector<std::string_view> pretokenize(PreTokenizer kind, std::string_view text) {
+  if (text.empty()) return {};
+  // Code points, and the byte offset of each (plus the end) to turn ranges into views.
+  std::u32string cps;
+  std::vector<size_t> byte_offset;
+  cps.reserve(text.size());
+  byte_offset.reserve(text.size() + 1);
+  for (size_t offset = 0; offset < text.size();) {
+    const DecodedCodePoint d = decode_code_point(text, offset);
+    byte_offset.push_back(offset);
+    cps.push_back(d.cp);
+    offset += d.length;
+  }
+  byte_offset.push_back(text.size());
+
+  std::vector<Range> pieces{{0, cps.size()}}, next;
+  for (Matcher matcher : passes_of(kind)) {
+    split_pass(cps, pieces, matcher, next);
+    pieces.swap(next);
+  }
+  std::vector<std::string_view> words;
+  words.reserve(pieces.size());
+  for (const auto& [first, last] : pieces) {
+    words.push_back(text.substr(byte_offset[first], byte_offset[last] - byte_offset[first]));
+  }
+  return words;
+}
+
+std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name) {
+  struct Entry {
+    std::string_view name;
+    PreTokenizer kind;
+  };
+  static constexpr Entry kNames[] = {
+      {"default", PreTokenizer::bpe_default},
+      {"gpt-2", PreTokenizer::gpt2},
+      {"gpt2", PreTokenizer::gpt2},
+      {"mpt", PreTokenizer::gpt2},
+      {"olmo", PreTokenizer::gpt2},
+      {"gpt-neox", PreTokenizer::gpt2},
+      {"jais", PreTokenizer::gpt2},
+      {"phi-2", PreTokenizer::gpt2},
+      {"roberta-bpe", PreTokenizer::gpt2},
+      {"jina-v1-en", PreTokenizer::gpt2},
+      {"jina-es", PreTokenizer::gpt2},
+      {"jina-de", PreTokenizer::gpt2},
+      {"jina-v2-es", PreTokenizer::gpt2},
+      {"jina-v2-de", PreTokenizer::gpt2},
+      {"jina-v2-code", PreTokenizer::gpt2},
+      {"gigachat", PreTokenizer::gpt2},
+      {"llama3", PreTokenizer::llama3},
+      {"llama-v3", PreTokenizer::llama3},
+      {"llama-bpe", PreTokenizer::llama3},
+      {"falcon3", PreTokenizer::llama3},
+      {"dbrx", PreTokenizer::llama3},
+      {"smaug-bpe", PreTokenizer::llama3},
+      {"chatglm-bpe", PreTokenizer::llama3},
+      {"pixtral", PreTokenizer::llama3},
+      {"qwen2", PreTokenizer::qwen2},
+      {"deepseek-r1-qwen", PreTokenizer::qwen2},
+      {"stablelm2", PreTokenizer::qwen2},
+      {"deepseek-llm", PreTokenizer::deepseek_llm},
+      {"deepseek-coder", PreTokenizer::deepseek_coder},
+      {"falcon", PreTokenizer::falcon},
+      {"starcoder", PreTokenizer::starcoder},
+      {"refact", PreTokenizer::starcoder},
+      {"command-r", PreTokenizer::starcoder},
+      {"smollm", PreTokenizer::starcoder},
+      {"codeshell", PreTokenizer::starcoder},
+      {"exaone", PreTokenizer::starcoder},
+      {"minerva-7b", PreTokenizer::starcoder},
+      {"bloom", PreTokenizer::bloom},
+      {"poro-chat", PreTokenizer::bloom},
+      {"gpt3-finnish", PreTokenizer::bloom},
+  };
+  for (const Entry& e : kNames) {
+    if (e.name == name) return e.kind;
+  }
+  return std::nullopt;
+}
+
+std::string_view pre_tokenizer_name(PreTokenizer kind) {
+  switch (kind) {
+    case PreTokenizer::none:
+      return "none";
+    case PreTokenizer::gpt2:
+      return "gpt-2";
+    case PreTokenizer::llama3:
+      return "llama-bpe";
+    case PreTokenizer::qwen2:
+      return "qwen2";
+    case PreTokenizer::deepseek_llm:
+      return "deepseek-llm";
+    case PreTokenizer::deepseek_coder:
+      return "deepseek-coder";
+    case PreTokenizer::falcon:
+      return "falcon";
+    case PreTokenizer::starcoder:
+      return "starcoder";
+    case PreTokenizer::bloom:
+      return "bloom";
+    case PreTokenizer::bpe_default:
+      return "default";
+  }
+  return "?";
+}
+
+std::vector<std::string_view> pre_tokenizer_steps(PreTokenizer kind) {
+  switch (kind) {
+    case PreTokenizer::none:
+      return {};
+    case PreTokenizer::gpt2:
+      return {kGpt2Pattern};
+    case PreTokenizer::llama3:
+      return {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3})"
+              R"(| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"};
+    case PreTokenizer::qwen2:
+      return {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N})"
+              R"(| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"};
+    case PreTokenizer::deepseek_llm:
+      return {"[\r\n]",
+              "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-"
+              "Ᏽᏸ-"
+              "ᏽᲐ-"
+              "ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-"
+              "Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳ"
+              "Ꙁ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-"
+              "𐲲𐳀-"
+              "𐳲𑢠-"
+              "𑣟𞤀-𞥃]+",
+              "\\s?[!-/:-~！-／：-～‘-‟　-。]+",
+              "\\s+$",
+              "[一-龥ࠀ-一가-퟿]+",
+              "\\p{N}+"};
+    case PreTokenizer::deepseek_coder:
+      return {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[一-龥ࠀ-一가-퟿]+", "\\p{N}"};
+    case PreTokenizer::falcon:
+      return {"<punctuation>", kGpt2Pattern, "<digit-runs>", "[0-9][0-9][0-9]"};
+    case PreTokenizer::starcoder:
+      return {"<digits>", kGpt2Pattern};
+    case PreTokenizer::bloom:
+      return {R"( ?[^(\s|.,!?…。，、।۔،)]+)"};
+    case PreTokenizer::bpe_default:
+      return {};
+  }
+  return {};
+}
+
+}  // namespace oxi::tokenizer

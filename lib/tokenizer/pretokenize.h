@@ -1,0 +1,43 @@
+// Pre-tokenizers: how byte-level BPE models cut text into words before merging.
+//
+// Each model family names a list of regex passes (llama.cpp's tokenizer.ggml.pre, the Split
+// patterns of a tokenizer.json). They are implemented here as hand-written matchers over code
+// points with regex semantics (leftmost match, alternatives in order, greedy with
+// backtracking); each pass splits every piece of the previous pass further, keeping both the
+// matches and the unmatched text between them.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace oxi::tokenizer {
+
+enum class PreTokenizer {
+  none,    // the whole text is one word
+  gpt2,    // GPT-2, MPT, GPT-NeoX, OLMo: 's|'t|..| ?\p{L}+| ?\p{N}+|..|\s+(?!\S)|\s+
+  llama3,  // Llama 3, DBRX, Smaug, ChatGLM4: (?i:'s|..)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|..
+  qwen2,   // Qwen2, StableLM2: like llama3 with single digits
+  deepseek_llm,    // DeepSeek LLM: newlines, Latin-like letters, ASCII punctuation, CJK, numbers
+  deepseek_coder,  // DeepSeek Coder
+  falcon,          // Falcon: punctuation runs, gpt2, digit triples
+  starcoder,       // StarCoder, Refact, Command-R, SmolLM: single digits, then gpt2
+  bloom,           // BLOOM, Poro, GPT3-Finnish:  ?[^(\s|.,!?…。，、।۔،)]+
+  bpe_default,     // llama.cpp's default for BPE vocabularies without a pre-tokenizer name
+};
+
+// The pre-tokenizer of a GGUF `tokenizer.ggml.pre` name ("gpt-2", "llama-bpe", "qwen2", ...);
+// nullopt for names this library does not know.
+std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name);
+std::string_view pre_tokenizer_name(PreTokenizer kind);
+
+// The Split regex patterns (in tokenizer.json spelling) whose sequence this pre-tokenizer
+// implements, for matching a tokenizer.json against the known ones. Steps that are not regex
+// splits are spelled "<digits>" (each digit alone), "<digit-runs>" and "<punctuation>".
+std::vector<std::string_view> pre_tokenizer_steps(PreTokenizer kind);
+
+// Cuts `text` (UTF-8) into the pre-tokenizer's words: views into `text`, in order, covering it
+// completely. Invalid UTF-8 bytes stay in the words as they are.
+std::vector<std::string_view> pretokenize(PreTokenizer kind, std::string_view text);
+
+}  // namespace oxi::tokenizer

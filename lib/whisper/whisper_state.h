@@ -1,0 +1,88 @@
+// WhisperState: one audio stream's working memory for a shared WhisperModel — the encoder
+// output of the current window, the decoder's cross-attention keys/values (computed once per
+// encode()), and the decoder's self-attention KV cache.
+//
+//   state.encode(mel.data, mel.n_frames);            // a window of n_mels x n_frames features
+//   logits = state.decode(prompt, 0);                 // <|startoftranscript|><|en|>... at 0..
+//   logits = state.decode({{next}}, prompt.size());   // then one token at a time
+//
+// Not thread-safe: one state per stream (and one Backend per thread, see backend.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backends/backend.h"
+#include "lib/whisper/whisper_model.h"
+
+namespace oxi::whisper {
+
+class WhisperState {
+ public:
+  WhisperState(std::shared_ptr<const WhisperModel> model, backends::Backend& backend);
+
+  const WhisperModel& model() const { return *model_; }
+  const WhisperConfig& config() const { return model_->config(); }
+
+  // Runs the encoder on `mel` (n_mels x n_frames, row-major) and prepares the cross-attention
+  // keys and values. n_frames <= config().n_frames; a shorter window (short audio, or a model
+  // trained on shorter chunks) uses the first ceil(n_frames / 2) encoder positions. Throws
+  // oxi::Error on a size mismatch.
+  void encode(std::span<const float> mel, size_t n_frames);
+  // (n_audio_positions(), n_audio_state) of the last encode(); empty before.
+  std::span<const float> encoder_output() const { return encoder_output_; }
+  size_t n_audio_positions() const { return n_audio_positions_; }
+
+  // Runs `tokens` at positions n_past .. n_past + size - 1 over the cache (positions >= n_past
+  // of earlier calls are overwritten, so rewinding is just a smaller n_past). Returns the logits
+  // (n_vocab) of the last token, or of all tokens ((size, n_vocab)) when all_logits. The span
+  // stays valid until the next call. Throws oxi::Error before any encode(), past n_text_ctx,
+  // or for ids outside the vocabulary.
+  std::span<const float> decode(std::span<const int32_t> tokens, size_t n_past,
+                                bool all_logits = false);
+
+  // Keep the cross-attention weights of config().alignment_heads (word timestamps).
+  void set_record_alignment(bool record) { record_alignment_ = record; }
+  // When recording: entry p holds the weights of the token decoded at position p, flattened as
+  // [alignment head, in config().alignment_heads order][audio position < n_audio_positions()],
+  // each head's row a softmax (sums to 1). Shrinks to n_past + size on every decode().
+  const std::vector<std::vector<float>>& alignment_weights() const { return alignment_; }
+
+ private:
+  // whisper_encoder.cpp
+  void conv_stem(std::span<const float> mel, size_t n_frames);
+  void encoder_block(size_t il);
+  void compute_cross_kv();
+  // whisper_decoder.cpp
+  void decoder_block(size_t il, size_t n, size_t n_past);
+  void record_cross_weights(size_t il, size_t n, size_t n_past);
+
+  // LayerNorm (eps 1e-5) of each `width`-long row of x into y.
+  void layer_norm_rows(std::span<const float> x, size_t rows, size_t width,
+                       std::span<const float> weight, std::span<const float> bias,
+                       std::span<float> y);
+
+  std::shared_ptr<const WhisperModel> model_;
+  backends::Backend& backend_;
+
+  // Encoder (sizes of the full window, reused).
+  std::vector<float> conv1_out_;  // (n_audio_state, n_frames)
+  std::vector<float> conv2_out_;  // (n_audio_state, n_audio_ctx)
+  std::vector<float> enc_x_, enc_h_, enc_q_, enc_k_, enc_v_, enc_attn_;  // (n_audio_ctx, state)
+  std::vector<float> enc_mlp_;                                           // (n_audio_ctx, mlp)
+  std::vector<float> encoder_output_;  // (n_audio_positions_, state), after ln_post
+  size_t n_audio_positions_ = 0;
+
+  // Decoder.
+  std::vector<std::vector<float>> cross_k_, cross_v_;  // per layer (n_audio_positions_, state)
+  std::vector<std::vector<float>> self_k_, self_v_;    // per layer (n_text_ctx, state)
+  std::vector<float> dec_x_, dec_h_, dec_q_, dec_attn_, dec_mlp_, logits_;  // per decode() size
+
+  bool record_alignment_ = false;
+  std::vector<std::vector<float>> alignment_;
+};
+
+}  // namespace oxi::whisper

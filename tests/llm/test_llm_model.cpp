@@ -1,0 +1,439 @@
+// lib/llm against an independent double-precision reference (reference.cpp) on tiny random
+// models of every architecture, in every GGUF weight type and as HF checkpoints; plus batched
+// prefill vs token by token, state save/load, truncate, and GGUF/HF agreement.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/cpu/cpu_backend.h"
+#include "lib/core/error.h"
+#include "lib/llm/model.h"
+#include "lib/llm/session.h"
+#include "tests/common/test_data.h"
+#include "tests/llm/reference.h"
+#include "tests/llm/tiny_model.h"
+
+namespace oxi::llm::test {
+namespace {
+
+using kernels::DType;
+
+const std::vector<std::string> kArchs = {"llama", "qwen2", "qwen3", "gemma3", "phi3"};
+
+bool is_k_quant(DType t) {
+  return t == DType::Q2_K || t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K ||
+         t == DType::Q6_K;
+}
+
+// Max |engine - reference| allowed on the logits, as a fraction of the reference logits' RMS
+// (the tiny models' logits have an RMS of about 1, or about 8 with tied embeddings). Float
+// weights: f32 rounding only (also checked as an absolute 1e-3). Quantized weights: the
+// reference uses the same dequantized weights, so the difference is the kernels quantizing
+// activations to 8 bits (q8_0 / q8_1 / q8_K): about 0.6% of each input's RMS per element,
+// compounded over ~6 matmuls, i.e. ~1.5% of the logits' RMS per logit and ~6% at the max over
+// the 28 x 300 logits compared. Measured worst cases (printed as "[ measure ]"): 0.02-0.087
+// over all architectures and types.
+double logit_tolerance(DType t) {
+  return kernels::info(t).quantized ? 0.12 : 1e-4;
+}
+
+std::vector<int32_t> test_prompt(size_t n, int n_vocab, uint32_t seed) {
+  std::vector<int32_t> ids;
+  uint32_t state = seed;
+  for (size_t i = 0; i < n; ++i) {
+    state = state * 1664525u + 1013904223u;
+    ids.push_back(3 + static_cast<int32_t>((state >> 8) % (n_vocab - 3)));
+  }
+  return ids;
+}
+
+template <class V>
+int32_t argmax(const V& v) {
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+double max_abs_diff(std::span<const float> a, const std::vector<double>& b) {
+  double d = 0;
+  for (size_t i = 0; i < b.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
+  return d;
+}
+
+double rms(const std::vector<double>& v) {
+  double ss = 0;
+  for (double x : v) ss += x * x;
+  return std::sqrt(ss / v.size());
+}
+
+// max |a - b| / rms(b), and the absolute max in `abs_worst`.
+double relative_diff(std::span<const float> a, const std::vector<double>& b, double& abs_worst) {
+  const double d = max_abs_diff(a, b);
+  abs_worst = std::max(abs_worst, d);
+  return d / rms(b);
+}
+
+struct Backend {
+  std::unique_ptr<backends::Backend> cpu = backends::make_cpu_backend(2);
+};
+
+// Prompt logits within `tol` of the reference, then 16 greedy tokens identical. A quantized
+// model may pick another token only where the reference's top two are closer than the
+// tolerance (a legitimate near-tie); the comparison stops there.
+void expect_matches_reference(const std::shared_ptr<const Model>& model, const TinyModel& tiny,
+                              double tol, const std::string& what) {
+  Backend b;
+  Session session(model, *b.cpu, 128);
+  ReferenceModel ref(tiny);
+  const std::vector<int32_t> prompt = test_prompt(12, tiny.spec.n_vocab, 7);
+  std::span<const float> logits = session.eval(prompt);
+  std::vector<double> ref_logits;
+  for (int32_t t : prompt) ref_logits = ref.step(t);
+  double abs_worst = 0;
+  const double diff = relative_diff(logits, ref_logits, abs_worst);
+  EXPECT_LE(diff, tol) << what << ": prompt logits";
+  double worst = diff;
+  for (int step = 0; step < 16; ++step) {
+    const int32_t mine = argmax(logits), theirs = argmax(ref_logits);
+    if (mine != theirs) {
+      const double margin = (ref_logits[theirs] - ref_logits[mine]) / rms(ref_logits);
+      EXPECT_LE(margin, tol) << what << ": greedy step " << step << " picked " << mine
+                             << " instead of " << theirs;
+      break;
+    }
+    const int32_t next = mine;
+    logits = session.eval(std::span(&next, 1));
+    ref_logits = ref.step(next);
+    worst = std::max(worst, relative_diff(logits, ref_logits, abs_worst));
+  }
+  EXPECT_LE(worst, tol) << what << ": decode logits";
+  if (tol < 1e-3) {
+    EXPECT_LE(abs_worst, 1e-3) << what;
+  }
+  std::cout << "[ measure ] " << what << " max |engine - reference| = " << abs_worst << " = "
+            << worst << " x rms(logits)\n";
+}
+
+// ---- every GGUF weight type, every architecture ----
+
+struct GgufCase {
+  std::string arch;
+  DType dtype;
+};
+
+class GgufWeights : public ::testing::TestWithParam<GgufCase> {};
+
+TEST_P(GgufWeights, MatchReference) {
+  const auto [arch, dtype] = GetParam();
+  const TinyModel tiny = make_tiny_model(tiny_spec(arch, is_k_quant(dtype)), dtype, DType::F32, 11);
+  oxi::test::TempDir dir;
+  write_gguf(tiny, dir / "model.gguf");
+  const auto model = Model::load(dir / "model.gguf");
+  EXPECT_EQ(model->config().arch, arch);
+  EXPECT_EQ(model->config().n_vocab, tiny.spec.n_vocab);
+  expect_matches_reference(model, tiny, logit_tolerance(dtype),
+                           arch + " gguf " + std::string(kernels::name(dtype)));
+}
+
+std::vector<GgufCase> gguf_cases() {
+  std::vector<GgufCase> cases;
+  for (const auto& arch : kArchs)
+    for (DType t :
+         {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,
+          DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K})
+      cases.push_back({arch, t});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, GgufWeights, ::testing::ValuesIn(gguf_cases()),
+                         [](const auto& info) {
+                           return info.param.arch + "_" +
+                                  std::string(kernels::name(info.param.dtype));
+                         });
+
+// ---- Hugging Face checkpoints ----
+
+struct HfCase {
+  std::string arch;
+  DType dtype;
+  std::string format = "safetensors";
+  std::optional<DType> quant = std::nullopt;
+};
+
+class HfWeights : public ::testing::TestWithParam<HfCase> {};
+
+TEST_P(HfWeights, MatchReference) {
+  const HfCase c = GetParam();
+  const TinyModel tiny = make_tiny_model(tiny_spec(c.arch, false), c.dtype, c.dtype, 23);
+  oxi::test::TempDir dir;
+  write_hf_dir(tiny, dir.path(), c.format);
+  const auto model = Model::load(dir.path(), LoadOptions{c.quant});
+  const std::string what = c.arch + " hf " + c.format + " " + std::string(kernels::name(c.dtype)) +
+                           (c.quant ? " --quant " + std::string(kernels::name(*c.quant)) : "");
+  if (c.quant) {
+    EXPECT_EQ(model->weights().layers[0].w_down.dtype, *c.quant);
+    expect_matches_reference(model, quantized_copy(tiny, *c.quant), logit_tolerance(*c.quant),
+                             what);
+  } else {
+    EXPECT_EQ(model->weights().layers[0].w_down.dtype, c.dtype);  // used in place
+    expect_matches_reference(model, tiny, logit_tolerance(c.dtype), what);
+  }
+}
+
+std::vector<HfCase> hf_cases() {
+  std::vector<HfCase> cases;
+  for (const auto& arch : kArchs)
+    for (DType t : {DType::F32, DType::F16, DType::BF16}) cases.push_back({arch, t});
+  cases.push_back({"llama", DType::F16, "torch"});
+  cases.push_back({"qwen2", DType::BF16, "torch"});
+  cases.push_back({"llama", DType::BF16, "safetensors", DType::Q8_0});
+  cases.push_back({"phi3", DType::F32, "safetensors", DType::Q4_0});
+  cases.push_back({"gemma3", DType::F16, "safetensors", DType::Q8_0});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Checkpoints, HfWeights, ::testing::ValuesIn(hf_cases()),
+                         [](const auto& info) {
+                           const HfCase& c = info.param;
+                           return c.arch + "_" + c.format + "_" +
+                                  std::string(kernels::name(c.dtype)) +
+                                  (c.quant ? "_to_" + std::string(kernels::name(*c.quant)) : "");
+                         });
+
+// ---- one architecture at a time: batching, state, GGUF vs HF ----
+
+class PerArch : public ::testing::TestWithParam<std::string> {};
+
+std::shared_ptr<const Model> load_gguf_copy(const TinyModel& tiny, const oxi::test::TempDir& dir) {
+  write_gguf(tiny, dir / "model.gguf");
+  return Model::load(dir / "model.gguf");
+}
+
+// Batched prefill (one GEMM per weight over all tokens) against one token at a time.
+TEST_P(PerArch, BatchedPrefillMatchesTokenByToken) {
+  for (DType dtype : {DType::F32, DType::Q8_0, DType::Q4_K}) {
+    const TinyModel tiny =
+        make_tiny_model(tiny_spec(GetParam(), is_k_quant(dtype)), dtype, DType::F32, 5);
+    oxi::test::TempDir dir;
+    const auto model = load_gguf_copy(tiny, dir);
+    const size_t n_vocab = tiny.spec.n_vocab;
+    Backend b;
+    Session batched(model, *b.cpu, 64), single(model, *b.cpu, 64);
+    const std::vector<int32_t> prompt = test_prompt(20, tiny.spec.n_vocab, 3);
+    const auto all_span = batched.eval(prompt, true);
+    ASSERT_EQ(all_span.size(), prompt.size() * n_vocab);
+    const std::vector<float> all(all_span.begin(), all_span.end());
+    double worst = 0;
+    for (size_t t = 0; t < prompt.size(); ++t) {
+      const auto one = single.eval(std::span(&prompt[t], 1));
+      double diff = 0, scale = 1;
+      for (size_t i = 0; i < n_vocab; ++i) {
+        diff = std::max(diff, static_cast<double>(std::abs(one[i] - all[t * n_vocab + i])));
+        scale = std::max(scale, static_cast<double>(std::abs(one[i])));
+      }
+      worst = std::max(worst, diff / scale);
+    }
+    EXPECT_LE(worst, 1e-4) << kernels::name(dtype);
+    std::cout << "[ measure ] " << GetParam() << " " << kernels::name(dtype)
+              << " batched vs token-by-token max rel diff = " << worst << "\n";
+    EXPECT_EQ(batched.n_past(), prompt.size());
+    EXPECT_EQ(batched.tokens(), prompt);
+  }
+}
+
+// Longer than one batch (Session::kMaxBatch): the last logits equal those of a session fed
+// the same batches by hand.
+TEST_P(PerArch, EvalSplitsLongInputsIntoBatches) {
+  const TinyModel tiny = make_tiny_model(tiny_spec(GetParam(), false), DType::Q8_0, DType::F32, 9);
+  oxi::test::TempDir dir;
+  const auto model = load_gguf_copy(tiny, dir);
+  Backend b;
+  Session whole(model, *b.cpu, 512), by_hand(model, *b.cpu, 512);
+  const std::vector<int32_t> prompt = test_prompt(300, tiny.spec.n_vocab, 13);
+  const std::vector<float> a = [&] {
+    auto s = whole.eval(prompt);
+    return std::vector<float>(s.begin(), s.end());
+  }();
+  by_hand.eval(std::span(prompt).first(Session::kMaxBatch));
+  const auto last = by_hand.eval(std::span(prompt).subspan(Session::kMaxBatch));
+  ASSERT_EQ(a.size(), last.size());
+  EXPECT_EQ(std::memcmp(a.data(), last.data(), a.size() * sizeof(float)), 0);
+  const auto every = Session(model, *b.cpu, 512).eval(prompt, true);
+  EXPECT_EQ(every.size(), prompt.size() * tiny.spec.n_vocab);
+}
+
+// save_state / load_state: a restored session continues bit for bit like the original.
+TEST_P(PerArch, StateRestoreContinuesBitIdentically) {
+  const TinyModel tiny = make_tiny_model(tiny_spec(GetParam(), false), DType::Q4_0, DType::F32, 17);
+  oxi::test::TempDir dir;
+  const auto model = load_gguf_copy(tiny, dir);
+  Backend b;
+  Session original(model, *b.cpu, 64);
+  const std::vector<int32_t> prompt = test_prompt(9, tiny.spec.n_vocab, 21);
+  original.eval(prompt);
+  original.save_state(dir / "state.bin");
+  Session restored(model, *b.cpu, 64);
+  restored.load_state(dir / "state.bin");
+  EXPECT_EQ(restored.tokens(), prompt);
+  EXPECT_EQ(restored.n_past(), prompt.size());
+  const std::vector<int32_t> more = test_prompt(5, tiny.spec.n_vocab, 4);
+  std::vector<int32_t> next = {more[0]};
+  for (int step = 0; step < 8; ++step) {
+    const std::vector<int32_t> input = step == 0 ? more : next;
+    const auto a_span = original.eval(input);
+    const std::vector<float> a(a_span.begin(), a_span.end());
+    const auto r = restored.eval(input);
+    ASSERT_EQ(std::memcmp(a.data(), r.data(), a.size() * sizeof(float)), 0) << "step " << step;
+    next = {argmax(a)};
+  }
+  // A truncated file and another model's state are refused.
+  { std::ofstream(dir / "short.bin", std::ios::binary) << "OXISTATE"; }
+  EXPECT_THROW(restored.load_state(dir / "short.bin"), Error);
+  const TinyModel other = make_tiny_model(tiny_spec(GetParam(), true), DType::F32, DType::F32, 1);
+  oxi::test::TempDir other_dir;
+  Session foreign(load_gguf_copy(other, other_dir), *b.cpu, 64);
+  EXPECT_THROW(foreign.load_state(dir / "state.bin"), Error);
+}
+
+// truncate: dropping positions and evaluating others equals never having evaluated them.
+TEST_P(PerArch, TruncateForgetsLaterPositions) {
+  const TinyModel tiny = make_tiny_model(tiny_spec(GetParam(), false), DType::F16, DType::F32, 3);
+  oxi::test::TempDir dir;
+  const auto model = load_gguf_copy(tiny, dir);
+  Backend b;
+  const std::vector<int32_t> a = test_prompt(6, tiny.spec.n_vocab, 1);
+  const std::vector<int32_t> junk = test_prompt(4, tiny.spec.n_vocab, 2);
+  const std::vector<int32_t> c = test_prompt(3, tiny.spec.n_vocab, 3);
+  Session edited(model, *b.cpu, 64), clean(model, *b.cpu, 64);
+  edited.eval(a);
+  edited.eval(junk);
+  edited.truncate(a.size());
+  EXPECT_EQ(edited.tokens(), a);
+  const auto x_span = edited.eval(c);
+  const std::vector<float> x(x_span.begin(), x_span.end());
+  clean.eval(a);
+  const auto y = clean.eval(c);
+  EXPECT_EQ(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)), 0);
+}
+
+// The same weights as GGUF (llama: q/k rows permuted, adjacent-pair RoPE) and as an HF
+// checkpoint (half-split RoPE) give the same logits.
+TEST_P(PerArch, GgufAndHfAgree) {
+  const TinyModel tiny = make_tiny_model(tiny_spec(GetParam(), false), DType::F32, DType::F32, 29);
+  oxi::test::TempDir dir;
+  const auto from_gguf = load_gguf_copy(tiny, dir);
+  write_hf_dir(tiny, dir / "hf");
+  const auto from_hf = Model::load(dir / "hf");
+  EXPECT_EQ(from_gguf->config().rope_layout,
+            GetParam() == "llama" ? kernels::RopeLayout::adjacent : kernels::RopeLayout::neox);
+  EXPECT_EQ(from_hf->config().rope_layout, kernels::RopeLayout::neox);
+  Backend b;
+  Session g(from_gguf, *b.cpu, 64), h(from_hf, *b.cpu, 64);
+  const std::vector<int32_t> prompt = test_prompt(16, tiny.spec.n_vocab, 8);
+  const auto gs = g.eval(prompt, true);
+  const std::vector<float> gl(gs.begin(), gs.end());
+  const auto hl = h.eval(prompt, true);
+  double diff = 0;
+  for (size_t i = 0; i < gl.size(); ++i) diff = std::max(diff, double(std::abs(gl[i] - hl[i])));
+  EXPECT_LE(diff, 1e-4);
+}
+
+// Tokenizer, chat template and stop tokens come with the model.
+TEST_P(PerArch, CarriesTokenizerTemplateAndStopTokens) {
+  const TinyModel tiny = make_tiny_model(tiny_spec(GetParam(), false), DType::F32, DType::F32, 2);
+  oxi::test::TempDir dir;
+  const auto g = load_gguf_copy(tiny, dir);
+  EXPECT_EQ(g->tokenizer().vocab_size(), static_cast<size_t>(tiny.spec.n_vocab));
+  EXPECT_EQ(g->chat_template(), std::string(kChatTemplate));
+  EXPECT_TRUE(g->add_bos());
+  EXPECT_EQ(g->bos_id(), 1);
+  EXPECT_EQ(g->eos_ids(), std::vector<int32_t>{2});
+  write_hf_dir(tiny, dir / "hf");
+  const auto h = Model::load(dir / "hf" / "model.safetensors");  // a weight file of the dir
+  EXPECT_EQ(h->chat_template(), std::string(kChatTemplate));
+  EXPECT_EQ(h->bos_id(), 1);
+  EXPECT_EQ(h->eos_ids(), (std::vector<int32_t>{2, 5}));  // + generation_config.json
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, PerArch, ::testing::ValuesIn(kArchs));
+
+}  // namespace
+}  // namespace oxi::llm::test
+
+namespace oxi::llm::test {
+namespace {
+
+TEST(ModelLoad, RefusesLongRopeAndUnknownArchitectures) {
+  TinySpec spec = tiny_spec("phi3", false);
+  const TinyModel tiny = make_tiny_model(spec, DType::F32, DType::F32, 1);
+  oxi::test::TempDir dir;
+  write_hf_dir(tiny, dir.path());
+  auto config = nlohmann::json::parse(std::ifstream(dir / "config.json"));
+  config["rope_scaling"] = {{"type", "longrope"}, {"long_factor", {1.0}}, {"short_factor", {1.0}}};
+  std::ofstream(dir / "config.json") << config.dump();
+  try {
+    Model::load(dir.path());
+    FAIL() << "LongRoPE accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("LongRoPE"), std::string::npos) << e.what();
+  }
+  config["model_type"] = "mamba";
+  std::ofstream(dir / "config.json") << config.dump();
+  EXPECT_THROW(Model::load(dir.path()), Error);
+  EXPECT_THROW(Model::load(dir / "missing.gguf"), Error);
+}
+
+std::vector<float> prompt_logits(const std::shared_ptr<const Model>& model) {
+  auto cpu = backends::make_cpu_backend(2);
+  Session s(model, *cpu, 64);
+  const auto l = s.eval(test_prompt(24, model->config().n_vocab, 6), true);
+  return {l.begin(), l.end()};
+}
+
+// Llama 3 RoPE scaling: HF rope_scaling (computed by the engine) and GGUF rope_freqs.weight
+// (as llama.cpp's converter writes it) agree, and differ from no scaling.
+TEST(ModelLoad, Llama3RopeScalingFromHfAndGgufAgree) {
+  TinySpec spec = tiny_spec("llama", false);
+  spec.llama3_factor = 8.0f;
+  spec.llama3_original_context = 64.0f;  // wavelengths 16..64 are blended, longer ones scaled
+  const TinyModel tiny = make_tiny_model(spec, DType::F32, DType::F32, 31);
+  oxi::test::TempDir dir;
+  write_gguf(tiny, dir / "scaled.gguf");
+  write_hf_dir(tiny, dir / "hf");
+  TinyModel unscaled = tiny;
+  unscaled.spec.llama3_factor = 0.0f;
+  write_gguf(unscaled, dir / "plain.gguf");
+  const auto hf = Model::load(dir / "hf");
+  EXPECT_EQ(hf->config().rope_scaling.kind, kernels::RopeScaling::Kind::llama3);
+  const std::vector<float> a = prompt_logits(Model::load(dir / "scaled.gguf"));
+  const std::vector<float> b = prompt_logits(hf);
+  const std::vector<float> c = prompt_logits(Model::load(dir / "plain.gguf"));
+  double same = 0, differ = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    same = std::max(same, double(std::abs(a[i] - b[i])));
+    differ = std::max(differ, double(std::abs(a[i] - c[i])));
+  }
+  EXPECT_LE(same, 1e-4);
+  EXPECT_GE(differ, 1e-2);
+}
+
+TEST(ModelLoad, SessionRefusesContextOverflow) {
+  const TinyModel tiny = make_tiny_model(tiny_spec("llama", false), DType::F32, DType::F32, 1);
+  oxi::test::TempDir dir;
+  write_gguf(tiny, dir / "m.gguf");
+  const auto model = Model::load(dir / "m.gguf");
+  auto cpu = backends::make_cpu_backend(1);
+  Session s(model, *cpu, 8);
+  EXPECT_EQ(s.n_ctx(), 8u);
+  s.eval(test_prompt(8, 300, 1));
+  EXPECT_THROW(s.eval(test_prompt(1, 300, 2)), Error);
+  Session d(model, *cpu);
+  EXPECT_EQ(d.n_ctx(), 512u);  // the model's n_ctx_train
+}
+
+}  // namespace
+}  // namespace oxi::llm::test

@@ -1,0 +1,80 @@
+/* A C99 program's use of the C API (compiled as C with -pedantic -Werror): loads a model,
+ * runs two greedy turns, cancels from the callback, and reports through a buffer. The C++ test
+ * (test_c_api.cpp) calls oxi_test_c_api_user and checks what it wrote. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/llm/oxinfer_llm.h"
+
+typedef struct {
+  char text[4096];
+  size_t len;
+  int pieces;
+  int stop_after; /* 0: never */
+  oxi_llm_engine* engine;
+} reply_buffer;
+
+static int collect(const char* piece, size_t len, void* user_data) {
+  reply_buffer* reply = (reply_buffer*)user_data;
+  if (reply->len + len < sizeof reply->text) {
+    memcpy(reply->text + reply->len, piece, len);
+    reply->len += len;
+    reply->text[reply->len] = '\0';
+  }
+  reply->pieces++;
+  if (reply->stop_after > 0 && reply->pieces >= reply->stop_after) oxi_llm_cancel(reply->engine);
+  return 1;
+}
+
+/* Returns 0 on success; writes "turn1|turn2|stop reasons|generated counts" into out. */
+int oxi_test_c_api_user(const char* model_path, char* out, size_t out_len) {
+  char err[512];
+  oxi_llm_params params = oxi_llm_default_params();
+  oxi_llm_engine* engine;
+  oxi_llm_stats first, second, third;
+  reply_buffer a, b, c;
+  const char* stops[1];
+
+  params.threads = 2;
+  params.temperature = 0.0f;
+  params.max_tokens = 6;
+  engine = oxi_llm_load(model_path, &params, err, sizeof err);
+  if (engine == NULL) {
+    snprintf(out, out_len, "load failed: %s", err);
+    return 1;
+  }
+  memset(&a, 0, sizeof a);
+  memset(&b, 0, sizeof b);
+  memset(&c, 0, sizeof c);
+  if (oxi_llm_send(engine, "user", "w260", collect, &a, &first) != OXI_LLM_OK ||
+      oxi_llm_send(engine, NULL, " w261", collect, &b, &second) != OXI_LLM_OK) {
+    snprintf(out, out_len, "send failed: %s", oxi_llm_last_error(engine));
+    oxi_llm_free(engine);
+    return 1;
+  }
+  /* Cancel from the callback after one piece; no max_tokens. */
+  params.max_tokens = -1;
+  stops[0] = "\x01\x02";
+  params.stop = stops;
+  params.n_stop = 1;
+  oxi_llm_set_params(engine, &params);
+  oxi_llm_reset(engine);
+  c.stop_after = 1;
+  c.engine = engine;
+  if (oxi_llm_send(engine, "user", "w262", collect, &c, &third) != OXI_LLM_OK) {
+    snprintf(out, out_len, "send failed: %s", oxi_llm_last_error(engine));
+    oxi_llm_free(engine);
+    return 1;
+  }
+  snprintf(out, out_len, "%s|%s|%d %d %d|%zu %zu|%d", a.text, b.text, first.stop_reason,
+           second.stop_reason, third.stop_reason, first.generated_tokens,
+           second.generated_tokens, c.pieces);
+  /* Errors come back as codes and messages. */
+  if (oxi_llm_send(NULL, "user", "x", NULL, NULL, NULL) != OXI_LLM_INVALID_ARGUMENT) return 2;
+  if (oxi_llm_load_state(engine, "/nonexistent/state") != OXI_LLM_ERROR) return 3;
+  if (strlen(oxi_llm_last_error(engine)) == 0) return 4;
+  oxi_llm_free(engine);
+  if (oxi_llm_load("/nonexistent/model.gguf", NULL, err, sizeof err) != NULL) return 5;
+  if (strlen(err) == 0) return 6;
+  return 0;
+}

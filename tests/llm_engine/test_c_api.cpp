@@ -1,0 +1,87 @@
+// The C API: its header compiles as C (c_api_user.c, built by the C compiler) and as C++; a C
+// program's session gives what the C++ Engine gives.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "lib/llm/engine.h"
+#include "lib/llm/oxinfer_llm.h"
+#include "tests/common/test_data.h"
+#include "tests/llm_engine/engine_fixture.h"
+
+#if OXI_HAVE_C_API_USER
+extern "C" int oxi_test_c_api_user(const char* model_path, char* out, size_t out_len);
+#endif
+
+namespace oxi::llm::test {
+namespace {
+
+llm::GenerateOptions greedy(int max_tokens) {
+  llm::GenerateOptions g;
+  g.sampling.temperature = 0;
+  g.max_tokens = max_tokens;
+  return g;
+}
+
+TEST(CApi, DefaultsMatchTheEngine) {
+  const oxi_llm_params p = oxi_llm_default_params();
+  const SamplerOptions s;
+  EXPECT_EQ(p.temperature, s.temperature);
+  EXPECT_EQ(p.top_k, s.top_k);
+  EXPECT_EQ(p.top_p, s.top_p);
+  EXPECT_EQ(p.min_p, s.min_p);
+  EXPECT_EQ(p.repeat_penalty, s.repeat_penalty);
+  EXPECT_EQ(p.threads, 0);
+  EXPECT_EQ(p.stop, nullptr);
+}
+
+TEST(CApi, ErrorsAreCodesAndMessages) {
+  char err[256] = "x";
+  EXPECT_EQ(oxi_llm_load("/nonexistent/model.gguf", nullptr, err, sizeof err), nullptr);
+  EXPECT_NE(std::string(err).find("nonexistent"), std::string::npos) << err;
+  EXPECT_EQ(oxi_llm_load(nullptr, nullptr, nullptr, 0), nullptr);
+  oxi_llm_params bad = oxi_llm_default_params();
+  bad.quant = "q3";
+  oxi::test::TempDir dir;
+  write_tiny_llama(dir / "tiny.gguf");
+  EXPECT_EQ(oxi_llm_load((dir / "tiny.gguf").c_str(), &bad, err, sizeof err), nullptr);
+  EXPECT_NE(std::string(err).find("q3"), std::string::npos) << err;
+  EXPECT_EQ(oxi_llm_send(nullptr, "user", "hi", nullptr, nullptr, nullptr),
+            OXI_LLM_INVALID_ARGUMENT);
+  oxi_llm_cancel(nullptr);
+  oxi_llm_reset(nullptr);
+  oxi_llm_free(nullptr);
+}
+
+#if OXI_HAVE_C_API_USER
+TEST(CApi, CProgramGetsWhatTheEngineGives) {
+  oxi::test::TempDir dir;
+  const auto model = dir / "tiny.gguf";
+  write_tiny_llama(model);
+  char out[8192] = {};
+  ASSERT_EQ(oxi_test_c_api_user(model.c_str(), out, sizeof out), 0) << out;
+
+  EngineOptions options;
+  options.threads = 2;
+  auto engine = Engine::load(model.string(), options);
+  const TurnStats first = engine->send({{"user", "w260"}}, greedy(6));
+  const TurnStats second = engine->send_raw(" w261", greedy(6));
+  // The third turn: cancelled from the callback after its first piece.
+  engine->reset();
+  GenerateOptions unlimited = greedy(-1);
+  unlimited.stop = {"\x01\x02"};
+  int pieces = 0;
+  engine->send({{"user", "w262"}}, unlimited, [&](std::string_view) {
+    if (++pieces == 1) engine->cancel();
+    return true;
+  });
+  const std::string expected =
+      first.text + "|" + second.text + "|" + std::to_string(OXI_LLM_STOP_MAX_TOKENS) + " " +
+      std::to_string(OXI_LLM_STOP_MAX_TOKENS) + " " + std::to_string(OXI_LLM_STOP_CANCELLED) +
+      "|6 6|" + std::to_string(pieces);
+  EXPECT_EQ(std::string(out), expected);
+}
+#endif
+
+}  // namespace
+}  // namespace oxi::llm::test

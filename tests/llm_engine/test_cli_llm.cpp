@@ -1,0 +1,204 @@
+// The oxinfer binary's LLM commands on a tiny model: generate (--raw, --show-tokens,
+// --dump-logits, --save-kv / --load-kv, --choices, --print-prompt), chat, tokenize, bench llm.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/llm/engine.h"
+#include "tests/common/test_data.h"
+#include "tests/llm_engine/engine_fixture.h"
+
+namespace oxi::llm::test {
+namespace {
+
+std::string line_starting(const std::string& text, const std::string& prefix) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with(prefix)) return line.substr(prefix.size());
+  return "<none>";
+}
+
+std::string ids_text(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? " " : "") + std::to_string(ids[i]);
+  return s;
+}
+
+class CliLlm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = (dir_ / "tiny.gguf").string();
+    write_tiny_llama(model_);
+  }
+  // generate -m MODEL --threads 2 ARGS...
+  CommandResult generate(std::vector<std::string> args) {
+    std::vector<std::string> all = {"generate", "-m", model_, "--threads", "2"};
+    all.insert(all.end(), args.begin(), args.end());
+    return run_oxinfer(all);
+  }
+  std::unique_ptr<Engine> engine() {
+    EngineOptions o;
+    o.threads = 2;
+    return Engine::load(model_, o);
+  }
+  static GenerateOptions greedy(int max_tokens) {
+    GenerateOptions g;
+    g.sampling.temperature = 0;
+    g.max_tokens = max_tokens;
+    return g;
+  }
+
+  oxi::test::TempDir dir_;
+  std::string model_;
+};
+
+TEST_F(CliLlm, GenerateRawShowsTokensAndStreamsTheReply) {
+  const CommandResult r =
+      generate({"--raw", "-p", "w260 w261", "--temp", "0", "--max-tokens", "8", "--show-tokens"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const CommandResult tok = run_oxinfer({"tokenize", "-m", model_, "w260 w261"});
+  ASSERT_EQ(tok.exit_code, 0) << tok.err;
+  EXPECT_EQ(line_starting(r.err, "prompt tokens: ") + "\n", tok.out);
+
+  const TurnStats expected = engine()->send_raw("w260 w261", greedy(8));
+  EXPECT_EQ(line_starting(r.err, "generated tokens: "), ids_text(expected.generated_ids));
+  EXPECT_EQ(r.out, expected.text);  // not a terminal: exactly the reply
+}
+
+TEST_F(CliLlm, DumpLogitsWritesTheLastPromptTokensLogits) {
+  const auto file = dir_ / "logits.bin";
+  const CommandResult r =
+      generate({"--raw", "-p", "w270", "--max-tokens", "0", "--dump-logits", file.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<uint8_t> bytes = oxi::test::read_file_bytes(file);
+  auto e = engine();
+  e->send_raw("w270", greedy(0));
+  ASSERT_EQ(bytes.size(), 300 * sizeof(float));
+  EXPECT_EQ(std::memcmp(bytes.data(), e->prompt_logits().data(), bytes.size()), 0);
+
+  // Chat mode: the logits after the templated prompt.
+  const CommandResult c = generate(
+      {"-p", "w270", "--max-tokens", "0", "--dump-logits", file.string(), "--print-prompt"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(c.out, "<|user|>w270\n");
+  auto chat = engine();
+  chat->send({{"user", "w270"}}, greedy(0));
+  EXPECT_EQ(std::memcmp(oxi::test::read_file_bytes(file).data(), chat->prompt_logits().data(),
+                        bytes.size()),
+            0);
+}
+
+// --save-kv in one process, --load-kv + more text in another: the logits are bytewise those
+// of evaluating the whole prompt at once.
+TEST_F(CliLlm, LoadKvContinuesBitIdentically) {
+  const std::string state = (dir_ / "state.kv").string();
+  const std::string split = (dir_ / "split.bin").string(), whole = (dir_ / "whole.bin").string();
+  ASSERT_EQ(generate({"--raw", "-p", "w260 w261 w262", "--max-tokens", "0", "--save-kv", state})
+                .exit_code,
+            0);
+  const CommandResult more =
+      generate({"--raw", "--load-kv", state, "-p", " w263 w264", "--max-tokens", "0",
+                "--dump-logits", split, "--show-tokens"});
+  ASSERT_EQ(more.exit_code, 0) << more.err;
+  const CommandResult all = generate({"--raw", "-p", "w260 w261 w262 w263 w264", "--max-tokens",
+                                      "0", "--dump-logits", whole, "--show-tokens"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(line_starting(more.err, "prompt tokens: "), line_starting(all.err, "prompt tokens: "));
+  const auto a = oxi::test::read_file_bytes(split), b = oxi::test::read_file_bytes(whole);
+  ASSERT_EQ(a.size(), 300 * sizeof(float));
+  EXPECT_EQ(a, b);
+
+  // After a generated reply: continuing in another process equals continuing in this one.
+  ASSERT_EQ(
+      generate({"--raw", "-p", "w260", "--temp", "0", "--max-tokens", "5", "--save-kv", state})
+          .exit_code,
+      0);
+  const CommandResult next = generate({"--raw", "--load-kv", state, "-p", " w280", "--temp", "0",
+                                       "--max-tokens", "5", "--dump-logits", split});
+  ASSERT_EQ(next.exit_code, 0) << next.err;
+  auto e = engine();
+  e->send_raw("w260", greedy(5));
+  const TurnStats s = e->send_raw(" w280", greedy(5));
+  EXPECT_EQ(next.out, s.text);
+  const auto logits = oxi::test::read_file_bytes(split);
+  ASSERT_EQ(logits.size(), 300 * sizeof(float));
+  EXPECT_EQ(std::memcmp(logits.data(), e->prompt_logits().data(), logits.size()), 0);
+
+  // Chat mode keeps the conversation in the state file.
+  ASSERT_EQ(
+      generate({"-p", "w260", "--temp", "0", "--max-tokens", "3", "--save-kv", state}).exit_code,
+      0);
+  const CommandResult turn2 = generate(
+      {"--load-kv", state, "-p", "w261", "--temp", "0", "--max-tokens", "3", "--print-prompt"});
+  ASSERT_EQ(turn2.exit_code, 0) << turn2.err;
+  auto chat = engine();
+  const TurnStats t1 = chat->send({{"user", "w260"}}, greedy(3));
+  EXPECT_TRUE(turn2.out.starts_with("<|user|>w260<|assistant|>" + t1.text + "<|user|>w261\n"))
+      << turn2.out;
+}
+
+TEST_F(CliLlm, ChoicesPrintExactlyOneChoice) {
+  const std::vector<std::string> choices = {"w260", "w261 w262", "yes"};
+  for (const char* seed : {"1", "2", "3", "4", "5"}) {
+    const CommandResult r =
+        generate({"-p", "pick", "--choices", "w260,w261 w262,yes", "--temp", "2", "--seed", seed});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(std::find(choices.begin(), choices.end(), r.out), choices.end()) << r.out;
+  }
+}
+
+TEST_F(CliLlm, SameSeedSameText) {
+  const std::vector<std::string> args = {"--raw",  "-p", "w260",         "--temp", "1",
+                                         "--seed", "9",  "--max-tokens", "10"};
+  const CommandResult a = generate(args), b = generate(args);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST_F(CliLlm, ChatOneShotAndInteractive) {
+  const CommandResult one = run_oxinfer({"chat", "-m", model_, "--prompt", "w260", "--temp", "0",
+                                         "--max-tokens", "4", "--system", "be brief"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  auto e = engine();
+  const TurnStats t = e->send({{"system", "be brief"}, {"user", "w260"}}, greedy(4));
+  EXPECT_EQ(one.out, t.text + "\n");
+
+  const CommandResult chat = run_oxinfer(
+      {"chat", "-m", model_, "--temp", "0", "--max-tokens", "4", "--system", "be brief"},
+      "w260\nw261\n/reset\nw260\n/exit\nnever read\n");
+  ASSERT_EQ(chat.exit_code, 0) << chat.err;
+  const TurnStats t2 = e->send({{"user", "w261"}}, greedy(4));
+  EXPECT_EQ(chat.out, t.text + "\n" + t2.text + "\n" + t.text + "\n");
+}
+
+TEST_F(CliLlm, UsageErrors) {
+  EXPECT_EQ(generate({"--raw"}).exit_code, 2);                   // no -p
+  EXPECT_EQ(run_oxinfer({"generate", "-p", "x"}).exit_code, 2);  // no -m
+  EXPECT_EQ(generate({"-p", "x", "--raw", "--system", "s"}).exit_code, 2);
+  EXPECT_EQ(generate({"-p", "x", "--quant", "q3"}).exit_code, 2);
+  EXPECT_EQ(generate({"-p", "x", "--load-kv", (dir_ / "missing").string()}).exit_code, 1);
+  EXPECT_EQ(run_oxinfer({"generate", "--help"}).exit_code, 0);
+  EXPECT_EQ(run_oxinfer({"chat", "--help"}).exit_code, 0);
+}
+
+TEST_F(CliLlm, BenchLlmJson) {
+  const CommandResult r = run_oxinfer({"bench", "llm", "-m", model_, "--threads", "2", "--json",
+                                       "--pp", "32", "--tg", "8", "--reps", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j.at("pp32_tok_s").get<double>(), 0);
+  EXPECT_GT(j.at("tg8_tok_s").get<double>(), 0);
+  EXPECT_GT(j.at("decode_bandwidth_pct").get<double>(), 0);
+  EXPECT_EQ(j.at("threads").get<int>(), 2);
+  // The tiny model's matrices: 2 layers x (q 64x64, k/v 32x64, o 64x64, 3 x 128x64) + output
+  // 300x64 + one embedding row, all f32.
+  const double per_layer = (64 * 64 + 2 * 32 * 64 + 64 * 64 + 3 * 128 * 64) * 4.0;
+  EXPECT_DOUBLE_EQ(j.at("weight_bytes_per_token").get<double>(),
+                   2 * per_layer + 300 * 64 * 4.0 + 64 * 4.0);
+}
+
+}  // namespace
+}  // namespace oxi::llm::test

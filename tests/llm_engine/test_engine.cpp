@@ -1,0 +1,331 @@
+// Engine end to end on a tiny random llama GGUF: determinism, raw and chat prompts, templates,
+// end tokens, stop strings, --choices, KV reuse across turns, state files, cancel, limits.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "lib/core/error.h"
+#include "lib/llm/engine.h"
+#include "tests/common/test_data.h"
+#include "tests/llm_engine/engine_fixture.h"
+
+namespace oxi::llm::test {
+namespace {
+
+EngineOptions with_threads(int threads) {
+  EngineOptions o;
+  o.threads = threads;
+  return o;
+}
+EngineOptions with_ctx(size_t n_ctx) {
+  EngineOptions o;
+  o.n_ctx = n_ctx;
+  return o;
+}
+EngineOptions with_template(const std::string& name) {
+  EngineOptions o;
+  o.chat_template = name;
+  return o;
+}
+
+GenerateOptions greedy(int max_tokens) {
+  GenerateOptions g;
+  g.sampling.temperature = 0;
+  g.max_tokens = max_tokens;
+  return g;
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_file_ = dir_ / "tiny.gguf";
+    write_tiny_llama(model_file_);
+  }
+  std::unique_ptr<Engine> engine(const std::filesystem::path& file, EngineOptions o = {}) {
+    if (o.threads == 0) o.threads = 2;
+    return Engine::load(file.string(), o);
+  }
+  std::unique_ptr<Engine> engine(EngineOptions o = {}) { return engine(model_file_, o); }
+
+  oxi::test::TempDir dir_;
+  std::filesystem::path model_file_;
+};
+
+TEST_F(EngineTest, GreedyGenerationIsDeterministic) {
+  std::string streamed;
+  const TurnStats a = engine()->send_raw("w260 w261", greedy(24), [&](std::string_view p) {
+    streamed += p;
+    return true;
+  });
+  const TurnStats b = engine(with_threads(1))->send_raw("w260 w261", greedy(24));
+  EXPECT_EQ(a.generated_ids, b.generated_ids);
+  EXPECT_EQ(a.text, b.text);
+  EXPECT_EQ(a.text, streamed);
+  EXPECT_EQ(a.generated_tokens, 24u);
+  EXPECT_EQ(a.stop_reason, StopReason::max_tokens);
+  EXPECT_GT(a.prompt_tokens, 0u);
+  EXPECT_GE(a.prompt_ms, 0.0);
+  EXPECT_GT(a.generation_tok_s(), 0.0);
+}
+
+TEST_F(EngineTest, RawPromptIsTheTextWithTheModelsBos) {
+  auto e = engine();
+  const TurnStats s = e->send_raw("w260 w261", greedy(0));
+  const auto expected = e->model().tokenizer().encode("w260 w261", true);
+  EXPECT_EQ(s.prompt_ids, expected);
+  EXPECT_EQ(s.prompt_ids.front(), 1);  // <s>: add_bos is true in the tiny model
+  EXPECT_EQ(s.generated_tokens, 0u);
+  ASSERT_EQ(e->prompt_logits().size(), 300u);
+  // The logits are those of a plain Session over the same tokens.
+  Session session(e->model_ptr(), e->backend(), 64);
+  const auto direct = session.eval(expected);
+  EXPECT_EQ(std::memcmp(direct.data(), e->prompt_logits().data(), 300 * sizeof(float)), 0);
+}
+
+TEST_F(EngineTest, ChatUsesTheModelsTemplate) {
+  auto e = engine();
+  EXPECT_EQ(e->template_name(), "model");
+  EXPECT_EQ(e->render({{"system", "be brief"}, {"user", "w260"}}),
+            "<|system|>be brief<|user|>w260");
+  const TurnStats s = e->send({{"user", "w260"}}, greedy(5));
+  EXPECT_EQ(s.prompt_ids, e->model().tokenizer().encode("<|user|>w260", true, true));
+  ASSERT_EQ(e->history().size(), 2u);
+  EXPECT_EQ(e->history()[1].role, "assistant");
+  EXPECT_EQ(e->history()[1].content, s.text);
+}
+
+TEST_F(EngineTest, FallbackTemplatesWithoutTheModelsOwn) {
+  const auto bare = dir_ / "bare.gguf";
+  rewrite_gguf(model_file_, bare, {"tokenizer.chat_template"}, {});
+  auto e = engine(bare);
+  EXPECT_EQ(e->template_name(), "llama2");
+  EXPECT_EQ(e->render({{"user", "hi"}}), "<s>[INST] hi [/INST]");
+  // The template writes <s> itself: the prompt has exactly one BOS.
+  const TurnStats s = e->send({{"user", "hi"}}, greedy(0));
+  EXPECT_EQ(std::count(s.prompt_ids.begin(), s.prompt_ids.end(), 1), 1);
+  EXPECT_EQ(s.prompt_ids.front(), 1);
+
+  auto chatml = engine(bare, with_template("chatml"));
+  EXPECT_EQ(chatml->render({{"user", "hi"}}),
+            "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_THROW(engine(bare, with_template("no-such-template")), Error);
+}
+
+// The tiny model's greedy reply, then the same model with that reply's 4th token declared the
+// end of turn: generation stops there, the end token is reported and produces no text.
+TEST_F(EngineTest, StopsAtTheEndToken) {
+  const TurnStats free = engine()->send({{"user", "w270"}}, greedy(12));
+  ASSERT_EQ(free.generated_ids.size(), 12u);
+  size_t k = 3;
+  while (k < 12 && std::find(free.generated_ids.begin(), free.generated_ids.begin() + k,
+                             free.generated_ids[k]) != free.generated_ids.begin() + k)
+    ++k;
+  ASSERT_LT(k, 12u) << "no fresh token in the greedy reply";
+  const int32_t end = free.generated_ids[k];
+  const auto eot_file = dir_ / "eot.gguf";
+  rewrite_gguf(model_file_, eot_file, {}, [&](gguf::Writer& w) {
+    w.set_u32("tokenizer.ggml.eot_token_id", static_cast<uint32_t>(end));
+  });
+  auto e = engine(eot_file);
+  std::string streamed;
+  const TurnStats s = e->send({{"user", "w270"}}, greedy(12), [&](std::string_view p) {
+    streamed += p;
+    return true;
+  });
+  EXPECT_EQ(s.stop_reason, StopReason::eos);
+  ASSERT_EQ(s.generated_ids.size(), k + 1);
+  EXPECT_TRUE(
+      std::equal(s.generated_ids.begin(), s.generated_ids.end(), free.generated_ids.begin()));
+  std::vector<int32_t> before_end(s.generated_ids.begin(), s.generated_ids.end() - 1);
+  EXPECT_EQ(streamed, e->model().tokenizer().decode(before_end));
+  EXPECT_EQ(s.text, streamed);
+}
+
+TEST_F(EngineTest, StopStringCutsTheReply) {
+  const TurnStats free = engine()->send_raw("w280", greedy(16));
+  ASSERT_GT(free.text.size(), 6u);
+  const std::string stop = free.text.substr(free.text.size() / 2, 3);
+  GenerateOptions g = greedy(16);
+  g.stop = {stop};
+  std::string streamed;
+  const TurnStats s = engine()->send_raw("w280", g, [&](std::string_view p) {
+    streamed += p;
+    return true;
+  });
+  EXPECT_EQ(s.stop_reason, StopReason::stop_string);
+  EXPECT_EQ(streamed, free.text.substr(0, free.text.find(stop)));
+  EXPECT_EQ(s.text, streamed);
+}
+
+TEST_F(EngineTest, ChoicesAlwaysAnswerOneOfThem) {
+  auto e = engine();
+  const std::vector<std::string> choices = {"w260", "w261 w262", "w27", "yes", "no"};
+  std::set<std::string> seen;
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    GenerateOptions g;
+    g.sampling.temperature = 3.0f;  // nearly uniform: every branch gets taken
+    g.sampling.top_k = 0;
+    g.sampling.min_p = 0;
+    g.sampling.seed = seed;
+    g.max_tokens = 1;  // ignored: a choice is always finished
+    g.choices = choices;
+    std::string streamed;
+    const TurnStats s = e->send({{"user", "pick one"}}, g, [&](std::string_view p) {
+      streamed += p;
+      return true;
+    });
+    ASSERT_TRUE(s.choice.has_value());
+    EXPECT_EQ(s.stop_reason, StopReason::choice);
+    EXPECT_EQ(s.text, choices[*s.choice]);
+    EXPECT_EQ(streamed, s.text);
+    seen.insert(s.text);
+    e->reset();
+  }
+  EXPECT_GE(seen.size(), 3u);
+  // Raw mode too, and greedy.
+  GenerateOptions g = greedy(-1);
+  g.choices = choices;
+  const TurnStats s = e->send_raw("w290", g);
+  ASSERT_TRUE(s.choice.has_value());
+  EXPECT_EQ(s.text, choices[*s.choice]);
+}
+
+TEST_F(EngineTest, LaterTurnsReuseTheCache) {
+  auto e = engine();
+  const TurnStats first = e->send({{"user", "w260 w261 w262"}}, greedy(6));
+  const TurnStats second = e->send({{"user", "w263"}}, greedy(6));
+  // The second prompt repeats the first one and the reply; only the new part is evaluated.
+  ASSERT_GE(second.prompt_ids.size(), first.prompt_ids.size());
+  EXPECT_TRUE(
+      std::equal(first.prompt_ids.begin(), first.prompt_ids.end(), second.prompt_ids.begin()));
+  EXPECT_GE(second.cached_tokens, first.prompt_ids.size());
+  EXPECT_EQ(second.cached_tokens + second.prompt_tokens, second.prompt_ids.size());
+  EXPECT_LT(second.prompt_tokens, second.prompt_ids.size() - first.prompt_ids.size() + 1);
+  EXPECT_EQ(e->history().size(), 4u);
+
+  e->reset();
+  EXPECT_TRUE(e->history().empty());
+  EXPECT_EQ(e->session().n_past(), 0u);
+  const TurnStats again = e->send({{"user", "w260 w261 w262"}}, greedy(6));
+  EXPECT_EQ(again.cached_tokens, 0u);
+  EXPECT_EQ(again.generated_ids, first.generated_ids);
+}
+
+// A state saved after one turn and loaded by another engine continues exactly as the engine
+// that saved it does: same prompt logits bit for bit, same tokens.
+TEST_F(EngineTest, SavedStateContinuesBitIdentically) {
+  for (const bool raw : {true, false}) {
+    auto original = engine();
+    const auto state = dir_ / (raw ? "raw.state" : "chat.state");
+    if (raw)
+      original->send_raw("w260 w261 w262", greedy(5));
+    else
+      original->send({{"user", "w260 w261 w262"}}, greedy(5));
+    original->save_state(state);
+
+    auto restored = engine();
+    restored->load_state(state);
+    EXPECT_EQ(restored->session().tokens(), original->session().tokens());
+    EXPECT_EQ(restored->history().size(), original->history().size());
+
+    const TurnStats a = raw ? original->send_raw(" w270 w271", greedy(8))
+                            : original->send({{"user", "w270 w271"}}, greedy(8));
+    const TurnStats b = raw ? restored->send_raw(" w270 w271", greedy(8))
+                            : restored->send({{"user", "w270 w271"}}, greedy(8));
+    EXPECT_EQ(a.prompt_ids, b.prompt_ids);
+    EXPECT_EQ(a.cached_tokens, b.cached_tokens);
+    EXPECT_GT(b.cached_tokens, 0u);
+    EXPECT_EQ(a.generated_ids, b.generated_ids);
+    ASSERT_EQ(a.generated_ids.size(), 8u);
+    ASSERT_EQ(original->prompt_logits().size(), restored->prompt_logits().size());
+    EXPECT_EQ(std::memcmp(original->prompt_logits().data(), restored->prompt_logits().data(),
+                          original->prompt_logits().size() * sizeof(float)),
+              0)
+        << (raw ? "raw" : "chat");
+  }
+  auto e = engine();
+  std::ofstream(dir_ / "junk.state") << "not a state";
+  EXPECT_THROW(e->load_state(dir_ / "junk.state"), Error);
+}
+
+// Continuing a loaded state gives the same logits as evaluating the whole prompt at once, at
+// every split point (each letter is one byte token here), also past Session::kMaxBatch.
+TEST_F(EngineTest, LoadedStatePlusMoreEqualsTheWholePrompt) {
+  std::string long_text;
+  for (int i = 0; i < 254; ++i) long_text += static_cast<char>('a' + i % 26);  // 258 tokens
+  struct Case {
+    std::string text;
+    std::vector<size_t> splits;
+  };
+  std::vector<Case> cases = {{"abcdefghijkl", {}}, {long_text, {1, 100, 250, 251, 252, 254}}};
+  for (size_t k = 0; k <= 12; ++k) cases[0].splits.push_back(k);
+  for (const Case& c : cases) {
+    auto whole = engine();
+    const TurnStats all = whole->send_raw(c.text, greedy(0));
+    for (size_t k : c.splits) {
+      auto first = engine();
+      first->send_raw(c.text.substr(0, k), greedy(0));
+      first->save_state(dir_ / "p1.state");
+      auto continued = engine();
+      continued->load_state(dir_ / "p1.state");
+      const TurnStats more = continued->send_raw(c.text.substr(k), greedy(0));
+      EXPECT_EQ(more.prompt_ids, all.prompt_ids);
+      ASSERT_EQ(continued->prompt_logits().size(), whole->prompt_logits().size());
+      EXPECT_EQ(std::memcmp(continued->prompt_logits().data(), whole->prompt_logits().data(),
+                            whole->prompt_logits().size() * sizeof(float)),
+                0)
+          << c.text.size() << " characters split at " << k;
+    }
+  }
+}
+
+TEST_F(EngineTest, CancelFromAnotherThreadStopsGeneration) {
+  auto e = engine();
+  std::atomic<bool> started{false};
+  TurnStats stats;
+  std::thread worker([&] {
+    stats = e->send_raw("w260", greedy(-1), [&](std::string_view) {
+      started = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // a slow consumer
+      return true;
+    });
+  });
+  while (!started) std::this_thread::yield();
+  e->cancel();
+  worker.join();
+  EXPECT_EQ(stats.stop_reason, StopReason::cancelled);
+  EXPECT_LT(stats.generated_tokens, 500u);
+
+  // Deterministically: cancel() from a helper thread inside the first piece's callback.
+  e->reset();
+  size_t pieces = 0;
+  const TurnStats s = e->send_raw("w260", greedy(-1), [&](std::string_view) {
+    if (++pieces == 1) std::thread([&] { e->cancel(); }).join();
+    return true;
+  });
+  EXPECT_EQ(s.stop_reason, StopReason::cancelled);
+  EXPECT_EQ(pieces, 1u);
+  // The callback returning false stops too.
+  e->reset();
+  const TurnStats t = e->send_raw("w260", greedy(-1), [](std::string_view) { return false; });
+  EXPECT_EQ(t.stop_reason, StopReason::cancelled);
+}
+
+TEST_F(EngineTest, ContextLimits) {
+  auto e = engine(with_ctx(16));
+  const TurnStats s = e->send_raw("w260 w261", greedy(-1));
+  EXPECT_EQ(s.stop_reason, StopReason::context_full);
+  EXPECT_EQ(e->session().n_past(), 16u);
+  e->reset();
+  std::string long_prompt;
+  for (int i = 0; i < 20; ++i) long_prompt += "w26" + std::to_string(i % 10) + " ";
+  EXPECT_THROW(e->send_raw(long_prompt, greedy(1)), Error);
+}
+
+}  // namespace
+}  // namespace oxi::llm::test

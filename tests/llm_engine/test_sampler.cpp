@@ -1,0 +1,303 @@
+// Sampler: each filter against a direct computation on hand-made logits, the penalty's
+// arithmetic, seeds, and ChoiceConstraint always producing one of the choices.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "lib/core/error.h"
+#include "lib/llm/sampler.h"
+#include "tests/llm_engine/engine_fixture.h"
+
+namespace oxi::llm::test {
+namespace {
+
+std::vector<float> random_logits(size_t n, uint32_t seed, float scale = 3.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+std::vector<Candidate> candidates_of(const std::vector<float>& logits) {
+  std::vector<Candidate> c;
+  for (size_t i = 0; i < logits.size(); ++i) c.push_back({static_cast<int32_t>(i), logits[i]});
+  return c;
+}
+
+std::set<int32_t> ids_of(const std::vector<Candidate>& c) {
+  std::set<int32_t> s;
+  for (const Candidate& x : c) s.insert(x.id);
+  return s;
+}
+
+// Ids by descending logit (lower id first on ties), and their softmax in double precision.
+std::vector<std::pair<int32_t, double>> reference_probs(const std::vector<float>& logits) {
+  std::vector<int32_t> order(logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  const double max = logits[order[0]];
+  double sum = 0;
+  for (float l : logits) sum += std::exp(l - max);
+  std::vector<std::pair<int32_t, double>> out;
+  for (int32_t id : order) out.emplace_back(id, std::exp(logits[id] - max) / sum);
+  return out;
+}
+
+TEST(Sampler, SoftmaxSortsAndNormalizes) {
+  const std::vector<float> logits = {1.0f, 3.0f, -2.0f, 3.0f};
+  std::vector<Candidate> c = candidates_of(logits);
+  softmax(c);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[0].id, 1);  // ties: lower id first
+  EXPECT_EQ(c[1].id, 3);
+  EXPECT_EQ(c[2].id, 0);
+  const auto ref = reference_probs(logits);
+  for (size_t i = 0; i < c.size(); ++i) EXPECT_NEAR(c[i].p, ref[i].second, 1e-6);
+}
+
+TEST(Sampler, TopKKeepsTheKHighest) {
+  for (uint32_t seed = 0; seed < 20; ++seed) {
+    const std::vector<float> logits = random_logits(500, seed);
+    for (int k : {1, 5, 40, 499, 500, 1000}) {
+      std::vector<Candidate> c = candidates_of(logits);
+      top_k_filter(c, k);
+      const auto ref = reference_probs(logits);
+      std::set<int32_t> expected;
+      for (int i = 0; i < std::min<int>(k, 500); ++i) expected.insert(ref[i].first);
+      EXPECT_EQ(ids_of(c), expected) << "k " << k;
+      EXPECT_TRUE(
+          std::is_sorted(c.begin(), c.end(), [](auto& a, auto& b) { return a.logit > b.logit; }));
+    }
+  }
+  std::vector<Candidate> c = candidates_of({1, 2, 3});
+  top_k_filter(c, 0);  // off
+  EXPECT_EQ(c.size(), 3u);
+}
+
+TEST(Sampler, TopPKeepsTheSmallestPrefixReachingP) {
+  for (uint32_t seed = 0; seed < 20; ++seed) {
+    const std::vector<float> logits = random_logits(300, seed, 2.0f);
+    for (float p : {0.05f, 0.3f, 0.5f, 0.9f, 0.99f}) {
+      std::vector<Candidate> c = candidates_of(logits);
+      top_p_filter(c, p);
+      const auto ref = reference_probs(logits);
+      double mass = 0;
+      size_t keep = 0;
+      while (keep < ref.size() && mass < p) mass += ref[keep++].second;
+      ASSERT_EQ(c.size(), keep) << "p " << p;
+      for (size_t i = 0; i < keep; ++i) EXPECT_EQ(c[i].id, ref[i].first);
+      double sum = 0;
+      for (const Candidate& x : c) sum += x.p;
+      EXPECT_NEAR(sum, 1.0, 1e-5);
+    }
+  }
+  std::vector<Candidate> c = candidates_of({1, 2, 3});
+  top_p_filter(c, 1.0f);
+  EXPECT_EQ(c.size(), 3u);
+}
+
+TEST(Sampler, MinPKeepsTokensAboveAShareOfTheTop) {
+  for (uint32_t seed = 0; seed < 20; ++seed) {
+    const std::vector<float> logits = random_logits(300, seed, 2.0f);
+    for (float min_p : {0.01f, 0.05f, 0.2f, 0.9f, 1.0f}) {
+      std::vector<Candidate> c = candidates_of(logits);
+      min_p_filter(c, min_p);
+      const auto ref = reference_probs(logits);
+      std::set<int32_t> expected;
+      for (const auto& [id, p] : ref)
+        if (p >= ref[0].second * min_p * (1 - 1e-6)) expected.insert(id);
+      EXPECT_EQ(ids_of(c), expected) << "min_p " << min_p;
+    }
+  }
+  // Equivalent in logits: keep l >= l_max + log(min_p).
+  std::vector<Candidate> c = candidates_of({0.0f, -1.0f, -2.0f, -3.0f});
+  min_p_filter(c, std::exp(-2.5f));
+  EXPECT_EQ(ids_of(c), (std::set<int32_t>{0, 1, 2}));
+}
+
+TEST(Sampler, RepetitionPenaltyDividesPositiveAndMultipliesNegativeOnce) {
+  std::vector<float> logits = {2.0f, -2.0f, 0.5f, 3.0f, -0.5f};
+  const std::vector<int32_t> recent = {0, 1, 1, 1, 4, 99, -1};  // repeats count once
+  apply_repetition_penalty(logits, recent, 2.0f);
+  EXPECT_FLOAT_EQ(logits[0], 1.0f);
+  EXPECT_FLOAT_EQ(logits[1], -4.0f);
+  EXPECT_FLOAT_EQ(logits[2], 0.5f);
+  EXPECT_FLOAT_EQ(logits[3], 3.0f);
+  EXPECT_FLOAT_EQ(logits[4], -1.0f);
+
+  // Only the last repeat_last_n tokens of the history count: greedy then avoids token 0.
+  SamplerOptions o;
+  o.temperature = 0;
+  o.repeat_penalty = 4.0f;
+  o.repeat_last_n = 2;
+  Sampler s(o);
+  const std::vector<float> l = {2.0f, 1.0f, 0.0f};
+  EXPECT_EQ(s.sample(l, std::vector<int32_t>{2, 2}), 0);     // 0 is not recent
+  EXPECT_EQ(s.sample(l, std::vector<int32_t>{0, 2, 2}), 0);  // 0 fell out of the window
+  EXPECT_EQ(s.sample(l, std::vector<int32_t>{2, 0}), 1);     // 2 / 4 = 0.5 < 1
+}
+
+TEST(Sampler, GreedyIsArgmaxWithLowestIdOnTies) {
+  SamplerOptions o;
+  o.temperature = 0;
+  Sampler s(o);
+  EXPECT_EQ(s.sample(std::vector<float>{0.1f, 5.0f, -1.0f, 5.0f}, {}), 1);
+  for (uint32_t seed = 0; seed < 10; ++seed) {
+    const auto logits = random_logits(1000, seed);
+    EXPECT_EQ(s.sample(logits, {}),
+              std::max_element(logits.begin(), logits.end()) - logits.begin());
+  }
+  // NaN never wins.
+  const float nan = std::nanf("");
+  EXPECT_EQ(s.sample(std::vector<float>{nan, 1.0f, nan}, {}), 1);
+}
+
+TEST(Sampler, SameSeedSameTokensOtherSeedOtherTokens) {
+  SamplerOptions o;
+  o.temperature = 1.0f;
+  o.top_k = 0;
+  o.top_p = 1.0f;
+  o.min_p = 0.0f;
+  const auto logits = random_logits(200, 3, 1.0f);
+  auto draw = [&](uint64_t seed) {
+    o.seed = seed;
+    Sampler s(o);
+    std::vector<int32_t> ids;
+    for (int i = 0; i < 64; ++i) ids.push_back(s.sample(logits, {}));
+    return ids;
+  };
+  EXPECT_EQ(draw(42), draw(42));
+  EXPECT_NE(draw(42), draw(43));
+}
+
+TEST(Sampler, DrawsFollowTheTemperedDistribution) {
+  SamplerOptions o;
+  o.temperature = 0.7f;
+  o.top_k = 0;
+  o.top_p = 1.0f;
+  o.min_p = 0.0f;
+  o.seed = 5;
+  Sampler s(o);
+  const std::vector<float> logits = {1.0f, 0.5f, 0.0f, -1.0f};
+  std::vector<float> tempered;
+  for (float l : logits) tempered.push_back(l / o.temperature);
+  const auto ref = reference_probs(tempered);
+  std::map<int32_t, int> counts;
+  const int n = 40000;
+  for (int i = 0; i < n; ++i) ++counts[s.sample(logits, {})];
+  for (const auto& [id, p] : ref) {
+    const double sd = std::sqrt(p * (1 - p) / n);
+    EXPECT_NEAR(static_cast<double>(counts[id]) / n, p, 5 * sd) << "token " << id;
+  }
+}
+
+TEST(Sampler, FiltersComposeBeforeTheDraw) {
+  // top_k 2 leaves only the two best tokens, whatever the seed.
+  SamplerOptions o;
+  o.temperature = 5.0f;  // flat: without the filter every token would come up
+  o.top_k = 2;
+  o.top_p = 1.0f;
+  o.min_p = 0.0f;
+  const std::vector<float> logits = {0.0f, 3.0f, 1.0f, 2.9f, -1.0f};
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    o.seed = seed;
+    const int32_t id = Sampler(o).sample(logits, {});
+    EXPECT_TRUE(id == 1 || id == 3) << id;
+  }
+  // min_p 0.5 (on the untempered distribution) drops 0, 2 and 4.
+  o.top_k = 0;
+  o.min_p = 0.5f;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    o.seed = seed;
+    const int32_t id = Sampler(o).sample(logits, {});
+    EXPECT_TRUE(id == 1 || id == 3) << id;
+  }
+}
+
+TEST(Sampler, AllowedTokensOnly) {
+  SamplerOptions o;
+  o.temperature = 2.0f;
+  o.top_k = 0;
+  o.min_p = 0;
+  const auto logits = random_logits(100, 9);
+  const std::vector<int32_t> allowed = {7, 13, 99};
+  for (uint64_t seed = 0; seed < 100; ++seed) {
+    o.seed = seed;
+    const int32_t id = Sampler(o).sample(logits, {}, &allowed);
+    EXPECT_TRUE(id == 7 || id == 13 || id == 99);
+  }
+  o.temperature = 0;
+  const int32_t best = *std::max_element(
+      allowed.begin(), allowed.end(), [&](int32_t a, int32_t b) { return logits[a] < logits[b]; });
+  EXPECT_EQ(Sampler(o).sample(logits, {}, &allowed), best);
+  const std::vector<int32_t> none;
+  EXPECT_THROW(Sampler(o).sample(logits, {}, &none), Error);
+}
+
+TEST(ChoiceConstraint, FollowsTheChoicesTokenByToken) {
+  const tokenizer::Tokenizer tok = hand_tokenizer();
+  const std::vector<std::string> choices = {"yes", "no", "yes please", "maybe!"};
+  ChoiceConstraint c(tok, choices, *tok.eos());
+  // First step: the first token of every choice ("▁yes" twice counts once).
+  std::set<int32_t> first(c.allowed().begin(), c.allowed().end());
+  EXPECT_EQ(first,
+            (std::set<int32_t>{piece_id(tok, "\xE2\x96\x81yes"), piece_id(tok, "\xE2\x96\x81no"),
+                               piece_id(tok, "\xE2\x96\x81maybe")}));
+  // After "▁yes": "yes" is complete but "yes please" goes on, so the end token is allowed.
+  c.accept(piece_id(tok, "\xE2\x96\x81yes"));
+  EXPECT_FALSE(c.done());
+  std::set<int32_t> second(c.allowed().begin(), c.allowed().end());
+  EXPECT_EQ(second, (std::set<int32_t>{piece_id(tok, "\xE2\x96\x81please"), *tok.eos()}));
+  c.accept(*tok.eos());
+  ASSERT_TRUE(c.done());
+  EXPECT_EQ(c.choice(), 0u);
+  EXPECT_EQ(c.position(), 1u);
+
+  ChoiceConstraint d(tok, choices, *tok.eos());
+  d.accept(piece_id(tok, "\xE2\x96\x81no"));
+  ASSERT_TRUE(d.done());  // nothing else starts with "no"
+  EXPECT_EQ(d.choice(), 1u);
+  EXPECT_THROW(d.accept(5), Error);
+
+  ChoiceConstraint e(tok, choices, *tok.eos());
+  EXPECT_THROW(e.accept(piece_id(tok, "\xE2\x96\x81Hello")), Error);
+  EXPECT_THROW(ChoiceConstraint(tok, {}, 2), Error);
+  EXPECT_THROW(ChoiceConstraint(tok, {"a", ""}, 2), Error);
+}
+
+TEST(ChoiceConstraint, SamplingAlwaysEndsOnAChoice) {
+  const tokenizer::Tokenizer tok = hand_tokenizer();
+  const std::vector<std::string> choices = {"yes",    "no",          "yes please",
+                                            "maybe!", "Hello world", "STOP"};
+  std::set<size_t> seen;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    SamplerOptions o;
+    o.temperature = 1.5f;
+    o.seed = seed;
+    Sampler sampler(o);
+    ChoiceConstraint c(tok, choices, *tok.eos());
+    std::vector<int32_t> reply;
+    std::mt19937 rng(static_cast<uint32_t>(seed));
+    for (int step = 0; step < 20 && !c.done(); ++step) {
+      const auto logits = random_logits(tok.vocab_size(), rng(), 4.0f);
+      const int32_t id = sampler.sample(logits, reply, &c.allowed());
+      const size_t before = c.position();
+      c.accept(id);
+      if (c.position() > before) reply.push_back(id);
+    }
+    ASSERT_TRUE(c.done()) << "seed " << seed;
+    EXPECT_EQ(tok.decode(reply), choices[c.choice()]) << "seed " << seed;
+    seen.insert(c.choice());
+  }
+  EXPECT_EQ(seen.size(), choices.size());  // random logits reach every choice
+}
+
+}  // namespace
+}  // namespace oxi::llm::test

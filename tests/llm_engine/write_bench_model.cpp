@@ -1,0 +1,117 @@
+// write_llm_bench_model FILE [q4_0|q8_0|f16] [tinyllama|llama-3b]: a Llama-shaped GGUF with
+// random weights of a real model's size, for `oxinfer bench llm` where no model can be
+// downloaded. Matrices are quantized row by row, so memory stays near the file's size.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/formats/quant.h"
+#include "lib/formats/gguf.h"
+
+namespace {
+
+using oxi::kernels::DType;
+
+struct Shape {
+  int n_vocab, n_embd, n_layer, n_head, n_head_kv, n_ff;
+};
+
+std::vector<std::byte> random_matrix(DType dtype, size_t rows, size_t cols, float stddev,
+                                     std::mt19937& rng) {
+  const size_t row_bytes = oxi::kernels::row_bytes(dtype, cols);
+  std::vector<std::byte> out(rows * row_bytes);
+  std::normal_distribution<float> dist(0.0f, stddev);
+  std::vector<float> row(cols);
+  for (size_t r = 0; r < rows; ++r) {
+    for (float& x : row) x = dist(rng);
+    oxi::kernels::quantize_row(dtype, row.data(), out.data() + r * row_bytes, cols);
+  }
+  return out;
+}
+
+std::vector<std::byte> ones(size_t n) {
+  std::vector<float> v(n, 1.0f);
+  std::vector<std::byte> b(n * 4);
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr,
+                 "usage: write_llm_bench_model FILE [q4_0|q8_0|f16] [tinyllama|llama-3b]\n");
+    return 2;
+  }
+  const std::string type = argc > 2 ? argv[2] : "q4_0";
+  const std::string size = argc > 3 ? argv[3] : "tinyllama";
+  const DType dtype = type == "q8_0" ? DType::Q8_0 : type == "f16" ? DType::F16 : DType::Q4_0;
+  // TinyLlama 1.1B, or Llama 3.2 3B's body with a 32k vocabulary.
+  const Shape s = size == "llama-3b" ? Shape{32000, 3072, 28, 24, 8, 8192}
+                                     : Shape{32000, 2048, 22, 32, 4, 5632};
+  const int head_dim = s.n_embd / s.n_head;
+
+  oxi::gguf::Writer w;
+  w.set_string("general.architecture", "llama");
+  w.set_u32("llama.context_length", 2048);
+  w.set_u32("llama.embedding_length", s.n_embd);
+  w.set_u32("llama.block_count", s.n_layer);
+  w.set_u32("llama.feed_forward_length", s.n_ff);
+  w.set_u32("llama.attention.head_count", s.n_head);
+  w.set_u32("llama.attention.head_count_kv", s.n_head_kv);
+  w.set_u32("llama.rope.dimension_count", head_dim);
+  w.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  w.set_f32("llama.rope.freq_base", 10000.0f);
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  for (int b = 0; b < 256; ++b) {
+    char text[8];
+    std::snprintf(text, sizeof text, "<0x%02X>", b);
+    tokens.emplace_back(text);
+  }
+  while (static_cast<int>(tokens.size()) < s.n_vocab)
+    tokens.push_back("\xE2\x96\x81w" + std::to_string(tokens.size()));
+  std::vector<int32_t> types(tokens.size(), 1);
+  types[0] = 2;
+  types[1] = types[2] = 3;
+  for (size_t i = 3; i < 259; ++i) types[i] = 6;
+  std::vector<float> scores(tokens.size());
+  for (size_t i = 259; i < tokens.size(); ++i) scores[i] = -static_cast<float>(i);
+  w.set_string("tokenizer.ggml.model", "llama");
+  w.set_string_array("tokenizer.ggml.tokens", tokens);
+  w.set_f32_array("tokenizer.ggml.scores", scores);
+  w.set_i32_array("tokenizer.ggml.token_type", types);
+  w.set_u32("tokenizer.ggml.bos_token_id", 1);
+  w.set_u32("tokenizer.ggml.eos_token_id", 2);
+  w.set_bool("tokenizer.ggml.add_bos_token", true);
+
+  std::mt19937 rng(42);
+  const size_t e = s.n_embd, q = s.n_head * head_dim, kv = s.n_head_kv * head_dim, ff = s.n_ff;
+  const float in_std = 1.0f / std::sqrt(static_cast<float>(e));
+  auto matrix = [&](const std::string& name, size_t rows, size_t cols, float stddev) {
+    w.add_tensor(name, dtype, {static_cast<int64_t>(rows), static_cast<int64_t>(cols)},
+                 random_matrix(dtype, rows, cols, stddev, rng));
+  };
+  matrix("token_embd.weight", s.n_vocab, e, 1.0f);
+  for (int l = 0; l < s.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    w.add_tensor(p + "attn_norm.weight", DType::F32, {static_cast<int64_t>(e)}, ones(e));
+    matrix(p + "attn_q.weight", q, e, in_std);
+    matrix(p + "attn_k.weight", kv, e, in_std);
+    matrix(p + "attn_v.weight", kv, e, in_std);
+    matrix(p + "attn_output.weight", e, q, 1.0f / std::sqrt(static_cast<float>(q)));
+    w.add_tensor(p + "ffn_norm.weight", DType::F32, {static_cast<int64_t>(e)}, ones(e));
+    matrix(p + "ffn_gate.weight", ff, e, in_std);
+    matrix(p + "ffn_up.weight", ff, e, in_std);
+    matrix(p + "ffn_down.weight", e, ff, 1.0f / std::sqrt(static_cast<float>(ff)));
+    std::fprintf(stderr, "\rlayer %d/%d", l + 1, s.n_layer);
+  }
+  w.add_tensor("output_norm.weight", DType::F32, {static_cast<int64_t>(e)}, ones(e));
+  matrix("output.weight", s.n_vocab, e, in_std);
+  std::fprintf(stderr, "\nwriting %s\n", argv[1]);
+  w.write(argv[1]);
+  return 0;
+}

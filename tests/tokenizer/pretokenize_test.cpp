@@ -1,0 +1,109 @@
+#include "lib/tokenizer/pretokenize.h"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "lib/tokenizer/unicode.h"
+
+namespace oxi::tokenizer {
+namespace {
+
+std::vector<std::string> words(PreTokenizer kind, std::string_view text) {
+  std::vector<std::string> out;
+  for (std::string_view w : pretokenize(kind, text)) out.emplace_back(w);
+  return out;
+}
+
+using Words = std::vector<std::string>;
+
+TEST(Pretokenize, Gpt2) {
+  EXPECT_EQ(words(PreTokenizer::gpt2, "Hello world"), (Words{"Hello", " world"}));
+  EXPECT_EQ(words(PreTokenizer::gpt2, "I've  been\n\nthere 123!!"),
+            (Words{"I", "'ve", " ", " been", "\n", "\n", "there", " 123", "!!"}));
+  // Contractions are case-sensitive in GPT-2's pattern.
+  EXPECT_EQ(words(PreTokenizer::gpt2, "I'VE"), (Words{"I", "'", "VE"}));
+  EXPECT_EQ(words(PreTokenizer::gpt2, "a  "), (Words{"a", "  "}));
+  EXPECT_EQ(words(PreTokenizer::gpt2, "\tHi"), (Words{"\t", "Hi"}));
+  EXPECT_EQ(words(PreTokenizer::gpt2, " Führer 🦙."), (Words{" Führer", " 🦙."}));
+  EXPECT_TRUE(pretokenize(PreTokenizer::gpt2, "").empty());
+}
+
+TEST(Pretokenize, Llama3) {
+  EXPECT_EQ(words(PreTokenizer::llama3, "I've  been\n\nthere 123!!"),
+            (Words{"I", "'ve", " ", " been", "\n\n", "there", " ", "123", "!!"}));
+  EXPECT_EQ(words(PreTokenizer::llama3, "I'VE 12345"), (Words{"I", "'VE", " ", "123", "45"}));
+  EXPECT_EQ(words(PreTokenizer::llama3, "(hello) \n x"), (Words{"(hello", ")", " \n", " x"}));
+  EXPECT_EQ(words(PreTokenizer::llama3, "!!\n\nok"), (Words{"!!\n\n", "ok"}));
+}
+
+TEST(Pretokenize, Qwen2SplitsDigits) {
+  EXPECT_EQ(words(PreTokenizer::qwen2, "a 123"), (Words{"a", " ", "1", "2", "3"}));
+}
+
+TEST(Pretokenize, StarcoderSplitsDigitsFirst) {
+  EXPECT_EQ(words(PreTokenizer::starcoder, "x 42"), (Words{"x", " ", "4", "2"}));
+}
+
+TEST(Pretokenize, DeepseekLlm) {
+  EXPECT_EQ(words(PreTokenizer::deepseek_llm, "Hello, 世界 42\n"),
+            (Words{"Hello", ",", " ", "世界", " ", "42", "\n"}));
+}
+
+TEST(Pretokenize, FalconPunctuationRuns) {
+  EXPECT_EQ(words(PreTokenizer::falcon, "a+=b 12345"), (Words{"a", "+=", "b", " ", "123", "45"}));
+}
+
+TEST(Pretokenize, InvalidUtf8StaysInPlace) {
+  const std::string text =
+      "ab\xFF"
+      "cd \xE2\x82";
+  std::string joined;
+  for (std::string_view w : pretokenize(PreTokenizer::gpt2, text)) joined += w;
+  EXPECT_EQ(joined, text);
+}
+
+TEST(Pretokenize, GgufNames) {
+  EXPECT_EQ(pre_tokenizer_from_gguf_name("gpt-2"), PreTokenizer::gpt2);
+  EXPECT_EQ(pre_tokenizer_from_gguf_name("llama-bpe"), PreTokenizer::llama3);
+  EXPECT_EQ(pre_tokenizer_from_gguf_name("refact"), PreTokenizer::starcoder);
+  EXPECT_EQ(pre_tokenizer_from_gguf_name("no-such-thing"), std::nullopt);
+}
+
+TEST(Unicode, Categories) {
+  EXPECT_EQ(category(U'A'), Category::Lu);
+  EXPECT_TRUE(is_letter(U'é'));
+  EXPECT_TRUE(is_letter(U'中'));
+  EXPECT_TRUE(is_number(U'٣'));
+  EXPECT_TRUE(is_punctuation(U'。'));
+  EXPECT_TRUE(is_symbol(U'$'));
+  EXPECT_TRUE(is_whitespace(0x3000));
+  EXPECT_FALSE(is_whitespace(U'x'));
+  EXPECT_EQ(category(0x10FFFF), Category::Cn);
+}
+
+TEST(Unicode, NfdAndLowercase) {
+  std::u32string out;
+  append_nfd(out, U'é');
+  EXPECT_EQ(out, U"e\u0301");
+  out.clear();
+  append_nfd(out, U'한');
+  EXPECT_EQ(out, U"\u1112\u1161\u11AB");
+  out.clear();
+  append_lowercase(out, U'İ');
+  EXPECT_EQ(out, U"i\u0307");
+  out.clear();
+  append_lowercase(out, U'Ä');
+  EXPECT_EQ(out, U"ä");
+}
+
+TEST(Unicode, Utf8RoundTrip) {
+  const std::string text = "aé中🦙";
+  EXPECT_EQ(decode_utf8(text), U"aé中🦙");
+  EXPECT_EQ(encode_utf8(decode_utf8(text)), text);
+  EXPECT_EQ(decode_utf8("\xC3"), U"\uFFFD");
+}
+
+}  // namespace
+}  // namespace oxi::tokenizer

@@ -1,0 +1,281 @@
+// WhisperModel / WhisperState on a tiny random model written in all three checkpoint formats,
+// against the naive double-precision reference (reference.cpp).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "backends/cpu/cpu_backend.h"
+#include "lib/core/error.h"
+#include "lib/whisper/whisper_model.h"
+#include "lib/whisper/whisper_state.h"
+#include "tests/common/test_data.h"
+#include "tests/whisper_model/reference.h"
+#include "tests/whisper_model/tiny_whisper.h"
+
+namespace oxi::whisper::test {
+namespace {
+
+double relative_l2(std::span<const float> got, const std::vector<double>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    num += (got[i] - want[i]) * (got[i] - want[i]);
+    den += want[i] * want[i];
+  }
+  return std::sqrt(num / den);
+}
+
+template <class T>
+int32_t argmax(std::span<const T> v) {
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+// The three checkpoints, written once for the whole suite.
+class WhisperModelTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new oxi::test::TempDir();
+    tiny_ = new TinyWhisper(make_tiny_whisper(7));
+    write_hf_dir(*tiny_, *dir_ / "hf");
+    std::filesystem::create_directories(*dir_ / "openai");
+    write_openai_pt(*tiny_, *dir_ / "openai" / "tiny.pt");
+    write_ggml(*tiny_, *dir_ / "ggml-tiny.bin");
+  }
+  static void TearDownTestSuite() {
+    delete tiny_;
+    delete dir_;
+  }
+  static std::vector<std::filesystem::path> paths() {
+    return {*dir_ / "hf", *dir_ / "openai" / "tiny.pt", *dir_ / "ggml-tiny.bin"};
+  }
+  static std::vector<float> mel(int n_frames) {
+    return oxi::test::random_floats(static_cast<size_t>(tiny_->dims.n_mels) * n_frames, 99, -1.5f,
+                                    1.5f);
+  }
+  std::vector<int32_t> prompt(const WhisperModel& m) const {
+    const WhisperVocab& v = m.vocab();
+    return {v.sot, *v.language_token("en"), v.transcribe, v.no_timestamps};
+  }
+
+  static oxi::test::TempDir* dir_;
+  static TinyWhisper* tiny_;
+  std::unique_ptr<backends::Backend> backend_ = backends::make_cpu_backend(2);
+};
+oxi::test::TempDir* WhisperModelTest::dir_ = nullptr;
+TinyWhisper* WhisperModelTest::tiny_ = nullptr;
+
+TEST_F(WhisperModelTest, EveryFormatLoadsTheSameConfigAndVocabulary) {
+  for (const auto& path : paths()) {
+    SCOPED_TRACE(path.string());
+    const auto m = WhisperModel::load(path);
+    const WhisperConfig& c = m->config();
+    EXPECT_EQ(c.n_mels, 80);
+    EXPECT_EQ(c.n_audio_ctx, 50);
+    EXPECT_EQ(c.n_audio_state, 64);
+    EXPECT_EQ(c.n_audio_head, 4);
+    EXPECT_EQ(c.n_audio_layer, 2);
+    EXPECT_EQ(c.n_text_ctx, 64);
+    EXPECT_EQ(c.n_text_layer, 2);
+    EXPECT_EQ(c.n_vocab, 1867);
+    EXPECT_EQ(c.n_frames, 100);
+    EXPECT_EQ(c.n_samples, 16000);
+    EXPECT_FALSE(c.multilingual);
+    const WhisperVocab& v = m->vocab();
+    EXPECT_EQ(v.eot, 259);
+    EXPECT_EQ(v.sot, 260);
+    EXPECT_EQ(v.language_token("en"), 261);
+    EXPECT_EQ(v.languages.size(), 99u);
+    EXPECT_EQ(v.translate, 360);
+    EXPECT_EQ(v.transcribe, 361);
+    EXPECT_EQ(v.no_timestamps, 365);
+    EXPECT_EQ(v.timestamp_begin, 366);
+    EXPECT_EQ(m->encode_text(" the"), (std::vector<int32_t>{258}));
+    const std::vector<int32_t> ids = m->encode_text("hello the world");
+    EXPECT_EQ(m->decode_text(ids), "hello the world");
+    std::vector<int32_t> with_specials = {v.sot, 258, v.eot};
+    EXPECT_EQ(m->decode_text(with_specials), " the");
+    EXPECT_EQ(m->token_text(261), "<|en|>");
+    EXPECT_EQ(m->token_text(257), "he");
+    EXPECT_FALSE(c.suppress_tokens.empty());
+    EXPECT_FALSE(c.begin_suppress_tokens.empty());
+    if (m->format() == "hf") {
+      EXPECT_EQ(c.alignment_heads, kHfAlignmentHeads);
+      EXPECT_EQ(c.suppress_tokens, (std::vector<int32_t>{1, 2, 3}));
+      EXPECT_EQ(c.max_initial_timestamp_index, 25);
+    } else {
+      EXPECT_EQ(c.alignment_heads,
+                (std::vector<std::pair<int, int>>{{1, 0}, {1, 1}, {1, 2}, {1, 3}}));
+    }
+  }
+}
+
+TEST_F(WhisperModelTest, EncoderMatchesReferenceInEveryFormat) {
+  const std::vector<float> features = mel(100);
+  const std::vector<double> want = reference_encoder(*tiny_, features, 100);
+  std::vector<float> first;
+  for (const auto& path : paths()) {
+    SCOPED_TRACE(path.string());
+    WhisperState state(WhisperModel::load(path), *backend_);
+    state.encode(features, 100);
+    ASSERT_EQ(state.encoder_output().size(), want.size());
+    const double err = relative_l2(state.encoder_output(), want);
+    std::printf("%s: encoder relative L2 %.3g\n", path.filename().c_str(), err);
+    EXPECT_LE(err, 1e-4);
+    const std::vector<float> got(state.encoder_output().begin(), state.encoder_output().end());
+    if (first.empty())
+      first = got;
+    else
+      EXPECT_EQ(got, first) << "formats differ";
+  }
+}
+
+TEST_F(WhisperModelTest, DecoderMatchesReferenceAndGreedyTokensAgree) {
+  const std::vector<float> features = mel(100);
+  const std::vector<double> audio = reference_encoder(*tiny_, features, 100);
+  std::vector<int32_t> first_tokens;
+  for (const auto& path : paths()) {
+    SCOPED_TRACE(path.string());
+    const auto model = WhisperModel::load(path);
+    WhisperState state(model, *backend_);
+    state.encode(features, 100);
+    std::vector<int32_t> tokens = prompt(*model);
+    std::span<const float> logits = state.decode(tokens, 0);
+    const double err = relative_l2(logits, reference_logits(*tiny_, audio, tokens));
+    std::printf("%s: first-step logits relative L2 %.3g\n", path.filename().c_str(), err);
+    EXPECT_LE(err, 1e-4);
+    for (int step = 0; step < 10; ++step) {
+      const int32_t next = argmax(logits);
+      const std::vector<double> ref = reference_logits(*tiny_, audio, tokens);
+      EXPECT_EQ(next, argmax(std::span<const double>(ref))) << "step " << step;
+      tokens.push_back(next);
+      logits = state.decode(std::span(tokens).last(1), tokens.size() - 1);
+    }
+    if (first_tokens.empty())
+      first_tokens = tokens;
+    else
+      EXPECT_EQ(tokens, first_tokens) << "formats differ";
+  }
+}
+
+TEST_F(WhisperModelTest, BatchedPrefillMatchesTokenByToken) {
+  const auto model = WhisperModel::load(paths()[0]);
+  WhisperState batched(model, *backend_), stepwise(model, *backend_);
+  const std::vector<float> features = mel(100);
+  batched.encode(features, 100);
+  stepwise.encode(features, 100);
+  const std::vector<int32_t> tokens = {260, 261, 361, 365, 258, 40, 41};
+  const std::span<const float> all = batched.decode(tokens, 0, /*all_logits=*/true);
+  const std::vector<float> all_copy(all.begin(), all.end());
+  ASSERT_EQ(all_copy.size(), tokens.size() * 1867u);
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    const std::span<const float> one = stepwise.decode(std::span(tokens).subspan(t, 1), t);
+    const std::vector<double> want(one.begin(), one.end());
+    EXPECT_LE(relative_l2(std::span(all_copy).subspan(t * 1867, 1867), want), 1e-5) << t;
+  }
+  // Rewinding: decoding position 4 again gives the same logits.
+  const std::vector<float> again_4 = [&] {
+    auto l = stepwise.decode(std::span(tokens).subspan(4, 1), 4);
+    return std::vector<float>(l.begin(), l.end());
+  }();
+  const std::vector<double> want(all_copy.begin() + 4 * 1867, all_copy.begin() + 5 * 1867);
+  EXPECT_LE(relative_l2(again_4, want), 1e-5);
+}
+
+TEST_F(WhisperModelTest, ShorterWindowUsesTheFirstPositions) {
+  const std::vector<float> features = mel(60);
+  const std::vector<double> want = reference_encoder(*tiny_, features, 60);
+  WhisperState state(WhisperModel::load(paths()[2]), *backend_);
+  state.encode(features, 60);
+  EXPECT_EQ(state.n_audio_positions(), 30u);
+  EXPECT_LE(relative_l2(state.encoder_output(), want), 1e-4);
+  const std::vector<int32_t> tokens = {260, 261, 361, 365};
+  EXPECT_LE(relative_l2(state.decode(tokens, 0), reference_logits(*tiny_, want, tokens)), 1e-4);
+}
+
+TEST_F(WhisperModelTest, AlignmentWeightsAreTheCrossAttentionOfTheAlignmentHeads) {
+  const auto model = WhisperModel::load(paths()[0]);  // HF: heads (1, 0) and (1, 2)
+  WhisperState state(model, *backend_);
+  const std::vector<float> features = mel(100);
+  state.encode(features, 100);
+  state.set_record_alignment(true);
+  const std::vector<int32_t> tokens = {260, 261, 361, 365, 258};
+  state.decode(tokens, 0);
+  ASSERT_EQ(state.alignment_weights().size(), tokens.size());
+  std::vector<std::vector<std::vector<double>>> cross;
+  reference_logits(*tiny_, reference_encoder(*tiny_, features, 100), tokens, &cross);
+  const std::vector<float>& last = state.alignment_weights().back();
+  ASSERT_EQ(last.size(), 2u * 50u);
+  for (size_t ah = 0; ah < 2; ++ah) {
+    const auto [layer, head] = kHfAlignmentHeads[ah];
+    const std::vector<double>& want = cross[layer][head];
+    EXPECT_LE(relative_l2(std::span(last).subspan(ah * 50, 50), want), 1e-4) << ah;
+  }
+}
+
+TEST_F(WhisperModelTest, QuantizedDecoderStaysClose) {
+  for (const auto dtype : {kernels::DType::Q8_0, kernels::DType::Q4_0}) {
+    LoadOptions options;
+    options.quant = dtype;
+    const auto model = WhisperModel::load(paths()[1], options);
+    EXPECT_EQ(model->weights().decoder_blocks[0].fc1.dtype, dtype);
+    EXPECT_EQ(model->weights().token_embedding.dtype, dtype);
+    EXPECT_EQ(model->weights().encoder_blocks[0].fc1.dtype, kernels::DType::F16);
+    WhisperState state(model, *backend_);
+    const std::vector<float> features = mel(100);
+    state.encode(features, 100);
+    const std::vector<int32_t> tokens = {260, 261, 361, 365};
+    const double err =
+        relative_l2(state.decode(tokens, 0),
+                    reference_logits(*tiny_, reference_encoder(*tiny_, features, 100), tokens));
+    std::printf("%s: logits relative L2 %.3g\n", std::string(kernels::name(dtype)).c_str(), err);
+    // Random weights have no outliers to hide behind: q8_0 ~1e-2, q4_0 ~0.14 measured.
+    EXPECT_LE(err, dtype == kernels::DType::Q8_0 ? 3e-2 : 0.25);
+  }
+}
+
+TEST_F(WhisperModelTest, MisuseThrows) {
+  WhisperState state(WhisperModel::load(paths()[0]), *backend_);
+  const std::vector<int32_t> tokens = {260};
+  EXPECT_THROW(state.decode(tokens, 0), Error);  // before encode()
+  const std::vector<float> features = mel(100);
+  EXPECT_THROW(state.encode(std::span(features).first(100), 100), Error);
+  EXPECT_THROW(state.encode(features, 101), Error);
+  state.encode(features, 100);
+  EXPECT_THROW(state.decode(tokens, 64), Error);
+  const std::vector<int32_t> bad = {1867};
+  EXPECT_THROW(state.decode(bad, 0), Error);
+  EXPECT_THROW(WhisperModel::load(*dir_ / "nothing-here.bin"), Error);
+}
+
+TEST_F(WhisperModelTest, OpenAiCheckpointWithoutTokenizerFilesSaysWhatIsMissing) {
+  oxi::test::TempDir lonely;
+  write_openai_pt(*tiny_, lonely / "tiny.pt");
+  std::filesystem::remove(lonely / "gpt2.tiktoken");
+  try {
+    WhisperModel::load(lonely / "tiny.pt");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gpt2.tiktoken"), std::string::npos) << e.what();
+  }
+}
+
+TEST(WhisperModelRealFiles, ForTestsGgmlFileNamesTheMissingTensor) {
+  OXI_REQUIRE_SHARED_DATA(data);
+  for (const char* name : {"for-tests-ggml-tiny.bin", "for-tests-ggml-tiny.en.bin"}) {
+    const auto path = data / "whisper" / name;
+    LoadOptions options;
+    options.assets_dir = data / "whisper";
+    try {
+      WhisperModel::load(path, options);
+      ADD_FAILURE() << name << ": no error";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      std::printf("%s\n", what.c_str());
+      EXPECT_NE(what.find(name), std::string::npos) << what;
+      EXPECT_NE(what.find("missing tensor 'encoder.conv1.weight'"), std::string::npos) << what;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace oxi::whisper::test

@@ -1,0 +1,182 @@
+#include "tools/oxinfer/bench/bench_llm.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/cpu/cpu_backend.h"
+#include "lib/core/error.h"
+#include "lib/hub/hub.h"
+#include "lib/llm/engine.h"
+#include "tools/oxinfer/args.h"
+#include "tools/oxinfer/bench/machine_limits.h"
+
+namespace oxi::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double matrix_bytes(const backends::WeightMatrix& w) {
+  return static_cast<double>(w.rows) * static_cast<double>(w.row_bytes);
+}
+
+void mean_sd(const std::vector<double>& v, double& mean, double& sd) {
+  mean = 0;
+  for (double x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  double var = 0;
+  for (double x : v) var += (x - mean) * (x - mean);
+  sd = v.size() > 1 ? std::sqrt(var / static_cast<double>(v.size() - 1)) : 0;
+}
+
+}  // namespace
+
+double decode_weight_bytes(const llm::Model& model) {
+  const llm::ModelWeights& w = model.weights();
+  double bytes = matrix_bytes(w.output) + static_cast<double>(w.token_embd.row_bytes);
+  for (const llm::LayerWeights& l : w.layers) {
+    for (const backends::WeightMatrix* m :
+         {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      bytes += matrix_bytes(*m);
+  }
+  return bytes;
+}
+
+LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps) {
+  const int n_vocab = session.model().config().n_vocab;
+  if (std::max(pp, tg) > session.n_ctx())
+    throw Error("bench llm", "pp/tg exceed the context of " + std::to_string(session.n_ctx()));
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int32_t> token(0, n_vocab - 1);
+  auto random_ids = [&](size_t n) {
+    std::vector<int32_t> ids(n);
+    for (int32_t& id : ids) id = token(rng);
+    return ids;
+  };
+
+  // Warm-up: pages the mapped weights in and sizes the scratch buffers.
+  session.truncate(0);
+  session.eval(random_ids(std::min<size_t>(std::max<size_t>(pp, 1), 16)));
+
+  LlmBenchResult r;
+  r.pp = pp;
+  r.tg = tg;
+  r.reps = reps;
+  std::vector<double> pp_rates, tg_rates;
+  for (int rep = 0; rep < reps; ++rep) {
+    if (pp > 0) {
+      session.truncate(0);
+      const std::vector<int32_t> ids = random_ids(pp);
+      const Clock::time_point start = Clock::now();
+      session.eval(ids);
+      pp_rates.push_back(static_cast<double>(pp) / seconds_since(start));
+    }
+    if (tg > 0) {
+      session.truncate(0);
+      const std::vector<int32_t> ids = random_ids(tg);
+      const Clock::time_point start = Clock::now();
+      for (size_t i = 0; i < tg; ++i) session.eval(std::span<const int32_t>(&ids[i], 1));
+      tg_rates.push_back(static_cast<double>(tg) / seconds_since(start));
+    }
+  }
+  session.truncate(0);
+  if (!pp_rates.empty()) mean_sd(pp_rates, r.pp_tok_s, r.pp_tok_s_sd);
+  if (!tg_rates.empty()) mean_sd(tg_rates, r.tg_tok_s, r.tg_tok_s_sd);
+  r.weight_bytes_per_token = decode_weight_bytes(session.model());
+  r.decode_gbs = r.weight_bytes_per_token * r.tg_tok_s / 1e9;
+  return r;
+}
+
+}  // namespace oxi::bench
+
+namespace oxi::cli {
+
+int run_bench_llm(const std::vector<std::string>& argv) {
+  ArgParser p("bench llm",
+              "oxinfer bench llm -m MODEL [--threads N] [--json] [--pp 512] [--tg 128]",
+              "Prompt processing (pp tokens, one batched eval) and generation (tg tokens, one at\n"
+              "a time) in tokens/s, and decode's weight reads as a share of the measured read\n"
+              "bandwidth.");
+  p.option("model", "MODEL", "a .gguf file, an HF directory, or org/name[:QUANT]", "m");
+  p.threads_option();
+  p.flag("json", "print one JSON object");
+  p.option("pp", "N", "prompt tokens (default 512; 0 = skip)");
+  p.option("tg", "N", "generated tokens (default 128; 0 = skip)");
+  p.option("reps", "N", "repetitions, averaged (default 3)");
+  p.option("quant", "q8|q4", "quantize an HF checkpoint's matrices at load");
+  const ParsedArgs args = p.parse(argv);
+  if (!args.positional().empty())
+    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+  const auto model_spec = args.get("model");
+  if (!model_spec) throw UsageError("-m MODEL is required");
+  const long long hw = std::max(1u, std::thread::hardware_concurrency());
+  const long long threads = args.get_int("threads", hw);
+  if (threads < 1 || threads > 4096) throw UsageError("--threads must be at least 1");
+  const long long pp = args.get_int("pp", 512), tg = args.get_int("tg", 128);
+  const long long reps = args.get_int("reps", 3);
+  if (pp < 0 || tg < 0 || pp + tg == 0) throw UsageError("--pp and --tg must be >= 0, one > 0");
+  if (reps < 1) throw UsageError("--reps must be at least 1");
+  const bool json = args.flag("json");
+
+  llm::LoadOptions load_options;
+  if (const auto quant = args.get("quant")) load_options.quant = llm::parse_load_quant(*quant);
+  const auto path = hub::resolve_model(*model_spec, hub::HubOptions::from_environment());
+  const auto model = llm::Model::load(path, load_options);
+  const auto backend = backends::make_cpu_backend(static_cast<int>(threads));
+  llm::Session session(model, *backend, static_cast<size_t>(std::max(pp, tg)) + 1);
+
+  if (!json) {
+    std::printf("model %s (%s, %d layers), threads %lld\nmeasuring read bandwidth...\n",
+                path.filename().string().c_str(), model->config().arch.c_str(),
+                model->config().n_layer, threads);
+    std::fflush(stdout);
+  }
+  const double read_bw = bench::measure_read_bandwidth_gbs(static_cast<int>(threads));
+  if (!json) {
+    std::printf("read bandwidth %.2f GB/s\nrunning pp%lld / tg%lld x %lld...\n", read_bw, pp, tg,
+                reps);
+    std::fflush(stdout);
+  }
+  const bench::LlmBenchResult r = bench::bench_llm(session, static_cast<size_t>(pp),
+                                                   static_cast<size_t>(tg), static_cast<int>(reps));
+  const double bandwidth_pct = read_bw > 0 ? 100.0 * r.decode_gbs / read_bw : 0;
+
+  if (json) {
+    const std::string pp_key = "pp" + std::to_string(pp), tg_key = "tg" + std::to_string(tg);
+    const nlohmann::json out = {{"model", path.string()},
+                                {"arch", model->config().arch},
+                                {"threads", threads},
+                                {"pp", pp},
+                                {"tg", tg},
+                                {"reps", reps},
+                                {pp_key + "_tok_s", r.pp_tok_s},
+                                {pp_key + "_tok_s_sd", r.pp_tok_s_sd},
+                                {tg_key + "_tok_s", r.tg_tok_s},
+                                {tg_key + "_tok_s_sd", r.tg_tok_s_sd},
+                                {"weight_bytes_per_token", r.weight_bytes_per_token},
+                                {"decode_gbs", r.decode_gbs},
+                                {"read_bandwidth_gbs", read_bw},
+                                {"decode_bandwidth_pct", bandwidth_pct}};
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    std::printf("\n%-28s %12s\n", "test", "value");
+    if (pp > 0) std::printf("pp%-26lld %9.2f tok/s (+- %.2f)\n", pp, r.pp_tok_s, r.pp_tok_s_sd);
+    if (tg > 0) std::printf("tg%-26lld %9.2f tok/s (+- %.2f)\n", tg, r.tg_tok_s, r.tg_tok_s_sd);
+    if (tg > 0)
+      std::printf("%-28s %9.2f GB/s = %.1f%% of %.2f GB/s (%.1f MB of weights per token)\n",
+                  "decode weight reads", r.decode_gbs, bandwidth_pct, read_bw,
+                  r.weight_bytes_per_token / 1e6);
+  }
+  return 0;
+}
+
+}  // namespace oxi::cli

@@ -1,0 +1,36 @@
+// LLM throughput as llama-bench measures it: prompt processing (pp: one batched eval of random
+// token ids) and text generation (tg: one token at a time), plus how close decode comes to the
+// machine's read bandwidth (each generated token reads every weight matrix once).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "lib/llm/session.h"
+
+namespace oxi::bench {
+
+struct LlmBenchResult {
+  size_t pp = 0, tg = 0;
+  int reps = 0;
+  double pp_tok_s = 0, pp_tok_s_sd = 0;  // mean and standard deviation over reps
+  double tg_tok_s = 0, tg_tok_s_sd = 0;
+  double weight_bytes_per_token = 0;  // weight matrices read by one decode step
+  double decode_gbs = 0;              // weight_bytes_per_token x tg tok/s
+};
+
+// Bytes of weight matrices one decode step reads: every layer matrix, the output projection
+// and one embedding row (the KV cache is not counted).
+double decode_weight_bytes(const llm::Model& model);
+
+// Runs pp and tg `reps` times each on `session` (its cache is cleared before each run; it needs
+// n_ctx >= max(pp, tg)). Random ids from a fixed seed.
+LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps);
+
+}  // namespace oxi::bench
+
+namespace oxi::cli {
+// oxinfer bench llm -m MODEL [--threads N] [--json] [--pp 512] [--tg 128] [--reps N]
+int run_bench_llm(const std::vector<std::string>& argv);
+}  // namespace oxi::cli

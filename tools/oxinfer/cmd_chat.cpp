@@ -1,0 +1,79 @@
+// oxinfer chat -m MODEL [--system TEXT] [--prompt TEXT]: a conversation on the terminal (lines
+// from stdin; /reset, /exit, Ctrl-D), or one turn with --prompt.
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include <unistd.h>
+
+#include "tools/oxinfer/args.h"
+#include "tools/oxinfer/commands.h"
+#include "tools/oxinfer/llm_cli_options.h"
+
+namespace oxi::cli {
+namespace {
+
+// One turn: the reply streamed to stdout, then a newline; Ctrl-C cuts the reply short.
+void chat_turn(llm::Engine& engine, std::vector<ChatMessage> messages,
+               const llm::GenerateOptions& options) {
+  llm::TurnStats stats;
+  {
+    const CancelOnInterrupt cancel_on_ctrl_c(engine);
+    stats = engine.send(messages, options, print_piece);
+  }
+  std::fputs("\n", stdout);
+  std::fflush(stdout);
+  print_turn_stats(stats);
+}
+
+}  // namespace
+
+int run_chat(const Argv& argv) {
+  ArgParser p("chat", "oxinfer chat -m MODEL [--system TEXT] [--prompt TEXT] [OPTIONS]",
+              "Chat with a model: each line of stdin is a user message, the reply is streamed.\n"
+              "/reset starts over, /exit or Ctrl-D ends, Ctrl-C stops a reply. --prompt: one\n"
+              "turn, then exit.");
+  add_llm_options(p);
+  p.option("prompt", "TEXT", "answer this one message and exit", "p");
+  const ParsedArgs args = p.parse(argv);
+  if (!args.positional().empty())
+    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+  const llm::GenerateOptions options = generate_options(args);
+  const std::unique_ptr<llm::Engine> engine = load_engine(args);
+  const auto system = args.get("system");
+
+  // The system message goes with the first user message of each conversation.
+  auto first_messages = [&](const std::string& text) {
+    std::vector<ChatMessage> messages;
+    if (system && engine->history().empty()) messages.push_back({"system", *system});
+    messages.push_back({"user", text});
+    return messages;
+  };
+
+  if (const auto prompt = args.get("prompt")) {
+    chat_turn(*engine, first_messages(*prompt), options);
+    return 0;
+  }
+  const bool interactive = isatty(STDIN_FILENO);
+  if (interactive)
+    std::fprintf(stderr, "chatting with %s (template %s); /reset, /exit or Ctrl-D\n",
+                 args.get_or("model", "").c_str(), engine->template_name().c_str());
+  std::string line;
+  while (true) {
+    if (interactive) std::fputs("> ", stderr);
+    if (!std::getline(std::cin, line)) break;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line == "/exit" || line == "/quit") break;
+    if (line == "/reset") {
+      engine->reset();
+      if (interactive) std::fputs("(conversation reset)\n", stderr);
+      continue;
+    }
+    if (line.empty()) continue;
+    chat_turn(*engine, first_messages(line), options);
+  }
+  if (interactive) std::fputs("\n", stderr);
+  return 0;
+}
+
+}  // namespace oxi::cli

@@ -1,0 +1,132 @@
+#include "tools/oxinfer/llm_cli_options.h"
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <random>
+#include <sstream>
+
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+namespace oxi::cli {
+
+void add_llm_options(ArgParser& p) {
+  p.option("model", "MODEL", "a .gguf file, an HF directory, or org/name[:QUANT]", "m");
+  p.option("system", "TEXT", "system message (chat mode)");
+  p.option("template", "NAME",
+           "chat template: llama2, llama3, chatml, gemma, phi3, zephyr, "
+           "mistral or a Jinja file (default: the model's own)");
+  p.option("temp", "T", "temperature; 0 = greedy (default 0.8)");
+  p.option("top-k", "K", "keep the K most likely tokens; 0 = off (default 40)");
+  p.option("top-p", "P", "keep the smallest set with probability mass P; 1 = off (default 0.95)");
+  p.option("min-p", "P", "drop tokens below P x the top probability; 0 = off (default 0.05)");
+  p.option("repeat-penalty", "R", "penalize tokens of the last --repeat-last-n; 1 = off");
+  p.option("repeat-last-n", "N", "tokens the repetition penalty looks at (default 64, -1 = all)");
+  p.option("seed", "S", "random seed (default -1: random)");
+  p.option("max-tokens", "N", "generate at most N tokens; -1 = until the end (default 256)", "n");
+  p.option("stop", "S", "stop before this text (repeatable)");
+  p.option("choices", "A,B,C", "answer with exactly one of these (comma separated)");
+  p.option("ctx", "N", "context size in tokens (default: the model's, at most 4096)");
+  p.threads_option();
+  p.option("quant", "q8|q4", "quantize an HF checkpoint's matrices at load");
+}
+
+llm::EngineOptions engine_options(const ParsedArgs& args) {
+  llm::EngineOptions o;
+  const long long threads = args.get_int("threads", 0);
+  if (threads < 0 || threads > 4096) throw UsageError("--threads must be 0..4096");
+  o.threads = static_cast<int>(threads);
+  const long long ctx = args.get_int("ctx", 0);
+  if (ctx < 0) throw UsageError("--ctx must not be negative");
+  o.n_ctx = static_cast<size_t>(ctx);
+  if (const auto quant = args.get("quant")) {
+    if (*quant != "q8" && *quant != "q4" && *quant != "q8_0" && *quant != "q4_0")
+      throw UsageError("--quant must be q8 or q4");
+    o.quant = llm::parse_load_quant(*quant);
+  }
+  o.chat_template = args.get_or("template", "");
+  return o;
+}
+
+llm::GenerateOptions generate_options(const ParsedArgs& args) {
+  llm::GenerateOptions g;
+  llm::SamplerOptions& s = g.sampling;
+  s.temperature = static_cast<float>(args.get_double("temp", s.temperature));
+  s.top_k = static_cast<int>(args.get_int("top-k", s.top_k));
+  s.top_p = static_cast<float>(args.get_double("top-p", s.top_p));
+  s.min_p = static_cast<float>(args.get_double("min-p", s.min_p));
+  s.repeat_penalty = static_cast<float>(args.get_double("repeat-penalty", s.repeat_penalty));
+  s.repeat_last_n = static_cast<int>(args.get_int("repeat-last-n", s.repeat_last_n));
+  if (s.top_p <= 0) throw UsageError("--top-p must be above 0");
+  if (s.min_p < 0 || s.min_p > 1) throw UsageError("--min-p must be in 0..1");
+  if (s.repeat_penalty <= 0) throw UsageError("--repeat-penalty must be above 0");
+  const long long seed = args.get_int("seed", -1);
+  if (seed >= 0) {
+    s.seed = static_cast<uint64_t>(seed);
+  } else {  // llama.cpp's convention: -1 = random
+    std::random_device device;
+    s.seed = (static_cast<uint64_t>(device()) << 32) | device();
+    spdlog::debug("seed {}", s.seed);
+  }
+  g.max_tokens = static_cast<int>(args.get_int("max-tokens", 256));
+  g.stop = args.get_all("stop");
+  if (const auto choices = args.get("choices")) {
+    std::stringstream list(*choices);
+    for (std::string choice; std::getline(list, choice, ',');)
+      if (!choice.empty()) g.choices.push_back(choice);
+    if (g.choices.empty()) throw UsageError("--choices needs at least one non-empty choice");
+  }
+  return g;
+}
+
+std::unique_ptr<llm::Engine> load_engine(const ParsedArgs& args) {
+  const auto model = args.get("model");
+  if (!model) throw UsageError("-m MODEL is required");
+  return llm::Engine::load(*model, engine_options(args));
+}
+
+namespace {
+
+std::atomic<llm::Engine*> interrupt_target{nullptr};
+std::atomic<int> interrupts{0};  // lock-free: safe in a signal handler
+struct sigaction previous_action {};
+
+void on_interrupt(int) {
+  if (interrupts.fetch_add(1) > 0) _exit(130);
+  if (llm::Engine* engine = interrupt_target.load()) engine->cancel();
+}
+
+}  // namespace
+
+CancelOnInterrupt::CancelOnInterrupt(llm::Engine& engine) {
+  interrupts = 0;
+  interrupt_target.store(&engine);
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, &previous_action);
+}
+
+CancelOnInterrupt::~CancelOnInterrupt() {
+  sigaction(SIGINT, &previous_action, nullptr);
+  interrupt_target.store(nullptr);
+}
+
+bool print_piece(std::string_view piece) {
+  std::fwrite(piece.data(), 1, piece.size(), stdout);
+  std::fflush(stdout);
+  return true;
+}
+
+void print_turn_stats(const llm::TurnStats& s) {
+  if (!spdlog::default_logger()->should_log(spdlog::level::info)) return;
+  std::fprintf(stderr,
+               "prompt: %zu tokens (%zu cached) in %.1f ms, %.1f tok/s | generation: %zu tokens "
+               "in %.1f ms, %.1f tok/s | stop: %s\n",
+               s.prompt_tokens, s.cached_tokens, s.prompt_ms, s.prompt_tok_s(), s.generated_tokens,
+               s.generation_ms, s.generation_tok_s(), llm::to_string(s.stop_reason));
+}
+
+}  // namespace oxi::cli

@@ -1,0 +1,37 @@
+// The options `oxinfer generate` and `oxinfer chat` share: the model, loading, sampling and
+// generation limits, and turning them into EngineOptions / GenerateOptions.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "lib/llm/engine.h"
+#include "tools/oxinfer/args.h"
+
+namespace oxi::cli {
+
+// Adds -m, --ctx, --threads, --quant, --template, --system, the sampling options, --max-tokens,
+// --stop and --choices.
+void add_llm_options(ArgParser& parser);
+
+llm::EngineOptions engine_options(const ParsedArgs& args);
+// Throws UsageError for out-of-range values. Without --seed, a random seed.
+llm::GenerateOptions generate_options(const ParsedArgs& args);
+// The model named by -m (required), loaded with engine_options().
+std::unique_ptr<llm::Engine> load_engine(const ParsedArgs& args);
+
+// While alive, Ctrl-C cancels the engine's running turn (a second Ctrl-C exits).
+class CancelOnInterrupt {
+ public:
+  explicit CancelOnInterrupt(llm::Engine& engine);
+  ~CancelOnInterrupt();
+  CancelOnInterrupt(const CancelOnInterrupt&) = delete;
+  CancelOnInterrupt& operator=(const CancelOnInterrupt&) = delete;
+};
+
+// Writes a piece of reply text to stdout at once (streaming).
+bool print_piece(std::string_view piece);
+// "prompt: 12 tokens (3 cached) in 40.1 ms, 299.3 tok/s | generation: ..." on stderr, unless -q.
+void print_turn_stats(const llm::TurnStats& stats);
+
+}  // namespace oxi::cli

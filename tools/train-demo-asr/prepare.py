@@ -1,0 +1,104 @@
+"""Stage 1: sentences + espeak-ng synthesis -> packed 16 kHz audio (numpy).
+
+Writes DATA/train.npz and DATA/test.npz (+ DATA/testset.tsv).  Safe to re-run:
+already synthesised WAVs are reused.
+"""
+import argparse
+import os
+import random
+import time
+
+import numpy as np
+from concurrent.futures import ThreadPoolExecutor
+
+import data as D
+
+N_TEST = 200
+MAX_TEST_SEC = 7.5      # raw espeak-ng output incl. its own silences (window is 8 s)
+MAX_TRAIN_SPEECH = 7.0
+GROUP = 8  # speech part of a training utterance
+
+
+def prepare(data_dir, n_train, seed=1234, workers=2, log=print):
+    os.makedirs(os.path.join(data_dir, "wav"), exist_ok=True)
+    words = D.load_words()
+    train_s, test_s = D.make_sentences(n_train, N_TEST + 40, seed, words)
+    # training: groups of GROUP sentences share one (voice, speed, pitch) and one
+    # espeak-ng call (much cheaper than one process per sentence)
+    rng = random.Random(seed + 1)
+    train_jobs = []
+    train_settings = set()
+    for g in range(0, len(train_s), GROUP):
+        v, sp, pi = D.voice_settings(rng, heldout=False)
+        train_settings.add((v, sp, pi))
+        train_jobs.append((v, sp, pi, train_s[g:g + GROUP],
+                           os.path.join(data_dir, "wav", f"group{g // GROUP:05d}.wav")))
+    rng = random.Random(seed + 2)
+    test_jobs = []
+    for i, s in enumerate(test_s):
+        while True:  # first half held-out variants, second half training variants
+            v, sp, pi = D.voice_settings(rng, heldout=(i % 2 == 0))
+            if (v, sp, pi) not in train_settings:
+                break
+        test_jobs.append((v, sp, pi, s, os.path.join(data_dir, "wav", f"test{i:03d}.wav")))
+    t0 = time.time()
+    D.synth_many(test_jobs, workers, log)
+    log(f"test synthesis done in {time.time() - t0:.0f} s")
+    train_auds, train_meta, failed = [], [], 0
+    with ThreadPoolExecutor(workers) as ex:
+        for k, (job, segs) in enumerate(zip(train_jobs, ex.map(D.synth_group, train_jobs))):
+            if k % 50 == 0:
+                log(f"group {k}/{len(train_jobs)}")
+            if segs is None:
+                failed += 1
+                continue
+            v, sp, pi, texts, _ = job
+            for j, (x, t) in enumerate(zip(segs, texts)):
+                b0, b1 = D.speech_bounds(x)
+                if (b1 - b0) / D.SR > MAX_TRAIN_SPEECH:
+                    continue
+                train_auds.append(x)
+                train_meta.append((f"g{k:05d}_{j}", v, sp, pi, t, b0, b1))
+    log(f"synthesis done in {time.time() - t0:.0f} s ({failed} groups failed to split)")
+
+    def pack(jobs, max_sec, use_speech):
+        auds, meta = [], []
+        for (v, sp, pi, s, path) in jobs:
+            x = D.read_wav(path)
+            b0, b1 = D.speech_bounds(x)
+            dur = (b1 - b0) / D.SR if use_speech else len(x) / D.SR
+            if dur > max_sec:
+                continue
+            auds.append(x)
+            meta.append((os.path.basename(path)[:-4], v, sp, pi, s, b0, b1))
+        lens = np.array([len(a) for a in auds], dtype=np.int64)
+        offs = np.concatenate([[0], np.cumsum(lens)])
+        audio = (np.concatenate(auds) * 32768.0).round().clip(-32768, 32767).astype(np.int16)
+        return audio, offs, meta
+
+    a, o, m = pack(test_jobs, MAX_TEST_SEC, False)
+    m = m[:N_TEST]
+    a = a[: o[len(m)]]
+    o = o[: len(m) + 1]
+    np.savez(os.path.join(data_dir, "test.npz"), audio=a, offs=o,
+             meta=np.array(m, dtype=object), allow_pickle=True)
+    with open(os.path.join(data_dir, "testset.tsv"), "w") as f:
+        f.write("id\tvoice\tspeed\tpitch\ttext\n")
+        for (i, v, sp, pi, s, _, _) in m:
+            f.write(f"{i}\t{v}\t{sp}\t{pi}\t{s}\n")
+    lens = np.array([len(x) for x in train_auds], dtype=np.int64)
+    o = np.concatenate([[0], np.cumsum(lens)])
+    a = (np.concatenate(train_auds) * 32768.0).round().clip(-32768, 32767).astype(np.int16)
+    m = train_meta
+    np.savez(os.path.join(data_dir, "train.npz"), audio=a, offs=o,
+             meta=np.array(m, dtype=object), allow_pickle=True)
+    log(f"packed {len(m)} train utterances ({len(a) / D.SR / 3600:.2f} h), {N_TEST} test")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default="/tmp/demo-asr-data")
+    ap.add_argument("--n-train", type=int, default=12000)
+    ap.add_argument("--workers", type=int, default=2)
+    a = ap.parse_args()
+    prepare(a.data, a.n_train, workers=a.workers)
