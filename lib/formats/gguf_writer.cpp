@@ -1,12 +1,12 @@
 // gguf::Writer: serializes metadata and tensors as a GGUF v3 file, tensors aligned to
 // `general.alignment`.
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <type_traits>
 #include <utility>
 
 #include "lib/core/error.h"
+#include "lib/formats/file_io.h"
 #include "lib/formats/ggml_types.h"
 #include "lib/formats/gguf.h"
 
@@ -296,11 +296,7 @@ std::vector<std::byte> Writer::to_bytes() const {
 }
 
 void Writer::write(const std::filesystem::path& path) const {
-  const std::vector<std::byte> bytes = to_bytes();
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw Error(path.string(), "cannot open for writing");
-  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!f.flush()) throw Error(path.string(), "write failed");
+  write_file(path, to_bytes());
 }
 
 }  // namespace oxi::gguf

@@ -1,8 +1,8 @@
 // safetensors::File (reader) and safetensors::Writer.
 #include "lib/formats/safetensors.h"
+#include "lib/formats/file_io.h"
 
 #include <cstring>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -220,11 +220,7 @@ std::vector<std::byte> Writer::to_bytes() const {
 }
 
 void Writer::write(const std::filesystem::path& path) const {
-  const std::vector<std::byte> bytes = to_bytes();
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw Error(path.string(), "cannot open for writing");
-  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!f.flush()) throw Error(path.string(), "write failed");
+  write_file(path, to_bytes());
 }
 
 }  // namespace oxi::safetensors

@@ -1,9 +1,9 @@
 // torch::Writer: emits the pickle opcodes torch.save (protocol 2) produces for a state dict,
 // and the zip layout around it.
 #include <cstring>
-#include <fstream>
 
 #include "lib/core/error.h"
+#include "lib/formats/file_io.h"
 #include "lib/formats/ggml_types.h"
 #include "lib/formats/torch_zip.h"
 
@@ -167,11 +167,7 @@ std::vector<std::byte> Writer::to_bytes() const {
 }
 
 void Writer::write(const std::filesystem::path& path) const {
-  const std::vector<std::byte> bytes = to_bytes();
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw Error(path.string(), "cannot open for writing");
-  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!f.flush()) throw Error(path.string(), "write failed");
+  write_file(path, to_bytes());
 }
 
 }  // namespace oxi::torch

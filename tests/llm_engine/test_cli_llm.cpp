@@ -23,7 +23,10 @@ std::string line_starting(const std::string& text, const std::string& prefix) {
 
 std::string ids_text(const std::vector<int32_t>& ids) {
   std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? " " : "") + std::to_string(ids[i]);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) s += ' ';
+    s += std::to_string(ids[i]);
+  }
   return s;
 }
 

@@ -15,7 +15,10 @@ namespace {
 
 void print_ids(const char* label, const std::vector<int32_t>& ids) {
   std::string line = label;
-  for (size_t i = 0; i < ids.size(); ++i) line += (i ? " " : "") + std::to_string(ids[i]);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) line += ' ';
+    line += std::to_string(ids[i]);
+  }
   std::fprintf(stderr, "%s\n", line.c_str());
 }
 
