@@ -28,7 +28,9 @@ struct LoadF32 {
 #endif
 };
 
-template <float (*Convert)(uint16_t) noexcept>
+// kIsF16 picks the SIMD conversion; comparing function pointers in `if constexpr` is not a
+// constant expression under -fsanitize=address.
+template <float (*Convert)(uint16_t) noexcept, bool kIsF16>
 struct LoadHalf {
   static float one(const uint8_t* row, size_t i) noexcept {
     uint16_t h;
@@ -41,13 +43,13 @@ struct LoadHalf {
     const auto* p = row + 2 * i;
 #if defined(OXI_ARCH_AVX2)
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    if constexpr (Convert == f16_to_f32) {
+    if constexpr (kIsF16) {
       return B(_mm256_cvtph_ps(h));
     } else {
       return B(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
     }
 #elif defined(OXI_ARCH_SSE42)
-    if constexpr (Convert == bf16_to_f32) {
+    if constexpr (!kIsF16) {
       const __m128i h = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
       return B(_mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(h), 16)));
     }
@@ -59,8 +61,8 @@ struct LoadHalf {
 #endif
 };
 
-using LoadF16 = LoadHalf<f16_to_f32>;
-using LoadBF16 = LoadHalf<bf16_to_f32>;
+using LoadF16 = LoadHalf<f16_to_f32, true>;
+using LoadBF16 = LoadHalf<bf16_to_f32, false>;
 
 // T tokens x R rows of float weights; activation t is x + t * x_stride bytes of f32.
 template <class Load>
