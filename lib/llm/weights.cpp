@@ -5,6 +5,7 @@
 
 #include "kernels/formats/quant.h"
 #include "lib/core/error.h"
+#include "lib/formats/weight_builder.h"
 
 namespace oxi::llm {
 namespace {
@@ -61,46 +62,28 @@ LayerNames hf_layer_names(const std::string& prefix, int layer, bool gemma) {
   return n;
 }
 
-// Turns tensors of one file into the views ModelWeights holds, converting where needed.
+// The LLM's view of formats::WeightBuilder: float matrices re-encoded as `quantize_to` (HF
+// --quant), norm weights shifted (Gemma's HF RMSNorm multiplies by 1 + w), optional tensors.
 class WeightBuilder {
  public:
-  using Finder = std::function<std::optional<TensorView>(const std::string&)>;
-
-  WeightBuilder(Finder find, ModelWeights& out, std::string context)
-      : find_(std::move(find)), out_(out), context_(std::move(context)) {}
+  WeightBuilder(formats::TensorFinder find, ModelWeights& out, std::string context)
+      : b_(std::move(find), out.copies, std::move(context)) {}
 
   std::optional<kernels::DType> quantize_to;  // HF --quant: float matrices become this
   float norm_shift = 0.0f;                    // added to every *norm.weight (Gemma HF: 1 + w)
 
-  bool has(const std::string& name) const { return !name.empty() && find_(name).has_value(); }
+  bool has(const std::string& name) const { return b_.has(name); }
 
   backends::WeightMatrix matrix(const std::string& name, size_t rows, size_t cols) {
-    const TensorView t = require(name);
-    if (t.shape.size() != 2 || static_cast<size_t>(t.shape[0]) != rows ||
-        static_cast<size_t>(t.shape[1]) != cols)
-      throw Error(context_, "tensor '" + name + "' has shape " + shape_text(t.shape) +
-                                ", expected [" + std::to_string(rows) + ", " +
-                                std::to_string(cols) + "]");
-    backends::WeightMatrix w{t.dtype, t.data.data(), rows, cols, kernels::row_bytes(t.dtype, cols)};
-    if (quantize_to && kernels::row_bytes(*quantize_to, cols) != 0 && !is_quantized(t.dtype))
-      return convert(w, *quantize_to);
-    if (!kernels::weight_supported(t.dtype))
-      throw Error(context_, "tensor '" + name + "' has dtype " +
-                                std::string(kernels::name(t.dtype)) +
-                                ", which no matmul kernel takes");
-    return w;
+    return b_.matrix(name, rows, cols, quantize_to);
   }
 
   std::span<const float> vector(const std::string& name, size_t n) {
-    const TensorView t = require(name);
-    if (static_cast<size_t>(t.numel()) != n)
-      throw Error(context_, "tensor '" + name + "' has " + std::to_string(t.numel()) +
-                                " elements, expected " + std::to_string(n));
-    std::vector<float> v(n);
-    kernels::dequantize_row(t.dtype, t.data.data(), v.data(), n);
-    if (name.ends_with("norm.weight"))
-      for (float& x : v) x += norm_shift;
-    return out_.float_copies.emplace_back(std::move(v));
+    std::span<const float> v = b_.floats(name, n);
+    if (norm_shift == 0.0f || !name.ends_with("norm.weight")) return v;
+    std::vector<float> shifted(v.begin(), v.end());
+    for (float& x : shifted) x += norm_shift;
+    return b_.keep(std::move(shifted));
   }
 
   std::span<const float> optional_vector(const std::string& name, size_t n) {
@@ -108,38 +91,7 @@ class WeightBuilder {
   }
 
  private:
-  static bool is_quantized(kernels::DType t) { return kernels::info(t).quantized; }
-
-  static std::string shape_text(const std::vector<int64_t>& shape) {
-    std::string s = "[";
-    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-  }
-
-  TensorView require(const std::string& name) const {
-    std::optional<TensorView> t = find_(name);
-    if (!t) throw Error(context_, "missing tensor '" + name + "'");
-    if (!kernels::row_decoder(t->dtype))
-      throw Error(context_, "tensor '" + name + "' has unsupported dtype " +
-                                std::string(kernels::name(t->dtype)));
-    return *t;
-  }
-
-  // A copy of `w` in `dtype`, row by row through f32.
-  backends::WeightMatrix convert(const backends::WeightMatrix& w, kernels::DType dtype) {
-    const size_t row_bytes = kernels::row_bytes(dtype, w.cols);
-    std::vector<std::byte>& bytes = out_.byte_copies.emplace_back(w.rows * row_bytes);
-    std::vector<float> row(w.cols);
-    for (size_t r = 0; r < w.rows; ++r) {
-      dequantize_matrix_row(w, r, row);
-      kernels::quantize_row(dtype, row.data(), bytes.data() + r * row_bytes, w.cols);
-    }
-    return {dtype, bytes.data(), w.rows, w.cols, row_bytes};
-  }
-
-  Finder find_;
-  ModelWeights& out_;
-  std::string context_;
+  formats::WeightBuilder b_;
 };
 
 // Rows [first, first + count) of w, as a view of the same bytes (fused qkv / gate_up).
@@ -199,11 +151,6 @@ void load_top(WeightBuilder& b, ModelConfig& c, ModelWeights& w, const std::stri
 }
 
 }  // namespace
-
-void dequantize_matrix_row(const backends::WeightMatrix& w, size_t row, std::span<float> out) {
-  kernels::dequantize_row(w.dtype, static_cast<const std::byte*>(w.data) + row * w.row_bytes,
-                          out.data(), w.cols);
-}
 
 ModelWeights load_gguf_weights(const gguf::Reader& reader, ModelConfig& config) {
   ModelWeights w;

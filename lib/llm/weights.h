@@ -14,6 +14,7 @@
 #include "kernels/formats/dtype.h"
 #include "lib/formats/gguf.h"
 #include "lib/formats/hf_dir.h"
+#include "lib/formats/weight_builder.h"
 #include "lib/llm/model_config.h"
 
 namespace oxi::llm {
@@ -41,8 +42,7 @@ struct ModelWeights {
 
   // What the views point into: the mapped files and converted copies.
   std::vector<std::shared_ptr<const void>> files;
-  std::vector<std::vector<float>> float_copies;
-  std::vector<std::vector<std::byte>> byte_copies;
+  formats::WeightCopies copies;
 };
 
 // Loads from a GGUF file (tensors used in place; q/k of `llama` are already permuted by the
@@ -54,7 +54,6 @@ ModelWeights load_gguf_weights(const gguf::Reader& reader, ModelConfig& config);
 ModelWeights load_hf_weights(const hf::Directory& dir, ModelConfig& config,
                              std::optional<kernels::DType> quant);
 
-// Row `row` of a matrix as f32 (the embedding lookup).
-void dequantize_matrix_row(const backends::WeightMatrix& w, size_t row, std::span<float> out);
+using formats::dequantize_matrix_row;
 
 }  // namespace oxi::llm

@@ -4,83 +4,12 @@
 
 #include "kernels/formats/quant.h"
 #include "lib/core/error.h"
+#include "lib/formats/weight_builder.h"
 
 namespace oxi::whisper {
 namespace {
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-// Turns checkpoint tensors into WhisperWeights views, converting where needed.
-class WeightBuilder {
- public:
-  WeightBuilder(const TensorFinder& find, WhisperWeights& out, const std::string& context)
-      : find_(find), out_(out), context_(context) {}
-
-  backends::WeightMatrix matrix(const std::string& name, size_t rows, size_t cols,
-                                std::optional<kernels::DType> quant = std::nullopt) {
-    const TensorView t = require(name);
-    if (t.shape.size() != 2 || static_cast<size_t>(t.shape[0]) != rows ||
-        static_cast<size_t>(t.shape[1]) != cols)
-      throw Error(context_, "tensor '" + name + "' has shape " + shape_text(t.shape) +
-                                ", expected [" + std::to_string(rows) + ", " +
-                                std::to_string(cols) + "]");
-    backends::WeightMatrix w{t.dtype, t.data.data(), rows, cols, kernels::row_bytes(t.dtype, cols)};
-    if (quant && !kernels::info(t.dtype).quantized && kernels::row_bytes(*quant, cols) != 0)
-      return convert(w, *quant);
-    if (!kernels::weight_supported(t.dtype))
-      throw Error(context_, "tensor '" + name + "' has dtype " +
-                                std::string(kernels::name(t.dtype)) +
-                                ", which no matmul kernel takes");
-    return w;
-  }
-
-  // Any tensor of n elements (vectors, conv kernels, [n, 1] biases of whisper.cpp) as f32.
-  std::span<const float> floats(const std::string& name, size_t n) {
-    const TensorView t = require(name);
-    if (static_cast<size_t>(t.numel()) != n)
-      throw Error(context_, "tensor '" + name + "' has shape " + shape_text(t.shape) + " (" +
-                                std::to_string(t.numel()) + " elements), expected " +
-                                std::to_string(n) + " elements");
-    std::vector<float> v(n);
-    kernels::dequantize_row(t.dtype, t.data.data(), v.data(), n);
-    return out_.float_copies.emplace_back(std::move(v));
-  }
-
-  bool has(const std::string& name) const { return find_(name).has_value(); }
-  std::span<const float> keep(std::vector<float> v) {
-    return out_.float_copies.emplace_back(std::move(v));
-  }
-
- private:
-  TensorView require(const std::string& name) const {
-    std::optional<TensorView> t = find_(name);
-    if (!t) throw Error(context_, "missing tensor '" + name + "'");
-    if (!kernels::row_decoder(t->dtype))
-      throw Error(context_, "tensor '" + name + "' has unsupported dtype " +
-                                std::string(kernels::name(t->dtype)));
-    return *t;
-  }
-
-  // A copy of `w` in `dtype`, row by row through f32.
-  backends::WeightMatrix convert(const backends::WeightMatrix& w, kernels::DType dtype) {
-    const size_t row_bytes = kernels::row_bytes(dtype, w.cols);
-    std::vector<std::byte>& bytes = out_.byte_copies.emplace_back(w.rows * row_bytes);
-    std::vector<float> row(w.cols);
-    for (size_t r = 0; r < w.rows; ++r) {
-      dequantize_matrix_row(w, r, row);
-      kernels::quantize_row(dtype, row.data(), bytes.data() + r * row_bytes, w.cols);
-    }
-    return {dtype, bytes.data(), w.rows, w.cols, row_bytes};
-  }
-
-  const TensorFinder& find_;
-  WhisperWeights& out_;
-  const std::string& context_;
-};
+using formats::WeightBuilder;
 
 AttentionWeights load_attention(WeightBuilder& b, const std::string& p, size_t state,
                                 std::optional<kernels::DType> quant) {
@@ -120,7 +49,7 @@ BlockWeights load_block(WeightBuilder& b, const std::string& p, size_t state, si
 WhisperWeights load_weights(const TensorFinder& find, const WhisperConfig& c,
                             std::optional<kernels::DType> quant, const std::string& context) {
   WhisperWeights w;
-  WeightBuilder b(find, w, context);
+  WeightBuilder b(find, w.copies, context);
   const size_t mels = c.n_mels, audio = c.n_audio_state, text = c.n_text_state;
 
   w.conv1_weight = b.floats("encoder.conv1.weight", audio * mels * 3);
@@ -194,11 +123,6 @@ std::vector<float> sinusoids(int length, int channels) {
       row[half + i] = static_cast<float>(std::cos(static_cast<double>(scaled)));
     }
   return table;
-}
-
-void dequantize_matrix_row(const backends::WeightMatrix& w, size_t row, std::span<float> out) {
-  kernels::dequantize_row(w.dtype, static_cast<const std::byte*>(w.data) + row * w.row_bytes,
-                          out.data(), w.cols);
 }
 
 }  // namespace oxi::whisper

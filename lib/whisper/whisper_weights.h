@@ -16,6 +16,7 @@
 #include "backends/backend.h"
 #include "kernels/formats/dtype.h"
 #include "lib/formats/tensor_view.h"
+#include "lib/formats/weight_builder.h"
 #include "lib/whisper/whisper_config.h"
 
 namespace oxi::whisper {
@@ -57,12 +58,11 @@ struct WhisperWeights {
 
   // What the views point into: mapped files and converted copies.
   std::vector<std::shared_ptr<const void>> files;
-  std::vector<std::vector<float>> float_copies;
-  std::vector<std::vector<std::byte>> byte_copies;
+  formats::WeightCopies copies;
 };
 
 // A tensor by its OpenAI name, or nullopt when the checkpoint lacks it.
-using TensorFinder = std::function<std::optional<TensorView>(const std::string& openai_name)>;
+using formats::TensorFinder;
 
 // Builds the weights of `config` from a checkpoint. `quant` (Q8_0 / Q4_0) re-encodes the
 // decoder's float matrices and the token embedding at load. A missing encoder positional
@@ -80,7 +80,6 @@ std::string hf_tensor_name(std::string_view openai_name);
 // inc = 10000^(1 / (channels / 2 - 1)), (length, channels) row-major.
 std::vector<float> sinusoids(int length, int channels);
 
-// Row `row` of a matrix as f32 (the token embedding lookup).
-void dequantize_matrix_row(const backends::WeightMatrix& w, size_t row, std::span<float> out);
+using formats::dequantize_matrix_row;
 
 }  // namespace oxi::whisper

@@ -36,6 +36,13 @@ std::vector<float> random_normal(size_t n, uint32_t seed, float stddev = 1.0f);
 std::vector<uint8_t> read_file_bytes(const std::filesystem::path& path);
 void write_file_bytes(const std::filesystem::path& path, const std::vector<uint8_t>& bytes);
 
+// The samples of a 16-bit PCM mono WAV as x / 32768 (what openai-whisper's ffmpeg call yields),
+// parsed here rather than by the code under test.
+std::vector<float> read_wav_s16_mono(const std::filesystem::path& path);
+// A 16-bit PCM mono WAV of `samples` (clamped to [-1, 1], scaled by 32767, rounded).
+void write_wav_s16_mono(const std::filesystem::path& path, const std::vector<float>& samples,
+                        uint32_t sample_rate = 16000);
+
 }  // namespace oxi::test
 
 #define OXI_REQUIRE_SHARED_DATA(var)                                                  \

@@ -14,26 +14,7 @@
 namespace oxi::media {
 namespace {
 
-// The WAV's 16-bit samples as x / 32768, parsed here rather than by the code under test.
-std::vector<float> read_wav_s16_mono(const std::filesystem::path& path) {
-  const std::vector<uint8_t> bytes = test::read_file_bytes(path);
-  size_t pos = 12;
-  while (pos + 8 <= bytes.size()) {
-    uint32_t size;
-    std::memcpy(&size, bytes.data() + pos + 4, 4);
-    if (std::memcmp(bytes.data() + pos, "data", 4) == 0) {
-      std::vector<float> out(std::min<size_t>(size, bytes.size() - pos - 8) / 2);
-      for (size_t i = 0; i < out.size(); ++i) {
-        int16_t v;
-        std::memcpy(&v, bytes.data() + pos + 8 + 2 * i, 2);
-        out[i] = static_cast<float>(v) / 32768.0f;
-      }
-      return out;
-    }
-    pos += 8 + size + (size & 1);
-  }
-  throw std::runtime_error("no data chunk in " + path.string());
-}
+using test::read_wav_s16_mono;
 
 // The lag (samples `b` is late relative to `a`) in [-max_lag, max_lag] maximising the
 // cross-correlation over a 2 s stretch of speech.
