@@ -1,0 +1,26 @@
+// Silero VAD v5 models with random weights, written with the project's safetensors writer, so
+// the VAD tests cover the math and the loader without the shared data.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace oxi::test {
+
+struct VadTensor {
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+};
+
+// Every tensor of the real model, by name, with random values (deterministic in `seed`) scaled
+// so activations neither vanish nor saturate.
+std::map<std::string, VadTensor> random_vad_tensors(uint32_t seed);
+
+// Writes `tensors` as float32 safetensors.
+void write_vad_model(const std::map<std::string, VadTensor>& tensors,
+                     const std::filesystem::path& path);
+
+}  // namespace oxi::test
