@@ -1,0 +1,52 @@
+/* oxiwhisper: speech to text with a Whisper model. 16 kHz mono audio in, timed UTF-8 text out:
+ * committed text of a live stream within the `latency` budget (LocalAgreement-2 on
+ * lib/whisper's StreamingTranscriber), or the long-form transcription of a file, equal to
+ * `oxinfer transcribe --timestamps`, at the end of the stream. */
+#pragma once
+
+#include <gst/gst.h>
+
+G_BEGIN_DECLS
+
+#define GST_TYPE_OXI_WHISPER (gst_oxi_whisper_get_type())
+G_DECLARE_FINAL_TYPE(GstOxiWhisper, gst_oxi_whisper, GST, OXI_WHISPER, GstElement)
+
+typedef enum {
+  GST_OXI_WHISPER_QUANT_NONE = 0,
+  GST_OXI_WHISPER_QUANT_Q8 = 1,
+  GST_OXI_WHISPER_QUANT_Q4 = 2,
+} GstOxiWhisperQuant;
+
+typedef enum {
+  GST_OXI_WHISPER_MODE_AUTO = 0,
+  GST_OXI_WHISPER_MODE_LIVE = 1,
+  GST_OXI_WHISPER_MODE_FILE = 2,
+} GstOxiWhisperMode;
+
+/* The model, the worker thread and the stream state (C++, elements/gstoxiwhisper.cpp). */
+typedef struct _GstOxiWhisperContext GstOxiWhisperContext;
+
+struct _GstOxiWhisper {
+  GstElement parent;
+
+  GstPad* sinkpad;
+  GstPad* srcpad;
+
+  /* properties, protected by the object lock */
+  gchar* model;
+  gchar* language_code; /* as set: "en-US", "auto" */
+  gboolean translate;
+  gboolean word_timestamps;
+  guint threads;
+  GstOxiWhisperQuant quant;
+  gchar* initial_prompt;
+  guint latency_ms;
+  gchar* model_instance_id;
+  GstOxiWhisperMode mode;
+
+  GstOxiWhisperContext* ctx; /* owned */
+};
+
+GST_ELEMENT_REGISTER_DECLARE(oxiwhisper);
+
+G_END_DECLS
