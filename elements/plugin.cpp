@@ -1,11 +1,17 @@
 /* The gstoxinfer plugin: registers every oxinfer element. */
 #include <gst/gst.h>
 
+#include "elements/gstoxillm.h"
 #include "elements/gstoxisubenc.h"
+#include "elements/gstoxivad.h"
+#include "elements/gstoxiwhisper.h"
 
 static gboolean plugin_init(GstPlugin* plugin) {
   gboolean ok = FALSE;
   ok |= GST_ELEMENT_REGISTER(oxisubenc, plugin);
+  ok |= GST_ELEMENT_REGISTER(oxivad, plugin);
+  ok |= GST_ELEMENT_REGISTER(oxiwhisper, plugin);
+  ok |= GST_ELEMENT_REGISTER(oxillm, plugin);
   return ok;
 }
 

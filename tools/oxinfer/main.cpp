@@ -33,6 +33,9 @@ constexpr Command kCommands[] = {
     {"chat", "chat with an LLM on the terminal (or one turn with --prompt)", oxi::cli::run_chat},
     {"transcribe", "speech to text or subtitles with a Whisper model (any audio/video file)",
      oxi::cli::run_transcribe},
+    {"run", "run a ready GStreamer pipeline from pipelines/ (key=value parameters, --list)",
+     oxi::cli::run_run},
+    {"vad", "speech segments of an audio file with Silero VAD (text or --json)", oxi::cli::run_vad},
     {"demo", "write a tiny model of its own and inspect it (the quick-start job)",
      oxi::cli::run_demo},
 };

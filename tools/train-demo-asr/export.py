@@ -118,7 +118,7 @@ def export(data_dir, out, log=print):
     tok = TR.build_tokenizer(train_meta)
     assert tok.vocab_size == cfg["vocab_size"]
     model = Whisper(cfg)
-    model.load_state_dict(ck["model"])
+    model.load_state_dict({k: v for k, v in ck["model"].items() if not k.startswith("ctc_head.")})
     model.eval()
     state = {k: v for k, v in model.state_dict().items()}
     os.makedirs(out, exist_ok=True)

@@ -1,0 +1,50 @@
+/* oxillm: text in, LLM answers out. Each answer is generated on the source pad's task, so the
+ * streaming thread only queues work; answers carry the media span of the text they answer. */
+#pragma once
+
+#include <gst/gst.h>
+
+G_BEGIN_DECLS
+
+#define GST_TYPE_OXI_LLM (gst_oxi_llm_get_type())
+G_DECLARE_FINAL_TYPE(GstOxiLlm, gst_oxi_llm, GST, OXI_LLM, GstElement)
+
+typedef enum {
+  GST_OXI_LLM_MODE_PER_BUFFER = 0,
+  GST_OXI_LLM_MODE_ACCUMULATE = 1,
+} GstOxiLlmMode;
+
+/* The C++ state (model, engine, work queue), defined in gstoxillm.cpp. */
+typedef struct _GstOxiLlmState GstOxiLlmState;
+
+struct _GstOxiLlm {
+  GstElement parent;
+
+  GstPad* sinkpad;
+  GstPad* srcpad;
+
+  /* properties, protected by the object lock */
+  gchar* model;
+  gchar* prompt_template;
+  gchar* system_prompt;
+  gfloat temperature;
+  gint top_k;
+  gfloat top_p;
+  gfloat min_p;
+  gfloat repeat_penalty;
+  gint64 seed;
+  gint max_tokens;
+  guint threads;
+  gchar* quant;
+  GstOxiLlmMode mode;
+  gdouble interval; /* seconds of input media time; 0 = answer at EOS only */
+  gchar* model_instance_id;
+
+  /* owned; its own mutex guards the queue, the rest belongs to the streaming thread or the
+   * source pad task as documented there */
+  GstOxiLlmState* state;
+};
+
+GST_ELEMENT_REGISTER_DECLARE(oxillm);
+
+G_END_DECLS

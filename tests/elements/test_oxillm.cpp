@@ -1,0 +1,390 @@
+// oxillm through GstHarness on a tiny random llama GGUF (tests/llm's writer): answers per buffer
+// with the input's span, the same text as oxi::llm::Engine run directly on the same messages,
+// accumulate mode at EOS and per interval, caps, load errors on the bus, properties, flushing.
+#include <gst/check/gstharness.h>
+#include <gst/gst.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "lib/llm/engine.h"
+#include "tests/common/test_data.h"
+#include "tests/llm_engine/engine_fixture.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+class OxiLlm : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    gst_init(nullptr, nullptr);
+    GstRegistry* registry = gst_registry_get();
+    ASSERT_TRUE(gst_registry_scan_path(registry, OXI_PLUGIN_DIR) ||
+                gst_registry_find_plugin(registry, "oxinfer"));
+    dir_ = new oxi::test::TempDir();
+    model_ = *dir_ / "tiny.gguf";
+    oxi::llm::test::write_tiny_llama(model_);
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+
+  // An oxillm on the tiny model, greedy, short answers, in a harness that is PLAYING.
+  static GstHarness* harness(const char* extra_properties = "") {
+    const std::string description = "oxillm model=\"" + model_.string() +
+                                    "\" temperature=0 max-tokens=6 threads=2 " + extra_properties;
+    GError* error = nullptr;
+    GstElement* e = gst_parse_launch(description.c_str(), &error);
+    EXPECT_EQ(error, nullptr) << (error ? error->message : "");
+    if (error) g_error_free(error);
+    GstHarness* h = gst_harness_new_with_element(e, "sink", "src");
+    gst_object_unref(e);
+    gst_harness_set_src_caps_str(h, "text/x-raw, format=(string)utf8");
+    return h;
+  }
+
+  // What the engine answers, loaded separately from the same file, to the same messages.
+  static std::string engine_answer(const std::string& system, const std::string& user,
+                                   int max_tokens, oxi::llm::SamplerOptions sampling = greedy()) {
+    oxi::llm::EngineOptions eo;
+    eo.threads = 1;
+    auto engine = oxi::llm::Engine::load(model_.string(), eo);
+    oxi::llm::GenerateOptions g;
+    g.sampling = sampling;
+    g.max_tokens = max_tokens;
+    std::vector<oxi::ChatMessage> messages;
+    if (!system.empty()) messages.push_back({"system", system});
+    messages.push_back({"user", user});
+    return engine->send(messages, g).text;
+  }
+  static oxi::llm::SamplerOptions greedy() {
+    oxi::llm::SamplerOptions s;
+    s.temperature = 0;
+    return s;
+  }
+
+  static oxi::test::TempDir* dir_;
+  static fs::path model_;
+};
+
+oxi::test::TempDir* OxiLlm::dir_ = nullptr;
+fs::path OxiLlm::model_;
+
+GstBuffer* text_buffer(const std::string& text, GstClockTime pts, GstClockTime duration) {
+  GstBuffer* b = gst_buffer_new_memdup(text.data(), text.size());
+  GST_BUFFER_PTS(b) = pts;
+  GST_BUFFER_DURATION(b) = duration;
+  return b;
+}
+
+struct Answer {
+  std::string text;
+  GstClockTime pts = GST_CLOCK_TIME_NONE, duration = GST_CLOCK_TIME_NONE;
+};
+
+// The next output buffer (gst_harness_pull waits up to 60 s for it).
+Answer pull_answer(GstHarness* h) {
+  Answer a;
+  GstBuffer* out = gst_harness_pull(h);
+  if (!out) {
+    a.text = "<no buffer>";
+    return a;
+  }
+  GstMapInfo map;
+  gst_buffer_map(out, &map, GST_MAP_READ);
+  a.text.assign(reinterpret_cast<const char*>(map.data), map.size);
+  gst_buffer_unmap(out, &map);
+  a.pts = GST_BUFFER_PTS(out);
+  a.duration = GST_BUFFER_DURATION(out);
+  gst_buffer_unref(out);
+  return a;
+}
+
+// Pulls events until EOS; false if none arrives.
+bool wait_for_eos(GstHarness* h) {
+  while (GstEvent* e = gst_harness_pull_event(h)) {
+    const bool eos = GST_EVENT_TYPE(e) == GST_EVENT_EOS;
+    gst_event_unref(e);
+    if (eos) return true;
+  }
+  return false;
+}
+
+// The text of the first error message on `bus`, or "" when there is none.
+std::string bus_error(GstBus* bus) {
+  GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+  if (!m) return "";
+  GError* error = nullptr;
+  gchar* debug = nullptr;
+  gst_message_parse_error(m, &error, &debug);
+  std::string text = error->message;
+  g_error_free(error);
+  g_free(debug);
+  gst_message_unref(m);
+  return text;
+}
+
+TEST_F(OxiLlm, AnswersEachBufferWithItsSpan) {
+  GstHarness* h = harness();
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w260 w261", GST_SECOND, 2 * GST_SECOND)), GST_FLOW_OK);
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w270", 5 * GST_SECOND, GST_SECOND / 2)), GST_FLOW_OK);
+  const Answer a = pull_answer(h);
+  const Answer b = pull_answer(h);
+  EXPECT_EQ(a.pts, GST_SECOND);
+  EXPECT_EQ(a.duration, 2 * GST_SECOND);
+  EXPECT_EQ(b.pts, 5 * GST_SECOND);
+  EXPECT_EQ(b.duration, GST_SECOND / 2);
+  EXPECT_FALSE(a.text.empty());
+  EXPECT_EQ(a.text, engine_answer("", "w260 w261", 6));
+  EXPECT_EQ(b.text, engine_answer("", "w270", 6));
+
+  GstCaps* caps = gst_pad_get_current_caps(h->sinkpad);
+  ASSERT_NE(caps, nullptr);
+  GstStructure* s = gst_caps_get_structure(caps, 0);
+  EXPECT_STREQ(gst_structure_get_name(s), "text/x-raw");
+  EXPECT_STREQ(gst_structure_get_string(s, "format"), "utf8");
+  gst_caps_unref(caps);
+  gst_harness_teardown(h);
+}
+
+TEST_F(OxiLlm, GreedyAnswerEqualsTheEngineOnTheSameMessages) {
+  GstHarness* h = harness("system-prompt=\"w280 w281\" prompt-template=\"w290 {text} w291\"");
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w262 w263", 0, GST_SECOND)), GST_FLOW_OK);
+  const Answer a = pull_answer(h);
+  EXPECT_EQ(a.text, engine_answer("w280 w281", "w290 w262 w263 w291", 6));
+  // Each answer stands alone: the same input twice gets the same answer.
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w262 w263", GST_SECOND, GST_SECOND)), GST_FLOW_OK);
+  EXPECT_EQ(pull_answer(h).text, a.text);
+  gst_harness_teardown(h);
+}
+
+TEST_F(OxiLlm, SeededSamplingEqualsTheEngine) {
+  GstHarness* h = harness("temperature=0.9 top-k=0 top-p=1 min-p=0 seed=11 max-tokens=10");
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w264", 0, GST_SECOND)), GST_FLOW_OK);
+  oxi::llm::SamplerOptions sampling;
+  sampling.temperature = 0.9f;
+  sampling.top_k = 0;
+  sampling.top_p = 1;
+  sampling.min_p = 0;
+  sampling.seed = 11;
+  const std::string expected = engine_answer("", "w264", 10, sampling);
+  EXPECT_EQ(pull_answer(h).text, expected);
+  // The seed matters: another one gives another answer (random weights, 10 tokens).
+  sampling.seed = 12;
+  EXPECT_NE(engine_answer("", "w264", 10, sampling), expected);
+  gst_harness_teardown(h);
+}
+
+TEST_F(OxiLlm, AccumulateAnswersTheWholeTextBeforeEos) {
+  GstHarness* h = harness("mode=accumulate");
+  ASSERT_EQ(gst_harness_push(h, text_buffer(" w260", 2 * GST_SECOND, GST_SECOND)), GST_FLOW_OK);
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w261", 3 * GST_SECOND, GST_SECOND)), GST_FLOW_OK);
+  ASSERT_EQ(gst_harness_push(h, text_buffer(" w262", 6 * GST_SECOND, 2 * GST_SECOND)), GST_FLOW_OK);
+  EXPECT_EQ(gst_harness_buffers_in_queue(h), 0u);
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
+  ASSERT_TRUE(wait_for_eos(h));
+  // The answer was pushed before EOS went downstream.
+  ASSERT_EQ(gst_harness_buffers_in_queue(h), 1u);
+  const Answer a = pull_answer(h);
+  EXPECT_EQ(a.pts, 2 * GST_SECOND);
+  EXPECT_EQ(a.duration, 6 * GST_SECOND);  // 2 s .. 8 s
+  // The pieces are joined with a space where neither side has one.
+  EXPECT_EQ(a.text, engine_answer("", " w260 w261 w262", 6));
+  gst_harness_teardown(h);
+}
+
+TEST_F(OxiLlm, AccumulateWithIntervalAnswersEachSpan) {
+  GstHarness* h = harness("mode=accumulate interval=2.0");
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w260", 0, GST_SECOND)), GST_FLOW_OK);
+  ASSERT_EQ(gst_harness_push(h, text_buffer(" w261", GST_SECOND, GST_SECOND)), GST_FLOW_OK);
+  const Answer first = pull_answer(h);  // 0 .. 2 s reached the interval
+  EXPECT_EQ(first.pts, 0u);
+  EXPECT_EQ(first.duration, 2 * GST_SECOND);
+  EXPECT_EQ(first.text, engine_answer("", "w260 w261", 6));
+  ASSERT_EQ(gst_harness_push(h, text_buffer(" w262", 2 * GST_SECOND, GST_SECOND / 2)), GST_FLOW_OK);
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
+  const Answer rest = pull_answer(h);  // the remainder at EOS
+  EXPECT_EQ(rest.pts, 2 * GST_SECOND);
+  EXPECT_EQ(rest.duration, GST_SECOND / 2);
+  EXPECT_EQ(rest.text, engine_answer("", " w262", 6));
+  gst_harness_teardown(h);
+}
+
+TEST_F(OxiLlm, BlankInputBecomesAGap) {
+  GstHarness* h = harness();
+  ASSERT_EQ(gst_harness_push(h, text_buffer("  \n", 3 * GST_SECOND, GST_SECOND)), GST_FLOW_OK);
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w265", 4 * GST_SECOND, GST_SECOND)), GST_FLOW_OK);
+  EXPECT_EQ(pull_answer(h).pts, 4 * GST_SECOND);
+  bool gap = false;
+  while (GstEvent* e = gst_harness_try_pull_event(h)) {
+    if (GST_EVENT_TYPE(e) == GST_EVENT_GAP) {
+      GstClockTime ts = 0, duration = 0;
+      gst_event_parse_gap(e, &ts, &duration);
+      EXPECT_EQ(ts, 3 * GST_SECOND);
+      EXPECT_EQ(duration, GST_SECOND);
+      gap = true;
+    }
+    gst_event_unref(e);
+  }
+  EXPECT_TRUE(gap);
+  gst_harness_teardown(h);
+}
+
+TEST_F(OxiLlm, FlushDropsPendingAnswers) {
+  GstHarness* h = harness("max-tokens=-1");
+  // Several long answers queued, then a flush: none of them may come out after it.
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(gst_harness_push(h, text_buffer("w266 w267", i * GST_SECOND, GST_SECOND)),
+              GST_FLOW_OK);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_flush_start()));
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_flush_stop(TRUE)));
+  const double flush_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(flush_s, 5.0);  // a cancelled answer stops at its next token
+  // Answers finished before the flush may have arrived; drop them.
+  while (GstBuffer* b = gst_harness_try_pull(h)) gst_buffer_unref(b);
+
+  GstElement* e = gst_harness_find_element(h, "oxillm");
+  g_object_set(e, "max-tokens", 3, nullptr);
+  gst_object_unref(e);
+  GstSegment segment;
+  gst_segment_init(&segment, GST_FORMAT_TIME);
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_segment(&segment)));
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w268", 10 * GST_SECOND, GST_SECOND)), GST_FLOW_OK);
+  const Answer a = pull_answer(h);
+  EXPECT_EQ(a.pts, 10 * GST_SECOND);
+  EXPECT_EQ(a.text, engine_answer("", "w268", 3));
+  EXPECT_EQ(gst_harness_buffers_in_queue(h), 0u);
+  gst_harness_teardown(h);
+}
+
+TEST_F(OxiLlm, RefusesOtherCaps) {
+  GstElement* e = gst_element_factory_make("oxillm", nullptr);
+  ASSERT_NE(e, nullptr);
+  GstPad* sink = gst_element_get_static_pad(e, "sink");
+  for (const char* refused : {"audio/x-raw, format=S16LE, rate=16000, channels=1",
+                              "text/x-raw, format=(string)pango-markup"}) {
+    GstCaps* caps = gst_caps_from_string(refused);
+    EXPECT_FALSE(gst_pad_query_accept_caps(sink, caps)) << refused;
+    gst_caps_unref(caps);
+  }
+  GstCaps* utf8 = gst_caps_from_string("text/x-raw, format=(string)utf8");
+  EXPECT_TRUE(gst_pad_query_accept_caps(sink, utf8));
+  gst_caps_unref(utf8);
+  gst_object_unref(sink);
+  gst_object_unref(e);
+}
+
+// READY -> PAUSED with these properties must fail with an error on the bus containing `want`.
+void expect_load_error(const std::vector<std::pair<const char*, std::string>>& properties,
+                       const std::string& want) {
+  GstElement* e = gst_element_factory_make("oxillm", nullptr);
+  for (const auto& [name, value] : properties)
+    gst_util_set_object_arg(G_OBJECT(e), name, value.c_str());
+  GstBus* bus = gst_bus_new();
+  gst_element_set_bus(e, bus);
+  EXPECT_EQ(gst_element_set_state(e, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+  const std::string error = bus_error(bus);
+  EXPECT_NE(error.find(want), std::string::npos) << "error: '" << error << "'";
+  gst_element_set_state(e, GST_STATE_NULL);
+  gst_element_set_bus(e, nullptr);
+  gst_object_unref(bus);
+  gst_object_unref(e);
+}
+
+TEST_F(OxiLlm, LoadErrorsGoToTheBusNamingThePath) {
+  const fs::path garbage = *dir_ / "garbage.gguf";
+  std::ofstream(garbage, std::ios::binary) << "this is not a GGUF file at all";
+  expect_load_error({{"model", garbage.string()}}, garbage.string());
+  const fs::path missing = *dir_ / "missing" / "model.gguf";
+  expect_load_error({{"model", missing.string()}}, missing.string());
+  expect_load_error({}, "No LLM model set");
+  expect_load_error({{"model", model_.string()}, {"quant", "q3"}}, "q3");
+  expect_load_error({{"model-instance-id", "nobody-loaded-this"}}, "nobody-loaded-this");
+}
+
+TEST_F(OxiLlm, ElementsShareAModelByInstanceId) {
+  GstHarness* first = harness("model-instance-id=shared-tiny");
+  // The second names only the id: it uses the model the first one loaded.
+  GstElement* e = gst_element_factory_make("oxillm", nullptr);
+  g_object_set(e, "model-instance-id", "shared-tiny", "temperature", 0.0f, "max-tokens", 6,
+               "threads", 2u, nullptr);
+  GstHarness* second = gst_harness_new_with_element(e, "sink", "src");
+  gst_object_unref(e);
+  gst_harness_set_src_caps_str(second, "text/x-raw, format=(string)utf8");
+  ASSERT_EQ(gst_harness_push(first, text_buffer("w269", 0, GST_SECOND)), GST_FLOW_OK);
+  ASSERT_EQ(gst_harness_push(second, text_buffer("w269", 0, GST_SECOND)), GST_FLOW_OK);
+  EXPECT_EQ(pull_answer(second).text, pull_answer(first).text);
+  gst_harness_teardown(second);
+  gst_harness_teardown(first);
+}
+
+TEST_F(OxiLlm, PropertiesHaveDefaultsAndRanges) {
+  GstElement* e = gst_element_factory_make("oxillm", nullptr);
+  ASSERT_NE(e, nullptr);
+  gchar* tmpl = nullptr;
+  gfloat temperature = 0, top_p = 0;
+  gint max_tokens = 0, mode = -1;
+  gint64 seed = 0;
+  g_object_get(e, "prompt-template", &tmpl, "temperature", &temperature, "top-p", &top_p,
+               "max-tokens", &max_tokens, "seed", &seed, "mode", &mode, nullptr);
+  EXPECT_STREQ(tmpl, "{text}");
+  g_free(tmpl);
+  EXPECT_FLOAT_EQ(temperature, 0.8f);
+  EXPECT_FLOAT_EQ(top_p, 0.95f);
+  EXPECT_EQ(max_tokens, 256);
+  EXPECT_EQ(seed, -1);
+  EXPECT_EQ(mode, 0);
+
+  GObjectClass* klass = G_OBJECT_GET_CLASS(e);
+  for (const char* name : {"model", "prompt-template", "system-prompt", "temperature", "top-k",
+                           "top-p", "min-p", "repeat-penalty", "seed", "max-tokens", "threads",
+                           "quant", "mode", "interval", "model-instance-id"}) {
+    GParamSpec* spec = g_object_class_find_property(klass, name);
+    ASSERT_NE(spec, nullptr) << name;
+    EXPECT_GT(std::strlen(g_param_spec_get_blurb(spec)), 10u) << name;
+  }
+  // Out-of-range values are refused by GObject (with a warning) and leave the property alone.
+  GValue v = G_VALUE_INIT;
+  g_value_init(&v, G_TYPE_FLOAT);
+  g_value_set_float(&v, -1.0f);
+  GParamSpec* temp_spec = g_object_class_find_property(klass, "temperature");
+  EXPECT_TRUE(g_param_value_validate(temp_spec, &v));  // had to be clamped: invalid
+  g_value_unset(&v);
+  GParamSpec* top_p_spec = g_object_class_find_property(klass, "top-p");
+  EXPECT_FLOAT_EQ(G_PARAM_SPEC_FLOAT(top_p_spec)->maximum, 1.0f);
+  GParamSpec* max_spec = g_object_class_find_property(klass, "max-tokens");
+  EXPECT_EQ(G_PARAM_SPEC_INT(max_spec)->minimum, -1);
+
+  // A template without {text} would ignore every input: refused, the old one kept.
+  g_object_set(e, "prompt-template", "Summarize: {text}", nullptr);
+  g_object_set(e, "prompt-template", "Summarize it", nullptr);
+  g_object_get(e, "prompt-template", &tmpl, nullptr);
+  EXPECT_STREQ(tmpl, "Summarize: {text}");
+  g_free(tmpl);
+
+  gst_util_set_object_arg(G_OBJECT(e), "mode", "accumulate");
+  g_object_get(e, "mode", &mode, nullptr);
+  EXPECT_EQ(mode, 1);
+  gst_object_unref(e);
+}
+
+TEST_F(OxiLlm, SurvivesStateCycles) {
+  GstElement* e = gst_element_factory_make("oxillm", nullptr);
+  g_object_set(e, "model", model_.c_str(), "threads", 1u, nullptr);
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_NE(gst_element_set_state(e, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+    ASSERT_NE(gst_element_set_state(e, GST_STATE_NULL), GST_STATE_CHANGE_FAILURE);
+  }
+  gst_object_unref(e);
+}
+
+}  // namespace
