@@ -1,143 +1,212 @@
-// oxinfer demo: writes a tiny random llama-shaped GGUF model of its own (F32 norms, F16
-// embeddings, Q8_0 / Q4_0 block weights) and inspects it — a first run that needs no download.
+// oxinfer demo: the README's main job. Speaks a sentence with espeak-ng, transcribes the WAV
+// through a GStreamer pipeline ending in oxiwhisper, and prints what was said and what was
+// heard. Offline it uses the project's own demo model (examples/demo-asr); any Whisper model
+// or Hub repo id can be named instead:
+//
+//   oxinfer demo                                   # examples/demo-asr, a fixed sentence
+//   oxinfer demo model=openai/whisper-base text="set a timer for ten minutes"
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstring>
+#include <cstdlib>
 #include <filesystem>
-#include <random>
+#include <map>
 #include <string>
+#include <vector>
 
-#include "kernels/formats/fp16.h"
-#include "kernels/formats/quant.h"
 #include "lib/core/error.h"
-#include "lib/formats/ggml_types.h"
-#include "lib/formats/gguf.h"
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/commands.h"
 
-namespace oxi::cli {
+#ifdef OXI_HAVE_GSTREAMER
+#include <gst/gst.h>
+#endif
 
+namespace oxi::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using kernels::DType;
 
-constexpr uint32_t kEmbd = 64, kHeads = 4, kFF = 128, kBlocks = 1, kContext = 256;
+// Every word is in tools/train-demo-asr/words.txt, the demo model's vocabulary.
+constexpr const char* kDefaultText = "please turn on the kitchen lights at seven thirty";
 
-std::vector<float> random_weights(size_t n, std::mt19937& rng, float scale) {
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
+const char* kUsage =
+    "usage: oxinfer demo [model=MODEL] [text=TEXT] [voice=VOICE] [language=CODE] [--print]\n"
+    "  Speaks TEXT with espeak-ng, transcribes it with a GStreamer pipeline ending in oxiwhisper\n"
+    "  and prints the transcript.\n"
+    "  model     Whisper model dir/file or Hub repo id (default: the project's demo model,\n"
+    "            examples/demo-asr, or $OXINFER_DEMO_MODEL)\n"
+    "  text      sentence to speak (default: \"please turn on the kitchen lights at seven "
+    "thirty\")\n"
+    "  voice     espeak-ng voice (default en-us)\n"
+    "  language  language code for oxiwhisper (default en)\n"
+    "  --print   print the pipeline and exit\n";
+
+std::string default_model() {
+  if (const char* env = std::getenv("OXINFER_DEMO_MODEL"); env && *env) return env;
+  for (const fs::path dir :
+       {fs::path(OXI_DEMO_MODEL_SOURCE_DIR), fs::path(OXI_DEMO_MODEL_INSTALL_DIR)})
+    if (fs::is_regular_file(dir / "config.json")) return dir.string();
+  throw Error("demo", "the demo model was not found in " + std::string(OXI_DEMO_MODEL_SOURCE_DIR) +
+                          " or " + OXI_DEMO_MODEL_INSTALL_DIR + "; name one with model=DIR");
 }
 
-// Encodes row-major f32 weights [rows, cols] as `dtype`, row by row.
-std::vector<std::byte> encode(const std::vector<float>& w, size_t rows, size_t cols, DType dtype) {
-  std::vector<std::byte> out;
-  if (dtype == DType::F32) {
-    out.resize(w.size() * 4);
-    std::memcpy(out.data(), w.data(), out.size());
-  } else if (dtype == DType::F16) {
-    out.resize(w.size() * 2);
-    for (size_t i = 0; i < w.size(); ++i) {
-      const uint16_t h = kernels::f32_to_f16(w[i]);
-      std::memcpy(out.data() + 2 * i, &h, 2);
-    }
-  } else {
-    const size_t row_bytes = *formats::tensor_bytes(dtype, cols);
-    out.resize(rows * row_bytes);
-    for (size_t r = 0; r < rows; ++r) {
-      kernels::quantize_row(dtype, w.data() + r * cols, out.data() + r * row_bytes, cols);
-    }
+// espeak-ng TEXT into a 22.05 kHz mono WAV; run without a shell so TEXT needs no quoting.
+void speak(const std::string& text, const std::string& voice, const fs::path& wav) {
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Error("demo", "cannot start espeak-ng (fork failed)");
+  if (pid == 0) {
+    ::execlp("espeak-ng", "espeak-ng", "-v", voice.c_str(), "-s", "150", "-w", wav.c_str(),
+             text.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
   }
-  return out;
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) == 127)
+    throw Error("demo", "espeak-ng is not installed (Debian package espeak-ng)");
+  if (WEXITSTATUS(status) != 0 || !fs::exists(wav))
+    throw Error("demo", "espeak-ng failed for voice '" + voice + "'");
 }
 
-// A byte-level toy vocabulary: the specials, then printable ASCII.
-void add_vocab(gguf::Writer& w) {
-  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
-  std::vector<int32_t> types = {2, 3, 3};  // unknown, control, control
-  for (char c = ' '; c <= '~'; ++c) {
-    tokens.push_back(c == ' ' ? "\xe2\x96\x81" : std::string(1, c));  // U+2581 marks spaces
-    types.push_back(1);
+// A GStreamer string literal: "..." with quotes and backslashes escaped.
+std::string gst_quoted(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') q += '\\';
+    q += c;
   }
-  std::vector<float> scores(tokens.size());
-  for (size_t i = 0; i < scores.size(); ++i) scores[i] = 0.0f - static_cast<float>(i);
-  w.set_string("tokenizer.ggml.model", "llama");
-  w.set_string_array("tokenizer.ggml.tokens", tokens);
-  w.set_f32_array("tokenizer.ggml.scores", scores);
-  w.set_i32_array("tokenizer.ggml.token_type", types);
-  w.set_u32("tokenizer.ggml.unknown_token_id", 0);
-  w.set_u32("tokenizer.ggml.bos_token_id", 1);
-  w.set_u32("tokenizer.ggml.eos_token_id", 2);
+  return q + "\"";
 }
 
-fs::path default_out_dir() {
-  return fs::temp_directory_path() / ("oxinfer-demo-" + std::to_string(::getpid()));
+#ifdef OXI_HAVE_GSTREAMER
+
+struct Heard {
+  std::vector<std::string> lines;
+  std::string text;
+};
+
+// Each text buffer oxiwhisper pushes: printed as it arrives, with its media span.
+GstPadProbeReturn on_text(GstPad*, GstPadProbeInfo* info, gpointer user_data) {
+  auto& heard = *static_cast<Heard*>(user_data);
+  GstBuffer* buffer = GST_PAD_PROBE_INFO_BUFFER(info);
+  GstMapInfo map;
+  if (buffer && gst_buffer_map(buffer, &map, GST_MAP_READ)) {
+    const std::string piece(reinterpret_cast<const char*>(map.data), map.size);
+    gst_buffer_unmap(buffer, &map);
+    const double start = GST_BUFFER_PTS_IS_VALID(buffer) ? GST_BUFFER_PTS(buffer) / 1e9 : 0.0;
+    const double end =
+        start + (GST_BUFFER_DURATION_IS_VALID(buffer) ? GST_BUFFER_DURATION(buffer) / 1e9 : 0.0);
+    std::printf("  [%6.2f s -> %6.2f s] %s\n", start, end, piece.c_str());
+    std::fflush(stdout);
+    heard.text += piece;
+  }
+  return GST_PAD_PROBE_OK;
 }
+
+// Runs the pipeline to EOS; throws with the posting element's message on an error.
+void run_to_eos(const std::string& description, Heard& heard) {
+  gst_init(nullptr, nullptr);
+#ifdef OXI_BUILD_PLUGIN_DIR
+  if (GstPlugin* plugin = gst_registry_find_plugin(gst_registry_get(), "oxinfer"))
+    gst_object_unref(plugin);
+  else if (g_file_test(OXI_BUILD_PLUGIN_DIR, G_FILE_TEST_IS_DIR))
+    gst_registry_scan_path(gst_registry_get(), OXI_BUILD_PLUGIN_DIR);
+#endif
+  GError* error = nullptr;
+  GstElement* pipeline = gst_parse_launch(description.c_str(), &error);
+  if (error) {
+    const std::string message = error->message;
+    g_error_free(error);
+    if (pipeline) gst_object_unref(pipeline);
+    throw Error("demo pipeline", message);
+  }
+  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "text");
+  GstPad* pad = gst_element_get_static_pad(sink, "sink");
+  gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, on_text, &heard, nullptr);
+  gst_object_unref(pad);
+  gst_object_unref(sink);
+
+  std::string failure;
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  GstBus* bus = gst_element_get_bus(pipeline);
+  GstMessage* message = gst_bus_timed_pop_filtered(
+      bus, GST_CLOCK_TIME_NONE, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+  if (GST_MESSAGE_TYPE(message) == GST_MESSAGE_ERROR) {
+    GError* err = nullptr;
+    gchar* debug = nullptr;
+    gst_message_parse_error(message, &err, &debug);
+    failure = std::string(GST_OBJECT_NAME(GST_MESSAGE_SRC(message))) + ": " + err->message +
+              (debug ? std::string("\n  ") + debug : "");
+    g_error_free(err);
+    g_free(debug);
+  }
+  gst_message_unref(message);
+  gst_object_unref(bus);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+  if (!failure.empty()) throw Error("demo pipeline", failure);
+}
+
+#endif  // OXI_HAVE_GSTREAMER
 
 }  // namespace
 
 int run_demo(const Argv& argv) {
-  ArgParser p("demo", "oxinfer demo [--out DIR]",
-              "Write a tiny random llama-shaped GGUF model and inspect it.");
-  p.option("out", "DIR", "where to write demo-llama.gguf (default: a new temp dir)");
-  p.option("seed", "N", "random seed (default 1)");
-  const ParsedArgs args = p.parse(argv);
-  if (!args.positional().empty()) throw UsageError("takes no positional arguments");
-  const fs::path dir = args.get("out") ? fs::path(*args.get("out")) : default_out_dir();
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw Error(dir.string(), "cannot create directory: " + ec.message());
-
-  std::mt19937 rng(static_cast<uint32_t>(args.get_int("seed", 1)));
-  gguf::Writer w;
-  w.set_string("general.architecture", "llama");
-  w.set_string("general.name", "oxinfer demo (random weights)");
-  w.set_u32("general.file_type", 1);
-  w.set_u32("llama.context_length", kContext);
-  w.set_u32("llama.embedding_length", kEmbd);
-  w.set_u32("llama.block_count", kBlocks);
-  w.set_u32("llama.feed_forward_length", kFF);
-  w.set_u32("llama.attention.head_count", kHeads);
-  w.set_u32("llama.attention.head_count_kv", kHeads);
-  w.set_u32("llama.rope.dimension_count", kEmbd / kHeads);
-  w.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  add_vocab(w);
-  const size_t vocab = 3 + ('~' - ' ' + 1);
-  w.set_u32("llama.vocab_size", static_cast<uint32_t>(vocab));
-
-  const auto add = [&](const std::string& name, size_t rows, size_t cols, DType dtype) {
-    const bool norm = rows == 1;
-    std::vector<float> values =
-        norm ? std::vector<float>(cols, 1.0f) : random_weights(rows * cols, rng, 0.02f);
-    std::vector<int64_t> shape =
-        norm ? std::vector<int64_t>{static_cast<int64_t>(cols)}
-             : std::vector<int64_t>{static_cast<int64_t>(rows), static_cast<int64_t>(cols)};
-    w.add_tensor(name, dtype, std::move(shape), encode(values, rows, cols, dtype));
-  };
-  add("token_embd.weight", vocab, kEmbd, DType::F16);
-  for (uint32_t b = 0; b < kBlocks; ++b) {
-    const std::string blk = "blk." + std::to_string(b) + ".";
-    add(blk + "attn_norm.weight", 1, kEmbd, DType::F32);
-    add(blk + "attn_q.weight", kEmbd, kEmbd, DType::Q8_0);
-    add(blk + "attn_k.weight", kEmbd, kEmbd, DType::Q8_0);
-    add(blk + "attn_v.weight", kEmbd, kEmbd, DType::Q8_0);
-    add(blk + "attn_output.weight", kEmbd, kEmbd, DType::Q8_0);
-    add(blk + "ffn_norm.weight", 1, kEmbd, DType::F32);
-    add(blk + "ffn_gate.weight", kFF, kEmbd, DType::Q4_0);
-    add(blk + "ffn_up.weight", kFF, kEmbd, DType::Q4_0);
-    add(blk + "ffn_down.weight", kEmbd, kFF, DType::Q4_0);
+  std::map<std::string, std::string> params = {
+      {"text", kDefaultText}, {"voice", "en-us"}, {"language", "en"}};
+  bool print_only = false;
+  for (const std::string& arg : argv) {
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (arg == "--print") {
+      print_only = true;
+      continue;
+    }
+    const size_t eq = arg.find('=');
+    const std::string key = arg.substr(0, eq);
+    if (eq == std::string::npos || !(key == "model" || params.count(key)))
+      throw UsageError("demo: unknown argument '" + arg +
+                       "' (expected model=, text=, voice=, "
+                       "language= or --print)");
+    params[key] = arg.substr(eq + 1);
   }
-  add("output_norm.weight", 1, kEmbd, DType::F32);
-  add("output.weight", vocab, kEmbd, DType::F16);
+  if (!params.count("model")) params["model"] = default_model();
 
-  const fs::path path = dir / "demo-llama.gguf";
-  w.write(path);
-  std::printf("wrote %s\n\n", path.string().c_str());
+  const fs::path wav =
+      fs::temp_directory_path() / ("oxinfer-demo-" + std::to_string(::getpid()) + ".wav");
+  const std::string description =
+      "filesrc location=" + gst_quoted(wav.string()) +
+      " ! wavparse ! audioconvert ! audioresample ! audio/x-raw,format=F32LE,rate=16000,channels=1"
+      " ! oxiwhisper model=" +
+      gst_quoted(params["model"]) + " language-code=" + gst_quoted(params["language"]) +
+      " ! fakesink name=text sync=false";
+  if (print_only) {
+    std::printf("espeak-ng -v %s -s 150 -w %s %s\ngst-launch-1.0 %s\n", params["voice"].c_str(),
+                wav.c_str(), gst_quoted(params["text"]).c_str(), description.c_str());
+    return 0;
+  }
+#ifdef OXI_HAVE_GSTREAMER
+  std::printf("said:  %s   (espeak-ng voice %s)\n", params["text"].c_str(),
+              params["voice"].c_str());
+  speak(params["text"], params["voice"], wav);
+  std::printf("model: %s\nheard:\n", params["model"].c_str());
   std::fflush(stdout);
-  return run_inspect({path.string(), "--tensors", "all"});
+  Heard heard;
+  try {
+    run_to_eos(description, heard);
+  } catch (...) {
+    fs::remove(wav);
+    throw;
+  }
+  fs::remove(wav);
+  if (heard.text.empty()) std::printf("  (nothing)\n");
+  return 0;
+#else
+  throw Error("demo", "this oxinfer was built without GStreamer; the demo runs a pipeline");
+#endif
 }
 
 }  // namespace oxi::cli

@@ -36,7 +36,7 @@ constexpr Command kCommands[] = {
     {"run", "run a ready GStreamer pipeline from pipelines/ (key=value parameters, --list)",
      oxi::cli::run_run},
     {"vad", "speech segments of an audio file with Silero VAD (text or --json)", oxi::cli::run_vad},
-    {"demo", "write a tiny model of its own and inspect it (the quick-start job)",
+    {"demo", "speak a sentence with espeak-ng and transcribe it with oxiwhisper (the quick-start job)",
      oxi::cli::run_demo},
 };
 
