@@ -1,8 +1,6 @@
-// Block sizes of the GGUF tensor types the readers accept.
-//
-// LOCAL TABLE: kernels/formats/dtype.cpp (kernels::dtype_info / row_bytes) is written by
-// another part of the tree; until the formats code is switched over to it, the readers and
-// writers use this copy so they do not depend on it landing first. The numbers are ggml's.
+// The GGUF tensor types the readers accept, as the file formats see them: kernels' one table
+// of types (kernels::dtype_info) plus the names of ggml types this build cannot read (for
+// error messages) and an overflow-checked tensor size.
 #pragma once
 
 #include <cstddef>
@@ -14,15 +12,13 @@
 
 namespace oxi::formats {
 
-struct GgmlTypeInfo {
-  std::string_view name;  // "f32", "q4_K", ...
-  size_t block_elems;
-  size_t block_bytes;
-};
+using GgmlTypeInfo = kernels::DTypeInfo;
 
 // Info for the types kernels::DType has; nullopt for every other number.
-std::optional<GgmlTypeInfo> ggml_type_info(uint32_t gguf_type) noexcept;
-GgmlTypeInfo ggml_type_info(kernels::DType t) noexcept;
+inline std::optional<GgmlTypeInfo> ggml_type_info(uint32_t gguf_type) noexcept {
+  return kernels::dtype_info(gguf_type);
+}
+inline const GgmlTypeInfo& ggml_type_info(kernels::DType t) noexcept { return kernels::info(t); }
 // Name of a ggml type number this build does not accept ("iq2_xxs"), for error messages.
 std::string_view ggml_type_name_any(uint32_t gguf_type) noexcept;
 
