@@ -1,6 +1,7 @@
 /* oxiwhisper: speech to text with a Whisper model. 16 kHz mono audio in, timed UTF-8 text out:
  * committed text of a live stream within the `latency` budget (LocalAgreement-2 on
- * lib/whisper's StreamingTranscriber), or the long-form transcription of a file, equal to
+ * lib/whisper's StreamingTranscriber, silence gated out by Silero VAD, tentative hypotheses as
+ * JSON on `unsynced_src`), or the long-form transcription of a file, equal to
  * `oxinfer transcribe --timestamps`, at the end of the stream. */
 #pragma once
 
@@ -23,6 +24,12 @@ typedef enum {
   GST_OXI_WHISPER_MODE_FILE = 2,
 } GstOxiWhisperMode;
 
+typedef enum {
+  GST_OXI_WHISPER_VAD_AUTO = 0,
+  GST_OXI_WHISPER_VAD_OFF = 1,
+  GST_OXI_WHISPER_VAD_ON = 2,
+} GstOxiWhisperVad;
+
 /* The model, the worker thread and the stream state (C++, elements/gstoxiwhisper.cpp). */
 typedef struct _GstOxiWhisperContext GstOxiWhisperContext;
 
@@ -31,6 +38,7 @@ struct _GstOxiWhisper {
 
   GstPad* sinkpad;
   GstPad* srcpad;
+  GstPad* unsynced_srcpad; /* tentative hypotheses as JSON lines; may stay unlinked */
 
   /* properties, protected by the object lock */
   gchar* model;
@@ -43,6 +51,11 @@ struct _GstOxiWhisper {
   guint latency_ms;
   gchar* model_instance_id;
   GstOxiWhisperMode mode;
+  GstOxiWhisperVad vad;
+  gchar* vad_model;
+  gfloat vad_threshold;
+  gboolean encode_audio_only;
+  guint stats_interval_ms;
 
   GstOxiWhisperContext* ctx; /* owned */
 };

@@ -141,6 +141,18 @@ void StreamingTranscriber::reset(double start_time) {
   prompt_ = std::string(trimmed(options_.initial_prompt));
 }
 
+void StreamingTranscriber::resume_at(double time) {
+  if (!audio_.empty())
+    throw Error("StreamingTranscriber::resume_at",
+                "the buffer still holds audio: call finish() before skipping ahead");
+  // An empty buffer has no hypothesis left to agree with; the prompt (committed text) stays.
+  start_time_ = std::max(time, buffer_end());
+  buffer_offset_ = 0;
+  decoded_samples_ = 0;
+  previous_.clear();
+  committed_in_buffer_.clear();
+}
+
 double StreamingTranscriber::buffer_start() const {
   return start_time_ + static_cast<double>(buffer_offset_) / kSampleRate;
 }
@@ -270,6 +282,20 @@ std::vector<Word> StreamingTranscriber::trim_after_pass(const StreamHypothesis& 
   return forced;
 }
 
+std::vector<Word> StreamingTranscriber::commit_without_agreement() {
+  // The same guard as the window-limit trimming: a word at the very end may be cut off.
+  const double window_seconds = static_cast<double>(window_samples_) / kSampleRate;
+  const double guard = std::min(1.0, window_seconds / 4.0);
+  const double decoded_end = buffer_start() + static_cast<double>(decoded_samples_) / kSampleRate;
+  size_t k = 0;
+  while (k < previous_.size() && previous_[k].end <= decoded_end - guard) ++k;
+  std::vector<Word> forced(previous_.begin(), previous_.begin() + static_cast<ptrdiff_t>(k));
+  previous_.erase(previous_.begin(), previous_.begin() + static_cast<ptrdiff_t>(k));
+  commit(forced);
+  if (committed_end_ > buffer_start()) chunk_at(committed_end_);
+  return forced;
+}
+
 CommittedText StreamingTranscriber::make_item(const std::vector<Word>& words) const {
   CommittedText item;
   item.start = words.front().start;
@@ -298,6 +324,10 @@ bool StreamingTranscriber::pass(std::vector<CommittedText>& out) {
   for (const Segment& s : h.segments) words.insert(words.end(), s.words.begin(), s.words.end());
   std::vector<Word> committed = agree(std::move(words));
   commit(committed);
+  if (catch_up_) {
+    std::vector<Word> early = commit_without_agreement();
+    committed.insert(committed.end(), early.begin(), early.end());
+  }
   std::vector<Word> forced = trim_after_pass(h, n);
   committed.insert(committed.end(), forced.begin(), forced.end());
   if (!committed.empty()) out.push_back(make_item(committed));

@@ -22,6 +22,13 @@
 // grow to 30 s) the tentative words that end a guard interval before the buffer's end are
 // committed without agreement and the buffer is cut after them.
 //
+// A caller that gates the audio with a voice activity detector calls finish() when speech ends
+// and resume_at() when it starts again: the silence between is never decoded, and the committed
+// text before it stays the prompt. A caller whose decoding falls behind real time turns on
+// set_catch_up(): each pass then commits its words up to a guard interval before the decoded
+// audio's end without waiting for a second pass, and the buffer is cut there, so the next pass
+// decodes a short buffer (one-pass quality, but the backlog shrinks instead of growing).
+//
 // The decoder is an interface so the policy is tested with scripted hypotheses;
 // TranscriberStreamDecoder runs Transcriber::decode_window. Not thread-safe: one thread drives a
 // StreamingTranscriber (the decoder's cancel flag may be set from any thread).
@@ -126,6 +133,14 @@ class StreamingTranscriber {
   // Forgets the buffer, hypotheses and prompt context (a flush or discontinuity); the next
   // sample is at `start_time`.
   void reset(double start_time);
+  // Continues the stream at `time` (>= buffer_end()), skipping the audio in between (silence a
+  // VAD left out), with the committed text kept as the prompt. Only on an empty buffer (after
+  // finish(), or before any audio): throws oxi::Error otherwise.
+  void resume_at(double time);
+  // Catch-up mode (the caller fell behind its latency budget): passes commit without agreement
+  // and keep the buffer short. See the comment at the top.
+  void set_catch_up(bool on) { catch_up_ = on; }
+  bool catch_up() const { return catch_up_; }
 
   // The unstable tail of the latest hypothesis (may still change or vanish).
   const std::vector<Word>& tentative() const { return previous_; }
@@ -135,6 +150,8 @@ class StreamingTranscriber {
   // Before this time the transcript is final: no later commit starts earlier.
   double final_until() const;
   size_t buffered_samples() const { return audio_.size(); }
+  // Samples inserted that no pass has decoded yet (the decoding backlog).
+  size_t pending_samples() const { return audio_.size() - decoded_samples_; }
   double step_seconds() const { return options_.min_chunk_seconds; }
   double trim_seconds() const { return trim_seconds_; }
 
@@ -146,6 +163,9 @@ class StreamingTranscriber {
   // Cuts the buffer after a pass over its first `decoded` samples; returns the tentative words
   // it had to commit to make room.
   std::vector<Word> trim_after_pass(const StreamHypothesis& hypothesis, size_t decoded);
+  // Catch-up mode: commits the tentative words that end a guard interval before the decoded
+  // audio's end and cuts the buffer after them; returns them.
+  std::vector<Word> commit_without_agreement();
   // One pass; false when there was nothing new to decode or it was cancelled.
   bool pass(std::vector<CommittedText>& out);
   std::string prompt_tail() const;
@@ -167,6 +187,7 @@ class StreamingTranscriber {
   std::vector<Word> committed_in_buffer_;  // committed words still in the buffer
   double committed_end_ = 0.0;             // end of the last committed word (or the stream start)
   std::string prompt_;  // committed text before the buffer (and the initial prompt)
+  bool catch_up_ = false;
 };
 
 }  // namespace oxi::whisper

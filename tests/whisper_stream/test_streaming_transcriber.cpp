@@ -370,6 +370,62 @@ TEST(StreamingPolicy, PromptIsCommittedTextBeforeTheBufferAfterTheInitialPrompt)
   EXPECT_TRUE(s.tentative().empty());
 }
 
+// VAD gating: finish() at the end of speech, resume_at() at the next; the silence between is
+// never given to the decoder, and the text before it stays the prompt.
+TEST(StreamingPolicy, ResumeAtSkipsAheadKeepingThePrompt) {
+  const Word a = word("alpha", 0.0, 0.5), b = word("beta", 0.5, 0.9);
+  const Word c = word("gamma", 10.1, 10.4);
+  ScriptedDecoder decoder({hypothesis({a, b}), hypothesis({c})});
+  StreamingOptions o;
+  o.min_chunk_seconds = 0.5;
+  StreamingTranscriber s(decoder, o);
+  s.insert_audio(seconds_of_audio(1.0));
+  EXPECT_TRUE(s.process().empty());
+  EXPECT_EQ(texts(s.finish()), "[ alpha beta]");
+  s.resume_at(10.0);
+  EXPECT_DOUBLE_EQ(s.buffer_start(), 10.0);
+  EXPECT_DOUBLE_EQ(s.final_until(), 10.0);
+  s.insert_audio(seconds_of_audio(0.6));
+  ASSERT_TRUE(s.ready());
+  s.process();
+  ASSERT_EQ(decoder.sizes.size(), 2u);
+  EXPECT_EQ(decoder.sizes[1], static_cast<size_t>(0.6 * kRate));  // none of the skipped audio
+  EXPECT_DOUBLE_EQ(decoder.offsets[1], 10.0);
+  EXPECT_EQ(decoder.prompts[1], " alpha beta");  // the committed words, as decoded
+  EXPECT_EQ(texts(s.finish()), "[ gamma]");
+  // Skipping over audio that was never decoded would lose it: refused.
+  s.insert_audio(seconds_of_audio(0.2));
+  EXPECT_ANY_THROW(s.resume_at(20.0));
+}
+
+// Behind the latency budget: a pass commits what ends a guard interval (1 s here) before the
+// decoded audio's end without waiting for a second pass, and cuts the buffer after it.
+TEST(StreamingPolicy, CatchUpCommitsWithoutASecondPassAndShortensTheBuffer) {
+  const Word a = word("a", 0.0, 0.5), b = word("b", 0.5, 1.0), c = word("c", 2.5, 2.9);
+  for (const bool catch_up : {false, true}) {
+    SCOPED_TRACE(catch_up);
+    ScriptedDecoder decoder({hypothesis({a, b, c})});
+    StreamingOptions o;
+    o.min_chunk_seconds = 0.5;
+    StreamingTranscriber s(decoder, o);
+    s.set_catch_up(catch_up);
+    s.insert_audio(seconds_of_audio(3.0));
+    EXPECT_EQ(s.pending_samples(), 3 * kRate);
+    const std::string committed = texts(s.process());
+    EXPECT_EQ(s.pending_samples(), 0u);
+    if (catch_up) {
+      EXPECT_EQ(committed, "[ a b]");
+      EXPECT_DOUBLE_EQ(s.buffer_start(), 1.0);
+      ASSERT_EQ(s.tentative().size(), 1u);
+      EXPECT_EQ(s.tentative()[0].word, " c");
+    } else {
+      EXPECT_EQ(committed, "");
+      EXPECT_DOUBLE_EQ(s.buffer_start(), 0.0);
+      EXPECT_EQ(s.tentative().size(), 3u);
+    }
+  }
+}
+
 TEST(StreamingPolicy, StepForLatency) {
   EXPECT_DOUBLE_EQ(StreamingOptions::step_for_latency(3.0, 30.0), 1.0);
   EXPECT_DOUBLE_EQ(StreamingOptions::step_for_latency(0.0, 30.0), 0.1);
