@@ -1,12 +1,10 @@
-/* oxisubenc: timed text in, SRT / WebVTT / JSON lines out, one cue per input buffer as soon as
- * it arrives (live captions reach the file within one buffer, not at EOS). */
+/* oxisubenc: timed text in, SRT / WebVTT / JSON lines out as it arrives: one cue per input
+ * buffer, or (merge=true) consecutive words merged into cues, each pushed at most 0.9 s after its
+ * last word arrived in a live pipeline (live captions reach the file as they are committed, not
+ * at EOS). */
 #pragma once
 
 #include <gst/gst.h>
-
-#include <memory>
-
-#include "lib/whisper/subtitles.h"
 
 G_BEGIN_DECLS
 
@@ -19,6 +17,9 @@ typedef enum {
   GST_OXI_SUBENC_FORMAT_JSON = 2,
 } GstOxiSubencFormat;
 
+/* The C++ state (writer, merger, pending-cue timer), defined in gstoxisubenc.cpp. */
+typedef struct _GstOxiSubencState GstOxiSubencState;
+
 struct _GstOxiSubenc {
   GstElement parent;
 
@@ -29,11 +30,13 @@ struct _GstOxiSubenc {
   GstOxiSubencFormat format;
   guint max_line_length;
   guint max_lines;
+  gboolean merge;
+  guint max_cue_duration; /* ms */
+  guint max_pause;        /* ms */
 
-  /* streaming state, used from the streaming thread only */
-  GstSegment segment;
-  gboolean header_sent;
-  oxi::whisper::SubtitleWriter* writer; /* created at the first buffer, owned */
+  /* owned; its mutex guards what the streaming thread and the source pad's task (which pushes
+   * held cues when their time is up) share */
+  GstOxiSubencState* state;
 };
 
 GST_ELEMENT_REGISTER_DECLARE(oxisubenc);

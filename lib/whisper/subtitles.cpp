@@ -1,9 +1,11 @@
 #include "lib/whisper/subtitles.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <string_view>
 #include <vector>
 
@@ -93,47 +95,100 @@ std::vector<TimedWord> timed_words(const Segment& segment) {
   return words;
 }
 
+// A word longer than `max_chars` code points becomes line-long pieces, each timed by its share
+// of the word's characters; shorter words pass unchanged.
+std::vector<TimedWord> split_long_words(std::vector<TimedWord> words, size_t max_chars) {
+  std::vector<TimedWord> out;
+  out.reserve(words.size());
+  const auto is_lead = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; };
+  for (TimedWord& w : words) {
+    const size_t n = utf8_length(w.text);
+    if (n <= max_chars) {
+      out.push_back(std::move(w));
+      continue;
+    }
+    const double duration = w.end - w.start;
+    size_t done = 0, begin = 0;
+    while (done < n) {
+      const size_t take = std::min(max_chars, n - done);
+      size_t end = begin, count = 0;
+      while (end < w.text.size()) {
+        if (is_lead(w.text[end])) {
+          if (count == take) break;
+          ++count;
+        }
+        ++end;
+      }
+      out.push_back({w.text.substr(begin, end - begin),
+                     w.start + duration * static_cast<double>(done) / n,
+                     w.start + duration * static_cast<double>(done + take) / n});
+      done += take;
+      begin = end;
+    }
+  }
+  return out;
+}
+
+struct Line {
+  std::string text;
+  double start = 0.0;
+  double end = 0.0;
+};
+
+// Greedy filling: a word goes on the current line when it fits, else on a new line. Words are
+// at most a line long (split_long_words), so every line fits.
+std::vector<Line> layout_lines(const std::vector<TimedWord>& words, size_t max_line_chars) {
+  std::vector<Line> lines;
+  for (const TimedWord& w : words) {
+    if (!lines.empty() &&
+        utf8_length(lines.back().text) + 1 + utf8_length(w.text) <= max_line_chars) {
+      lines.back().text += " " + w.text;
+      lines.back().end = w.end;
+    } else {
+      lines.push_back({w.text, w.start, w.end});
+    }
+  }
+  return lines;
+}
+
+std::vector<Line> wrapped_lines(const Segment& segment, size_t max_line_chars) {
+  return layout_lines(split_long_words(timed_words(segment), max_line_chars), max_line_chars);
+}
+
 std::vector<Cue> make_cues(const Segment& segment, const CueWrap& wrap) {
   std::vector<Cue> cues;
-  {
-    const std::string_view text = trim(segment.text);
-    if (text.empty()) return cues;
-    if (wrap.max_line_chars == 0) {
-      cues.push_back({segment.t0, segment.t1, escape_arrow(text)});
-      return cues;
-    }
-    const std::vector<TimedWord> words = timed_words(segment);
-    // Greedy filling: a word goes on the current line when it fits, else on a new line, else
-    // (the cue has max_lines lines) into a new cue. A word longer than a line gets its own line.
-    std::vector<std::string> lines;
-    Cue cue;
-    bool cue_open = false;
-    auto close_cue = [&] {
-      for (size_t i = 0; i < lines.size(); ++i) cue.text += (i ? "\n" : "") + lines[i];
-      cue.text = escape_arrow(cue.text);
-      cues.push_back(std::move(cue));
-      cue = Cue{};
-      lines.clear();
-      cue_open = false;
-    };
-    for (const TimedWord& w : words) {
-      const bool fits = !lines.empty() &&
-                        utf8_length(lines.back()) + 1 + utf8_length(w.text) <= wrap.max_line_chars;
-      if (fits) {
-        lines.back() += " " + w.text;
-      } else {
-        if (cue_open && wrap.max_lines != 0 && lines.size() == wrap.max_lines) close_cue();
-        if (!cue_open) {
-          cue.start = w.start;
-          cue_open = true;
-        }
-        lines.push_back(w.text);
-      }
-      cue.end = w.end;
-    }
-    if (cue_open) close_cue();
+  const std::string_view text = trim(segment.text);
+  if (text.empty()) return cues;
+  if (wrap.max_line_chars == 0) {
+    cues.push_back({segment.t0, segment.t1, escape_arrow(text)});
+    return cues;
+  }
+  // max_lines lines per cue (all of them when 0); a cue spans its first word's start to its
+  // last word's end.
+  const std::vector<Line> lines = wrapped_lines(segment, wrap.max_line_chars);
+  const size_t per_cue = wrap.max_lines == 0 ? lines.size() : wrap.max_lines;
+  for (size_t first = 0; first < lines.size(); first += per_cue) {
+    const size_t last = std::min(lines.size(), first + per_cue);
+    Cue cue{lines[first].start, lines[last - 1].end, {}};
+    for (size_t i = first; i < last; ++i) cue.text += (i > first ? "\n" : "") + lines[i].text;
+    cue.text = escape_arrow(cue.text);
+    cues.push_back(std::move(cue));
   }
   return cues;
+}
+
+// Whether a text ends a sentence: its last character (after closing quotes and brackets) is a
+// full stop, question or exclamation mark, or an ellipsis, in ASCII or CJK.
+bool ends_sentence(std::string_view text) {
+  text = trim(text);
+  while (!text.empty() && (text.back() == '"' || text.back() == '\'' || text.back() == ')'))
+    text.remove_suffix(1);
+  if (text.empty()) return false;
+  const char last = text.back();
+  if (last == '.' || last == '!' || last == '?') return true;
+  for (std::string_view mark : {"\u2026", "\u3002", "\uFF01", "\uFF1F"})
+    if (text.ends_with(mark)) return true;
+  return false;
 }
 
 // The double nearest the shortest decimal that reads back as `f`: JSON then shows 0.97, not
@@ -211,6 +266,56 @@ std::string SubtitleWriter::add(const Segment& segment) {
     out += format_timestamp(cue.start, sep) + " --> " + format_timestamp(cue.end, sep) + "\n" +
            cue.text + "\n\n";
   }
+  return out;
+}
+
+CueMerger::CueMerger(CueMergeRule rule) : rule_(rule) {}
+
+bool CueMerger::fits(const std::string& text) const {
+  if (utf8_length(trim(text)) > rule_.max_chars) return false;
+  if (rule_.wrap.max_line_chars == 0 || rule_.wrap.max_lines == 0) return true;
+  return wrapped_lines(Segment{0.0, 0.0, text, {}}, rule_.wrap.max_line_chars).size() <=
+         rule_.wrap.max_lines;
+}
+
+std::vector<Segment> CueMerger::add(const Segment& piece) {
+  std::vector<Segment> done;
+  if (trim(piece.text).empty()) return done;
+  if (pending_ &&
+      (piece.t0 - pending_->t1 > rule_.max_pause || piece.t1 - pending_->t0 > rule_.max_duration ||
+       !fits(pending_->text + piece.text))) {
+    done.push_back(std::move(*pending_));
+    pending_.reset();
+  }
+  // The piece's words: its own word timestamps, else its text cut at spaces and timed by
+  // character count within the piece (not within the whole cue).
+  std::vector<Word> words = piece.words;
+  if (words.empty()) {
+    for (TimedWord& w : timed_words(piece)) words.push_back({std::move(w.text), w.start, w.end});
+  }
+  if (!pending_) {
+    pending_ = Segment{piece.t0, piece.t1, piece.text, std::move(words)};
+  } else {
+    pending_->t1 = std::max(pending_->t1, piece.t1);
+    pending_->text += piece.text;
+    pending_->words.insert(pending_->words.end(), std::make_move_iterator(words.begin()),
+                           std::make_move_iterator(words.end()));
+  }
+  if (ends_sentence(pending_->text)) {
+    done.push_back(std::move(*pending_));
+    pending_.reset();
+  }
+  return done;
+}
+
+std::optional<Segment> CueMerger::advance(double seconds) {
+  if (pending_ && seconds - pending_->t1 > rule_.max_pause) return flush();
+  return std::nullopt;
+}
+
+std::optional<Segment> CueMerger::flush() {
+  std::optional<Segment> out = std::move(pending_);
+  pending_.reset();
   return out;
 }
 

@@ -3,11 +3,15 @@
 // All writers skip segments whose text is empty after trimming white space, and round times to
 // whole milliseconds. SRT and WebVTT cues can be wrapped to at most `max_lines` lines of at most
 // `max_line_chars` characters (code points); a segment that does not fit is split into several
-// cues, timed by its words when it has word timestamps and by character count otherwise.
+// cues, timed by its words when it has word timestamps and by character count otherwise. A word
+// longer than a line is cut into line-long pieces (timed by character count within the word):
+// a caption decoder cannot show a longer line, and no word is dropped.
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "lib/whisper/transcript.h"
 
@@ -34,6 +38,44 @@ class SubtitleWriter {
   SubtitleFormat format_;
   CueWrap wrap_;
   size_t next_index_ = 1;
+};
+
+// When a pending cue of CueMerger is complete. The defaults are common subtitle guidelines:
+// at most two lines of 42 characters, shown for at most 6 s, broken at pauses.
+struct CueMergeRule {
+  double max_duration = 6.0;  // seconds from the first piece's start to the last one's end
+  double max_pause = 0.5;     // a longer silence before a piece starts a new cue
+  size_t max_chars = 84;      // code points of the cue's trimmed text
+  CueWrap wrap;               // when it wraps (both limits set): the text also fits one cue
+};
+
+// Merges consecutive timed pieces of text (Whisper's one-word buffers, or the short commits of
+// a live transcriber) into subtitle-sized segments, as they arrive. A piece joins the pending
+// cue unless the silence before it is longer than max_pause, or the cue would then last longer
+// than max_duration or no longer fit max_chars / one wrapped cue; then the pending cue is
+// complete and the piece starts the next one. A cue whose text ends a sentence (. ! ? ... and
+// the CJK full stops) is complete at once. Texts are joined as they are: Whisper's words carry
+// their own leading space (and CJK words none). The merged segment has one Word per piece's
+// word, so wrapping times its lines by them. Waiting for the next piece is the caller's
+// choice: flush() completes the pending cue at any time (a live caller does so once it has
+// waited long enough), advance() once the media time shows the pause rule will complete it.
+class CueMerger {
+ public:
+  explicit CueMerger(CueMergeRule rule = {});
+  // The cues `piece` completes, in order (none, the pending one, and/or the new one). Blank
+  // pieces are ignored.
+  std::vector<Segment> add(const Segment& piece);
+  // The pending cue if media time `seconds` is more than max_pause past its end (nothing was
+  // said in between, so no later piece can join it).
+  std::optional<Segment> advance(double seconds);
+  std::optional<Segment> flush();
+  bool has_pending() const { return pending_.has_value(); }
+
+ private:
+  bool fits(const std::string& text) const;
+
+  CueMergeRule rule_;
+  std::optional<Segment> pending_;
 };
 
 // "HH:MM:SS<sep>mmm"; hours grow past two digits when needed, negative times print as zero.

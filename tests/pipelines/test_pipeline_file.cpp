@@ -217,7 +217,7 @@ TEST(PipelineSearch, EnvironmentDirectoryComesFirst) {
   EXPECT_TRUE(descriptions.count("burn-captions"));
   const std::string error = error_of([&] { find_pipeline("nope", with_repo); });
   EXPECT_TRUE(contains(error, "no such pipeline")) << error;
-  EXPECT_TRUE(contains(error, "extra, live-captions")) << error;
+  EXPECT_TRUE(contains(error, "extra, live-burn-captions, live-captions")) << error;
   // A path names a file directly.
   EXPECT_EQ(find_pipeline((dir / "extra.pipeline").string(), {}), dir / "extra.pipeline");
   if (saved.empty())

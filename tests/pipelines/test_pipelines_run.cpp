@@ -207,8 +207,8 @@ TEST_F(PipelinesRun, PrintAndParameterErrors) {
 
   const CommandResult listed = run_oxinfer({"run", "--list"});
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
-  for (const char* name :
-       {"transcribe-file", "live-captions", "burn-captions", "transcribe-summarize"})
+  for (const char* name : {"transcribe-file", "live-captions", "burn-captions",
+                           "live-burn-captions", "transcribe-summarize"})
     EXPECT_TRUE(contains(listed.out, std::string(name) + "\n")) << listed.out;
   EXPECT_TRUE(contains(listed.out, "language=auto")) << listed.out;
 
@@ -259,6 +259,29 @@ TEST_F(PipelinesRun, LiveCaptionsFromATestSource) {
        "audio/x-raw,rate=16000"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_srt(r.out);
+}
+
+// Live test sources (the pipeline's source parameters) instead of a camera and a sound card, the
+// captioned picture written frame by frame: every frame comes out, captions waited for.
+TEST_F(PipelinesRun, LiveBurnCaptionsFromTestSources) {
+  REQUIRE_OXIWHISPER();
+  const fs::path frames = path("live-frames");
+  fs::create_directories(frames);
+  const CommandResult r =
+      run_oxinfer({"run", "live-burn-captions", "model=" + whisper(), "latency=1000", "threads=2",
+                   "video-source=videotestsrc is-live=true num-buffers=25 pattern=ball ! "
+                   "video/x-raw,width=160,height=120,framerate=10/1",
+                   "audio-source=audiotestsrc is-live=true num-buffers=25 samplesperbuffer=1600 "
+                   "wave=pink-noise ! audio/x-raw,rate=16000",
+                   "sink=jpegenc ! multifilesink location=" + (frames / "frame-%03d.jpg").string(),
+                   "--no-progress"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(frames)) {
+    ++count;
+    EXPECT_GT(fs::file_size(entry.path()), 0u) << entry.path();
+  }
+  EXPECT_EQ(count, 25);
 }
 
 // Ctrl-C on a live pipeline ends the stream with EOS: the command exits 0, not 130.

@@ -12,6 +12,7 @@
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/bench/bench_formats.h"
 #include "tools/oxinfer/bench/bench_llm.h"
+#include "tools/oxinfer/bench/bench_pipeline.h"
 #include "tools/oxinfer/bench/bench_report.h"
 #include "tools/oxinfer/bench/bench_whisper.h"
 #include "tools/oxinfer/bench/machine_limits.h"
@@ -110,6 +111,8 @@ constexpr Suite kSuites[] = {
     {"llm", "LLM prompt processing and generation tok/s, decode bandwidth", run_bench_llm},
     {"whisper", "Whisper encoder ms/window, decoder ms/token, real-time factor",
      run_bench_whisper},
+    {"pipeline", "oxiwhisper element vs the library on the same audio; live decoder RTF",
+     run_bench_pipeline},
 };
 
 std::string suite_list() {
