@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "backends/cpu/cpu_backend.h"
 #include "lib/core/error.h"
@@ -256,6 +257,60 @@ TEST_F(WhisperModelTest, OpenAiCheckpointWithoutTokenizerFilesSaysWhatIsMissing)
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("gpt2.tiktoken"), std::string::npos) << e.what();
+  }
+}
+
+// The bench shapes (write_whisper_bench_model) and the placeholder-filled multilingual
+// vocabulary, the latter on a d-64 model so that the check stays cheap.
+TEST(WhisperBenchDims, RealShapesWithThirtySecondWindow) {
+  const TinyDims tiny = whisper_bench_dims("tiny"), base = whisper_bench_dims("base");
+  EXPECT_EQ(tiny.n_state, 384);
+  EXPECT_EQ(tiny.n_head, 6);
+  EXPECT_EQ(tiny.n_audio_layer, 4);
+  EXPECT_EQ(tiny.n_text_layer, 4);
+  EXPECT_EQ(tiny.n_mlp(), 1536);
+  EXPECT_EQ(base.n_state, 512);
+  EXPECT_EQ(base.n_head, 8);
+  EXPECT_EQ(base.n_audio_layer, 6);
+  EXPECT_EQ(base.n_text_layer, 6);
+  EXPECT_EQ(base.n_mlp(), 2048);
+  for (const TinyDims& d : {tiny, base}) {
+    EXPECT_EQ(d.n_mels, 80);
+    EXPECT_EQ(d.n_audio_ctx, 1500);
+    EXPECT_EQ(d.n_frames(), 3000);
+    EXPECT_EQ(d.n_samples(), 480000);
+    EXPECT_EQ(d.n_text_ctx, 448);
+    EXPECT_EQ(d.n_ranks, 50257);
+    EXPECT_EQ(d.n_vocab, 51865);
+  }
+  EXPECT_THROW(whisper_bench_dims("large"), std::invalid_argument);
+}
+
+TEST(WhisperBenchDims, PlaceholderVocabularyLoadsInEveryFormat) {
+  TinyDims d;
+  d.n_ranks = 50257;
+  d.n_vocab = 51865;
+  const TinyWhisper m = make_tiny_whisper(3, d);
+  oxi::test::TempDir dir;
+  write_hf_dir(m, dir / "hf");
+  std::filesystem::create_directories(dir / "openai");
+  write_openai_pt(m, dir / "openai" / "model.pt");
+  write_ggml(m, dir / "ggml.bin");
+  for (const auto& path : {dir / "hf", dir / "openai" / "model.pt", dir / "ggml.bin"}) {
+    SCOPED_TRACE(path.string());
+    const auto model = WhisperModel::load(path);
+    EXPECT_EQ(model->config().n_vocab, 51865);
+    EXPECT_TRUE(model->config().multilingual);
+    const WhisperVocab& v = model->vocab();
+    EXPECT_EQ(v.eot, 50257);
+    EXPECT_EQ(v.sot, 50258);
+    EXPECT_EQ(v.language_token("en"), 50259);
+    EXPECT_EQ(v.transcribe, 50359);
+    EXPECT_EQ(v.no_timestamps, 50363);
+    EXPECT_EQ(v.timestamp_begin, 50364);
+    EXPECT_EQ(model->token_text(300), " w300");
+    EXPECT_EQ(model->token_text(50256), " w50256");
+    EXPECT_EQ(model->encode_text(" the"), (std::vector<int32_t>{258}));
   }
 }
 

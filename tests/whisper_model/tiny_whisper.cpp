@@ -1,8 +1,10 @@
 #include "tests/whisper_model/tiny_whisper.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -49,14 +51,18 @@ std::string utf8(char32_t c) {
   return s;
 }
 
+constexpr int kBaseRanks = 259;  // 256 bytes + 3 merges; placeholders follow
+
 // Byte-level texts of the ranks (what vocab.json holds).
-std::vector<std::string> tiny_rank_texts() {
+std::vector<std::string> tiny_rank_texts(int n_ranks) {
   std::vector<std::string> texts;
   for (const auto& [b, c] : gpt2_bytes()) texts.push_back(utf8(c));
   const std::string space = utf8(0x120);  // "Ġ"
   texts.push_back(space + "t");
   texts.push_back("he");
   texts.push_back(space + "the");
+  // Placeholders " w<i>": printable ASCII, so the byte-level text is the bytes themselves.
+  for (int i = kBaseRanks; i < n_ranks; ++i) texts.push_back(space + "w" + std::to_string(i));
   return texts;
 }
 
@@ -106,15 +112,43 @@ bool is_matrix(const std::string& name) {
 
 }  // namespace
 
-std::vector<std::string> tiny_rank_bytes() {
+std::vector<std::string> tiny_rank_bytes(int n_ranks) {
+  if (n_ranks < kBaseRanks) throw std::invalid_argument("tiny_rank_bytes: fewer than 259 ranks");
   std::vector<std::string> bytes;
   for (const auto& [b, c] : gpt2_bytes()) bytes.emplace_back(1, static_cast<char>(b));
   bytes.insert(bytes.end(), {" t", "he", " the"});
+  for (int i = kBaseRanks; i < n_ranks; ++i) bytes.push_back(" w" + std::to_string(i));
   return bytes;
 }
 
-TinyWhisper make_tiny_whisper(uint32_t seed) {
+TinyDims whisper_bench_dims(std::string_view name) {
+  TinyDims d;
+  if (name == "tiny") {
+    d.n_state = 384;
+    d.n_head = 6;
+    d.n_audio_layer = d.n_text_layer = 4;
+  } else if (name == "base") {
+    d.n_state = 512;
+    d.n_head = 8;
+    d.n_audio_layer = d.n_text_layer = 6;
+  } else {
+    throw std::invalid_argument("unknown Whisper shape '" + std::string(name) +
+                                "' (expected tiny or base)");
+  }
+  d.n_mels = 80;
+  d.n_audio_ctx = 1500;  // 3000 frames: a 30 s window
+  d.n_text_ctx = 448;
+  d.n_ranks = kMultilingualRankCount;  // 50257
+  d.n_vocab = d.n_ranks + 2 + 99 + 6 + kTimestampCount;  // 51865
+  return d;
+}
+
+TinyWhisper make_tiny_whisper(uint32_t seed, const TinyDims& dims) {
+  if (dims.n_ranks < kBaseRanks || dims.n_vocab != dims.n_ranks + 2 + 99 + 6 + kTimestampCount ||
+      dims.n_state % dims.n_head != 0)
+    throw std::invalid_argument("make_tiny_whisper: inconsistent dims");
   TinyWhisper m;
+  m.dims = dims;
   const TinyDims& d = m.dims;
   const int64_t s = d.n_state, mlp = d.n_mlp();
   uint32_t next_seed = seed;
@@ -147,9 +181,12 @@ TinyWhisper make_tiny_whisper(uint32_t seed) {
     linear(p + "mlp.0", mlp, s, true);
     linear(p + "mlp.2", s, mlp, true);
   };
-  add("encoder.conv1.weight", {s, d.n_mels, 3}, -0.2f, 0.2f);
+  // The conv ranges were chosen for 80 mels and d 64; other sizes scale them by fan-in.
+  const float conv1 = 0.2f * std::sqrt(240.0f / static_cast<float>(3 * d.n_mels));
+  const float conv2 = 0.15f * std::sqrt(192.0f / static_cast<float>(3 * d.n_state));
+  add("encoder.conv1.weight", {s, d.n_mels, 3}, -conv1, conv1);
   add("encoder.conv1.bias", {s}, -0.1f, 0.1f);
-  add("encoder.conv2.weight", {s, s, 3}, -0.15f, 0.15f);
+  add("encoder.conv2.weight", {s, s, 3}, -conv2, conv2);
   add("encoder.conv2.bias", {s}, -0.1f, 0.1f);
   m.tensors["encoder.positional_embedding"] = {{d.n_audio_ctx, s},
                                                sinusoids(d.n_audio_ctx, d.n_state)};
@@ -190,17 +227,18 @@ void write_hf_dir(const TinyWhisper& m, const std::filesystem::path& dir) {
                                        {"max_target_positions", d.n_text_ctx},
                                        {"vocab_size", d.n_vocab}}
                                       .dump(2));
-  write_text(dir / "preprocessor_config.json", json{{"chunk_length", 1},
+  write_text(dir / "preprocessor_config.json", json{{"chunk_length", d.n_samples() / 16000},
                                                     {"feature_size", d.n_mels},
-                                                    {"n_samples", 16000},
-                                                    {"nb_max_frames", 100},
+                                                    {"n_samples", d.n_samples()},
+                                                    {"nb_max_frames", d.n_frames()},
                                                     {"hop_length", 160},
                                                     {"n_fft", 400}}
                                                    .dump(2));
 
   // Tokenizer: vocab.json + merges.txt + added_tokens.json, specials in Whisper's layout.
-  json vocab = json::object();
-  const std::vector<std::string> texts = tiny_rank_texts();
+  // (std::map-backed: ordered_json's linear lookup is quadratic on a 50k vocabulary.)
+  nlohmann::json vocab = nlohmann::json::object();
+  const std::vector<std::string> texts = tiny_rank_texts(d.n_ranks);
   for (size_t i = 0; i < texts.size(); ++i) vocab[texts[i]] = i;
   write_text(dir / "vocab.json", vocab.dump());
   write_text(dir / "merges.txt", "#version: 0.2\nĠ t\nh e\nĠt he\n");
@@ -221,7 +259,7 @@ void write_hf_dir(const TinyWhisper& m, const std::filesystem::path& dir) {
                   {"suppress_tokens", {1, 2, 3}},
                   {"begin_suppress_tokens", {v.eot}},
                   {"max_initial_timestamp_index", 25},
-                  {"is_multilingual", false}}
+                  {"is_multilingual", d.n_ranks == kMultilingualRankCount}}
                  .dump(2));
 }
 
@@ -244,10 +282,13 @@ void write_openai_pt(const TinyWhisper& m, const std::filesystem::path& file) {
                           {"n_text_layer", d.n_text_layer}});
   w.write(file);
   std::string ranks;
-  const std::vector<std::string> bytes = tiny_rank_bytes();
+  const std::vector<std::string> bytes = tiny_rank_bytes(d.n_ranks);
   for (size_t i = 0; i < bytes.size(); ++i)
     ranks += base64(bytes[i]) + " " + std::to_string(i) + "\n";
-  write_text(file.parent_path() / "gpt2.tiktoken", ranks);
+  // The loader looks for multilingual.tiktoken when n_vocab >= 51865 (openai-whisper's rule).
+  write_text(file.parent_path() /
+                 (d.n_vocab >= 51865 ? "multilingual.tiktoken" : "gpt2.tiktoken"),
+             ranks);
 }
 
 void write_ggml(const TinyWhisper& m, const std::filesystem::path& file) {
@@ -266,7 +307,7 @@ void write_ggml(const TinyWhisper& m, const std::filesystem::path& file) {
   i32(d.n_mels);
   i32(201);
   raw(filters.data(), filters.size() * 4);
-  const std::vector<std::string> tokens = tiny_rank_bytes();
+  const std::vector<std::string> tokens = tiny_rank_bytes(d.n_ranks);
   i32(static_cast<int32_t>(tokens.size()));
   for (const std::string& t : tokens) {
     i32(static_cast<int32_t>(t.size()));

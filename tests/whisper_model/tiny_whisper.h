@@ -3,12 +3,15 @@
 // <|endoftext|>, <|startoftranscript|>, 99 languages, tasks, controls, 1501 timestamps),
 // written from the same weights as a Hugging Face directory, an OpenAI .pt and a whisper.cpp
 // ggml .bin. Weights are f16-representable, so every format holds exactly the same values.
+// The same generator makes random models of a real checkpoint's shape (whisper_bench_dims:
+// tiny, base) for benchmarks; their vocabulary is filled to 50257 ranks with placeholders.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace oxi::whisper::test {
@@ -19,7 +22,16 @@ struct TinyDims {
   int n_ranks = 259;                      // 256 bytes + " t", "he", " the"
   int n_vocab = 259 + 2 + 99 + 6 + 1501;  // 1867
   int n_mlp() const { return 4 * n_state; }
+  // The window these positions cover: two mel frames per position, 160 samples per frame.
+  int n_frames() const { return 2 * n_audio_ctx; }
+  int n_samples() const { return n_frames() * 160; }
 };
+
+// A real Whisper model's shape with the multilingual vocabulary layout (50257 ranks, 99
+// languages: 51865 tokens), 1500 encoder positions (a 30 s window) and 448 text positions:
+// "tiny" (d 384, 4 + 4 layers, 6 heads) or "base" (d 512, 6 + 6 layers, 8 heads). Throws
+// std::invalid_argument for other names.
+TinyDims whisper_bench_dims(std::string_view name);
 
 struct TinyTensor {
   std::vector<int64_t> shape;
@@ -32,10 +44,13 @@ struct TinyWhisper {
   const std::vector<float>& at(const std::string& name) const { return tensors.at(name).values; }
 };
 
-TinyWhisper make_tiny_whisper(uint32_t seed);
+// Random weights: matrices uniform in +-1.7/sqrt(fan_in), the conv kernels scaled by their
+// fan-in relative to the default dims, norms near 1, biases in +-0.1.
+TinyWhisper make_tiny_whisper(uint32_t seed, const TinyDims& dims = {});
 
-// The token bytes of rank i (GPT-2's byte order, then the merges).
-std::vector<std::string> tiny_rank_bytes();
+// The token bytes of rank i (GPT-2's byte order, then the merges " t", "he", " the", then
+// placeholders " w<i>" up to n_ranks).
+std::vector<std::string> tiny_rank_bytes(int n_ranks = TinyDims{}.n_ranks);
 
 // Alignment heads written to the HF directory's generation_config.json.
 inline const std::vector<std::pair<int, int>> kHfAlignmentHeads = {{1, 0}, {1, 2}};
