@@ -44,6 +44,8 @@
 #include <utility>
 #include <vector>
 
+#include "elements/enum_type.h"
+#include "elements/property_fields.h"
 #include "lib/core/error.h"
 #include "lib/core/model_cache.h"
 #include "lib/hub/hub.h"
@@ -107,12 +109,26 @@ static GType gst_oxi_llm_mode_get_type(void) {
       {GST_OXI_LLM_MODE_ACCUMULATE, "Answer the text collected until EOS (or each interval)",
        "accumulate"},
       {0, nullptr, nullptr}};
-  if (g_once_init_enter(&type)) {
-    GType t = g_enum_register_static("GstOxiLlmMode", values);
-    g_once_init_leave(&type, t);
-  }
-  return type;
+  return oxi_enum_type(&type, "GstOxiLlmMode", values);
 }
+
+static const OxiPropertyField properties[] = {
+    OXI_PROPERTY_FIELD(PROP_MODEL, GstOxiLlm, model),
+    OXI_PROPERTY_FIELD(PROP_PROMPT_TEMPLATE, GstOxiLlm, prompt_template),
+    OXI_PROPERTY_FIELD(PROP_SYSTEM_PROMPT, GstOxiLlm, system_prompt),
+    OXI_PROPERTY_FIELD(PROP_TEMPERATURE, GstOxiLlm, temperature),
+    OXI_PROPERTY_FIELD(PROP_TOP_K, GstOxiLlm, top_k),
+    OXI_PROPERTY_FIELD(PROP_TOP_P, GstOxiLlm, top_p),
+    OXI_PROPERTY_FIELD(PROP_MIN_P, GstOxiLlm, min_p),
+    OXI_PROPERTY_FIELD(PROP_REPEAT_PENALTY, GstOxiLlm, repeat_penalty),
+    OXI_PROPERTY_FIELD(PROP_SEED, GstOxiLlm, seed),
+    OXI_PROPERTY_FIELD(PROP_MAX_TOKENS, GstOxiLlm, max_tokens),
+    OXI_PROPERTY_FIELD(PROP_THREADS, GstOxiLlm, threads),
+    OXI_PROPERTY_FIELD(PROP_QUANT, GstOxiLlm, quant),
+    OXI_PROPERTY_FIELD(PROP_MODE, GstOxiLlm, mode),
+    OXI_PROPERTY_FIELD(PROP_INTERVAL, GstOxiLlm, interval),
+    OXI_PROPERTY_FIELD(PROP_MODEL_INSTANCE_ID, GstOxiLlm, model_instance_id),
+};
 
 /* One unit of work for the source pad task, in stream order: a serialized event to forward, or
  * a text to answer over [pts, pts + duration). */
@@ -302,21 +318,7 @@ static void gst_oxi_llm_init(GstOxiLlm* self) {
   gst_pad_set_activatemode_function(self->srcpad, GST_DEBUG_FUNCPTR(gst_oxi_llm_src_activate_mode));
   gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
 
-  self->model = g_strdup(DEFAULT_MODEL);
-  self->prompt_template = g_strdup(DEFAULT_PROMPT_TEMPLATE);
-  self->system_prompt = g_strdup(DEFAULT_SYSTEM_PROMPT);
-  self->temperature = DEFAULT_TEMPERATURE;
-  self->top_k = DEFAULT_TOP_K;
-  self->top_p = DEFAULT_TOP_P;
-  self->min_p = DEFAULT_MIN_P;
-  self->repeat_penalty = DEFAULT_REPEAT_PENALTY;
-  self->seed = DEFAULT_SEED;
-  self->max_tokens = DEFAULT_MAX_TOKENS;
-  self->threads = DEFAULT_THREADS;
-  self->quant = g_strdup(DEFAULT_QUANT);
-  self->mode = DEFAULT_MODE;
-  self->interval = DEFAULT_INTERVAL;
-  self->model_instance_id = g_strdup(DEFAULT_MODEL_INSTANCE_ID);
+  oxi_property_fields_init(G_OBJECT(self), properties);
   self->state = new GstOxiLlmState();
 }
 
@@ -324,137 +326,32 @@ static void gst_oxi_llm_finalize(GObject* object) {
   GstOxiLlm* self = GST_OXI_LLM(object);
   delete self->state;
   self->state = nullptr;
-  g_free(self->model);
-  g_free(self->prompt_template);
-  g_free(self->system_prompt);
-  g_free(self->quant);
-  g_free(self->model_instance_id);
+  oxi_property_fields_free(object, properties);
   G_OBJECT_CLASS(gst_oxi_llm_parent_class)->finalize(object);
 }
 
 static void gst_oxi_llm_set_property(GObject* object, guint prop_id, const GValue* value,
                                      GParamSpec* pspec) {
   GstOxiLlm* self = GST_OXI_LLM(object);
-  GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-    case PROP_MODEL:
-      g_free(self->model);
-      self->model = g_value_dup_string(value);
-      break;
-    case PROP_PROMPT_TEMPLATE: {
-      // Without {text} every answer would ignore its input: almost certainly a typo.
-      const gchar* t = g_value_get_string(value);
-      if (t == nullptr || std::strstr(t, "{text}") == nullptr) {
-        g_warning("oxillm: prompt-template '%s' has no {text}; keeping '%s'", t ? t : "",
-                  self->prompt_template);
-        break;
-      }
-      g_free(self->prompt_template);
-      self->prompt_template = g_strdup(t);
-      break;
+  if (prop_id == PROP_PROMPT_TEMPLATE) {
+    // Without {text} every answer would ignore its input: almost certainly a typo.
+    const gchar* t = g_value_get_string(value);
+    if (t == nullptr || std::strstr(t, "{text}") == nullptr) {
+      GST_OBJECT_LOCK(self);
+      g_warning("oxillm: prompt-template '%s' has no {text}; keeping '%s'", t ? t : "",
+                self->prompt_template);
+      GST_OBJECT_UNLOCK(self);
+      return;
     }
-    case PROP_SYSTEM_PROMPT:
-      g_free(self->system_prompt);
-      self->system_prompt = g_value_dup_string(value);
-      break;
-    case PROP_TEMPERATURE:
-      self->temperature = g_value_get_float(value);
-      break;
-    case PROP_TOP_K:
-      self->top_k = g_value_get_int(value);
-      break;
-    case PROP_TOP_P:
-      self->top_p = g_value_get_float(value);
-      break;
-    case PROP_MIN_P:
-      self->min_p = g_value_get_float(value);
-      break;
-    case PROP_REPEAT_PENALTY:
-      self->repeat_penalty = g_value_get_float(value);
-      break;
-    case PROP_SEED:
-      self->seed = g_value_get_int64(value);
-      break;
-    case PROP_MAX_TOKENS:
-      self->max_tokens = g_value_get_int(value);
-      break;
-    case PROP_THREADS:
-      self->threads = g_value_get_uint(value);
-      break;
-    case PROP_QUANT:
-      g_free(self->quant);
-      self->quant = g_value_dup_string(value);
-      break;
-    case PROP_MODE:
-      self->mode = static_cast<GstOxiLlmMode>(g_value_get_enum(value));
-      break;
-    case PROP_INTERVAL:
-      self->interval = g_value_get_double(value);
-      break;
-    case PROP_MODEL_INSTANCE_ID:
-      g_free(self->model_instance_id);
-      self->model_instance_id = g_value_dup_string(value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
-  GST_OBJECT_UNLOCK(self);
+  if (!oxi_property_fields_set(object, properties, prop_id, value, pspec))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
 }
 
 static void gst_oxi_llm_get_property(GObject* object, guint prop_id, GValue* value,
                                      GParamSpec* pspec) {
-  GstOxiLlm* self = GST_OXI_LLM(object);
-  GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-    case PROP_MODEL:
-      g_value_set_string(value, self->model);
-      break;
-    case PROP_PROMPT_TEMPLATE:
-      g_value_set_string(value, self->prompt_template);
-      break;
-    case PROP_SYSTEM_PROMPT:
-      g_value_set_string(value, self->system_prompt);
-      break;
-    case PROP_TEMPERATURE:
-      g_value_set_float(value, self->temperature);
-      break;
-    case PROP_TOP_K:
-      g_value_set_int(value, self->top_k);
-      break;
-    case PROP_TOP_P:
-      g_value_set_float(value, self->top_p);
-      break;
-    case PROP_MIN_P:
-      g_value_set_float(value, self->min_p);
-      break;
-    case PROP_REPEAT_PENALTY:
-      g_value_set_float(value, self->repeat_penalty);
-      break;
-    case PROP_SEED:
-      g_value_set_int64(value, self->seed);
-      break;
-    case PROP_MAX_TOKENS:
-      g_value_set_int(value, self->max_tokens);
-      break;
-    case PROP_THREADS:
-      g_value_set_uint(value, self->threads);
-      break;
-    case PROP_QUANT:
-      g_value_set_string(value, self->quant);
-      break;
-    case PROP_MODE:
-      g_value_set_enum(value, self->mode);
-      break;
-    case PROP_INTERVAL:
-      g_value_set_double(value, self->interval);
-      break;
-    case PROP_MODEL_INSTANCE_ID:
-      g_value_set_string(value, self->model_instance_id);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  }
-  GST_OBJECT_UNLOCK(self);
+  if (!oxi_property_fields_get(object, properties, prop_id, value, pspec))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
 }
 
 static std::string gst_oxi_llm_string(const gchar* s) {

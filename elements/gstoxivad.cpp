@@ -33,9 +33,10 @@
 #include <string>
 #include <vector>
 
+#include "elements/audio_samples.h"
+#include "elements/model_loading.h"
 #include "elements/oxi_speech_meta.h"
-#include "lib/core/model_cache.h"
-#include "lib/hub/hub_options.h"
+#include "elements/property_fields.h"
 #include "lib/vad/vad_stream.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_oxi_vad_debug);
@@ -63,6 +64,14 @@ enum {
 #define DEFAULT_MIN_SILENCE_MS 100
 #define DEFAULT_MIN_SPEECH_MS 250
 #define DEFAULT_SPEECH_PAD_MS 30
+
+static const OxiPropertyField properties[] = {
+    OXI_PROPERTY_FIELD(PROP_MODEL, GstOxiVad, model),
+    OXI_PROPERTY_FIELD(PROP_THRESHOLD, GstOxiVad, threshold),
+    OXI_PROPERTY_FIELD(PROP_MIN_SILENCE_MS, GstOxiVad, min_silence_ms),
+    OXI_PROPERTY_FIELD(PROP_MIN_SPEECH_MS, GstOxiVad, min_speech_ms),
+    OXI_PROPERTY_FIELD(PROP_SPEECH_PAD_MS, GstOxiVad, speech_pad_ms),
+};
 
 /* One stream through the model: the C++ state behind the GObject. */
 struct _GstOxiVadStream {
@@ -162,11 +171,7 @@ static void gst_oxi_vad_class_init(GstOxiVadClass* klass) {
 }
 
 static void gst_oxi_vad_init(GstOxiVad* self) {
-  self->model = nullptr;
-  self->threshold = DEFAULT_THRESHOLD;
-  self->min_silence_ms = DEFAULT_MIN_SILENCE_MS;
-  self->min_speech_ms = DEFAULT_MIN_SPEECH_MS;
-  self->speech_pad_ms = DEFAULT_SPEECH_PAD_MS;
+  oxi_property_fields_init(G_OBJECT(self), properties);
   self->is_s16 = FALSE;
   self->stream = nullptr;
   gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
@@ -176,61 +181,20 @@ static void gst_oxi_vad_finalize(GObject* object) {
   GstOxiVad* self = GST_OXI_VAD(object);
   delete self->stream;
   self->stream = nullptr;
-  g_free(self->model);
+  oxi_property_fields_free(object, properties);
   G_OBJECT_CLASS(gst_oxi_vad_parent_class)->finalize(object);
 }
 
 static void gst_oxi_vad_set_property(GObject* object, guint prop_id, const GValue* value,
                                      GParamSpec* pspec) {
-  GstOxiVad* self = GST_OXI_VAD(object);
-  GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-    case PROP_MODEL:
-      g_free(self->model);
-      self->model = g_value_dup_string(value);
-      break;
-    case PROP_THRESHOLD:
-      self->threshold = g_value_get_float(value);
-      break;
-    case PROP_MIN_SILENCE_MS:
-      self->min_silence_ms = g_value_get_uint(value);
-      break;
-    case PROP_MIN_SPEECH_MS:
-      self->min_speech_ms = g_value_get_uint(value);
-      break;
-    case PROP_SPEECH_PAD_MS:
-      self->speech_pad_ms = g_value_get_uint(value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  }
-  GST_OBJECT_UNLOCK(self);
+  if (!oxi_property_fields_set(object, properties, prop_id, value, pspec))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
 }
 
 static void gst_oxi_vad_get_property(GObject* object, guint prop_id, GValue* value,
                                      GParamSpec* pspec) {
-  GstOxiVad* self = GST_OXI_VAD(object);
-  GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-    case PROP_MODEL:
-      g_value_set_string(value, self->model);
-      break;
-    case PROP_THRESHOLD:
-      g_value_set_float(value, self->threshold);
-      break;
-    case PROP_MIN_SILENCE_MS:
-      g_value_set_uint(value, self->min_silence_ms);
-      break;
-    case PROP_MIN_SPEECH_MS:
-      g_value_set_uint(value, self->min_speech_ms);
-      break;
-    case PROP_SPEECH_PAD_MS:
-      g_value_set_uint(value, self->speech_pad_ms);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  }
-  GST_OBJECT_UNLOCK(self);
+  if (!oxi_property_fields_get(object, properties, prop_id, value, pspec))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
 }
 
 /* READY -> PAUSED: the model is loaded (or shared with other elements naming it) here, so a
@@ -253,11 +217,7 @@ static gboolean gst_oxi_vad_start(GstBaseTransform* trans) {
     return FALSE;
   }
   try {
-    auto model =
-        oxi::ModelCache<oxi::vad::SileroVadModel>::instance().get("silero-vad:" + spec, [&] {
-          return oxi::vad::SileroVadModel::load_spec(spec,
-                                                     oxi::hub::HubOptions::from_environment());
-        });
+    auto model = oxi_shared_vad_model(spec);
     delete self->stream;
     self->stream = new GstOxiVadStream(std::move(model), params);
   } catch (const std::exception& e) {
@@ -343,14 +303,8 @@ static GstFlowReturn gst_oxi_vad_transform_ip(GstBaseTransform* trans, GstBuffer
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Could not map the audio buffer"), (nullptr));
     return GST_FLOW_ERROR;
   }
-  const size_t n = map.size / (self->is_s16 ? sizeof(gint16) : sizeof(gfloat));
-  st->samples.resize(n);
-  if (self->is_s16) {
-    const auto* in = reinterpret_cast<const gint16*>(map.data);
-    for (size_t i = 0; i < n; ++i) st->samples[i] = static_cast<float>(in[i]) / 32768.0f;
-  } else {
-    std::copy_n(reinterpret_cast<const gfloat*>(map.data), n, st->samples.begin());
-  }
+  oxi_audio_samples_to_float(map, self->is_s16, st->samples);
+  const size_t n = st->samples.size();
   gst_buffer_unmap(buffer, &map);
 
   const uint64_t offset = st->vad.samples();

@@ -56,36 +56,28 @@
 
 #include <gst/audio/audio.h>
 
-#include <algorithm>
-#include <atomic>
-#include <charconv>
-#include <chrono>
-#include <cmath>
-#include <condition_variable>
-#include <cstring>
-#include <deque>
 #include <exception>
 #include <filesystem>
-#include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
-#include <vector>
+#include <utility>
 
 #include "backends/cpu/cpu_backend.h"
+#include "elements/audio_samples.h"
+#include "elements/enum_type.h"
+#include "elements/model_loading.h"
+#include "elements/property_fields.h"
+#include "elements/whisper_context.h"
+#include "elements/whisper_worker.h"
 #include "lib/core/model_cache.h"
 #include "lib/hub/hub.h"
 #include "lib/hub/hub_options.h"
-#include "lib/vad/silero_vad_model.h"
-#include "lib/vad/speech_segments.h"
-#include "lib/vad/vad_stream.h"
-#include "lib/whisper/streaming_transcriber.h"
-#include "lib/whisper/transcriber.h"
-#include "lib/whisper/whisper_model.h"
 #include "lib/whisper/whisper_vocab.h"
 
-GST_DEBUG_CATEGORY_STATIC(gst_oxi_whisper_debug);
+GST_DEBUG_CATEGORY(gst_oxi_whisper_debug);
 #define GST_CAT_DEFAULT gst_oxi_whisper_debug
+
+using oxi::whisper::WhisperModel;
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
@@ -137,13 +129,6 @@ enum {
 #define DEFAULT_ENCODE_AUDIO_ONLY TRUE
 #define DEFAULT_STATS_INTERVAL_MS 5000
 
-/* VAD gating (samples at 16 kHz). Audio before the window where speech is detected goes to
- * the decoder too: Silero's probability crosses the threshold a little into a soft onset.
- * Speech ends after this much audio below the end threshold: short pauses inside a sentence
- * do not cut it (each cut commits the tentative words without a second pass). */
-#define VAD_PREROLL_SAMPLES 4800  /* 300 ms */
-#define VAD_HANGOVER_SAMPLES 8000 /* 500 ms */
-
 /* A timestamp this far from where the samples so far end is a discontinuity (audiobasesink's
  * default alignment threshold). */
 #define DISCONT_TOLERANCE (40 * GST_MSECOND)
@@ -156,11 +141,7 @@ static GType gst_oxi_whisper_quant_get_type(void) {
       {GST_OXI_WHISPER_QUANT_Q8, "Decoder weights re-quantized to Q8_0 at load", "q8"},
       {GST_OXI_WHISPER_QUANT_Q4, "Decoder weights re-quantized to Q4_0 at load", "q4"},
       {0, nullptr, nullptr}};
-  if (g_once_init_enter(&type)) {
-    GType t = g_enum_register_static("GstOxiWhisperQuant", values);
-    g_once_init_leave(&type, t);
-  }
-  return type;
+  return oxi_enum_type(&type, "GstOxiWhisperQuant", values);
 }
 
 #define GST_TYPE_OXI_WHISPER_VAD (gst_oxi_whisper_vad_get_type())
@@ -171,11 +152,7 @@ static GType gst_oxi_whisper_vad_get_type(void) {
       {GST_OXI_WHISPER_VAD_OFF, "Decode all audio", "off"},
       {GST_OXI_WHISPER_VAD_ON, "In live mode (vad-model required)", "on"},
       {0, nullptr, nullptr}};
-  if (g_once_init_enter(&type)) {
-    GType t = g_enum_register_static("GstOxiWhisperVad", values);
-    g_once_init_leave(&type, t);
-  }
-  return type;
+  return oxi_enum_type(&type, "GstOxiWhisperVad", values);
 }
 
 #define GST_TYPE_OXI_WHISPER_MODE (gst_oxi_whisper_mode_get_type())
@@ -187,137 +164,31 @@ static GType gst_oxi_whisper_mode_get_type(void) {
       {GST_OXI_WHISPER_MODE_FILE, "Transcribe the whole stream at its end (long-form quality)",
        "file"},
       {0, nullptr, nullptr}};
-  if (g_once_init_enter(&type)) {
-    GType t = g_enum_register_static("GstOxiWhisperMode", values);
-    g_once_init_leave(&type, t);
-  }
-  return type;
+  return oxi_enum_type(&type, "GstOxiWhisperMode", values);
 }
 
-namespace {
-
-using oxi::whisper::StreamingTranscriber;
-using oxi::whisper::Transcriber;
-using oxi::whisper::WhisperModel;
-
-struct EventUnref {
-  void operator()(GstEvent* e) const { gst_event_unref(e); }
+static const OxiPropertyField properties[] = {
+    OXI_PROPERTY_FIELD(PROP_MODEL, GstOxiWhisper, model),
+    OXI_PROPERTY_FIELD(PROP_LANGUAGE_CODE, GstOxiWhisper, language_code),
+    OXI_PROPERTY_FIELD(PROP_LANGUAGE, GstOxiWhisper, language_code),
+    OXI_PROPERTY_FIELD(PROP_TRANSLATE, GstOxiWhisper, translate),
+    OXI_PROPERTY_FIELD(PROP_WORD_TIMESTAMPS, GstOxiWhisper, word_timestamps),
+    OXI_PROPERTY_FIELD(PROP_THREADS, GstOxiWhisper, threads),
+    OXI_PROPERTY_FIELD(PROP_QUANT, GstOxiWhisper, quant),
+    OXI_PROPERTY_FIELD(PROP_INITIAL_PROMPT, GstOxiWhisper, initial_prompt),
+    OXI_PROPERTY_FIELD(PROP_LATENCY, GstOxiWhisper, latency_ms),
+    OXI_PROPERTY_FIELD(PROP_MODEL_INSTANCE_ID, GstOxiWhisper, model_instance_id),
+    OXI_PROPERTY_FIELD(PROP_MODE, GstOxiWhisper, mode),
+    OXI_PROPERTY_FIELD(PROP_VAD, GstOxiWhisper, vad),
+    OXI_PROPERTY_FIELD(PROP_VAD_MODEL, GstOxiWhisper, vad_model),
+    OXI_PROPERTY_FIELD(PROP_VAD_THRESHOLD, GstOxiWhisper, vad_threshold),
+    OXI_PROPERTY_FIELD(PROP_ENCODE_AUDIO_ONLY, GstOxiWhisper, encode_audio_only),
+    OXI_PROPERTY_FIELD(PROP_STATS_INTERVAL, GstOxiWhisper, stats_interval_ms),
 };
-using EventPtr = std::unique_ptr<GstEvent, EventUnref>;
-
-// What the chain function and the sink event handler hand to the worker, in stream order.
-struct QueueItem {
-  enum class Kind { samples, discont, event } kind = Kind::samples;
-  std::vector<float> samples;
-  GstClockTime pts = GST_CLOCK_TIME_NONE;  // of the first sample
-  EventPtr event;
-};
-
-// The settings a stream runs with, read from the properties at READY->PAUSED.
-struct Settings {
-  std::string language = "auto";  // Whisper's code ("en") or "auto"
-  bool translate = false;
-  bool word_timestamps = false;
-  std::string initial_prompt;
-  guint latency_ms = DEFAULT_LATENCY_MS;
-  GstOxiWhisperMode mode = DEFAULT_MODE;
-  bool encode_audio_only = DEFAULT_ENCODE_AUDIO_ONLY;
-  guint stats_interval_ms = DEFAULT_STATS_INTERVAL_MS;
-  float vad_threshold = DEFAULT_VAD_THRESHOLD;
-};
-
-// What the live path measured since READY->PAUSED: written by the worker, read by
-// get_property (under LiveStats's mutex in the context).
-struct LiveStats {
-  uint64_t passes = 0;           // decoder calls
-  double decode_seconds = 0.0;   // wall time they took
-  uint64_t audio_samples = 0;    // live audio received, speech and silence
-  uint64_t skipped_samples = 0;  // silence the VAD kept from the decoder
-  uint64_t committed_words = 0;
-  uint64_t shortened = 0;  // passes run in catch-up mode (behind the latency budget)
-  GstClockTime max_delay = 0;
-  std::vector<GstClockTime> delays;  // one per text buffer pushed
-
-  double rtf() const {
-    return audio_samples ? decode_seconds / (static_cast<double>(audio_samples) / 16000.0) : 0.0;
-  }
-  GstClockTime p99_delay() const {
-    if (delays.empty()) return 0;
-    std::vector<GstClockTime> d = delays;
-    const size_t k = static_cast<size_t>(std::ceil(0.99 * static_cast<double>(d.size()))) - 1;
-    std::nth_element(d.begin(), d.begin() + static_cast<ptrdiff_t>(k), d.end());
-    return d[k];
-  }
-};
-
-// The live decoder, counted and timed: the `rtf` property, the stats message, and the proof
-// that silence gated out by the VAD costs no decoding.
-class MeteredDecoder : public oxi::whisper::StreamDecoder {
- public:
-  MeteredDecoder(oxi::whisper::StreamDecoder& inner, std::mutex& mutex, LiveStats& stats)
-      : inner_(inner), mutex_(mutex), stats_(stats) {}
-  size_t max_samples() const override { return inner_.max_samples(); }
-  oxi::whisper::StreamHypothesis decode(std::span<const float> samples, const std::string& prompt,
-                                        double time_offset) override {
-    const auto t0 = std::chrono::steady_clock::now();
-    oxi::whisper::StreamHypothesis h = inner_.decode(samples, prompt, time_offset);
-    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
-    std::lock_guard lock(mutex_);
-    ++stats_.passes;
-    stats_.decode_seconds += took.count();
-    return h;
-  }
-
- private:
-  oxi::whisper::StreamDecoder& inner_;
-  std::mutex& mutex_;
-  LiveStats& stats_;
-};
-
-void append_json_string(std::string& out, std::string_view s) {
-  out.push_back('"');
-  for (const char ch : s) {
-    const auto u = static_cast<unsigned char>(ch);
-    switch (ch) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (u < 0x20) {
-          char buf[8];
-          g_snprintf(buf, sizeof buf, "\\u%04x", u);
-          out += buf;
-        } else {
-          out.push_back(ch);  // UTF-8 passes through (Whisper's text is valid UTF-8 or bytes)
-        }
-    }
-  }
-  out.push_back('"');
-}
-
-// Locale-independent (no decimal comma), as JSON wants.
-void append_json_number(std::string& out, double v) {
-  char buf[32];
-  const auto r =
-      std::to_chars(buf, buf + sizeof buf, std::isfinite(v) ? v : 0.0, std::chars_format::fixed, 3);
-  out.append(buf, r.ptr);
-}
 
 // Whisper's language code for a BCP-47 tag ("en-US" -> "en", "yue-HK" -> "yue"), or "auto";
 // empty when Whisper has no such language.
-std::string whisper_language(const char* tag) {
+static std::string whisper_language(const char* tag) {
   if (!tag || !*tag) return {};
   std::string primary;
   for (const char* p = tag; *p && *p != '-' && *p != '_'; ++p)
@@ -328,72 +199,6 @@ std::string whisper_language(const char* tag) {
     if (l.code == primary) return primary;
   return {};
 }
-
-}  // namespace
-
-struct _GstOxiWhisperContext {
-  // The model and its runner: set at READY->PAUSED, the model kept until READY->NULL.
-  std::string model_key;
-  std::shared_ptr<const WhisperModel> model;
-  std::unique_ptr<oxi::backends::Backend> backend;
-  int backend_threads = -1;
-  std::unique_ptr<Transcriber> transcriber;
-  Settings settings;
-  std::string vad_key;
-  std::shared_ptr<const oxi::vad::SileroVadModel> vad_model;  // set: VAD gating in live mode
-
-  // Between the streaming thread and the worker.
-  std::mutex mutex;
-  std::condition_variable cond;
-  std::deque<QueueItem> queue;
-  bool stopping = false;
-  bool busy = false;                        // the worker is handling items taken from the queue
-  GstFlowReturn flow = GST_FLOW_OK;         // the first failed downstream push, returned by chain
-  std::atomic<bool> cancel{false};          // stops the worker's decoding (flush, shutdown)
-  std::atomic<bool> live{false};            // the stream's mode, decided at its first buffer
-  std::atomic<uint64_t> queued_samples{0};  // audio in `queue`, part of the decoding backlog
-  std::thread worker;
-
-  // The live path's measurements (worker writes, get_property reads).
-  std::mutex stats_mutex;
-  LiveStats stats;
-
-  // Streaming thread only.
-  bool is_float = true;  // F32LE, else S16LE
-  bool mode_decided = false;
-  bool have_samples = false;
-  GstClockTime next_pts = GST_CLOCK_TIME_NONE;
-
-  // Worker only. A run is a stretch of contiguous samples; its times count from run_start.
-  GstSegment segment;
-  bool run_active = false;
-  bool run_live = false;
-  GstClockTime run_start = 0;
-  uint64_t run_samples = 0;
-  std::vector<float> file_samples;
-  std::unique_ptr<oxi::whisper::TranscriberStreamDecoder> decoder;
-  std::unique_ptr<MeteredDecoder> metered;
-  std::unique_ptr<StreamingTranscriber> stream;
-  GstClockTime pushed_until = GST_CLOCK_TIME_NONE;  // end of the text and gaps pushed so far
-  uint64_t next_stats_samples = 0;                  // stats.audio_samples of the next message
-  bool qos_warned = false;                          // the falling-behind warning was posted
-
-  // Worker only: VAD gating of a live run. `held` are the run's samples from `held_start` on
-  // that the decoder has not been given (the pre-roll, and the last partial VAD window).
-  bool run_vad = false;
-  std::unique_ptr<oxi::vad::VadStream> vad;
-  std::unique_ptr<oxi::vad::SpeechSegmenter> segmenter;
-  std::vector<float> held;
-  uint64_t held_start = 0;
-  uint64_t judged_end = 0;     // run samples the VAD has judged
-  bool speaking = false;       // speech goes to the decoder
-  uint64_t quiet_samples = 0;  // non-speech since the last speech window, while speaking
-
-  // Worker only: the unsynced_src pad's stream.
-  bool unsynced_started = false;
-  guint group_id = 0;
-  bool have_group_id = false;
-};
 
 G_DEFINE_TYPE(GstOxiWhisper, gst_oxi_whisper, GST_TYPE_ELEMENT);
 GST_ELEMENT_REGISTER_DEFINE(oxiwhisper, "oxiwhisper", GST_RANK_NONE, GST_TYPE_OXI_WHISPER);
@@ -564,21 +369,7 @@ static void gst_oxi_whisper_init(GstOxiWhisper* self) {
   gst_pad_use_fixed_caps(self->unsynced_srcpad);
   gst_element_add_pad(GST_ELEMENT(self), self->unsynced_srcpad);
 
-  self->model = nullptr;
-  self->language_code = g_strdup(DEFAULT_LANGUAGE_CODE);
-  self->translate = DEFAULT_TRANSLATE;
-  self->word_timestamps = DEFAULT_WORD_TIMESTAMPS;
-  self->threads = DEFAULT_THREADS;
-  self->quant = DEFAULT_QUANT;
-  self->initial_prompt = nullptr;
-  self->latency_ms = DEFAULT_LATENCY_MS;
-  self->model_instance_id = nullptr;
-  self->mode = DEFAULT_MODE;
-  self->vad = DEFAULT_VAD;
-  self->vad_model = nullptr;
-  self->vad_threshold = DEFAULT_VAD_THRESHOLD;
-  self->encode_audio_only = DEFAULT_ENCODE_AUDIO_ONLY;
-  self->stats_interval_ms = DEFAULT_STATS_INTERVAL_MS;
+  oxi_property_fields_init(G_OBJECT(self), properties);
   self->ctx = new GstOxiWhisperContext();
   gst_segment_init(&self->ctx->segment, GST_FORMAT_TIME);
 }
@@ -587,90 +378,26 @@ static void gst_oxi_whisper_finalize(GObject* object) {
   GstOxiWhisper* self = GST_OXI_WHISPER(object);
   delete self->ctx;  // the worker was joined at PAUSED->READY
   self->ctx = nullptr;
-  g_free(self->model);
-  g_free(self->language_code);
-  g_free(self->initial_prompt);
-  g_free(self->model_instance_id);
-  g_free(self->vad_model);
+  oxi_property_fields_free(object, properties);
   G_OBJECT_CLASS(gst_oxi_whisper_parent_class)->finalize(object);
 }
 
 static void gst_oxi_whisper_set_property(GObject* object, guint prop_id, const GValue* value,
                                          GParamSpec* pspec) {
   GstOxiWhisper* self = GST_OXI_WHISPER(object);
-  switch (prop_id) {
-    case PROP_LANGUAGE_CODE:
-    case PROP_LANGUAGE: {
-      const char* tag = g_value_get_string(value);
-      if (whisper_language(tag).empty()) {
-        // As GLib does for out-of-range numbers: warn and keep the old value.
-        g_warning(
-            "oxiwhisper: '%s' is not a language Whisper knows (use a BCP-47 tag such as "
-            "en-US, or auto); keeping '%s'",
-            tag ? tag : "(null)", self->language_code);
-        return;
-      }
-      GST_OBJECT_LOCK(self);
-      g_free(self->language_code);
-      self->language_code = g_strdup(tag);
-      GST_OBJECT_UNLOCK(self);
+  if (prop_id == PROP_LANGUAGE_CODE || prop_id == PROP_LANGUAGE) {
+    const char* tag = g_value_get_string(value);
+    if (whisper_language(tag).empty()) {
+      // As GLib does for out-of-range numbers: warn and keep the old value.
+      g_warning(
+          "oxiwhisper: '%s' is not a language Whisper knows (use a BCP-47 tag such as "
+          "en-US, or auto); keeping '%s'",
+          tag ? tag : "(null)", self->language_code);
       return;
     }
-    default:
-      break;
   }
-  GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-    case PROP_MODEL:
-      g_free(self->model);
-      self->model = g_value_dup_string(value);
-      break;
-    case PROP_TRANSLATE:
-      self->translate = g_value_get_boolean(value);
-      break;
-    case PROP_WORD_TIMESTAMPS:
-      self->word_timestamps = g_value_get_boolean(value);
-      break;
-    case PROP_THREADS:
-      self->threads = g_value_get_uint(value);
-      break;
-    case PROP_QUANT:
-      self->quant = static_cast<GstOxiWhisperQuant>(g_value_get_enum(value));
-      break;
-    case PROP_INITIAL_PROMPT:
-      g_free(self->initial_prompt);
-      self->initial_prompt = g_value_dup_string(value);
-      break;
-    case PROP_LATENCY:
-      self->latency_ms = g_value_get_uint(value);
-      break;
-    case PROP_MODEL_INSTANCE_ID:
-      g_free(self->model_instance_id);
-      self->model_instance_id = g_value_dup_string(value);
-      break;
-    case PROP_MODE:
-      self->mode = static_cast<GstOxiWhisperMode>(g_value_get_enum(value));
-      break;
-    case PROP_VAD:
-      self->vad = static_cast<GstOxiWhisperVad>(g_value_get_enum(value));
-      break;
-    case PROP_VAD_MODEL:
-      g_free(self->vad_model);
-      self->vad_model = g_value_dup_string(value);
-      break;
-    case PROP_VAD_THRESHOLD:
-      self->vad_threshold = g_value_get_float(value);
-      break;
-    case PROP_ENCODE_AUDIO_ONLY:
-      self->encode_audio_only = g_value_get_boolean(value);
-      break;
-    case PROP_STATS_INTERVAL:
-      self->stats_interval_ms = g_value_get_uint(value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  }
-  GST_OBJECT_UNLOCK(self);
+  if (!oxi_property_fields_set(object, properties, prop_id, value, pspec))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
 }
 
 static void gst_oxi_whisper_get_property(GObject* object, guint prop_id, GValue* value,
@@ -690,630 +417,11 @@ static void gst_oxi_whisper_get_property(GObject* object, guint prop_id, GValue*
       g_value_set_uint64(value, c->stats.max_delay / GST_MSECOND);
     return;
   }
-  GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-    case PROP_MODEL:
-      g_value_set_string(value, self->model);
-      break;
-    case PROP_LANGUAGE_CODE:
-    case PROP_LANGUAGE:
-      g_value_set_string(value, self->language_code);
-      break;
-    case PROP_TRANSLATE:
-      g_value_set_boolean(value, self->translate);
-      break;
-    case PROP_WORD_TIMESTAMPS:
-      g_value_set_boolean(value, self->word_timestamps);
-      break;
-    case PROP_THREADS:
-      g_value_set_uint(value, self->threads);
-      break;
-    case PROP_QUANT:
-      g_value_set_enum(value, self->quant);
-      break;
-    case PROP_INITIAL_PROMPT:
-      g_value_set_string(value, self->initial_prompt);
-      break;
-    case PROP_LATENCY:
-      g_value_set_uint(value, self->latency_ms);
-      break;
-    case PROP_MODEL_INSTANCE_ID:
-      g_value_set_string(value, self->model_instance_id);
-      break;
-    case PROP_MODE:
-      g_value_set_enum(value, self->mode);
-      break;
-    case PROP_VAD:
-      g_value_set_enum(value, self->vad);
-      break;
-    case PROP_VAD_MODEL:
-      g_value_set_string(value, self->vad_model);
-      break;
-    case PROP_VAD_THRESHOLD:
-      g_value_set_float(value, self->vad_threshold);
-      break;
-    case PROP_ENCODE_AUDIO_ONLY:
-      g_value_set_boolean(value, self->encode_audio_only);
-      break;
-    case PROP_STATS_INTERVAL:
-      g_value_set_uint(value, self->stats_interval_ms);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  }
-  GST_OBJECT_UNLOCK(self);
-}
-
-/* --- output (worker thread) ------------------------------------------------------------------ */
-
-static GstClockTime gst_oxi_whisper_run_time(GstOxiWhisperContext* c, double seconds) {
-  const double ns = std::max(0.0, seconds) * static_cast<double>(GST_SECOND);
-  return c->run_start + static_cast<GstClockTime>(std::llround(ns));
-}
-
-static void gst_oxi_whisper_note_flow(GstOxiWhisper* self, GstFlowReturn ret) {
-  if (ret == GST_FLOW_OK) return;
-  GstOxiWhisperContext* c = self->ctx;
-  std::lock_guard lock(c->mutex);
-  if (c->flow == GST_FLOW_OK) c->flow = ret;
-}
-
-// A GAP event up to `until`: nothing was said in [pushed_until, until).
-static void gst_oxi_whisper_push_gap(GstOxiWhisper* self, GstClockTime until) {
-  GstOxiWhisperContext* c = self->ctx;
-  if (!GST_CLOCK_TIME_IS_VALID(c->pushed_until) || until <= c->pushed_until) return;
-  gst_pad_push_event(self->srcpad, gst_event_new_gap(c->pushed_until, until - c->pushed_until));
-  c->pushed_until = until;
-}
-
-// Live text: how late it is, measured as the issue of honest latency asks: the running time
-// of the push on the pipeline clock minus the running time where the text's audio ends.
-// Nothing is measured without a clock (an element outside a pipeline).
-static void gst_oxi_whisper_note_delay(GstOxiWhisper* self, GstClockTime end) {
-  GstOxiWhisperContext* c = self->ctx;
-  GstClock* clock = gst_element_get_clock(GST_ELEMENT(self));
-  if (!clock) return;
-  const GstClockTime now = gst_clock_get_time(clock);
-  gst_object_unref(clock);
-  const GstClockTime base = gst_element_get_base_time(GST_ELEMENT(self));
-  const guint64 audio_end = gst_segment_to_running_time(&c->segment, GST_FORMAT_TIME, end);
-  if (!GST_CLOCK_TIME_IS_VALID(now) || !GST_CLOCK_TIME_IS_VALID(base) || now < base ||
-      !GST_CLOCK_TIME_IS_VALID(audio_end))
-    return;
-  const GstClockTime pushed = now - base;
-  // Audio that came faster than real time (a file forced to live) is not late: 0.
-  const GstClockTime delay = pushed > audio_end ? pushed - audio_end : 0;
-  std::lock_guard lock(c->stats_mutex);
-  c->stats.delays.push_back(delay);
-  c->stats.max_delay = std::max(c->stats.max_delay, delay);
-}
-
-// One text buffer for [t0, t1] seconds of the current run. `live` moves a start before text
-// already pushed to its end, so buffers stay in running order, and measures the delay; files
-// keep the transcriber's times exactly.
-static void gst_oxi_whisper_push_text(GstOxiWhisper* self, const std::string& text, double t0,
-                                      double t1, bool live) {
-  GstOxiWhisperContext* c = self->ctx;
-  GstClockTime pts = gst_oxi_whisper_run_time(c, t0);
-  GstClockTime end = gst_oxi_whisper_run_time(c, std::max(t0, t1));
-  if (live && GST_CLOCK_TIME_IS_VALID(c->pushed_until)) {
-    pts = std::max(pts, c->pushed_until);
-    end = std::max(end, pts);
-  }
-  gst_oxi_whisper_push_gap(self, pts);
-  GstBuffer* out = gst_buffer_new_memdup(text.data(), text.size());
-  GST_BUFFER_PTS(out) = pts;
-  GST_BUFFER_DURATION(out) = end - pts;
-  GST_LOG_OBJECT(self, "text %" GST_TIME_FORMAT " + %" GST_TIME_FORMAT ": %s", GST_TIME_ARGS(pts),
-                 GST_TIME_ARGS(end - pts), text.c_str());
-  c->pushed_until = GST_CLOCK_TIME_IS_VALID(c->pushed_until) ? std::max(c->pushed_until, end) : end;
-  gst_oxi_whisper_note_flow(self, gst_pad_push(self->srcpad, out));
-  if (live) gst_oxi_whisper_note_delay(self, end);
-}
-
-/* --- unsynced_src (worker thread) --- */
-
-// The pad's own stream: stream-start (in the input's group), JSON caps and the input's segment
-// before its first buffer or EOS.
-static void gst_oxi_whisper_unsynced_start(GstOxiWhisper* self) {
-  GstOxiWhisperContext* c = self->ctx;
-  if (c->unsynced_started) return;
-  c->unsynced_started = true;
-  gchar* id = gst_pad_create_stream_id(self->unsynced_srcpad, GST_ELEMENT(self), "unsynced");
-  GstEvent* start = gst_event_new_stream_start(id);
-  g_free(id);
-  if (c->have_group_id) gst_event_set_group_id(start, c->group_id);
-  gst_pad_push_event(self->unsynced_srcpad, start);
-  GstCaps* caps = gst_static_pad_template_get_caps(&unsynced_template);
-  gst_pad_push_event(self->unsynced_srcpad, gst_event_new_caps(caps));
-  gst_caps_unref(caps);
-  gst_pad_push_event(self->unsynced_srcpad, gst_event_new_segment(&c->segment));
-}
-
-// One JSON object for `words` (times of the current run). An unlinked pad is the normal case:
-// NOT_LINKED (and FLUSHING, during a flush) never stop the element; other failures do.
-static void gst_oxi_whisper_push_json(GstOxiWhisper* self,
-                                      const std::vector<oxi::whisper::Word>& words, bool is_final,
-                                      double t0, double t1) {
-  GstOxiWhisperContext* c = self->ctx;
-  gst_oxi_whisper_unsynced_start(self);
-  std::string text;
-  for (const oxi::whisper::Word& w : words) text += w.word;
-  std::string json = "{\"text\": ";
-  append_json_string(json, text);
-  json += ", \"words\": [";
-  for (size_t i = 0; i < words.size(); ++i) {
-    const oxi::whisper::Word& w = words[i];
-    if (i) json += ", ";
-    json += "{\"word\": ";
-    append_json_string(json, w.word);
-    json += ", \"start\": ";
-    append_json_number(json,
-                       static_cast<double>(gst_oxi_whisper_run_time(c, w.start)) / GST_SECOND);
-    json += ", \"end\": ";
-    append_json_number(json, static_cast<double>(gst_oxi_whisper_run_time(c, w.end)) / GST_SECOND);
-    json += ", \"probability\": ";
-    append_json_number(json, w.probability);
-    json += "}";
-  }
-  json += "], \"is_final\": ";
-  json += is_final ? "true" : "false";
-  json += ", \"language\": ";
-  const std::string language = c->decoder ? c->decoder->language() : c->settings.language;
-  append_json_string(json, language);
-  json += "}\n";
-
-  GstBuffer* out = gst_buffer_new_memdup(json.data(), json.size());
-  const GstClockTime pts = gst_oxi_whisper_run_time(c, t0);
-  GST_BUFFER_PTS(out) = pts;
-  GST_BUFFER_DURATION(out) = std::max(gst_oxi_whisper_run_time(c, t1), pts) - pts;
-  const GstFlowReturn ret = gst_pad_push(self->unsynced_srcpad, out);
-  if (ret != GST_FLOW_NOT_LINKED && ret != GST_FLOW_FLUSHING) gst_oxi_whisper_note_flow(self, ret);
-}
-
-// After a live pass: the hypothesis's unstable tail as it stands now.
-static void gst_oxi_whisper_push_tentative(GstOxiWhisper* self) {
-  GstOxiWhisperContext* c = self->ctx;
-  const std::vector<oxi::whisper::Word>& words = c->stream->tentative();
-  const double t0 = words.empty() ? c->stream->final_until() : words.front().start;
-  const double t1 = words.empty() ? t0 : words.back().end;
-  gst_oxi_whisper_push_json(self, words, false, t0, t1);
-}
-
-static void gst_oxi_whisper_push_committed(GstOxiWhisper* self,
-                                           const std::vector<oxi::whisper::CommittedText>& items) {
-  GstOxiWhisperContext* c = self->ctx;
-  for (const oxi::whisper::CommittedText& item : items) {
-    if (c->settings.word_timestamps) {
-      for (const oxi::whisper::Word& w : item.words)
-        gst_oxi_whisper_push_text(self, w.word, w.start, w.end, true);
-    } else {
-      gst_oxi_whisper_push_text(self, item.text, item.start, item.end, true);
-    }
-    gst_oxi_whisper_push_json(self, item.words, true, item.start, item.end);
-    std::lock_guard lock(c->stats_mutex);
-    c->stats.committed_words += item.words.size();
-  }
-}
-
-/* --- live statistics and QoS (worker thread) --- */
-
-static void gst_oxi_whisper_post_stats(GstOxiWhisper* self) {
-  GstOxiWhisperContext* c = self->ctx;
-  GstStructure* st;
-  {
-    std::lock_guard lock(c->stats_mutex);
-    const LiveStats& s = c->stats;
-    st = gst_structure_new(
-        "oxiwhisper-stats", "rtf", G_TYPE_DOUBLE, s.rtf(), "max-observed-delay", G_TYPE_UINT64,
-        static_cast<guint64>(s.max_delay / GST_MSECOND), "p99-delay", G_TYPE_UINT64,
-        static_cast<guint64>(s.p99_delay() / GST_MSECOND), "committed-words", G_TYPE_UINT64,
-        static_cast<guint64>(s.committed_words), "passes", G_TYPE_UINT64,
-        static_cast<guint64>(s.passes), "shortened", G_TYPE_UINT64,
-        static_cast<guint64>(s.shortened), "dropped", G_TYPE_UINT64, static_cast<guint64>(0),
-        "audio-duration", G_TYPE_UINT64,
-        static_cast<guint64>(gst_util_uint64_scale_int(s.audio_samples, GST_SECOND, 16000)),
-        "skipped-silence", G_TYPE_UINT64,
-        static_cast<guint64>(gst_util_uint64_scale_int(s.skipped_samples, GST_SECOND, 16000)),
-        nullptr);
-  }
-  gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), st));
-}
-
-// Every stats-interval of live audio (for a live source, of wall time too).
-static void gst_oxi_whisper_maybe_post_stats(GstOxiWhisper* self) {
-  GstOxiWhisperContext* c = self->ctx;
-  const uint64_t interval = static_cast<uint64_t>(c->settings.stats_interval_ms) * 16;
-  if (interval == 0) return;
-  uint64_t received;
-  {
-    std::lock_guard lock(c->stats_mutex);
-    received = c->stats.audio_samples;
-  }
-  if (received < c->next_stats_samples) return;
-  c->next_stats_samples = (received / interval + 1) * interval;
-  gst_oxi_whisper_post_stats(self);
-}
-
-// Before a live pass: audio waiting for decoding beyond the latency budget switches the stream
-// to catch-up mode (commit each pass, short buffers), with a QoS message, and the first time a
-// warning; once the backlog is down to a step, back to LocalAgreement.
-static void gst_oxi_whisper_check_backlog(GstOxiWhisper* self) {
-  GstOxiWhisperContext* c = self->ctx;
-  StreamingTranscriber& stream = *c->stream;
-  const uint64_t backlog = stream.pending_samples() + c->queued_samples.load();
-  const uint64_t budget = static_cast<uint64_t>(c->settings.latency_ms) * 16;
-  const auto step = static_cast<uint64_t>(stream.step_seconds() * 16000.0);
-  if (!stream.catch_up() && backlog > budget) {
-    stream.set_catch_up(true);
-    const GstClockTime late = gst_util_uint64_scale_int(backlog, GST_SECOND, 16000);
-    const GstClockTime at = gst_oxi_whisper_run_time(c, stream.buffer_end());
-    double rtf;
-    uint64_t received;
-    {
-      std::lock_guard lock(c->stats_mutex);
-      rtf = c->stats.rtf();
-      received = c->stats.audio_samples;
-    }
-    GST_INFO_OBJECT(self, "%" GST_TIME_FORMAT " of audio waits for decoding: catching up",
-                    GST_TIME_ARGS(late));
-    GstMessage* qos = gst_message_new_qos(
-        GST_OBJECT(self), TRUE, gst_segment_to_running_time(&c->segment, GST_FORMAT_TIME, at),
-        gst_segment_to_stream_time(&c->segment, GST_FORMAT_TIME, at), at, late);
-    // jitter: how far behind; proportion: the real-time factor so far; nothing dropped.
-    gst_message_set_qos_values(qos, static_cast<gint64>(late), rtf, 1000000);
-    gst_message_set_qos_stats(qos, GST_FORMAT_TIME,
-                              gst_util_uint64_scale_int(received, GST_SECOND, 16000), 0);
-    gst_element_post_message(GST_ELEMENT(self), qos);
-    if (!c->qos_warned) {
-      c->qos_warned = true;
-      GST_ELEMENT_WARNING(self, STREAM, FAILED, ("Speech recognition cannot keep up"),
-                          ("%.1f s of audio wait for decoding, more than the latency of %u ms: "
-                           "committing each pass over a short buffer until it catches up "
-                           "(no audio is dropped)",
-                           static_cast<double>(backlog) / 16000.0, c->settings.latency_ms));
-    }
-  } else if (stream.catch_up() && backlog <= step) {
-    GST_INFO_OBJECT(self, "caught up");
-    stream.set_catch_up(false);
-  }
-}
-
-/* --- runs (worker thread) --- */
-
-static void gst_oxi_whisper_start_run(GstOxiWhisper* self, GstClockTime pts) {
-  GstOxiWhisperContext* c = self->ctx;
-  c->run_active = true;
-  c->run_live = c->live.load();
-  c->run_samples = 0;
-  if (GST_CLOCK_TIME_IS_VALID(pts))
-    c->run_start = pts;
-  else if (GST_CLOCK_TIME_IS_VALID(c->pushed_until))
-    c->run_start = c->pushed_until;
-  else
-    c->run_start = c->segment.start;
-  if (!GST_CLOCK_TIME_IS_VALID(c->pushed_until)) c->pushed_until = c->run_start;
-  c->file_samples.clear();
-  c->run_vad = false;
-  if (c->run_live) {
-    const Settings& s = c->settings;
-    oxi::whisper::WindowOptions w;
-    w.language = s.language;
-    w.translate = s.translate;
-    w.word_timestamps = s.word_timestamps;
-    w.encode_audio_only = s.encode_audio_only;
-    w.cancel = &c->cancel;
-    c->decoder = std::make_unique<oxi::whisper::TranscriberStreamDecoder>(*c->transcriber, w);
-    c->metered = std::make_unique<MeteredDecoder>(*c->decoder, c->stats_mutex, c->stats);
-    oxi::whisper::StreamingOptions o;
-    const double window = static_cast<double>(c->decoder->max_samples()) / 16000.0;
-    o.min_chunk_seconds = oxi::whisper::StreamingOptions::step_for_latency(
-        static_cast<double>(s.latency_ms) / 1000.0, window);
-    o.initial_prompt = s.initial_prompt;
-    o.keep_words = true;  // the words go to unsynced_src as well
-    c->stream = std::make_unique<StreamingTranscriber>(*c->metered, o, 0.0);
-    if (c->vad_model) {
-      oxi::vad::SegmentParams params;
-      params.threshold = s.vad_threshold;
-      c->vad = std::make_unique<oxi::vad::VadStream>(c->vad_model);
-      c->segmenter = std::make_unique<oxi::vad::SpeechSegmenter>(params);
-      c->run_vad = true;
-      c->held.clear();
-      c->held_start = 0;
-      c->judged_end = 0;
-      c->speaking = false;
-      c->quiet_samples = 0;
-    }
-    GST_DEBUG_OBJECT(self, "live run from %" GST_TIME_FORMAT ", step %.3f s of a %.1f s window%s",
-                     GST_TIME_ARGS(c->run_start), c->stream->step_seconds(), window,
-                     c->run_vad ? ", VAD gated" : "");
-  } else {
-    GST_DEBUG_OBJECT(self, "file run from %" GST_TIME_FORMAT, GST_TIME_ARGS(c->run_start));
-  }
-}
-
-/* --- VAD gating of a live run (worker thread) --- */
-
-// Gives the decoder the held samples before run sample `until`.
-static void gst_oxi_whisper_vad_feed(GstOxiWhisperContext* c, uint64_t until) {
-  if (until <= c->held_start) return;
-  const size_t n = static_cast<size_t>(std::min<uint64_t>(until - c->held_start, c->held.size()));
-  c->stream->insert_audio(std::span<const float>(c->held).first(n));
-  c->held.erase(c->held.begin(), c->held.begin() + static_cast<ptrdiff_t>(n));
-  c->held_start += n;
-}
-
-// Drops the held samples before run sample `until`: silence, never decoded.
-static void gst_oxi_whisper_vad_skip(GstOxiWhisperContext* c, uint64_t until) {
-  if (until <= c->held_start) return;
-  const size_t n = static_cast<size_t>(std::min<uint64_t>(until - c->held_start, c->held.size()));
-  c->held.erase(c->held.begin(), c->held.begin() + static_cast<ptrdiff_t>(n));
-  c->held_start += n;
-  std::lock_guard lock(c->stats_mutex);
-  c->stats.skipped_samples += n;
-}
-
-// Speech ended (or the run did): everything said is committed now, with no second pass.
-static void gst_oxi_whisper_vad_speech_ends(GstOxiWhisper* self) {
-  GstOxiWhisperContext* c = self->ctx;
-  c->speaking = false;
-  c->quiet_samples = 0;
-  gst_oxi_whisper_push_committed(self, c->stream->finish());
-  GST_LOG_OBJECT(self, "speech ends at %.3f s", static_cast<double>(c->held_start) / 16000.0);
-}
-
-static void gst_oxi_whisper_vad_samples(GstOxiWhisper* self, const std::vector<float>& samples) {
-  GstOxiWhisperContext* c = self->ctx;
-  c->held.insert(c->held.end(), samples.begin(), samples.end());
-  for (const float p : c->vad->push(samples)) {
-    c->segmenter->push(p);
-    const uint64_t window_start = c->judged_end;
-    c->judged_end += oxi::vad::kWindow;
-    if (c->segmenter->in_speech()) {
-      c->quiet_samples = 0;
-      if (!c->speaking) {
-        const uint64_t from =
-            window_start > VAD_PREROLL_SAMPLES ? window_start - VAD_PREROLL_SAMPLES : 0;
-        gst_oxi_whisper_vad_skip(c, from);
-        const double t = static_cast<double>(c->held_start) / 16000.0;
-        GST_LOG_OBJECT(self, "speech starts at %.3f s", t);
-        // Nothing was said before the pre-roll: a gap to it, then decoding resumes there.
-        gst_oxi_whisper_push_gap(self, gst_oxi_whisper_run_time(c, t));
-        if (c->stream->buffered_samples() == 0)
-          c->stream->resume_at(t);
-        else
-          c->stream->reset(t);  // a cancelled finish() left audio: start afresh
-        c->speaking = true;
-      }
-    } else if (c->speaking) {
-      c->quiet_samples += oxi::vad::kWindow;
-    }
-    if (c->speaking) {
-      gst_oxi_whisper_vad_feed(c, c->judged_end);
-      if (c->quiet_samples >= VAD_HANGOVER_SAMPLES) gst_oxi_whisper_vad_speech_ends(self);
-    }
-  }
-  if (!c->speaking) {
-    // Silence: hold only the pre-roll the next speech may start with; the rest is a gap.
-    if (c->judged_end > VAD_PREROLL_SAMPLES)
-      gst_oxi_whisper_vad_skip(c, c->judged_end - VAD_PREROLL_SAMPLES);
-    gst_oxi_whisper_push_gap(
-        self, gst_oxi_whisper_run_time(c, static_cast<double>(c->held_start) / 16000.0));
-  }
-}
-
-// End of a run (EOS, new segment, discontinuity): everything said in it is pushed, then a gap
-// to its end.
-static void gst_oxi_whisper_end_run(GstOxiWhisper* self) {
-  GstOxiWhisperContext* c = self->ctx;
-  if (!c->run_active) return;
-  c->run_active = false;
-  if (c->run_live) {
-    if (c->run_vad) {
-      // The last partial VAD window: speech in progress keeps it, silence drops it.
-      if (c->speaking)
-        gst_oxi_whisper_vad_feed(c, c->held_start + c->held.size());
-      else
-        gst_oxi_whisper_vad_skip(c, c->held_start + c->held.size());
-      c->speaking = false;
-      c->vad.reset();
-      c->segmenter.reset();
-      c->held.clear();
-    }
-    gst_oxi_whisper_push_committed(self, c->stream->finish());
-    c->stream.reset();
-    c->metered.reset();
-    c->decoder.reset();
-    gst_oxi_whisper_post_stats(self);
-  } else if (!c->file_samples.empty()) {
-    const Settings& s = c->settings;
-    // `oxinfer transcribe --timestamps`'s options: the element's text equals the CLI's.
-    oxi::whisper::TranscribeOptions o;
-    o.language = s.language;
-    o.translate = s.translate;
-    o.word_timestamps = s.word_timestamps;
-    o.initial_prompt = s.initial_prompt;
-    const oxi::whisper::Transcript t =
-        c->transcriber->transcribe(c->file_samples, o, {}, &c->cancel);
-    c->file_samples.clear();
-    c->file_samples.shrink_to_fit();
-    if (c->cancel) return;
-    for (const oxi::whisper::Segment& seg : t.segments) {
-      if (s.word_timestamps) {
-        for (const oxi::whisper::Word& w : seg.words)
-          gst_oxi_whisper_push_text(self, w.word, w.start, w.end, false);
-      } else {
-        gst_oxi_whisper_push_text(self, seg.text, seg.t0, seg.t1, false);
-      }
-    }
-  }
-  if (!c->cancel)
-    gst_oxi_whisper_push_gap(
-        self, gst_oxi_whisper_run_time(c, static_cast<double>(c->run_samples) / 16000.0));
-}
-
-static void gst_oxi_whisper_handle_item(GstOxiWhisper* self, QueueItem& item) {
-  GstOxiWhisperContext* c = self->ctx;
-  switch (item.kind) {
-    case QueueItem::Kind::samples:
-      c->queued_samples -= item.samples.size();
-      if (!c->run_active) gst_oxi_whisper_start_run(self, item.pts);
-      c->run_samples += item.samples.size();
-      if (c->run_live) {
-        {
-          std::lock_guard lock(c->stats_mutex);
-          c->stats.audio_samples += item.samples.size();
-        }
-        if (c->run_vad)
-          gst_oxi_whisper_vad_samples(self, item.samples);
-        else
-          c->stream->insert_audio(item.samples);
-      } else {
-        c->file_samples.insert(c->file_samples.end(), item.samples.begin(), item.samples.end());
-      }
-      return;
-    case QueueItem::Kind::discont:
-      gst_oxi_whisper_end_run(self);
-      return;
-    case QueueItem::Kind::event:
-      break;
-  }
-  GstEvent* event = item.event.release();
-  switch (GST_EVENT_TYPE(event)) {
-    case GST_EVENT_STREAM_START: {
-      // unsynced_src starts its own stream (in the same group) before its next output.
-      c->have_group_id = gst_event_parse_group_id(event, &c->group_id);
-      c->unsynced_started = false;
-      gst_pad_push_event(self->srcpad, event);
-      return;
-    }
-    case GST_EVENT_CAPS: {
-      gst_event_unref(event);
-      GstCaps* caps = gst_static_pad_template_get_caps(&src_template);
-      gst_oxi_whisper_note_flow(self, gst_pad_push_event(self->srcpad, gst_event_new_caps(caps))
-                                          ? GST_FLOW_OK
-                                          : GST_FLOW_NOT_NEGOTIATED);
-      gst_caps_unref(caps);
-      return;
-    }
-    case GST_EVENT_SEGMENT: {
-      gst_oxi_whisper_end_run(self);
-      GstSegment segment;
-      gst_event_copy_segment(event, &segment);
-      if (segment.format != GST_FORMAT_TIME) {
-        // Text is timed: a segment of bytes or samples becomes a time segment from zero.
-        const guint32 seqnum = gst_event_get_seqnum(event);
-        gst_event_unref(event);
-        gst_segment_init(&segment, GST_FORMAT_TIME);
-        event = gst_event_new_segment(&segment);
-        gst_event_set_seqnum(event, seqnum);
-      }
-      c->segment = segment;
-      c->pushed_until = GST_CLOCK_TIME_NONE;
-      if (c->unsynced_started)
-        gst_pad_push_event(self->unsynced_srcpad, gst_event_new_segment(&segment));
-      gst_pad_push_event(self->srcpad, event);
-      return;
-    }
-    case GST_EVENT_GAP: {
-      // No audio for a span: what came before is complete, and nothing is said in the gap.
-      gst_oxi_whisper_end_run(self);
-      GstClockTime ts, duration;
-      gst_event_parse_gap(event, &ts, &duration);
-      gst_event_unref(event);
-      if (GST_CLOCK_TIME_IS_VALID(ts)) {
-        if (!GST_CLOCK_TIME_IS_VALID(c->pushed_until)) c->pushed_until = ts;
-        gst_oxi_whisper_push_gap(self, GST_CLOCK_TIME_IS_VALID(duration) ? ts + duration : ts);
-      }
-      return;
-    }
-    case GST_EVENT_EOS: {
-      gst_oxi_whisper_end_run(self);
-      gst_oxi_whisper_unsynced_start(self);
-      GstEvent* eos = gst_event_new_eos();
-      gst_event_set_seqnum(eos, gst_event_get_seqnum(event));
-      gst_pad_push_event(self->unsynced_srcpad, eos);
-      gst_pad_push_event(self->srcpad, event);
-      return;
-    }
-    default:
-      gst_pad_push_event(self->srcpad, event);
-      return;
-  }
-}
-
-// Live mode: a pass whenever a step of audio waits; its committed text, its tentative tail on
-// unsynced_src, then a gap over what is final and silent.
-static void gst_oxi_whisper_live_passes(GstOxiWhisper* self) {
-  GstOxiWhisperContext* c = self->ctx;
-  while (c->run_active && c->run_live && c->stream->ready() && !c->cancel) {
-    gst_oxi_whisper_check_backlog(self);
-    if (c->stream->catch_up()) {
-      std::lock_guard lock(c->stats_mutex);
-      ++c->stats.shortened;
-    }
-    gst_oxi_whisper_push_committed(self, c->stream->process());
-    if (c->cancel) break;
-    gst_oxi_whisper_push_tentative(self);
-    gst_oxi_whisper_push_gap(self, gst_oxi_whisper_run_time(c, c->stream->final_until()));
-  }
-  if (c->run_active && c->run_live && !c->cancel) gst_oxi_whisper_maybe_post_stats(self);
-}
-
-static void gst_oxi_whisper_worker(GstOxiWhisper* self) {
-  GstOxiWhisperContext* c = self->ctx;
-  std::unique_lock lock(c->mutex);
-  for (;;) {
-    c->cond.wait(lock, [&] { return c->stopping || !c->queue.empty(); });
-    if (c->stopping) break;
-    std::deque<QueueItem> items;
-    items.swap(c->queue);
-    c->busy = true;
-    lock.unlock();
-    try {
-      // Live passes after every buffer, not once per batch: audio that piled up while a pass
-      // ran is decoded a step (or, behind the budget, a short buffer) at a time, with its
-      // tentative text, statistics and QoS, rather than all at once by the end of the run.
-      for (QueueItem& item : items) {
-        if (c->cancel) break;  // flushing: the items are dropped
-        gst_oxi_whisper_handle_item(self, item);
-        gst_oxi_whisper_live_passes(self);
-      }
-    } catch (const std::exception& e) {
-      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Speech recognition failed"), ("%s", e.what()));
-      gst_oxi_whisper_note_flow(self, GST_FLOW_ERROR);
-      c->run_active = false;
-    }
-    items.clear();  // drop unhandled events outside the lock
-    lock.lock();
-    c->busy = false;
-    c->cond.notify_all();
-  }
+  if (!oxi_property_fields_get(object, properties, prop_id, value, pspec))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
 }
 
 /* --- streaming thread ------------------------------------------------------------------------ */
-
-// Forgets the stream (after a flush or at start/stop); the worker must be idle or stopped.
-static void gst_oxi_whisper_reset_stream(GstOxiWhisperContext* c) {
-  c->queue.clear();
-  c->queued_samples = 0;
-  c->flow = GST_FLOW_OK;
-  c->mode_decided = false;
-  c->have_samples = false;
-  c->next_pts = GST_CLOCK_TIME_NONE;
-  c->run_active = false;
-  c->file_samples.clear();
-  c->stream.reset();
-  c->metered.reset();
-  c->decoder.reset();
-  c->run_vad = false;
-  c->vad.reset();
-  c->segmenter.reset();
-  c->held.clear();
-  c->speaking = false;
-  c->pushed_until = GST_CLOCK_TIME_NONE;
-  gst_segment_init(&c->segment, GST_FORMAT_TIME);
-}
 
 static void gst_oxi_whisper_decide_mode(GstOxiWhisper* self) {
   GstOxiWhisperContext* c = self->ctx;
@@ -1331,34 +439,20 @@ static void gst_oxi_whisper_decide_mode(GstOxiWhisper* self) {
   GST_INFO_OBJECT(self, "%s mode", live ? "live" : "file");
 }
 
-static void gst_oxi_whisper_enqueue(GstOxiWhisperContext* c, QueueItem item) {
-  c->queue.push_back(std::move(item));
-  c->cond.notify_all();
-}
-
 static GstFlowReturn gst_oxi_whisper_chain(GstPad* pad, GstObject* parent, GstBuffer* buffer) {
   GstOxiWhisper* self = GST_OXI_WHISPER(parent);
   GstOxiWhisperContext* c = self->ctx;
   (void)pad;
   if (!c->mode_decided) gst_oxi_whisper_decide_mode(self);
 
-  QueueItem item;
+  OxiWhisperQueueItem item;
   GstMapInfo map;
   if (!gst_buffer_map(buffer, &map, GST_MAP_READ)) {
     gst_buffer_unref(buffer);
     GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Could not map an audio buffer"), (nullptr));
     return GST_FLOW_ERROR;
   }
-  if (c->is_float) {
-    const size_t n = map.size / sizeof(float);
-    item.samples.resize(n);
-    std::memcpy(item.samples.data(), map.data, n * sizeof(float));
-  } else {
-    const size_t n = map.size / sizeof(int16_t);
-    item.samples.resize(n);
-    const auto* in = reinterpret_cast<const int16_t*>(map.data);
-    for (size_t i = 0; i < n; ++i) item.samples[i] = static_cast<float>(in[i]) / 32768.0f;
-  }
+  oxi_audio_samples_to_float(map, !c->is_float, item.samples);
   gst_buffer_unmap(buffer, &map);
 
   const GstClockTime pts = GST_BUFFER_PTS(buffer);
@@ -1383,8 +477,8 @@ static GstFlowReturn gst_oxi_whisper_chain(GstPad* pad, GstObject* parent, GstBu
   std::lock_guard lock(c->mutex);
   if (c->flow != GST_FLOW_OK) return c->flow;
   if (discont) {
-    QueueItem mark;
-    mark.kind = QueueItem::Kind::discont;
+    OxiWhisperQueueItem mark;
+    mark.kind = OxiWhisperQueueItem::Kind::discont;
     gst_oxi_whisper_enqueue(c, std::move(mark));
   }
   c->queued_samples += item.samples.size();
@@ -1434,8 +528,8 @@ static gboolean gst_oxi_whisper_sink_event(GstPad* pad, GstObject* parent, GstEv
   if (!serialized) return gst_pad_event_default(pad, parent, event);
   // Serialized events (stream-start, caps, segment, tags, gap, EOS) go out after the text of
   // the audio before them.
-  QueueItem item;
-  item.kind = QueueItem::Kind::event;
+  OxiWhisperQueueItem item;
+  item.kind = OxiWhisperQueueItem::Kind::event;
   item.event.reset(event);
   std::lock_guard lock(c->mutex);
   gst_oxi_whisper_enqueue(c, std::move(item));
@@ -1478,7 +572,7 @@ static gboolean gst_oxi_whisper_prepare(GstOxiWhisper* self) {
   const std::string instance_id = self->model_instance_id ? self->model_instance_id : "";
   const GstOxiWhisperQuant quant = self->quant;
   const int threads = static_cast<int>(self->threads);
-  Settings s;
+  OxiWhisperSettings s;
   s.language = whisper_language(self->language_code);
   s.translate = self->translate;
   s.word_timestamps = self->word_timestamps;
@@ -1547,7 +641,7 @@ static gboolean gst_oxi_whisper_prepare(GstOxiWhisper* self) {
       c->backend = oxi::backends::make_cpu_backend(threads);
       c->backend_threads = threads;
     }
-    c->transcriber = std::make_unique<Transcriber>(c->model, *c->backend);
+    c->transcriber = std::make_unique<oxi::whisper::Transcriber>(c->model, *c->backend);
   } catch (const std::exception& e) {
     GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Could not set up Whisper inference"),
                       ("%s: %s", model.c_str(), e.what()));
@@ -1557,7 +651,6 @@ static gboolean gst_oxi_whisper_prepare(GstOxiWhisper* self) {
   // the first buffer, and loading must not happen on the streaming thread. `vad=auto` without a
   // model decodes everything, as before VAD gating existed; `vad=on` without one is an error.
   c->vad_model.reset();
-  c->vad_key.clear();
   if (vad != GST_OXI_WHISPER_VAD_OFF) {
     if (vad_spec.empty()) {
       if (vad == GST_OXI_WHISPER_VAD_ON) {
@@ -1569,54 +662,18 @@ static gboolean gst_oxi_whisper_prepare(GstOxiWhisper* self) {
       GST_INFO_OBJECT(self, "no vad-model: live audio is decoded without VAD gating");
     } else {
       try {
-        // The key oxivad uses: both elements share one loaded copy.
-        c->vad_key = "silero-vad:" + vad_spec;
-        c->vad_model = oxi::ModelCache<oxi::vad::SileroVadModel>::instance().get(c->vad_key, [&] {
-          return oxi::vad::SileroVadModel::load_spec(vad_spec,
-                                                     oxi::hub::HubOptions::from_environment());
-        });
+        // Shared with oxivad elements loading the same model.
+        c->vad_model = oxi_shared_vad_model(vad_spec);
       } catch (const std::exception& e) {
         GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ,
                           ("Could not load the VAD model '%s'", vad_spec.c_str()),
                           ("%s", e.what()));
-        c->vad_key.clear();
         return FALSE;
       }
     }
   }
   c->settings = s;
   return TRUE;
-}
-
-static void gst_oxi_whisper_start_worker(GstOxiWhisper* self) {
-  GstOxiWhisperContext* c = self->ctx;
-  std::lock_guard lock(c->mutex);
-  gst_oxi_whisper_reset_stream(c);
-  c->stopping = false;
-  c->busy = false;
-  c->cancel = false;
-  c->unsynced_started = false;
-  c->have_group_id = false;
-  c->qos_warned = false;
-  c->next_stats_samples = static_cast<uint64_t>(c->settings.stats_interval_ms) * 16;
-  {
-    std::lock_guard stats_lock(c->stats_mutex);
-    c->stats = LiveStats();
-  }
-  c->worker = std::thread(gst_oxi_whisper_worker, self);
-}
-
-static void gst_oxi_whisper_stop_worker(GstOxiWhisper* self) {
-  GstOxiWhisperContext* c = self->ctx;
-  {
-    std::lock_guard lock(c->mutex);
-    c->stopping = true;
-    c->cancel = true;
-    c->cond.notify_all();
-  }
-  if (c->worker.joinable()) c->worker.join();
-  std::lock_guard lock(c->mutex);
-  gst_oxi_whisper_reset_stream(c);
 }
 
 static GstStateChangeReturn gst_oxi_whisper_change_state(GstElement* element,
@@ -1653,7 +710,6 @@ static GstStateChangeReturn gst_oxi_whisper_change_state(GstElement* element,
       c->model.reset();
       c->model_key.clear();
       c->vad_model.reset();
-      c->vad_key.clear();
       break;
     default:
       break;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 
 #include "lib/llm/engine.h"
 #include "tests/common/test_data.h"
+#include "tests/elements/element_test_util.h"
 #include "tests/llm_engine/engine_fixture.h"
 
 namespace {
@@ -23,10 +25,7 @@ namespace fs = std::filesystem;
 class OxiLlm : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    gst_init(nullptr, nullptr);
-    GstRegistry* registry = gst_registry_get();
-    ASSERT_TRUE(gst_registry_scan_path(registry, OXI_PLUGIN_DIR) ||
-                gst_registry_find_plugin(registry, "oxinfer"));
+    ASSERT_TRUE(oxi::test::load_oxinfer_plugin());
     dir_ = new oxi::test::TempDir();
     model_ = *dir_ / "tiny.gguf";
     oxi::llm::test::write_tiny_llama(model_);
@@ -77,12 +76,8 @@ class OxiLlm : public ::testing::Test {
 oxi::test::TempDir* OxiLlm::dir_ = nullptr;
 fs::path OxiLlm::model_;
 
-GstBuffer* text_buffer(const std::string& text, GstClockTime pts, GstClockTime duration) {
-  GstBuffer* b = gst_buffer_new_memdup(text.data(), text.size());
-  GST_BUFFER_PTS(b) = pts;
-  GST_BUFFER_DURATION(b) = duration;
-  return b;
-}
+using oxi::test::text_buffer;
+using oxi::test::wait_for_eos;
 
 struct Answer {
   std::string text;
@@ -97,38 +92,17 @@ Answer pull_answer(GstHarness* h) {
     a.text = "<no buffer>";
     return a;
   }
-  GstMapInfo map;
-  gst_buffer_map(out, &map, GST_MAP_READ);
-  a.text.assign(reinterpret_cast<const char*>(map.data), map.size);
-  gst_buffer_unmap(out, &map);
+  a.text = oxi::test::buffer_text(out);
   a.pts = GST_BUFFER_PTS(out);
   a.duration = GST_BUFFER_DURATION(out);
   gst_buffer_unref(out);
   return a;
 }
 
-// Pulls events until EOS; false if none arrives.
-bool wait_for_eos(GstHarness* h) {
-  while (GstEvent* e = gst_harness_pull_event(h)) {
-    const bool eos = GST_EVENT_TYPE(e) == GST_EVENT_EOS;
-    gst_event_unref(e);
-    if (eos) return true;
-  }
-  return false;
-}
-
 // The text of the first error message on `bus`, or "" when there is none.
 std::string bus_error(GstBus* bus) {
-  GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
-  if (!m) return "";
-  GError* error = nullptr;
-  gchar* debug = nullptr;
-  gst_message_parse_error(m, &error, &debug);
-  std::string text = error->message;
-  g_error_free(error);
-  g_free(debug);
-  gst_message_unref(m);
-  return text;
+  const std::optional<oxi::test::BusError> e = oxi::test::pop_bus_error(bus);
+  return e ? e->message : "";
 }
 
 TEST_F(OxiLlm, AnswersEachBufferWithItsSpan) {

@@ -18,32 +18,21 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/elements/element_test_util.h"
+
 namespace {
 
 class OxiSubenc : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    gst_init(nullptr, nullptr);
-    GstRegistry* registry = gst_registry_get();
-    ASSERT_TRUE(gst_registry_scan_path(registry, OXI_PLUGIN_DIR) ||
-                gst_registry_find_plugin(registry, "oxinfer"));
-  }
+  static void SetUpTestSuite() { ASSERT_TRUE(oxi::test::load_oxinfer_plugin()); }
 };
 
-GstBuffer* text_buffer(const char* text, GstClockTime pts, GstClockTime duration) {
-  GstBuffer* b = gst_buffer_new_memdup(text, std::strlen(text));
-  GST_BUFFER_PTS(b) = pts;
-  GST_BUFFER_DURATION(b) = duration;
-  return b;
-}
+using oxi::test::text_buffer;
 
 std::string take_text(GstHarness* h) {
   GstBuffer* out = gst_harness_pull(h);
   if (!out) return "<none>";
-  GstMapInfo map;
-  gst_buffer_map(out, &map, GST_MAP_READ);
-  std::string s(reinterpret_cast<const char*>(map.data), map.size);
-  gst_buffer_unmap(out, &map);
+  std::string s = oxi::test::buffer_text(out);
   gst_buffer_unref(out);
   return s;
 }
@@ -284,13 +273,7 @@ TEST_F(OxiSubenc, LiveFilesinkGetsEachCueBeforeEos) {
   GstFlowReturn eos_ret = GST_FLOW_ERROR;
   g_signal_emit_by_name(src, "end-of-stream", &eos_ret);
   ASSERT_EQ(eos_ret, GST_FLOW_OK);
-  GstBus* bus = gst_element_get_bus(pipeline);
-  GstMessage* m = gst_bus_timed_pop_filtered(
-      bus, 10 * GST_SECOND, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
-  ASSERT_NE(m, nullptr);
-  EXPECT_EQ(GST_MESSAGE_TYPE(m), GST_MESSAGE_EOS);
-  gst_message_unref(m);
-  gst_object_unref(bus);
+  ASSERT_EQ(oxi::test::wait_for_eos_or_error(pipeline, 10 * GST_SECOND), GST_MESSAGE_EOS);
   gst_element_set_state(pipeline, GST_STATE_NULL);
   gst_object_unref(src);
   gst_object_unref(pipeline);

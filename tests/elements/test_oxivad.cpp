@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "lib/media/audio_decoder.h"
 #include "lib/vad/vad_stream.h"
 #include "tests/common/test_data.h"
+#include "tests/elements/element_test_util.h"
 #include "tests/vad/random_model.h"
 
 namespace {
@@ -30,12 +32,7 @@ constexpr const char* kF32Caps =
 
 class OxiVad : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    gst_init(nullptr, nullptr);
-    GstRegistry* registry = gst_registry_get();
-    ASSERT_TRUE(gst_registry_scan_path(registry, OXI_PLUGIN_DIR) ||
-                gst_registry_find_plugin(registry, "oxinfer"));
-  }
+  static void SetUpTestSuite() { ASSERT_TRUE(oxi::test::load_oxinfer_plugin()); }
   void SetUp() override {
     model_ = dir_ / "random_vad.safetensors";
     oxi::test::write_vad_model(oxi::test::random_vad_tensors(3), model_);
@@ -324,16 +321,10 @@ TEST_F(OxiVad, BadModelFailsTheStateChangeWithAnError) {
     ASSERT_TRUE(gst_element_link_many(src, vad, sink, nullptr));
     EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
     GstBus* bus = gst_element_get_bus(pipeline);
-    GstMessage* msg = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
-    ASSERT_NE(msg, nullptr) << model;
-    GError* err = nullptr;
-    gchar* debug = nullptr;
-    gst_message_parse_error(msg, &err, &debug);
-    EXPECT_NE(std::string(err->message).find(model), std::string::npos) << err->message;
-    g_error_free(err);
-    g_free(debug);
-    gst_message_unref(msg);
+    const std::optional<oxi::test::BusError> err = oxi::test::pop_bus_error(bus);
     gst_object_unref(bus);
+    ASSERT_TRUE(err) << model;
+    EXPECT_NE(err->message.find(model), std::string::npos) << err->message;
     gst_element_set_state(pipeline, GST_STATE_NULL);
     gst_object_unref(pipeline);
   }

@@ -26,6 +26,7 @@
 #include "lib/vad/vad_stream.h"
 #include "lib/whisper/transcriber.h"
 #include "tests/common/test_data.h"
+#include "tests/elements/element_test_util.h"
 #include "tests/whisper_decode/wav_writer.h"
 #include "tests/whisper_model/tiny_whisper.h"
 
@@ -61,10 +62,7 @@ GstPadProbeReturn record_probe(GstPad*, GstPadProbeInfo* info, gpointer data) {
   if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_BUFFER) {
     GstBuffer* b = GST_PAD_PROBE_INFO_BUFFER(info);
     Item item;
-    GstMapInfo map;
-    gst_buffer_map(b, &map, GST_MAP_READ);
-    item.text.assign(reinterpret_cast<const char*>(map.data), map.size);
-    gst_buffer_unmap(b, &map);
+    item.text = oxi::test::buffer_text(b);
     item.pts = GST_BUFFER_PTS(b);
     item.duration = GST_BUFFER_DURATION(b);
     r->items.push_back(item);
@@ -112,24 +110,10 @@ void push_audio(GstHarness* h, const std::vector<float>& samples, GstClockTime s
   }
 }
 
-// Waits for the element's EOS on the harness.
-void wait_for_eos(GstHarness* h) {
-  for (;;) {
-    GstEvent* e = gst_harness_pull_event(h);  // waits up to a minute
-    ASSERT_NE(e, nullptr) << "no EOS";
-    const bool eos = GST_EVENT_TYPE(e) == GST_EVENT_EOS;
-    gst_event_unref(e);
-    if (eos) return;
-  }
-}
-
 class OxiWhisper : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    gst_init(nullptr, nullptr);
-    GstRegistry* registry = gst_registry_get();
-    ASSERT_TRUE(gst_registry_scan_path(registry, OXI_PLUGIN_DIR) ||
-                gst_registry_find_plugin(registry, "oxinfer"));
+    ASSERT_TRUE(oxi::test::load_oxinfer_plugin());
     dir_ = new oxi::test::TempDir();
     oxi::whisper::test::write_hf_dir(oxi::whisper::test::make_tiny_whisper(42),
                                      dir_->path() / "tiny");
@@ -239,7 +223,7 @@ TEST_F(OxiWhisper, AcceptsOnly16kHzMono) {
   gst_object_unref(w);
   // The worker announces the text caps in stream order: they have passed once EOS has.
   ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
-  wait_for_eos(h);
+  EXPECT_TRUE(oxi::test::wait_for_eos(h)) << "no EOS";
   GstCaps* out = gst_pad_get_current_caps(h->sinkpad);
   ASSERT_NE(out, nullptr);
   GstCaps* text = gst_caps_from_string("text/x-raw, format=(string)utf8");
@@ -311,13 +295,7 @@ TEST_P(OxiWhisperFile, EqualsTranscriberOnAWavFile) {
   record(w, &r);
   gst_object_unref(w);
   ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
-  GstBus* bus = gst_element_get_bus(pipeline);
-  GstMessage* msg = gst_bus_timed_pop_filtered(
-      bus, 120 * GST_SECOND, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
-  ASSERT_NE(msg, nullptr);
-  EXPECT_EQ(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS);
-  gst_message_unref(msg);
-  gst_object_unref(bus);
+  ASSERT_EQ(oxi::test::wait_for_eos_or_error(pipeline, 120 * GST_SECOND), GST_MESSAGE_EOS);
   gst_element_set_state(pipeline, GST_STATE_NULL);
   gst_object_unref(pipeline);
 
@@ -343,7 +321,7 @@ TEST_F(OxiWhisper, LiveTextIsTimedInOrderWithGapsAndFlushedAtEos) {
   const GstClockTime start = 10 * GST_SECOND;
   push_audio(h, oxi::whisper::test::speech_like(4.0), start);
   ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
-  wait_for_eos(h);
+  EXPECT_TRUE(oxi::test::wait_for_eos(h)) << "no EOS";
   const std::vector<Item> items = r.take();
   EXPECT_GT(text_count(items), 0u);
   // Every span is covered once, text or gap, to the end of the audio at least.
@@ -364,7 +342,7 @@ TEST_F(OxiWhisper, LiveWordTimestampsGiveOneWordPerBuffer) {
   gst_object_unref(e);
   push_audio(h, oxi::whisper::test::speech_like(3.0, 2), 0);
   ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
-  wait_for_eos(h);
+  EXPECT_TRUE(oxi::test::wait_for_eos(h)) << "no EOS";
   const std::vector<Item> items = r.take();
   EXPECT_GT(text_count(items), 0u);
   expect_tiled(items, 0, 3 * GST_SECOND);
@@ -391,7 +369,7 @@ TEST_F(OxiWhisper, FlushForgetsEarlierAudio) {
   const std::vector<float> after = oxi::whisper::test::speech_like(2.5, 4);
   push_audio(h, after, 0);
   ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
-  wait_for_eos(h);
+  EXPECT_TRUE(oxi::test::wait_for_eos(h)) << "no EOS";
   expect_equal_to_transcript(r.take(), reference(after, false), false, 0);
   gst_harness_teardown(h);
 }
@@ -413,7 +391,7 @@ TEST_F(OxiWhisper, LiveFlushResetsTheStream) {
   const GstClockTime start = 100 * GST_SECOND;
   push_audio(h, oxi::whisper::test::speech_like(2.0, 5), start);
   ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
-  wait_for_eos(h);
+  EXPECT_TRUE(oxi::test::wait_for_eos(h)) << "no EOS";
   std::vector<Item> items = r.take();
   items.erase(items.begin(), items.begin() + static_cast<ptrdiff_t>(before));
   expect_tiled(items, start, start + 2 * GST_SECOND);
@@ -431,7 +409,7 @@ TEST_F(OxiWhisper, TimestampGapIsADiscontinuity) {
   push_audio(h, oxi::whisper::test::speech_like(1.0, 1), 0);
   push_audio(h, oxi::whisper::test::speech_like(1.5, 2), 5 * GST_SECOND);
   ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
-  wait_for_eos(h);
+  EXPECT_TRUE(oxi::test::wait_for_eos(h)) << "no EOS";
   const std::vector<Item> items = r.take();
   expect_tiled(items, 0, 6500 * GST_MSECOND);
   // Text of the first second ends within a window after it; the hole is a gap.
@@ -450,18 +428,12 @@ TEST_F(OxiWhisper, BadModelPathFailsTheStateChangeWithAnError) {
   gst_bin_add(GST_BIN(pipeline), w);
   EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
   GstBus* bus = gst_element_get_bus(pipeline);
-  GstMessage* msg = gst_bus_timed_pop_filtered(bus, 0, GST_MESSAGE_ERROR);
-  ASSERT_NE(msg, nullptr);
-  GError* error = nullptr;
-  gchar* debug = nullptr;
-  gst_message_parse_error(msg, &error, &debug);
-  EXPECT_TRUE(g_error_matches(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND));
-  EXPECT_NE(std::string(error->message).find(bad), std::string::npos) << error->message;
-  EXPECT_NE(std::string(debug ? debug : "").find("no-such-model"), std::string::npos) << debug;
-  g_error_free(error);
-  g_free(debug);
-  gst_message_unref(msg);
+  const std::optional<oxi::test::BusError> error = oxi::test::pop_bus_error(bus);
   gst_object_unref(bus);
+  ASSERT_TRUE(error);
+  EXPECT_TRUE(error->matches(GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND));
+  EXPECT_NE(error->message.find(bad), std::string::npos) << error->message;
+  EXPECT_NE(error->debug.find("no-such-model"), std::string::npos) << error->debug;
 
   // No model at all: the same, and the element recovers once one is set.
   g_object_set(w, "model", nullptr, nullptr);
@@ -788,12 +760,9 @@ struct JsonLines {
 
 GstPadProbeReturn json_probe(GstPad*, GstPadProbeInfo* info, gpointer data) {
   auto* j = static_cast<JsonLines*>(data);
-  GstBuffer* b = GST_PAD_PROBE_INFO_BUFFER(info);
-  GstMapInfo map;
-  gst_buffer_map(b, &map, GST_MAP_READ);
+  std::string line = oxi::test::buffer_text(GST_PAD_PROBE_INFO_BUFFER(info));
   std::lock_guard lock(j->mutex);
-  j->lines.emplace_back(reinterpret_cast<const char*>(map.data), map.size);
-  gst_buffer_unmap(b, &map);
+  j->lines.push_back(std::move(line));
   return GST_PAD_PROBE_OK;
 }
 
@@ -942,7 +911,7 @@ TEST_F(OxiWhisper, LiveCommittedTextIsAppendOnly) {
   constexpr double kSeconds = 60.0;
   push_audio(h, oxi::whisper::test::speech_like(kSeconds, 11), 0);
   ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
-  wait_for_eos(h);
+  EXPECT_TRUE(oxi::test::wait_for_eos(h)) << "no EOS";
   const std::vector<Item> items = r.take();
   expect_tiled(items, 0, to_time(kSeconds));
 
@@ -973,7 +942,7 @@ TEST_F(OxiWhisper, UnsyncedSrcCarriesJsonLines) {
   GstHarness* h = harness(e, &r);
   push_audio(h, oxi::whisper::test::speech_like(4.0, 3), 0);
   ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
-  wait_for_eos(h);
+  EXPECT_TRUE(oxi::test::wait_for_eos(h)) << "no EOS";
   const std::vector<live::Json> objects = live::parse_lines(j.take());
   size_t finals = 0, tentative = 0;
   for (const live::Json& o : objects) (o.find("is_final")->boolean ? finals : tentative)++;
@@ -1013,7 +982,7 @@ TEST_F(OxiWhisper, LiveStatisticsArePostedAndReadable) {
   const auto t0 = std::chrono::steady_clock::now();
   push_audio(h, oxi::whisper::test::speech_like(4.0, 2), 0);
   ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
-  wait_for_eos(h);
+  EXPECT_TRUE(oxi::test::wait_for_eos(h)) << "no EOS";
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_GT(text_count(r.take()), 0u);
@@ -1062,7 +1031,7 @@ TEST_F(OxiWhisper, FallingBehindPostsQosAndAWarningOnce) {
   // One buffer: all of it waits for decoding at the first pass.
   ASSERT_EQ(gst_harness_push(h, f32_buffer(audio, 0, audio.size(), 0)), GST_FLOW_OK);
   ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
-  wait_for_eos(h);
+  EXPECT_TRUE(oxi::test::wait_for_eos(h)) << "no EOS";
   expect_tiled(r.take(), 0, 4 * GST_SECOND);
   size_t qos = 0, warnings = 0;
   guint64 shortened = 0;
@@ -1093,15 +1062,11 @@ TEST_F(OxiWhisper, VadOnWithoutAModelFailsTheStateChange) {
   gst_bin_add(GST_BIN(pipeline), w);
   EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
   GstBus* bus = gst_element_get_bus(pipeline);
-  GstMessage* msg = gst_bus_timed_pop_filtered(bus, 0, GST_MESSAGE_ERROR);
-  ASSERT_NE(msg, nullptr);
-  GError* error = nullptr;
-  gst_message_parse_error(msg, &error, nullptr);
-  EXPECT_TRUE(g_error_matches(error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND));
-  EXPECT_NE(std::string(error->message).find("VAD"), std::string::npos) << error->message;
-  g_error_free(error);
-  gst_message_unref(msg);
+  const std::optional<oxi::test::BusError> error = oxi::test::pop_bus_error(bus);
   gst_object_unref(bus);
+  ASSERT_TRUE(error);
+  EXPECT_TRUE(error->matches(GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND));
+  EXPECT_NE(error->message.find("VAD"), std::string::npos) << error->message;
   // auto (the default) without a model: no gating, no error.
   g_object_set(w, "vad", 0 /* auto */, nullptr);
   EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_PAUSED), GST_STATE_CHANGE_SUCCESS);
@@ -1135,7 +1100,7 @@ TEST_F(OxiWhisper, VadKeepsNonSpeechFromTheDecoder) {
     const GstClockTime start = 3 * GST_SECOND;
     push_audio(h, samples, start);
     ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
-    wait_for_eos(h);
+    EXPECT_TRUE(oxi::test::wait_for_eos(h)) << "no EOS";
     const std::vector<Item> items = r.take();
     EXPECT_EQ(text_count(items), 0u);
     expect_tiled(items, start, start + to_time(live::kNonSpeechSeconds));
@@ -1177,7 +1142,7 @@ TEST_F(OxiWhisper, VadGapsOverPausesAndTextOnlyInSpeech) {
   GstHarness* h = harness(e, &r);
   push_audio(h, samples, 0, 1024);
   ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
-  wait_for_eos(h);
+  EXPECT_TRUE(oxi::test::wait_for_eos(h)) << "no EOS";
   const std::vector<Item> items = r.take();
   const GstClockTime total = gst_util_uint64_scale_int(samples.size(), GST_SECOND, 16000);
   expect_tiled(items, 0, total);

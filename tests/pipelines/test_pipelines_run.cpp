@@ -25,6 +25,7 @@
 #include "lib/media/audio_decoder.h"
 #include "lib/whisper/transcriber.h"
 #include "tests/common/test_data.h"
+#include "tests/elements/element_test_util.h"
 #include "tests/llm_engine/engine_fixture.h"
 #include "tests/whisper_decode/wav_writer.h"
 #include "tests/whisper_model/tiny_whisper.h"
@@ -131,10 +132,8 @@ void expect_srt(const std::string& srt) {
 class PipelinesRun : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    gst_init(nullptr, nullptr);
+    ASSERT_TRUE(oxi::test::load_oxinfer_plugin());
     GstRegistry* registry = gst_registry_get();
-    ASSERT_TRUE(gst_registry_scan_path(registry, OXI_PLUGIN_DIR) ||
-                gst_registry_find_plugin(registry, "oxinfer"));
     if (GstPluginFeature* f = gst_registry_lookup_feature(registry, "oxiwhisper")) {
       have_whisper_ = true;
       gst_object_unref(f);

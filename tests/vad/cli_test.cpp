@@ -9,33 +9,24 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/common/cli_runner.h"
 #include "tests/common/test_data.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using oxi::test::read_text;
 
 class VadCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* build = std::getenv("OXINFER_BUILD_ROOT");
-    if (!build) GTEST_SKIP() << "OXINFER_BUILD_ROOT not set (run through meson test)";
-    exe_ = fs::path(build) / "tools" / "oxinfer" / "oxinfer";
-    if (!fs::exists(exe_)) GTEST_SKIP() << exe_ << " not built";
+    std::string why;
+    exe_ = oxi::test::oxinfer_exe(why);
+    if (exe_.empty()) GTEST_SKIP() << why;
   }
   // Runs oxinfer with `args`; stdout and stderr go to files in the temp dir.
-  int run(const std::string& args) {
-    const std::string cmd = exe_.string() + " " + args + " >" + (dir_ / "out.txt").string() +
-                            " 2>" + (dir_ / "err.txt").string();
-    return std::system(cmd.c_str());
-  }
+  int run(const std::string& args) { return oxi::test::run_cli(exe_, args, dir_.path()); }
   std::string out() const { return read_text(dir_ / "out.txt"); }
   std::string err() const { return read_text(dir_ / "err.txt"); }
 

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/common/cli_runner.h"
 #include "tests/common/test_data.h"
 #include "tests/whisper_decode/wav_writer.h"
 #include "tests/whisper_model/tiny_whisper.h"
@@ -17,30 +18,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using oxi::test::read_text;
 
 class TranscribeCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* build = std::getenv("OXINFER_BUILD_ROOT");
-    if (!build) GTEST_SKIP() << "OXINFER_BUILD_ROOT not set (run through meson test)";
-    exe_ = fs::path(build) / "tools" / "oxinfer" / "oxinfer";
-    if (!fs::exists(exe_)) GTEST_SKIP() << exe_ << " not built";
+    std::string why;
+    exe_ = oxi::test::oxinfer_exe(why);
+    if (exe_.empty()) GTEST_SKIP() << why;
     test::write_hf_dir(test::make_tiny_whisper(42), dir_ / "tiny");
     test::write_wav16(dir_ / "a.wav", test::speech_like(2.4));
     test::write_wav16(dir_ / "b.wav", test::speech_like(1.6, 5));
   }
   // Runs oxinfer with `args`; stdout and stderr go to files in the temp dir.
-  int run(const std::string& args) {
-    const std::string cmd = exe_.string() + " " + args + " >" + (dir_ / "out.txt").string() +
-                            " 2>" + (dir_ / "err.txt").string();
-    return std::system(cmd.c_str());
-  }
+  int run(const std::string& args) { return oxi::test::run_cli(exe_, args, dir_.path()); }
   std::string model() const { return "-m " + (dir_ / "tiny").string(); }
   std::string wav(const char* name = "a.wav") const { return (dir_ / name).string(); }
 

@@ -21,6 +21,7 @@
 #include "lib/media/audio_decoder.h"
 #include "lib/whisper/transcriber.h"
 #include "tools/oxinfer/args.h"
+#include "tools/oxinfer/bench/bench_args.h"
 
 #ifdef OXI_HAVE_GSTREAMER
 #include <gst/gst.h>
@@ -224,18 +225,13 @@ int run_bench_pipeline(const std::vector<std::string>& argv) {
   p.threads_option();
   p.flag("json", "print one JSON object");
   const ParsedArgs args = p.parse(argv);
-  const auto model_arg = args.get("model");
-  if (!model_arg) throw UsageError("-m MODEL is required");
-  if (!args.positional().empty())
-    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
-  const long long hw = std::max(1u, std::thread::hardware_concurrency());
-  const long long threads = args.get_int("threads", hw);
-  if (threads < 1 || threads > 4096) throw UsageError("--threads must be at least 1");
-  const long long runs = args.get_int("runs", 3);
-  if (runs < 1 || runs > 1000) throw UsageError("--runs must be between 1 and 1000");
+  const BenchModelArgs model_args = parse_bench_model_args(args);
+  const long long threads = model_args.threads;
+  const long long runs = parse_bench_count(args, "runs", 3);
   const bool json = args.flag("json");
 
-  const fs::path model_path = hub::resolve_model(*model_arg, hub::HubOptions::from_environment());
+  const fs::path model_path =
+      hub::resolve_model(model_args.model, hub::HubOptions::from_environment());
   std::optional<fs::path> audio_path;
   if (const auto a = args.get("audio")) audio_path = fs::path(*a);
   if (!audio_path) audio_path = shared_jfk();

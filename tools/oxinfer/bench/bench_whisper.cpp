@@ -15,6 +15,7 @@
 #include "lib/whisper/transcriber.h"
 #include "lib/whisper/whisper_state.h"
 #include "tools/oxinfer/args.h"
+#include "tools/oxinfer/bench/bench_args.h"
 
 namespace oxi::bench {
 namespace {
@@ -116,18 +117,12 @@ int run_bench_whisper(const std::vector<std::string>& argv) {
   p.threads_option();
   p.flag("json", "print one JSON object");
   const ParsedArgs args = p.parse(argv);
-  const auto model_arg = args.get("model");
-  if (!model_arg) throw UsageError("-m MODEL is required");
-  if (!args.positional().empty())
-    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
-  const long long hw = std::max(1u, std::thread::hardware_concurrency());
-  const long long threads = args.get_int("threads", hw);
-  if (threads < 1 || threads > 4096) throw UsageError("--threads must be at least 1");
-  const long long reps = args.get_int("reps", 3);
-  if (reps < 1 || reps > 1000) throw UsageError("--reps must be between 1 and 1000");
+  const BenchModelArgs model_args = parse_bench_model_args(args);
+  const long long threads = model_args.threads;
+  const long long reps = parse_bench_count(args, "reps", 3);
 
   const auto model = whisper::WhisperModel::load(
-      hub::resolve_model(*model_arg, hub::HubOptions::from_environment()));
+      hub::resolve_model(model_args.model, hub::HubOptions::from_environment()));
   const auto backend = backends::make_cpu_backend(static_cast<int>(threads));
   const auto file = args.get("file");
   const std::vector<float> audio =
