@@ -234,10 +234,10 @@ TEST_F(PipelinesRun, TranscribeFileWritesWhatTranscribeWrites) {
   const std::string srt = read_text(out);
   ASSERT_FALSE(srt.empty());  // the tiny model says something about this audio
   expect_srt(srt);
-  // oxiwhisper transcribes a file as `oxinfer transcribe --timestamps` does (timed segments;
-  // without --timestamps the CLI writes one segment per 30 s window instead).
+  // oxiwhisper transcribes a file as `oxinfer transcribe` does; SRT output decodes timed
+  // segments by default, as openai-whisper and whisper.cpp do.
   const CommandResult cli = run_oxinfer({"transcribe", path("speech.wav").string(), "-m", whisper(),
-                                         "--format", "srt", "--timestamps", "--threads", "2"});
+                                         "--format", "srt", "--threads", "2"});
   ASSERT_EQ(cli.exit_code, 0) << cli.err;
   EXPECT_EQ(srt, cli.out);
 

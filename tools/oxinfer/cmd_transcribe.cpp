@@ -59,7 +59,7 @@ std::string extension_of(const std::string& format) {
 int run_transcribe(const Argv& argv) {
   ArgParser p("transcribe",
               "oxinfer transcribe FILE... -m MODEL [--language xx|auto] [--translate] "
-              "[--timestamps] [--word-timestamps] [--format text|json|srt|vtt] "
+              "[--timestamps|--no-timestamps] [--word-timestamps] [--format text|json|srt|vtt] "
               "[--initial-prompt T] [--fallback] [--condition-on-prev] [--threads N] "
               "[--quant q8|q4] [-o OUT]",
               "Transcribe audio or video files (any format FFmpeg reads) with a Whisper model.\n"
@@ -71,8 +71,9 @@ int run_transcribe(const Argv& argv) {
   p.option("language", "xx|auto", "spoken language code, or auto to detect (default auto)", "l");
   p.flag("translate", "translate to English (multilingual models)");
   p.flag("timestamps",
-         "decode timestamp tokens: segments timed by the model (default: one "
-         "segment per window); text output shows [start --> end]");
+         "decode timestamp tokens: segments timed by the model (default for srt and vtt; "
+         "otherwise one segment per window); text output shows [start --> end]");
+  p.flag("no-timestamps", "no timestamp tokens, also for srt and vtt (one cue per window)");
   p.flag("word-timestamps", "word-level timestamps (JSON words, subtitle cue timing)");
   p.option("format", "FMT", "text, json, srt or vtt (default text)", "f");
   p.option("initial-prompt", "T", "text that precedes the first window (names, spelling)");
@@ -109,7 +110,9 @@ int run_transcribe(const Argv& argv) {
 
   whisper::TranscribeOptions options;
   options.language = args.get_or("language", "auto");
-  options.timestamps = args.flag("timestamps");
+  // Subtitles want segments timed by the model, as openai-whisper and whisper.cpp make them.
+  options.timestamps = !args.flag("no-timestamps") &&
+                       (args.flag("timestamps") || format == "srt" || format == "vtt");
   options.translate = args.flag("translate");
   options.word_timestamps = args.flag("word-timestamps");
   options.initial_prompt = args.get_or("initial-prompt", "");
