@@ -18,6 +18,7 @@
 #include "lib/core/error.h"
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/commands.h"
+#include "tools/oxinfer/gst_support.h"
 
 #ifdef OXI_HAVE_GSTREAMER
 #include <gst/gst.h>
@@ -69,16 +70,6 @@ void speak(const std::string& text, const std::string& voice, const fs::path& wa
     throw Error("demo", "espeak-ng failed for voice '" + voice + "'");
 }
 
-// A GStreamer string literal: "..." with quotes and backslashes escaped.
-std::string gst_quoted(const std::string& s) {
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') q += '\\';
-    q += c;
-  }
-  return q + "\"";
-}
-
 #ifdef OXI_HAVE_GSTREAMER
 
 struct Heard {
@@ -106,13 +97,7 @@ GstPadProbeReturn on_text(GstPad*, GstPadProbeInfo* info, gpointer user_data) {
 
 // Runs the pipeline to EOS; throws with the posting element's message on an error.
 void run_to_eos(const std::string& description, Heard& heard) {
-  gst_init(nullptr, nullptr);
-#ifdef OXI_BUILD_PLUGIN_DIR
-  if (GstPlugin* plugin = gst_registry_find_plugin(gst_registry_get(), "oxinfer"))
-    gst_object_unref(plugin);
-  else if (g_file_test(OXI_BUILD_PLUGIN_DIR, G_FILE_TEST_IS_DIR))
-    gst_registry_scan_path(gst_registry_get(), OXI_BUILD_PLUGIN_DIR);
-#endif
+  init_gstreamer();
   GError* error = nullptr;
   GstElement* pipeline = gst_parse_launch(description.c_str(), &error);
   if (error) {

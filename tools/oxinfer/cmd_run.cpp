@@ -13,6 +13,7 @@
 #include "lib/core/error.h"
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/commands.h"
+#include "tools/oxinfer/gst_support.h"
 #include "tools/oxinfer/pipeline_file.h"
 
 #ifdef OXI_HAVE_GSTREAMER
@@ -142,23 +143,8 @@ gboolean on_interrupt(gpointer user_data) {
   return G_SOURCE_CONTINUE;
 }
 
-// Makes the build tree's plugin visible to a binary run from the build tree.
-void add_build_plugin_dir() {
-#ifdef OXI_BUILD_PLUGIN_DIR
-  GstRegistry* registry = gst_registry_get();
-  GstPlugin* plugin = gst_registry_find_plugin(registry, "oxinfer");
-  if (plugin) {
-    gst_object_unref(plugin);
-    return;
-  }
-  if (g_file_test(OXI_BUILD_PLUGIN_DIR, G_FILE_TEST_IS_DIR))
-    gst_registry_scan_path(registry, OXI_BUILD_PLUGIN_DIR);
-#endif
-}
-
 int run_pipeline(const std::string& description, bool progress) {
-  gst_init(nullptr, nullptr);
-  add_build_plugin_dir();
+  init_gstreamer();
 
   GError* error = nullptr;
   GstElement* pipeline = gst_parse_launch(description.c_str(), &error);

@@ -22,6 +22,7 @@
 #include "lib/whisper/transcriber.h"
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/bench/bench_args.h"
+#include "tools/oxinfer/gst_support.h"
 
 #ifdef OXI_HAVE_GSTREAMER
 #include <gst/gst.h>
@@ -103,16 +104,6 @@ fs::path write_generated_wav() {
   out.write(reinterpret_cast<const char*>(pcm.data()), data_bytes);
   if (!out) throw Error("cannot write " + path.string());
   return path;
-}
-
-// Quotes a value for a launch description.
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
 }
 
 // Runs a pipeline to EOS; the seconds from PLAYING to EOS. Throws on an error message.
@@ -257,15 +248,8 @@ int run_bench_pipeline(const std::vector<std::string>& argv) {
   const auto backend = backends::make_cpu_backend(static_cast<int>(threads));
   whisper::Transcriber transcriber(model, *backend);
 
-  gst_init(nullptr, nullptr);
-#ifdef OXI_BUILD_PLUGIN_DIR
-  if (GstPlugin* plugin = gst_registry_find_plugin(gst_registry_get(), "oxinfer")) {
-    gst_object_unref(plugin);
-  } else if (g_file_test(OXI_BUILD_PLUGIN_DIR, G_FILE_TEST_IS_DIR)) {
-    gst_registry_scan_path(gst_registry_get(), OXI_BUILD_PLUGIN_DIR);
-  }
-#endif
-  const std::string whisper = "oxiwhisper name=asr model=" + quoted(model_path.string()) +
+  init_gstreamer();
+  const std::string whisper = "oxiwhisper name=asr model=" + gst_quoted(model_path.string()) +
                               " threads=" + std::to_string(threads);
   // The element's model is loaded once, outside the timings: this element holds it in the
   // process's model cache (same model and options), so each timed pipeline finds it there, as
@@ -280,7 +264,7 @@ int run_bench_pipeline(const std::vector<std::string>& argv) {
   }
 
   // (b) the file pipeline, its text collected to compare with the library's.
-  const std::string file_pipeline = "filesrc location=" + quoted(audio_path->string()) +
+  const std::string file_pipeline = "filesrc location=" + gst_quoted(audio_path->string()) +
                                     " ! decodebin ! audioconvert ! audioresample ! " + whisper +
                                     " ! fakesink name=out signal-handoffs=true";
   std::vector<double> library_s, element_s;
