@@ -38,20 +38,19 @@ backends::WeightMatrix WeightBuilder::matrix(const std::string& name, size_t row
   if (t.shape.size() != 2 || static_cast<size_t>(t.shape[0]) != rows ||
       static_cast<size_t>(t.shape[1]) != cols)
     throw Error(context_, "tensor '" + name + "' has shape " + shape_text(t.shape) +
-                              ", expected [" + std::to_string(rows) + ", " +
-                              std::to_string(cols) + "]");
+                              ", expected [" + std::to_string(rows) + ", " + std::to_string(cols) +
+                              "]");
   backends::WeightMatrix w{t.dtype, t.data.data(), rows, cols, kernels::row_bytes(t.dtype, cols)};
   if (quantize_to && !kernels::info(t.dtype).quantized &&
       kernels::row_bytes(*quantize_to, cols) != 0)
     return convert(w, *quantize_to);
   if (!kernels::weight_supported(t.dtype))
-    throw Error(context_, "tensor '" + name + "' has dtype " +
-                              std::string(kernels::name(t.dtype)) +
+    throw Error(context_, "tensor '" + name + "' has dtype " + std::string(kernels::name(t.dtype)) +
                               ", which no matmul kernel takes");
   return w;
 }
 
-std::span<const float> WeightBuilder::floats(const std::string& name, size_t n) {
+std::span<const float> WeightBuilder::floats(const std::string& name, size_t n, float offset) {
   const TensorView t = require(name);
   if (static_cast<size_t>(t.numel()) != n)
     throw Error(context_, "tensor '" + name + "' has shape " + shape_text(t.shape) + " (" +
@@ -59,6 +58,8 @@ std::span<const float> WeightBuilder::floats(const std::string& name, size_t n) 
                               std::to_string(n) + " elements");
   std::vector<float> v(n);
   kernels::dequantize_row(t.dtype, t.data.data(), v.data(), n);
+  if (offset != 0.0f)
+    for (float& x : v) x += offset;
   return copies_.floats.emplace_back(std::move(v));
 }
 

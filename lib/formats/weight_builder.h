@@ -38,8 +38,9 @@ class WeightBuilder {
   backends::WeightMatrix matrix(const std::string& name, size_t rows, size_t cols,
                                 std::optional<kernels::DType> quantize_to = std::nullopt);
 
-  // Any tensor of n elements (vectors, conv kernels, [n, 1] biases) as f32.
-  std::span<const float> floats(const std::string& name, size_t n);
+  // Any tensor of n elements (vectors, conv kernels, [n, 1] biases) as f32, with `offset`
+  // added to every value (Gemma's HF norms store w for a scale of 1 + w).
+  std::span<const float> floats(const std::string& name, size_t n, float offset = 0.0f);
 
   // Keeps a computed table alive beside the weights.
   std::span<const float> keep(std::vector<float> values);

@@ -79,11 +79,7 @@ class WeightBuilder {
   }
 
   std::span<const float> vector(const std::string& name, size_t n) {
-    std::span<const float> v = b_.floats(name, n);
-    if (norm_shift == 0.0f || !name.ends_with("norm.weight")) return v;
-    std::vector<float> shifted(v.begin(), v.end());
-    for (float& x : shifted) x += norm_shift;
-    return b_.keep(std::move(shifted));
+    return b_.floats(name, n, name.ends_with("norm.weight") ? norm_shift : 0.0f);
   }
 
   std::span<const float> optional_vector(const std::string& name, size_t n) {
