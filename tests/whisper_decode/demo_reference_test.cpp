@@ -1,6 +1,6 @@
 // The project's trained demo model (examples/demo-asr) against its torch reference
 // (reference_logits.json): the test utterances are synthesised as
-// tools/train-demo-asr/make_testset_audio.py does (espeak-ng, then sox to 16 kHz mono 16-bit);
+// tools/train-demo-asr/make_testset_audio.py does (espeak-ng, then sox to 16 kHz mono 16-bit, without dither so that every run sees the same samples);
 // the first-step logits after <|startoftranscript|><|en|><|transcribe|><|notimestamps|> and the
 // greedy tokens must match. Skips without the model, espeak-ng or sox.
 #include <gtest/gtest.h>
@@ -55,7 +55,7 @@ TEST(DemoModel, MatchesTheTorchReference) {
     const fs::path raw = tmp / (id + ".raw.wav"), wav = tmp / (id + ".wav");
     const std::string cmd = "espeak-ng -v '" + r[1] + "' -s " + r[2] + " -p " + r[3] + " -w '" +
                             raw.string() + "' \"" + r[4] + "\" && sox -q '" + raw.string() +
-                            "' -r 16000 -c 1 -b 16 '" + wav.string() + "'";
+                            "' -D -r 16000 -c 1 -b 16 '" + wav.string() + "'";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     const std::vector<float> audio = media::decode_audio_file(wav);
 
