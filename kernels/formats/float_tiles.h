@@ -8,6 +8,7 @@
 
 #include "kernels/arch.h"
 #include "kernels/formats/fp16.h"
+#include "kernels/formats/prefetch.h"
 
 #if defined(OXI_ARCH_AVX2) || defined(OXI_ARCH_SSE42)
 #include <immintrin.h>
@@ -16,6 +17,7 @@
 namespace oxi::kernels::OXI_ARCH_NS {
 
 struct LoadF32 {
+  static constexpr size_t kBytes = 4;
   static float one(const uint8_t* row, size_t i) noexcept {
     float v;
     std::memcpy(&v, row + 4 * i, 4);
@@ -32,6 +34,7 @@ struct LoadF32 {
 // constant expression under -fsanitize=address.
 template <float (*Convert)(uint16_t) noexcept, bool kIsF16>
 struct LoadHalf {
+  static constexpr size_t kBytes = 2;
   static float one(const uint8_t* row, size_t i) noexcept {
     uint16_t h;
     std::memcpy(&h, row + 2 * i, 2);
@@ -82,6 +85,12 @@ struct FloatTile {
       B xv[T];
       for (int t = 0; t < T; ++t) {
         xv[t] = B::load_unaligned(reinterpret_cast<const float*>(x + t * x_stride) + i);
+      }
+      if constexpr (T == 1) {
+        // one prefetch per cache line of each row
+        if ((i * Load::kBytes) % kCacheLine < B::size * Load::kBytes) {
+          for (int r = 0; r < R; ++r) prefetch_ahead<kCacheLine>(w + r * w_row_bytes + i * Load::kBytes);
+        }
       }
       for (int r = 0; r < R; ++r) {
         const B wv = Load::batch(w + r * w_row_bytes, i);

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "kernels/arch.h"
+#include "kernels/formats/prefetch.h"
 
 namespace oxi::kernels::OXI_ARCH_NS {
 
@@ -31,6 +32,7 @@ struct QuantTile {
       typename F::Act a[T];
       for (int t = 0; t < T; ++t) a[t] = F::load_act(acts[t][b]);
       for (int r = 0; r < R; ++r) {
+        if constexpr (T == 1) prefetch_ahead<sizeof(WBlock)>(rows[r] + b);
         const typename F::W wb = F::load_w(rows[r][b]);
         for (int t = 0; t < T; ++t) F::step(acc[t][r], wb, a[t]);
       }
