@@ -30,15 +30,19 @@ class Attention(nn.Module):
         B, T, D = x.shape
         kv = x if kv is None else kv
         S = kv.shape[1]
+        # (B*H, T, hd) contiguous 3-D batches: torch 1.13's CPU bmm on the strided 4-D
+        # views copies and runs ~10x slower
         q = (self.q_proj(x) * self.scaling).view(B, T, self.h, self.hd).transpose(1, 2)
-        k = self.k_proj(kv).view(B, S, self.h, self.hd).transpose(1, 2)
-        v = self.v_proj(kv).view(B, S, self.h, self.hd).transpose(1, 2)
-        w = q @ k.transpose(-1, -2)
+        q = q.reshape(B * self.h, T, self.hd)
+        k = self.k_proj(kv).view(B, S, self.h, self.hd).transpose(1, 2).reshape(B * self.h, S, self.hd)
+        v = self.v_proj(kv).view(B, S, self.h, self.hd).transpose(1, 2).reshape(B * self.h, S, self.hd)
+        w = torch.bmm(q, k.transpose(1, 2))
         if causal:
             mask = torch.ones(T, S, dtype=torch.bool).triu(1 + S - T)
             w = w.masked_fill(mask, float("-inf"))
         w = w.softmax(-1)
-        o = (w @ v).transpose(1, 2).reshape(B, T, D)
+        o = torch.bmm(w, v).view(B, self.h, T, self.hd).transpose(1, 2).reshape(B, T, D)
+        w = w.view(B, self.h, T, S)
         o = self.out_proj(o)
         return (o, w) if return_weights else o
 

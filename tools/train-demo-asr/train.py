@@ -192,6 +192,10 @@ def main():
                          "(the result then depends on the machine speed). 0 = fully "
                          "deterministic step schedule")
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--new-schedule", action="store_true",
+                    help="with --resume: keep the weights and optimizer state but start a new "
+                         "warm-up + cosine schedule (and time budget) from the checkpoint's step "
+                         "to --steps")
     ap.add_argument("--ctc-weight", type=float, default=0.3,
                     help="weight of an auxiliary CTC loss on the encoder output (a training-only "
                          "head, not exported); it makes the encoder learn the alignment early, "
@@ -228,15 +232,20 @@ def main():
                             lr=a.lr, betas=(0.9, 0.98), eps=1e-6)
     ckpt_path = os.path.join(a.data, "ckpt.pt")
     step = 0
+    step0 = 0  # first step of the current schedule
+    minutes0 = 0.0  # schedule minutes already spent
     if a.resume and os.path.exists(ckpt_path):
         ck = torch.load(ckpt_path)
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
         step = ck["step"]
-        log(f"resumed at step {step}")
+        if a.new_schedule:
+            step0 = step
+        else:
+            step0, minutes0 = ck.get("step0", 0), ck.get("minutes", 0.0)
+        log(f"resumed at step {step}, schedule from step {step0}")
 
     n_bad = 0
-    minutes0 = ck.get("minutes", 0.0) if (a.resume and os.path.exists(ckpt_path)) else 0.0
     batcher = Batcher(audio, offs, meta, tok, a.seed)
     per_epoch = len(batcher.epoch_batches(0, a.batch))
     t0 = time.time() - minutes0 * 60  # a resumed run keeps the schedule clock
@@ -248,7 +257,7 @@ def main():
             torch.set_num_threads(2 if os.getloadavg()[0] < 3.5 else 1)
         epoch, k = divmod(step, per_epoch)
         ids = batcher.epoch_batches(epoch, a.batch)[k]
-        prog = step / a.steps
+        prog = (step - step0) / (a.steps - step0)
         if a.time_budget:
             prog = max(prog, (time.time() - t0) / 60 / a.time_budget)
         if prog >= 1.0:
@@ -257,7 +266,7 @@ def main():
         ts = time.time()
         mel, inp, tgt = batcher.batch(ids, step, full)
         for g in opt.param_groups:
-            g["lr"] = lr_at_prog(step, prog, a.lr, a.warmup)
+            g["lr"] = lr_at_prog(step - step0, prog, a.lr, a.warmup)
         enc = model.model.encoder(mel)
         logits = model.model.decoder(inp, enc)
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1),
@@ -304,9 +313,9 @@ def main():
                 f"{(time.time() - t0) / 60:.1f} min")
         if step % 100 == 0 or step == a.steps:
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
-                        "cfg": cfg, "minutes": (time.time() - t0) / 60}, ckpt_path)
+                        "cfg": cfg, "minutes": (time.time() - t0) / 60, "step0": step0}, ckpt_path)
     torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
-                "cfg": cfg, "minutes": (time.time() - t0) / 60}, ckpt_path)
+                "cfg": cfg, "minutes": (time.time() - t0) / 60, "step0": step0}, ckpt_path)
     info = {"steps": step, "planned_steps": a.steps, "time_budget_min": a.time_budget,
             "train_minutes": round((time.time() - t0) / 60, 1), "n_train": len(meta),
             "batch": a.batch, "n_params": n_params, "steps_with_dropped_gradients": n_bad}
