@@ -219,16 +219,6 @@ inline void unpack_q3_K(const BlockQ3_K& b, KW& w) noexcept {
   w.d = w.dmin = f16(b.d);
 }
 
-inline void unpack_q4_K(const BlockQ4_K& b, KW& w) noexcept {
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
-  for (int j = 0; j < 4; ++j) {
-    const __m256i q = load256(b.qs + 32 * j);
-    store(w.u + 64 * j, _mm256_and_si256(q, low4));
-    store(w.u + 64 * j + 32, srl8(q, 4));
-  }
-  ref::k4_scales(b, w);
-}
-
 inline void unpack_q5_K(const BlockQ5_K& b, KW& w) noexcept {
   const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
   const __m256i qh = load256(b.qh);
@@ -240,28 +230,6 @@ inline void unpack_q5_K(const BlockQ5_K& b, KW& w) noexcept {
     store(w.u + 64 * j + 32, _mm256_or_si256(srl8(q, 4), h1));
   }
   ref::k4_scales(b, w);
-}
-
-inline void unpack_q6_K(const BlockQ6_K& b, KW& w) noexcept {
-  const __m256i low4 = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3);
-  for (int half = 0; half < 2; ++half) {
-    const __m256i ql0 = load256(b.ql + 64 * half);
-    const __m256i ql1 = load256(b.ql + 64 * half + 32);
-    const __m256i qh = load256(b.qh + 32 * half);
-    const __m256i lows[4] = {_mm256_and_si256(ql0, low4), _mm256_and_si256(ql1, low4), srl8(ql0, 4),
-                             srl8(ql1, 4)};
-    for (int k = 0; k < 4; ++k) {
-      const __m256i high = _mm256_slli_epi16(_mm256_and_si256(srl8(qh, 2 * k), three), 4);
-      store(w.u + 128 * half + 32 * k, _mm256_or_si256(lows[k], high));
-    }
-  }
-  int sc[16];
-  for (int g = 0; g < 16; ++g) {
-    sc[g] = b.scales[g];
-    w.corr[g] = 32 * sc[g];
-  }
-  ref::set_group_scales(w, sc);
-  w.d = w.dmin = f16(b.d);
 }
 
 inline int32_t kdot(const KW& w, const int8_t* x) noexcept {
@@ -276,9 +244,135 @@ inline int32_t kdot(const KW& w, const int8_t* x) noexcept {
 
 using Q2_K = ref::KQuant<BlockQ2_K, unpack_q2_K, kdot, true>;
 using Q3_K = ref::KQuant<BlockQ3_K, unpack_q3_K, kdot, false>;
-using Q4_K = ref::KQuant<BlockQ4_K, unpack_q4_K, kdot, true>;
 using Q5_K = ref::KQuant<BlockQ5_K, unpack_q5_K, kdot, true>;
-using Q6_K = ref::KQuant<BlockQ6_K, unpack_q6_K, kdot, false>;
+
+// ---- q4_K and q6_K (the formats of Q4_K_M files) straight from the block ----
+//
+// No unpacked copy: the weights are expanded in registers and the group scales enter through
+// _mm256_madd_epi16. The integer sums and the f32 combine are those of ref::KQuant, so the
+// results equal the reference's.
+
+inline int32_t hsum_i32(__m128i v) noexcept {
+  v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0x4E));
+  v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0xB1));
+  return _mm_cvtsi128_si32(v);
+}
+
+// Every int16 lane = lane k of the 8 int16 in each half of v.
+inline __m256i broadcast_i16(__m256i v, int k) noexcept {
+  return _mm256_shuffle_epi8(v, _mm256_set1_epi16(static_cast<int16_t>(0x0100 + 0x0202 * k)));
+}
+
+struct ActK {
+  const BlockQ8_K* q8;
+  __m128i sums32;  // sums of the 8 32-element sub-blocks (bsums pairs), int16
+};
+
+struct Q4_K {
+  using WBlock = BlockQ4_K;
+  using ABlock = BlockQ8_K;
+  static constexpr size_t kElems = QK_K;
+  using Act = ActK;
+  struct W {
+    const uint8_t* qs;
+    __m256i scales;  // 8 sub-block scales as int16, in both halves
+    __m128i mins;    // 8 sub-block mins as int16
+    float d;
+    float dmin;
+  };
+  using Acc = float;
+
+  static Act load_act(const ABlock& a) noexcept {
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.bsums));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.bsums + 8));
+    return {&a, _mm_hadd_epi16(lo, hi)};
+  }
+  // The 12 scale bytes as three little-endian words: sub-blocks 0-3 keep their 6 bits in
+  // words 0 (scales) and 1 (mins); 4-7 take 4 bits from word 2 and 2 bits from the tops of
+  // words 0 / 1 (k4_scale_min, four sub-blocks at a time).
+  static W load_w(const WBlock& b) noexcept {
+    uint32_t w[3];
+    std::memcpy(w, b.scales, sizeof(w));
+    const uint32_t sc_lo = w[0] & 0x3F3F3F3F;
+    const uint32_t mn_lo = w[1] & 0x3F3F3F3F;
+    const uint32_t sc_hi = (w[2] & 0x0F0F0F0F) | (((w[0] >> 6) & 0x03030303) << 4);
+    const uint32_t mn_hi = ((w[2] >> 4) & 0x0F0F0F0F) | (((w[1] >> 6) & 0x03030303) << 4);
+    const __m128i sc = _mm_cvtepu8_epi16(_mm_setr_epi32(static_cast<int>(sc_lo),
+                                                        static_cast<int>(sc_hi), 0, 0));
+    const __m128i mn = _mm_cvtepu8_epi16(_mm_setr_epi32(static_cast<int>(mn_lo),
+                                                        static_cast<int>(mn_hi), 0, 0));
+    return {b.qs, _mm256_broadcastsi128_si256(sc), mn, f16(b.d), f16(b.dmin)};
+  }
+  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256i sum = _mm256_setzero_si256();
+    for (int j = 0; j < 4; ++j) {  // 64 elements: sub-block 2j in the low nibbles, 2j+1 high
+      const __m256i q = load256(w.qs + 32 * j);
+      const __m256i lo = _mm256_and_si256(q, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      const __m256i p_lo = _mm256_maddubs_epi16(lo, load256(a.q8->qs + 64 * j));
+      const __m256i p_hi = _mm256_maddubs_epi16(hi, load256(a.q8->qs + 64 * j + 32));
+      sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p_lo, broadcast_i16(w.scales, 2 * j)));
+      sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p_hi, broadcast_i16(w.scales, 2 * j + 1)));
+    }
+    const int32_t isum = hsum_i32(sum);
+    const int32_t c = hsum_i32(_mm_madd_epi16(w.mins, a.sums32));
+    acc += (a.q8->d * w.d) * static_cast<float>(isum) -
+           (a.q8->d * w.dmin) * static_cast<float>(c);
+  }
+  static float finish(Acc acc) noexcept { return acc; }
+};
+
+struct Q6_K {
+  using WBlock = BlockQ6_K;
+  using ABlock = BlockQ8_K;
+  static constexpr size_t kElems = QK_K;
+  using Act = const BlockQ8_K*;
+  struct W {
+    const BlockQ6_K* b;
+    float d;
+  };
+  using Acc = float;
+
+  static Act load_act(const ABlock& a) noexcept { return &a; }
+  static W load_w(const WBlock& b) noexcept { return {&b, f16(b.d)}; }
+  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+    const BlockQ6_K& b = *w.b;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3);
+    const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    __m256i sum = _mm256_setzero_si256();
+    for (int half = 0; half < 2; ++half) {  // 128 elements: 4 chunks of 32 = 8 groups of 16
+      const __m256i ql0 = load256(b.ql + 64 * half);
+      const __m256i ql1 = load256(b.ql + 64 * half + 32);
+      const __m256i qh = load256(b.qh + 32 * half);
+      const __m256i lows[4] = {_mm256_and_si256(ql0, low4), _mm256_and_si256(ql1, low4),
+                               srl8(ql0, 4), srl8(ql1, 4)};
+      for (int k = 0; k < 4; ++k) {
+        const __m256i high = _mm256_slli_epi16(_mm256_and_si256(srl8(qh, 2 * k), three), 4);
+        const __m256i u = _mm256_or_si256(lows[k], high);  // level + 32, 0..63
+        const __m256i p = _mm256_maddubs_epi16(u, load256(a->qs + 128 * half + 32 * k));
+        // int16 lanes 0-7 hold group 2c, lanes 8-15 group 2c+1 (c = the 32-element chunk)
+        const int c = 4 * half + k;
+        const __m128i pick = _mm_setr_epi8(
+            static_cast<char>(2 * c), static_cast<char>(2 * c), static_cast<char>(2 * c),
+            static_cast<char>(2 * c), static_cast<char>(2 * c), static_cast<char>(2 * c),
+            static_cast<char>(2 * c), static_cast<char>(2 * c), static_cast<char>(2 * c + 1),
+            static_cast<char>(2 * c + 1), static_cast<char>(2 * c + 1),
+            static_cast<char>(2 * c + 1), static_cast<char>(2 * c + 1),
+            static_cast<char>(2 * c + 1), static_cast<char>(2 * c + 1),
+            static_cast<char>(2 * c + 1));
+        const __m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, pick));
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, sc));
+      }
+    }
+    const int32_t isum = hsum_i32(sum);
+    // the +32 bias of every level: 32 * sum over groups of scale * bsum
+    const __m256i bsums = load256(a->bsums);
+    const int32_t c = 32 * hsum_i32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(scales), bsums));
+    acc += (a->d * w.d) * static_cast<float>(isum - c);
+  }
+  static float finish(Acc acc) noexcept { return acc; }
+};
 
 }  // namespace oxi::kernels::avx2::simd
 
