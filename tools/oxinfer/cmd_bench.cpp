@@ -11,20 +11,13 @@
 #include "kernels/cpu_features.h"
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/bench/bench_formats.h"
+#include "tools/oxinfer/bench/bench_math.h"
 #include "tools/oxinfer/bench/bench_llm.h"
 #include "tools/oxinfer/bench/bench_pipeline.h"
 #include "tools/oxinfer/bench/bench_report.h"
 #include "tools/oxinfer/bench/bench_whisper.h"
 #include "tools/oxinfer/bench/machine_limits.h"
 #include "tools/oxinfer/commands.h"
-
-// The kernels/math benchmarks join when their header is there (they are built separately).
-#if __has_include("tools/oxinfer/bench/bench_math.h")
-#include "tools/oxinfer/bench/bench_math.h"
-#define OXI_HAVE_BENCH_MATH 1
-#else
-#define OXI_HAVE_BENCH_MATH 0
-#endif
 
 namespace oxi::cli {
 namespace {
@@ -68,30 +61,25 @@ int run_kernels(const Argv& argv) {
   if (!json)
     std::printf("threads %d, kernels %s\nmeasuring read bandwidth...\n", threads, isa.c_str());
   const double read_bw = bench::measure_read_bandwidth_gbs(threads);
-  double fma_peak = 0;
-#if OXI_HAVE_BENCH_MATH
   if (!json) std::printf("measuring FMA peak...\n");
-  fma_peak = bench::measure_fma_peak_gflops(threads);
-#endif
+  const double fma_peak = bench::measure_fma_peak_gflops(threads);
   if (!json) {
     std::printf("\nmachine limits\n  read bandwidth  %10.2f GB/s\n", read_bw);
-    if (OXI_HAVE_BENCH_MATH) std::printf("  f32 FMA peak    %10.2f GFLOP/s\n", fma_peak);
+    std::printf("  f32 FMA peak    %10.2f GFLOP/s\n", fma_peak);
     std::printf("\n");
     std::fflush(stdout);
   }
 
   std::vector<bench::BenchRow> rows = bench::bench_format_kernels(threads, read_bw);
-#if OXI_HAVE_BENCH_MATH
   const std::vector<bench::BenchRow> math = bench::bench_math_kernels(threads, fma_peak);
   rows.insert(rows.end(), math.begin(), math.end());
-#endif
 
   if (json) {
-    nlohmann::json out = {{"threads", threads},
-                          {"isa", isa},
-                          {"limits", {{"read_bandwidth_gbs", read_bw}}},
-                          {"rows", rows_json(rows)}};
-    if (OXI_HAVE_BENCH_MATH) out["limits"]["fma_peak_gflops"] = fma_peak;
+    const nlohmann::json out = {
+        {"threads", threads},
+        {"isa", isa},
+        {"limits", {{"read_bandwidth_gbs", read_bw}, {"fma_peak_gflops", fma_peak}}},
+        {"rows", rows_json(rows)}};
     std::printf("%s\n", out.dump(2).c_str());
   } else {
     print_table(rows);

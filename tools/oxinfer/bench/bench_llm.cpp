@@ -15,6 +15,7 @@
 #include "lib/llm/engine.h"
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/bench/machine_limits.h"
+#include "tools/oxinfer/bench/process_memory.h"
 
 namespace oxi::bench {
 namespace {
@@ -149,6 +150,14 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   const bench::LlmBenchResult r = bench::bench_llm(session, static_cast<size_t>(pp),
                                                    static_cast<size_t>(tg), static_cast<int>(reps));
   const double bandwidth_pct = read_bw > 0 ? 100.0 * r.decode_gbs / read_bw : 0;
+  // Memory after the run (the bandwidth buffer is freed by then): every weight page has been
+  // read, the KV cache and the scratch buffers are allocated. Budget: file + KV cache (f32).
+  const llm::ModelConfig& cfg = model->config();
+  const double resident = static_cast<double>(bench::resident_bytes());
+  const double file_bytes = static_cast<double>(bench::model_bytes_on_disk(path));
+  const double kv_bytes = 2.0 * cfg.n_layer * static_cast<double>(session.n_ctx()) *
+                          cfg.n_head_kv * cfg.head_dim * sizeof(float);
+  const double resident_pct = 100.0 * resident / (file_bytes + kv_bytes);
 
   if (json) {
     const std::string pp_key = "pp" + std::to_string(pp), tg_key = "tg" + std::to_string(tg);
@@ -165,7 +174,11 @@ int run_bench_llm(const std::vector<std::string>& argv) {
                                 {"weight_bytes_per_token", r.weight_bytes_per_token},
                                 {"decode_gbs", r.decode_gbs},
                                 {"read_bandwidth_gbs", read_bw},
-                                {"decode_bandwidth_pct", bandwidth_pct}};
+                                {"decode_bandwidth_pct", bandwidth_pct},
+                                {"resident_bytes", resident},
+                                {"model_file_bytes", file_bytes},
+                                {"kv_cache_bytes", kv_bytes},
+                                {"resident_pct_of_file_plus_kv", resident_pct}};
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf("\n%-28s %12s\n", "test", "value");
@@ -175,6 +188,8 @@ int run_bench_llm(const std::vector<std::string>& argv) {
       std::printf("%-28s %9.2f GB/s = %.1f%% of %.2f GB/s (%.1f MB of weights per token)\n",
                   "decode weight reads", r.decode_gbs, bandwidth_pct, read_bw,
                   r.weight_bytes_per_token / 1e6);
+    std::printf("%-28s %9.1f MB = %.1f%% of file %.1f MB + KV cache %.1f MB\n",
+                "resident memory", resident / 1e6, resident_pct, file_bytes / 1e6, kv_bytes / 1e6);
   }
   return 0;
 }
