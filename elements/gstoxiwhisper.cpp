@@ -40,6 +40,9 @@
  *    audio waiting for decoding exceeds `latency`, the element posts a QoS message (and, once,
  *    a warning) and commits each pass's words without waiting for a second pass, over a short
  *    buffer, until it has caught up: no audio is ever dropped.
+ *  - Elements on one model share its encoder; encoder passes of different elements that fall
+ *    together run as one batch. The stats message counts them model-wide: `encoder-windows`
+ *    windows encoded in `encoder-passes` passes.
  *  - `encode-audio-only` (default on) runs the encoder on the buffered audio only, so compute
  *    grows with the audio instead of always costing a full window; models trained on full
  *    windows only (OpenAI's) transcribe somewhat worse that way.
@@ -72,6 +75,7 @@
 #include "lib/core/model_cache.h"
 #include "lib/hub/hub.h"
 #include "lib/hub/hub_options.h"
+#include "lib/whisper/encoder_batcher.h"
 #include "lib/whisper/whisper_vocab.h"
 
 GST_DEBUG_CATEGORY(gst_oxi_whisper_debug);
@@ -642,6 +646,16 @@ static gboolean gst_oxi_whisper_prepare(GstOxiWhisper* self) {
       c->backend_threads = threads;
     }
     c->transcriber = std::make_unique<oxi::whisper::Transcriber>(c->model, *c->backend);
+    // Elements on one model share its encoder (one working memory) and batch the passes that
+    // fall together. Keyed like the model; a cached encoder of an earlier copy is not used.
+    auto encoder = oxi::ModelCache<oxi::whisper::EncoderBatcher>::instance().get(
+        "encoder:" + c->model_key,
+        [&] { return std::make_shared<const oxi::whisper::EncoderBatcher>(c->model); });
+    c->encoder.reset();
+    if (&encoder->model() == c->model.get()) {
+      c->transcriber->share_encoder(encoder);
+      c->encoder = std::move(encoder);
+    }
   } catch (const std::exception& e) {
     GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Could not set up Whisper inference"),
                       ("%s: %s", model.c_str(), e.what()));
@@ -701,10 +715,12 @@ static GstStateChangeReturn gst_oxi_whisper_change_state(GstElement* element,
       break;
     case GST_STATE_CHANGE_PAUSED_TO_READY:
       c->transcriber.reset();
+      c->encoder.reset();
       break;
     case GST_STATE_CHANGE_READY_TO_NULL:
       // Let go of the model: the cache frees it when no other element holds it.
       c->transcriber.reset();
+      c->encoder.reset();
       c->backend.reset();
       c->backend_threads = -1;
       c->model.reset();

@@ -23,6 +23,7 @@
 #include "lib/vad/silero_vad_model.h"
 #include "lib/vad/speech_segments.h"
 #include "lib/vad/vad_stream.h"
+#include "lib/whisper/encoder_batcher.h"
 #include "lib/whisper/streaming_transcriber.h"
 #include "lib/whisper/transcriber.h"
 #include "lib/whisper/whisper_model.h"
@@ -62,6 +63,8 @@ struct _GstOxiWhisperContext {
   std::unique_ptr<oxi::backends::Backend> backend;
   int backend_threads = -1;
   std::unique_ptr<oxi::whisper::Transcriber> transcriber;
+  // The model's encoder, shared with the other elements on the model (null: not shared).
+  std::shared_ptr<const oxi::whisper::EncoderBatcher> encoder;
   OxiWhisperSettings settings;
   std::shared_ptr<const oxi::vad::SileroVadModel> vad_model;  // set: VAD gating in live mode
 

@@ -119,6 +119,11 @@ static void gst_oxi_whisper_post_stats(GstOxiWhisper* self) {
         static_cast<guint64>(gst_util_uint64_scale_int(s.skipped_samples, GST_SECOND, 16000)),
         nullptr);
   }
+  if (c->encoder) {
+    const oxi::whisper::EncoderBatcher::Stats e = c->encoder->stats();
+    gst_structure_set(st, "encoder-passes", G_TYPE_UINT64, static_cast<guint64>(e.passes),
+                      "encoder-windows", G_TYPE_UINT64, static_cast<guint64>(e.windows), nullptr);
+  }
   gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), st));
 }
 

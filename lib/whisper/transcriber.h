@@ -102,6 +102,12 @@ class Transcriber {
   Transcriber(std::shared_ptr<const WhisperModel> model, backends::Backend& backend);
   ~Transcriber();
 
+  // Encode through an encoder shared with other streams of the same model (which batches
+  // their concurrent passes) instead of this transcriber's own. See WhisperState.
+  void share_encoder(std::shared_ptr<const EncoderBatcher> encoder) {
+    state_->share_encoder(std::move(encoder));
+  }
+
   const WhisperModel& model() const { return *model_; }
 
   // Whole-file long-form transcription of 16 kHz mono samples. progress gets the share of the

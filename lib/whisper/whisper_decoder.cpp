@@ -11,6 +11,7 @@
 
 #include "kernels/math/activation.h"
 #include "lib/core/error.h"
+#include "lib/whisper/layer_norm_rows.h"
 #include "lib/whisper/whisper_state.h"
 
 namespace oxi::whisper {
@@ -56,7 +57,7 @@ std::span<const float> WhisperState::decode(std::span<const int32_t> tokens, siz
   for (size_t il = 0; il < static_cast<size_t>(c.n_text_layer); ++il) decoder_block(il, n, n_past);
   // 3. logits = LN(x) token_embedding^T, for the last token or all of them
   const size_t first = all_logits ? 0 : n - 1, rows = n - first;
-  layer_norm_rows(std::span(dec_x_).subspan(first * d, rows * d), rows, d, w.ln_weight, w.ln_bias,
+  layer_norm_rows(backend_, std::span(dec_x_).subspan(first * d, rows * d), rows, d, w.ln_weight, w.ln_bias,
                   dec_h_);
   logits_.resize(rows * static_cast<size_t>(c.n_vocab));
   backend_.matmul(w.token_embedding, std::span(dec_h_).first(rows * d), rows, logits_);
@@ -81,7 +82,7 @@ void WhisperState::decoder_block(size_t il, size_t n, size_t n_past) {
   a.head_dim = c.text_head_dim();
 
   // 1. x = x + SelfAttention(LN(x)): causal over cache rows 0 .. n_past + n
-  layer_norm_rows(x, n, d, b.attn_ln_weight, b.attn_ln_bias, h);
+  layer_norm_rows(backend_, x, n, d, b.attn_ln_weight, b.attn_ln_bias, h);
   backend_.matmul(b.attn.query, h, n, q, bias_ptr(b.attn.query_bias));
   backend_.matmul(b.attn.key, h, n, k);
   backend_.matmul(b.attn.value, h, n, v, bias_ptr(b.attn.value_bias));
@@ -95,7 +96,7 @@ void WhisperState::decoder_block(size_t il, size_t n, size_t n_past) {
   add_in_place(x, h);
 
   // 2. x = x + CrossAttention(LN(x)) over the encoder output's keys and values
-  layer_norm_rows(x, n, d, b.cross_attn_ln_weight, b.cross_attn_ln_bias, h);
+  layer_norm_rows(backend_, x, n, d, b.cross_attn_ln_weight, b.cross_attn_ln_bias, h);
   backend_.matmul(b.cross_attn.query, h, n, q, bias_ptr(b.cross_attn.query_bias));
   a.k = cross_k_[il];
   a.v = cross_v_[il];
@@ -108,7 +109,7 @@ void WhisperState::decoder_block(size_t il, size_t n, size_t n_past) {
   add_in_place(x, h);
 
   // 3. x = x + fc2(GELU(fc1(LN(x))))
-  layer_norm_rows(x, n, d, b.mlp_ln_weight, b.mlp_ln_bias, h);
+  layer_norm_rows(backend_, x, n, d, b.mlp_ln_weight, b.mlp_ln_bias, h);
   backend_.matmul(b.fc1, h, n, f, bias_ptr(b.fc1_bias));
   kernels::gelu(f, f, kernels::GeluForm::erf);
   backend_.matmul(b.fc2, f, n, h, bias_ptr(b.fc2_bias));

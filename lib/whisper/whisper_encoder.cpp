@@ -1,4 +1,4 @@
-// Whisper's audio encoder (openai-whisper model.py AudioEncoder), one window at a time:
+// Whisper's audio encoder (openai-whisper model.py AudioEncoder), for a batch of windows:
 //
 //   x = GELU(conv1(mel))                 n_mels -> state, kernel 3, padding 1
 //   x = GELU(conv2(x))                   kernel 3, stride 2, padding 1: n_frames -> n_frames / 2
@@ -7,14 +7,16 @@
 //   x = x + fc2(GELU(fc1(LN(x))))
 //   out = LN_post(x)
 //
-// Then each decoder layer's cross-attention keys and values are computed once for the window.
-#include <algorithm>
+// The rows of all windows are stacked, so every matrix product covers the whole batch;
+// attention runs per window.
+#include "lib/whisper/whisper_encoder.h"
+
 #include <string>
 
 #include "kernels/math/activation.h"
 #include "kernels/math/conv.h"
 #include "lib/core/error.h"
-#include "lib/whisper/whisper_state.h"
+#include "lib/whisper/layer_norm_rows.h"
 
 namespace oxi::whisper {
 namespace {
@@ -48,97 +50,101 @@ void conv1d_k3(backends::Backend& backend, std::span<const float> x, size_t c_in
 
 }  // namespace
 
-void WhisperState::encode(std::span<const float> mel, size_t n_frames) {
-  const WhisperConfig& c = config();
-  if (n_frames == 0 || n_frames > static_cast<size_t>(c.n_frames))
-    throw Error("whisper encode", std::to_string(n_frames) + " mel frames; the model takes 1 to " +
-                                      std::to_string(c.n_frames));
-  if (mel.size() != static_cast<size_t>(c.n_mels) * n_frames)
-    throw Error("whisper encode", "mel has " + std::to_string(mel.size()) + " values, expected " +
-                                      std::to_string(c.n_mels) + " x " + std::to_string(n_frames));
-  conv_stem(mel, n_frames);
-  for (size_t il = 0; il < static_cast<size_t>(c.n_audio_layer); ++il) encoder_block(il);
-
-  const WhisperWeights& w = model_->weights();
-  const size_t n = n_audio_positions_, d = c.n_audio_state;
-  encoder_output_.resize(n * d);
-  layer_norm_rows(std::span(enc_x_).first(n * d), n, d, w.ln_post_weight, w.ln_post_bias,
-                  encoder_output_);
-  compute_cross_kv();
-  alignment_.clear();
+WhisperEncoder::WhisperEncoder(std::shared_ptr<const WhisperModel> model)
+    : model_(std::move(model)) {
+  if (!model_) throw Error("WhisperEncoder", "no model");
 }
 
-void WhisperState::conv_stem(std::span<const float> mel, size_t n_frames) {
-  const WhisperConfig& c = config();
+void WhisperEncoder::check(const WhisperConfig& c, const Window& w) {
+  if (w.n_frames == 0 || w.n_frames > static_cast<size_t>(c.n_frames))
+    throw Error("whisper encode", std::to_string(w.n_frames) +
+                                      " mel frames; the model takes 1 to " +
+                                      std::to_string(c.n_frames));
+  if (w.mel.size() != static_cast<size_t>(c.n_mels) * w.n_frames)
+    throw Error("whisper encode", "mel has " + std::to_string(w.mel.size()) +
+                                      " values, expected " + std::to_string(c.n_mels) + " x " +
+                                      std::to_string(w.n_frames));
+  if (!w.out) throw Error("whisper encode", "no output buffer");
+}
+
+void WhisperEncoder::encode(std::span<const Window> windows, backends::Backend& backend) {
+  const WhisperConfig& c = model_->config();
+  for (const Window& w : windows) check(c, w);
+  first_row_.assign(1, 0);
+  for (const Window& w : windows) first_row_.push_back(first_row_.back() + positions(w.n_frames));
+  const size_t rows = first_row_.back(), d = c.n_audio_state;
+  for (auto* v : {&x_, &h_, &q_, &k_, &v_, &attn_}) v->resize(rows * d);
+  mlp_.resize(rows * c.n_audio_mlp);
+
+  for (size_t i = 0; i < windows.size(); ++i) conv_stem(windows[i], first_row_[i], backend);
+  for (size_t il = 0; il < static_cast<size_t>(c.n_audio_layer); ++il)
+    block(il, windows, backend);
   const WhisperWeights& w = model_->weights();
-  const size_t d = c.n_audio_state, n = (n_frames - 1) / 2 + 1;  // conv2's output length
-  n_audio_positions_ = n;
-  conv1_out_.resize(d * n_frames);
+  for (size_t i = 0; i < windows.size(); ++i) {
+    const size_t n = first_row_[i + 1] - first_row_[i];
+    windows[i].out->resize(n * d);
+    layer_norm_rows(backend, std::span(x_).subspan(first_row_[i] * d, n * d), n, d,
+                    w.ln_post_weight, w.ln_post_bias, *windows[i].out);
+  }
+}
+
+void WhisperEncoder::conv_stem(const Window& window, size_t first_row,
+                               backends::Backend& backend) {
+  const WhisperConfig& c = model_->config();
+  const WhisperWeights& w = model_->weights();
+  const size_t d = c.n_audio_state, frames = window.n_frames, n = positions(frames);
+  conv1_out_.resize(d * frames);
   conv2_out_.resize(d * n);
   // 1. x = GELU(conv1(mel)), GELU(conv2(x)): (state, positions)
-  conv1d_k3(backend_, mel, c.n_mels, n_frames, w.conv1_weight, w.conv1_bias, d, 1, conv1_out_);
+  conv1d_k3(backend, window.mel, c.n_mels, frames, w.conv1_weight, w.conv1_bias, d, 1,
+            conv1_out_);
   kernels::gelu(conv1_out_, conv1_out_, kernels::GeluForm::erf);
-  conv1d_k3(backend_, conv1_out_, d, n_frames, w.conv2_weight, w.conv2_bias, d, 2, conv2_out_);
+  conv1d_k3(backend, conv1_out_, d, frames, w.conv2_weight, w.conv2_bias, d, 2, conv2_out_);
   kernels::gelu(conv2_out_, conv2_out_, kernels::GeluForm::erf);
-  // 2. x = x^T + positional_embedding[:positions]
-  const size_t full = static_cast<size_t>(c.n_audio_ctx);
-  for (auto* v : {&enc_x_, &enc_h_, &enc_q_, &enc_k_, &enc_v_, &enc_attn_}) v->resize(full * d);
-  enc_mlp_.resize(full * c.n_audio_mlp);
+  // 2. x = x^T + positional_embedding[:positions], at the window's rows of the batch
+  float* x = x_.data() + first_row * d;
   for (size_t t = 0; t < n; ++t)
     for (size_t ch = 0; ch < d; ++ch)
-      enc_x_[t * d + ch] = conv2_out_[ch * n + t] + w.encoder_positions[t * d + ch];
+      x[t * d + ch] = conv2_out_[ch * n + t] + w.encoder_positions[t * d + ch];
 }
 
-void WhisperState::encoder_block(size_t il) {
-  const WhisperConfig& c = config();
+void WhisperEncoder::block(size_t il, std::span<const Window> windows,
+                           backends::Backend& backend) {
+  const WhisperConfig& c = model_->config();
   const BlockWeights& b = model_->weights().encoder_blocks[il];
-  const size_t n = n_audio_positions_, d = c.n_audio_state, mlp = c.n_audio_mlp;
-  const auto rows = [&](std::vector<float>& v, size_t width) {
-    return std::span(v).first(n * width);
-  };
-  const std::span<float> x = rows(enc_x_, d), h = rows(enc_h_, d), q = rows(enc_q_, d),
-                         k = rows(enc_k_, d), v = rows(enc_v_, d), attn = rows(enc_attn_, d),
-                         f = rows(enc_mlp_, mlp);
+  const size_t n = first_row_.back(), d = c.n_audio_state, mlp = c.n_audio_mlp;
+  const std::span<float> x(x_), h(h_), q(q_), k(k_), v(v_), attn(attn_), f(mlp_);
 
-  // 1. h = LN(x); q, k, v = h Wq^T + bq, h Wk^T, h Wv^T + bv
-  layer_norm_rows(x, n, d, b.attn_ln_weight, b.attn_ln_bias, h);
-  backend_.matmul(b.attn.query, h, n, q, bias_ptr(b.attn.query_bias));
-  backend_.matmul(b.attn.key, h, n, k);
-  backend_.matmul(b.attn.value, h, n, v, bias_ptr(b.attn.value_bias));
-  // 2. attn = softmax(q k^T / sqrt(head_dim)) v, every position sees every position
-  backends::AttentionArgs a;
-  a.q = q;
-  a.k = k;
-  a.v = v;
-  a.out = attn;
-  a.q_stride = a.kv_stride = a.out_stride = d;
-  a.n_queries = a.n_kv = n;
-  a.n_heads = a.n_kv_heads = c.n_audio_head;
-  a.head_dim = c.audio_head_dim();
-  a.causal = false;
-  backend_.attention(a);
+  // 1. h = LN(x); q, k, v = h Wq^T + bq, h Wk^T, h Wv^T + bv   (all windows at once)
+  layer_norm_rows(backend, x, n, d, b.attn_ln_weight, b.attn_ln_bias, h);
+  backend.matmul(b.attn.query, h, n, q, bias_ptr(b.attn.query_bias));
+  backend.matmul(b.attn.key, h, n, k);
+  backend.matmul(b.attn.value, h, n, v, bias_ptr(b.attn.value_bias));
+  // 2. attn = softmax(q k^T / sqrt(head_dim)) v: every position sees every position of its
+  //    own window
+  for (size_t i = 0; i < windows.size(); ++i) {
+    const size_t r0 = first_row_[i], rn = first_row_[i + 1] - r0;
+    backends::AttentionArgs a;
+    a.q = q.subspan(r0 * d, rn * d);
+    a.k = k.subspan(r0 * d, rn * d);
+    a.v = v.subspan(r0 * d, rn * d);
+    a.out = attn.subspan(r0 * d, rn * d);
+    a.q_stride = a.kv_stride = a.out_stride = d;
+    a.n_queries = a.n_kv = rn;
+    a.n_heads = a.n_kv_heads = c.n_audio_head;
+    a.head_dim = c.audio_head_dim();
+    a.causal = false;
+    backend.attention(a);
+  }
   // 3. x = x + attn Wo^T + bo
-  backend_.matmul(b.attn.out, attn, n, h, bias_ptr(b.attn.out_bias));
+  backend.matmul(b.attn.out, attn, n, h, bias_ptr(b.attn.out_bias));
   add_in_place(x, h);
   // 4. x = x + fc2(GELU(fc1(LN(x))))
-  layer_norm_rows(x, n, d, b.mlp_ln_weight, b.mlp_ln_bias, h);
-  backend_.matmul(b.fc1, h, n, f, bias_ptr(b.fc1_bias));
+  layer_norm_rows(backend, x, n, d, b.mlp_ln_weight, b.mlp_ln_bias, h);
+  backend.matmul(b.fc1, h, n, f, bias_ptr(b.fc1_bias));
   kernels::gelu(f, f, kernels::GeluForm::erf);
-  backend_.matmul(b.fc2, f, n, h, bias_ptr(b.fc2_bias));
+  backend.matmul(b.fc2, f, n, h, bias_ptr(b.fc2_bias));
   add_in_place(x, h);
-}
-
-// Each decoder layer's cross-attention keys (no bias) and values of the encoder output.
-void WhisperState::compute_cross_kv() {
-  const WhisperConfig& c = config();
-  const size_t n = n_audio_positions_, d = c.n_text_state;
-  for (size_t il = 0; il < static_cast<size_t>(c.n_text_layer); ++il) {
-    const AttentionWeights& cross = model_->weights().decoder_blocks[il].cross_attn;
-    cross_k_[il].resize(n * d);
-    cross_v_[il].resize(n * d);
-    backend_.matmul(cross.key, encoder_output_, n, cross_k_[il]);
-    backend_.matmul(cross.value, encoder_output_, n, cross_v_[il], bias_ptr(cross.value_bias));
-  }
 }
 
 }  // namespace oxi::whisper

@@ -1,12 +1,15 @@
 #include "lib/whisper/whisper_state.h"
 
-#include "kernels/math/norm.h"
+#include "lib/core/error.h"
 
 namespace oxi::whisper {
-
 namespace {
-constexpr float kLayerNormEps = 1e-5f;  // nn.LayerNorm's default, in openai-whisper and HF
+
+const float* bias_ptr(std::span<const float> b) {
+  return b.empty() ? nullptr : b.data();
 }
+
+}  // namespace
 
 WhisperState::WhisperState(std::shared_ptr<const WhisperModel> model, backends::Backend& backend)
     : model_(std::move(model)), backend_(backend) {
@@ -18,14 +21,37 @@ WhisperState::WhisperState(std::shared_ptr<const WhisperModel> model, backends::
   cross_v_.resize(c.n_text_layer);
 }
 
-void WhisperState::layer_norm_rows(std::span<const float> x, size_t rows, size_t width,
-                                   std::span<const float> weight, std::span<const float> bias,
-                                   std::span<float> y) {
-  backend_.parallel_for(rows, 16, [&](size_t begin, size_t end) {
-    for (size_t r = begin; r < end; ++r)
-      kernels::layer_norm(x.subspan(r * width, width), weight, bias, kLayerNormEps,
-                          y.subspan(r * width, width));
-  });
+void WhisperState::share_encoder(std::shared_ptr<const EncoderBatcher> encoder) {
+  if (encoder && &encoder->model() != model_.get())
+    throw Error("WhisperState::share_encoder", "the encoder serves another model");
+  shared_encoder_ = std::move(encoder);
+  if (shared_encoder_) encoder_.reset();
+}
+
+void WhisperState::encode(std::span<const float> mel, size_t n_frames) {
+  if (shared_encoder_) {
+    shared_encoder_->encode(mel, n_frames, encoder_output_, backend_);
+  } else {
+    if (!encoder_) encoder_ = std::make_unique<WhisperEncoder>(model_);
+    const WhisperEncoder::Window window{mel, n_frames, &encoder_output_};
+    encoder_->encode(std::span(&window, 1), backend_);
+  }
+  n_audio_positions_ = WhisperEncoder::positions(n_frames);
+  compute_cross_kv();
+  alignment_.clear();
+}
+
+// Each decoder layer's cross-attention keys (no bias) and values of the encoder output.
+void WhisperState::compute_cross_kv() {
+  const WhisperConfig& c = config();
+  const size_t n = n_audio_positions_, d = c.n_text_state;
+  for (size_t il = 0; il < static_cast<size_t>(c.n_text_layer); ++il) {
+    const AttentionWeights& cross = model_->weights().decoder_blocks[il].cross_attn;
+    cross_k_[il].resize(n * d);
+    cross_v_[il].resize(n * d);
+    backend_.matmul(cross.key, encoder_output_, n, cross_k_[il]);
+    backend_.matmul(cross.value, encoder_output_, n, cross_v_[il], bias_ptr(cross.value_bias));
+  }
 }
 
 }  // namespace oxi::whisper

@@ -1,6 +1,7 @@
 // WhisperState: one audio stream's working memory for a shared WhisperModel — the encoder
 // output of the current window, the decoder's cross-attention keys/values (computed once per
-// encode()), and the decoder's self-attention KV cache.
+// encode()), and the decoder's self-attention KV cache. The encoder's own working memory is a
+// WhisperEncoder: the state's private one, or an EncoderBatcher shared with other streams.
 //
 //   state.encode(mel.data, mel.n_frames);            // a window of n_mels x n_frames features
 //   logits = state.decode(prompt, 0);                 // <|startoftranscript|><|en|>... at 0..
@@ -16,6 +17,8 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "lib/whisper/encoder_batcher.h"
+#include "lib/whisper/whisper_encoder.h"
 #include "lib/whisper/whisper_model.h"
 
 namespace oxi::whisper {
@@ -32,6 +35,10 @@ class WhisperState {
   // trained on shorter chunks) uses the first ceil(n_frames / 2) encoder positions. Throws
   // oxi::Error on a size mismatch.
   void encode(std::span<const float> mel, size_t n_frames);
+  // Encode through `encoder` (shared with other streams of the same model, which batches
+  // concurrent passes) instead of a private WhisperEncoder. Throws oxi::Error when it serves
+  // another model.
+  void share_encoder(std::shared_ptr<const EncoderBatcher> encoder);
   // (n_audio_positions(), n_audio_state) of the last encode(); empty before.
   std::span<const float> encoder_output() const { return encoder_output_; }
   size_t n_audio_positions() const { return n_audio_positions_; }
@@ -52,27 +59,17 @@ class WhisperState {
   const std::vector<std::vector<float>>& alignment_weights() const { return alignment_; }
 
  private:
-  // whisper_encoder.cpp
-  void conv_stem(std::span<const float> mel, size_t n_frames);
-  void encoder_block(size_t il);
   void compute_cross_kv();
   // whisper_decoder.cpp
   void decoder_block(size_t il, size_t n, size_t n_past);
   void record_cross_weights(size_t il, size_t n, size_t n_past);
 
-  // LayerNorm (eps 1e-5) of each `width`-long row of x into y.
-  void layer_norm_rows(std::span<const float> x, size_t rows, size_t width,
-                       std::span<const float> weight, std::span<const float> bias,
-                       std::span<float> y);
-
   std::shared_ptr<const WhisperModel> model_;
   backends::Backend& backend_;
 
-  // Encoder (sizes of the full window, reused).
-  std::vector<float> conv1_out_;  // (n_audio_state, n_frames)
-  std::vector<float> conv2_out_;  // (n_audio_state, n_audio_ctx)
-  std::vector<float> enc_x_, enc_h_, enc_q_, enc_k_, enc_v_, enc_attn_;  // (n_audio_ctx, state)
-  std::vector<float> enc_mlp_;                                           // (n_audio_ctx, mlp)
+  // Encoder: a private one (made at the first encode()) unless one is shared.
+  std::unique_ptr<WhisperEncoder> encoder_;
+  std::shared_ptr<const EncoderBatcher> shared_encoder_;
   std::vector<float> encoder_output_;  // (n_audio_positions_, state), after ln_post
   size_t n_audio_positions_ = 0;
 

@@ -1020,6 +1020,10 @@ TEST_F(OxiWhisper, LiveStatisticsArePostedAndReadable) {
   EXPECT_EQ(live::u64(last, "skipped-silence"), 0u);  // no VAD model: nothing gated
   live::u64(last, "shortened");
   EXPECT_EQ(live::u64(last, "dropped"), 0u);
+  // The shared encoder's counts: at least this element's passes (other elements on the model,
+  // if any, add theirs), never more passes than windows.
+  EXPECT_GE(live::u64(last, "encoder-windows"), live::u64(last, "encoder-passes"));
+  EXPECT_GT(live::u64(last, "encoder-passes"), 0u);
   for (GstMessage* m : messages) gst_message_unref(m);
   gst_object_unref(e);
   gst_harness_teardown(h);

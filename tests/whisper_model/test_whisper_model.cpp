@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <thread>
 
 #include "backends/cpu/cpu_backend.h"
 #include "lib/core/error.h"
+#include "lib/whisper/encoder_batcher.h"
+#include "lib/whisper/whisper_encoder.h"
 #include "lib/whisper/whisper_model.h"
 #include "lib/whisper/whisper_state.h"
 #include "tests/common/test_data.h"
@@ -191,6 +194,93 @@ TEST_F(WhisperModelTest, ShorterWindowUsesTheFirstPositions) {
   EXPECT_LE(relative_l2(state.encoder_output(), want), 1e-4);
   const std::vector<int32_t> tokens = {260, 261, 361, 365};
   EXPECT_LE(relative_l2(state.decode(tokens, 0), reference_logits(*tiny_, want, tokens)), 1e-4);
+}
+
+// Windows of different lengths encoded in one batch (stacked rows through every matmul)
+// give exactly what each gives alone, and match the reference.
+TEST_F(WhisperModelTest, BatchedWindowsEncodeAsEachAlone) {
+  const auto model = WhisperModel::load(paths()[0]);
+  const int full = tiny_->dims.n_frames();
+  const std::vector<int> lengths = {full, 60, 7, full};
+  std::vector<std::vector<float>> mels, alone(lengths.size()), batched(lengths.size());
+  for (size_t i = 0; i < lengths.size(); ++i)
+    mels.push_back(oxi::test::random_floats(
+        static_cast<size_t>(tiny_->dims.n_mels) * lengths[i], static_cast<uint32_t>(40 + i),
+        -1.5f, 1.5f));
+  WhisperEncoder encoder(model);
+  std::vector<WhisperEncoder::Window> windows;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    const WhisperEncoder::Window w{mels[i], static_cast<size_t>(lengths[i]), &alone[i]};
+    encoder.encode(std::span(&w, 1), *backend_);
+    windows.push_back({mels[i], static_cast<size_t>(lengths[i]), &batched[i]});
+  }
+  WhisperEncoder batch_encoder(model);
+  batch_encoder.encode(windows, *backend_);
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    ASSERT_EQ(batched[i].size(), WhisperEncoder::positions(lengths[i]) * tiny_->dims.n_state);
+    // Bit-identical for windows long enough for the GEMM path on their own; a window of a
+    // few positions alone takes the few-row path, which sums in another order.
+    EXPECT_LE(relative_l2(batched[i], std::vector<double>(alone[i].begin(), alone[i].end())),
+              1e-5)
+        << "window " << i;
+    if (lengths[i] == full) {
+      EXPECT_EQ(batched[i], alone[i]) << "window " << i;
+    }
+    EXPECT_LE(relative_l2(batched[i], reference_encoder(*tiny_, mels[i], lengths[i])), 1e-4);
+  }
+  // One bad window fails the call before anything is computed.
+  std::vector<float> out;
+  windows.push_back({mels[1], 59, &out});
+  EXPECT_THROW(batch_encoder.encode(windows, *backend_), Error);
+}
+
+// Streams sharing an EncoderBatcher get their own windows' outputs, whether or not their
+// passes were batched, and the same decoder logits as a private encoder.
+TEST_F(WhisperModelTest, SharedEncoderServesConcurrentStreams) {
+  const auto model = WhisperModel::load(paths()[0]);
+  const auto batcher = std::make_shared<const EncoderBatcher>(model, 4);
+  const int full = tiny_->dims.n_frames();
+  constexpr int kStreams = 4, kPasses = 6;
+  const std::vector<int32_t> tokens = prompt(*model);
+  std::vector<std::vector<float>> want(kStreams * kPasses);
+  std::vector<std::vector<float>> mels;
+  for (int i = 0; i < kStreams * kPasses; ++i)
+    mels.push_back(oxi::test::random_floats(static_cast<size_t>(tiny_->dims.n_mels) * full,
+                                            static_cast<uint32_t>(500 + i), -1.5f, 1.5f));
+  {
+    WhisperState own(model, *backend_);
+    for (int i = 0; i < kStreams * kPasses; ++i) {
+      own.encode(mels[i], full);
+      const std::span<const float> logits = own.decode(tokens, 0);
+      want[i].assign(logits.begin(), logits.end());
+    }
+  }
+  std::vector<std::vector<std::vector<float>>> got(kStreams);
+  std::vector<std::thread> threads;
+  for (int s = 0; s < kStreams; ++s) {
+    threads.emplace_back([&, s] {
+      const auto backend = backends::make_cpu_backend(1);
+      WhisperState state(model, *backend);
+      state.share_encoder(batcher);
+      for (int p = 0; p < kPasses; ++p) {
+        state.encode(mels[s * kPasses + p], full);
+        const std::span<const float> logits = state.decode(tokens, 0);
+        got[s].emplace_back(logits.begin(), logits.end());
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int s = 0; s < kStreams; ++s)
+    for (int p = 0; p < kPasses; ++p)
+      EXPECT_EQ(got[s][p], want[s * kPasses + p]) << "stream " << s << " pass " << p;
+  const EncoderBatcher::Stats stats = batcher->stats();
+  EXPECT_EQ(stats.windows, static_cast<uint64_t>(kStreams * kPasses));
+  EXPECT_LE(stats.passes, stats.windows);
+  EXPECT_LE(stats.largest_batch, 4u);
+
+  // Another model's state cannot use it.
+  WhisperState other(WhisperModel::load(paths()[1]), *backend_);
+  EXPECT_THROW(other.share_encoder(batcher), Error);
 }
 
 TEST_F(WhisperModelTest, AlignmentWeightsAreTheCrossAttentionOfTheAlignmentHeads) {

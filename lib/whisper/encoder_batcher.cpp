@@ -1,0 +1,60 @@
+#include "lib/whisper/encoder_batcher.h"
+
+#include <algorithm>
+
+#include "lib/core/error.h"
+
+namespace oxi::whisper {
+
+EncoderBatcher::EncoderBatcher(std::shared_ptr<const WhisperModel> model, size_t max_batch)
+    : model_(std::move(model)), max_batch_(std::max<size_t>(max_batch, 1)), encoder_(model_) {}
+
+void EncoderBatcher::encode(std::span<const float> mel, size_t n_frames, std::vector<float>& out,
+                            backends::Backend& backend) const {
+  Request request{{mel, n_frames, &out}, false, nullptr};
+  WhisperEncoder::check(model_->config(), request.window);  // a bad window fails alone
+  std::unique_lock lock(mutex_);
+  queue_.push_back(&request);
+  while (!request.done) {
+    if (running_) {
+      finished_.wait(lock);
+      continue;
+    }
+    // Lead a pass over what is queued now (this request among them unless the queue holds
+    // more than a batch before it; then the loop leads again).
+    running_ = true;
+    std::vector<Request*> batch;
+    while (!queue_.empty() && batch.size() < max_batch_) {
+      batch.push_back(queue_.front());
+      queue_.pop_front();
+    }
+    lock.unlock();
+    std::vector<WhisperEncoder::Window> windows;
+    windows.reserve(batch.size());
+    for (const Request* r : batch) windows.push_back(r->window);
+    std::exception_ptr error;
+    try {
+      encoder_.encode(windows, backend);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    for (Request* r : batch) {
+      r->done = true;
+      r->error = error;
+    }
+    ++stats_.passes;
+    stats_.windows += batch.size();
+    stats_.largest_batch = std::max(stats_.largest_batch, batch.size());
+    running_ = false;
+    finished_.notify_all();
+  }
+  if (request.error) std::rethrow_exception(request.error);
+}
+
+EncoderBatcher::Stats EncoderBatcher::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+}  // namespace oxi::whisper
