@@ -86,10 +86,10 @@ struct FloatTile {
       for (int t = 0; t < T; ++t) {
         xv[t] = B::load_unaligned(reinterpret_cast<const float*>(x + t * x_stride) + i);
       }
-      if constexpr (T == 1) {
-        // one prefetch per cache line of each row
+      if constexpr (T == 1) {  // the next tile's rows, once per cache line (prefetch.h)
         if ((i * Load::kBytes) % kCacheLine < B::size * Load::kBytes) {
-          for (int r = 0; r < R; ++r) prefetch_ahead<kCacheLine>(w + r * w_row_bytes + i * Load::kBytes);
+          for (int r = 0; r < R; ++r)
+            prefetch_lines<1>(w + (r + R) * w_row_bytes + i * Load::kBytes);
         }
       }
       for (int r = 0; r < R; ++r) {

@@ -32,7 +32,10 @@ struct QuantTile {
       typename F::Act a[T];
       for (int t = 0; t < T; ++t) a[t] = F::load_act(acts[t][b]);
       for (int r = 0; r < R; ++r) {
-        if constexpr (T == 1) prefetch_ahead<sizeof(WBlock)>(rows[r] + b);
+        if constexpr (T == 1) {
+          prefetch_lines<sizeof(WBlock)>(reinterpret_cast<const uint8_t*>(rows[r] + b) +
+                                         R * w_row_bytes);
+        }
         const typename F::W wb = F::load_w(rows[r][b]);
         for (int t = 0; t < T; ++t) F::step(acc[t][r], wb, a[t]);
       }

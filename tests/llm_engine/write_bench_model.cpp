@@ -1,6 +1,9 @@
-// write_llm_bench_model FILE [q4_0|q8_0|f16] [tinyllama|llama-3b]: a Llama-shaped GGUF with
+// write_llm_bench_model FILE [q4_0|q8_0|q4_k_m|f16] [tinyllama|llama-3b]: a Llama-shaped GGUF with
 // random weights of a real model's size, for `oxinfer bench llm` where no model can be
 // downloaded. Matrices are quantized row by row, so memory stays near the file's size.
+// q4_k_m mixes types the way llama.cpp's Q4_K_M does: q6_K for output.weight and for attn_v /
+// ffn_down in the first and last eighth of the layers and every third layer between, q4_K for
+// the rest.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -44,12 +47,17 @@ std::vector<std::byte> ones(size_t n) {
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: write_llm_bench_model FILE [q4_0|q8_0|f16] [tinyllama|llama-3b]\n");
+                 "usage: write_llm_bench_model FILE [q4_0|q8_0|q4_k_m|f16] "
+                 "[tinyllama|llama-3b]\n");
     return 2;
   }
   const std::string type = argc > 2 ? argv[2] : "q4_0";
   const std::string size = argc > 3 ? argv[3] : "tinyllama";
-  const DType dtype = type == "q8_0" ? DType::Q8_0 : type == "f16" ? DType::F16 : DType::Q4_0;
+  const bool k_mix = type == "q4_k_m";
+  const DType dtype = type == "q8_0"  ? DType::Q8_0
+                      : type == "f16" ? DType::F16
+                      : k_mix         ? DType::Q4_K
+                                      : DType::Q4_0;
   // TinyLlama 1.1B, or Llama 3.2 3B's body with a 32k vocabulary.
   const Shape s = size == "llama-3b" ? Shape{32000, 3072, 28, 24, 8, 8192}
                                      : Shape{32000, 2048, 22, 32, 4, 5632};
@@ -91,26 +99,30 @@ int main(int argc, char** argv) {
   std::mt19937 rng(42);
   const size_t e = s.n_embd, q = s.n_head * head_dim, kv = s.n_head_kv * head_dim, ff = s.n_ff;
   const float in_std = 1.0f / std::sqrt(static_cast<float>(e));
-  auto matrix = [&](const std::string& name, size_t rows, size_t cols, float stddev) {
-    w.add_tensor(name, dtype, {static_cast<int64_t>(rows), static_cast<int64_t>(cols)},
-                 random_matrix(dtype, rows, cols, stddev, rng));
+  auto matrix = [&](const std::string& name, size_t rows, size_t cols, float stddev,
+                    bool more_bits = false) {
+    const DType t = k_mix && more_bits ? DType::Q6_K : dtype;
+    w.add_tensor(name, t, {static_cast<int64_t>(rows), static_cast<int64_t>(cols)},
+                 random_matrix(t, rows, cols, stddev, rng));
   };
+  const int n8 = s.n_layer / 8;
+  auto more_bits = [&](int l) { return l < n8 || l >= 7 * s.n_layer / 8 || (l - n8) % 3 == 2; };
   matrix("token_embd.weight", s.n_vocab, e, 1.0f);
   for (int l = 0; l < s.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     w.add_tensor(p + "attn_norm.weight", DType::F32, {static_cast<int64_t>(e)}, ones(e));
     matrix(p + "attn_q.weight", q, e, in_std);
     matrix(p + "attn_k.weight", kv, e, in_std);
-    matrix(p + "attn_v.weight", kv, e, in_std);
+    matrix(p + "attn_v.weight", kv, e, in_std, more_bits(l));
     matrix(p + "attn_output.weight", e, q, 1.0f / std::sqrt(static_cast<float>(q)));
     w.add_tensor(p + "ffn_norm.weight", DType::F32, {static_cast<int64_t>(e)}, ones(e));
     matrix(p + "ffn_gate.weight", ff, e, in_std);
     matrix(p + "ffn_up.weight", ff, e, in_std);
-    matrix(p + "ffn_down.weight", e, ff, 1.0f / std::sqrt(static_cast<float>(ff)));
+    matrix(p + "ffn_down.weight", e, ff, 1.0f / std::sqrt(static_cast<float>(ff)), more_bits(l));
     std::fprintf(stderr, "\rlayer %d/%d", l + 1, s.n_layer);
   }
   w.add_tensor("output_norm.weight", DType::F32, {static_cast<int64_t>(e)}, ones(e));
-  matrix("output.weight", s.n_vocab, e, in_std);
+  matrix("output.weight", s.n_vocab, e, in_std, true);
   std::fprintf(stderr, "\nwriting %s\n", argv[1]);
   w.write(argv[1]);
   return 0;
