@@ -23,7 +23,7 @@ struct Activations {
   std::vector<float> attn;    // (capacity, q_dim)   attention output, before wo
   std::vector<float> gate;    // (capacity, n_ff)    MLP gate, then the gated product
   std::vector<float> up;      // (capacity, n_ff)
-  std::vector<float> logits;  // (capacity, n_vocab)
+  std::vector<float> logits;  // (n_vocab), or (rows, n_vocab) once all logits were asked for
 };
 
 // Everything a forward pass writes: cache, activations, and each layer's RoPE frequencies.

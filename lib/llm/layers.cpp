@@ -17,7 +17,7 @@ Activations::Activations(const ModelConfig& c, size_t cap)
       attn(cap * c.q_dim()),
       gate(cap * c.n_ff),
       up(cap * c.n_ff),
-      logits(cap * c.n_vocab) {}
+      logits(c.n_vocab) {}
 
 ForwardState::ForwardState(const Model& model, size_t n_ctx, size_t batch_capacity)
     : cache(model.config().n_layer, n_ctx, model.config().kv_dim()),
@@ -104,6 +104,9 @@ std::span<const float> output_logits(backends::Backend& backend, const Model& mo
   const size_t first = all_logits ? 0 : n - 1, rows = n - first;
   const std::span<const float> x = std::span(act.x).subspan(first * c.n_embd, rows * c.n_embd);
   rms_norm_rows(backend, x, rows, c.n_embd, model.weights().output_norm, c.rms_eps, act.h);
+  // Grown only when a caller asks for every token's logits: a whole batch's (256 x 32k
+  // vocabulary = 33 MB) would otherwise stay resident for nothing.
+  if (act.logits.size() < rows * c.n_vocab) act.logits.resize(rows * c.n_vocab);
   const std::span<float> logits = std::span(act.logits).first(rows * c.n_vocab);
   backend.matmul(model.weights().output, act.h, rows, logits);
   // Gemma-style final soft-capping: cap * tanh(logits / cap).

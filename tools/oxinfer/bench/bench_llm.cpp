@@ -128,6 +128,7 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   if (reps < 1) throw UsageError("--reps must be at least 1");
   const bool json = args.flag("json");
 
+  const double baseline = static_cast<double>(bench::resident_bytes());  // libraries, no model
   llm::LoadOptions load_options;
   if (const auto quant = args.get("quant")) load_options.quant = llm::parse_load_quant(*quant);
   const auto path = hub::resolve_model(*model_spec, hub::HubOptions::from_environment());
@@ -176,6 +177,7 @@ int run_bench_llm(const std::vector<std::string>& argv) {
                                 {"read_bandwidth_gbs", read_bw},
                                 {"decode_bandwidth_pct", bandwidth_pct},
                                 {"resident_bytes", resident},
+                                {"resident_before_load_bytes", baseline},
                                 {"model_file_bytes", file_bytes},
                                 {"kv_cache_bytes", kv_bytes},
                                 {"resident_pct_of_file_plus_kv", resident_pct}};
@@ -188,8 +190,10 @@ int run_bench_llm(const std::vector<std::string>& argv) {
       std::printf("%-28s %9.2f GB/s = %.1f%% of %.2f GB/s (%.1f MB of weights per token)\n",
                   "decode weight reads", r.decode_gbs, bandwidth_pct, read_bw,
                   r.weight_bytes_per_token / 1e6);
-    std::printf("%-28s %9.1f MB = %.1f%% of file %.1f MB + KV cache %.1f MB\n",
-                "resident memory", resident / 1e6, resident_pct, file_bytes / 1e6, kv_bytes / 1e6);
+    std::printf("%-28s %9.1f MB = %.1f%% of file %.1f MB + KV cache %.1f MB (%.1f MB before "
+                "loading)\n",
+                "resident memory", resident / 1e6, resident_pct, file_bytes / 1e6, kv_bytes / 1e6,
+                baseline / 1e6);
   }
   return 0;
 }
