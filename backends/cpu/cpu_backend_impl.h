@@ -1,5 +1,5 @@
-// The CPU backend's class, shared by its source files (cpu_backend.cpp: arena, loops and
-// attention; cpu_matmul.cpp: matrix products). Not for use outside backends/cpu.
+// The CPU backend's class, shared by its source files (cpu_backend.cpp: arena and loops;
+// cpu_attention.cpp: attention; cpu_matmul.cpp: matrix products). Not for use outside backends/cpu.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +39,8 @@ class CpuBackend final : public Backend {
                    const float* bias);
   void gemm_f32_path(const WeightMatrix& w, std::span<const float> x, size_t m, std::span<float> y,
                      const float* bias);
+  // Long non-causal attention through the GEMM (cpu_attention.cpp).
+  void attention_by_gemm(const AttentionArgs& a, float scale);
   // The activations of the current call, quantized: grows to the largest call, then stays.
   std::byte* activation_buffer(size_t bytes);
 
@@ -47,6 +49,8 @@ class CpuBackend final : public Backend {
   std::vector<std::byte> activations_;
   // GEMM packing scratch of each worker thread, grown once to the largest tile it has seen.
   tbb::enumerable_thread_specific<std::vector<float>> gemm_scratch_;
+  // attention_by_gemm's V, transposed per kv head.
+  std::vector<float> attention_vt_;
 };
 
 template <typename Body>
