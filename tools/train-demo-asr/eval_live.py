@@ -1,0 +1,103 @@
+"""Word error rate and latency of oxiwhisper's LIVE path on the demo model's held-out sentences
+(docs/live.md: latency budget against word error rate).
+
+    /usr/bin/python3 tools/train-demo-asr/eval_live.py --model examples/demo-asr \
+        --audio /tmp/demo-asr-test --sentences 40 --latency 1500 3000 6000 [--full-window]
+
+The first N held-out WAVs (made by make_testset_audio.py when --audio lacks them) are joined
+with 1 s of silence between them into one file, which one gst-launch-1.0 pipeline replays in
+real time (`identity sync=true`) into one live oxiwhisper element per latency budget (tee),
+each with VAD on and its text written by oxisubenc as JSON lines. With --full-window a second
+element per budget runs with encode-audio-only=false (the encoder over the zero-padded
+window), to show what encoding the buffered audio only costs. Reported per element: WER of
+all its committed text against the joined references, and its last oxiwhisper-stats
+(max-observed-delay, p99-delay, rtf). Standard library + sox + gst-launch-1.0 only.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+
+from eval_cpp import normalise, wer_counts  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default=os.path.join(ROOT, "examples", "demo-asr"))
+    ap.add_argument("--audio", default="/tmp/demo-asr-test")
+    ap.add_argument("--sentences", type=int, default=40)
+    ap.add_argument("--latency", type=int, nargs="+", default=[1500, 3000, 6000])
+    ap.add_argument("--full-window", action="store_true")
+    ap.add_argument("--threads", type=int, default=1, help="per element")
+    ap.add_argument("--vad-model", default=os.path.join(
+        os.environ.get("OXINFER_SHARED_DATA", os.path.join(ROOT, "..", "shared", "data")),
+        "vad", "silero_vad_16k.safetensors"))
+    ap.add_argument("--out", default="")
+    a = ap.parse_args()
+
+    tsv = os.path.join(a.audio, "transcripts.tsv")
+    if not os.path.exists(tsv):
+        subprocess.run([sys.executable, os.path.join(HERE, "make_testset_audio.py"), a.audio],
+                       check=True)
+    rows = [line.rstrip("\n").split("\t") for line in open(tsv, encoding="utf-8")][: a.sentences]
+    reference = " ".join(text for _, text in rows)
+    env = dict(os.environ, GST_PLUGIN_PATH=os.path.join(ROOT, "build", "elements"))
+    elements = [(lat, True) for lat in a.latency]
+    if a.full_window:
+        elements += [(lat, False) for lat in a.latency]
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        joined = os.path.join(tmp, "joined.wav")
+        silence = os.path.join(tmp, "silence.wav")
+        subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", silence, "trim", "0",
+                        "1.0"], check=True)
+        parts = []
+        for name, _ in rows:
+            parts += [os.path.join(a.audio, name), silence]
+        subprocess.run(["sox", *parts, joined], check=True)
+        caps = "audio/x-raw,format=F32LE,rate=16000,channels=1"
+        cmd = ["gst-launch-1.0", "-m", "filesrc", f"location={joined}", "!", "wavparse", "!",
+               "audioconvert", "!", "audioresample", "!", caps, "!", "identity", "sync=true", "!",
+               "tee", "name=t"]
+        for k, (lat, audio_only) in enumerate(elements):
+            cmd += ["t.", "!", "queue", "!", "oxiwhisper", f"name=w{k}", "mode=live",
+                    f"latency={lat}", f"encode-audio-only={'true' if audio_only else 'false'}",
+                    "vad=on", f"vad-model={a.vad_model}", f"model={a.model}",
+                    f"threads={a.threads}", "stats-interval=1000", "!", "oxisubenc",
+                    "format=json", "!", "filesink", f"location={os.path.join(tmp, f'w{k}.json')}"]
+        log = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+        stats = {}
+        for line in log.splitlines():
+            m = re.search(r'from element "(w\d+)" \(element\): oxiwhisper-stats, (.*)', line)
+            if m:
+                stats[m.group(1)] = m.group(2)
+        for k, (lat, audio_only) in enumerate(elements):
+            texts = [json.loads(line)["text"] for line in
+                     open(os.path.join(tmp, f"w{k}.json"), encoding="utf-8") if line.strip()]
+            hyp = normalise(" ".join(texts))
+            errors, words = wer_counts(reference, hyp)
+            s = stats.get(f"w{k}", "")
+
+            def field(name):
+                m = re.search(name + r"=\(\w+\)([0-9.e+-]+)", s)
+                return float(m.group(1)) if m else None
+            results.append({"latency_ms": lat, "encode_audio_only": audio_only,
+                            "wer": errors / words, "errors": errors, "words": words,
+                            "max_observed_delay_ms": field("max-observed-delay"),
+                            "p99_delay_ms": field("p99-delay"), "rtf": field("rtf")})
+    for r in results:
+        print(json.dumps(r))
+    if a.out:
+        with open(a.out, "w", encoding="utf-8") as f:
+            json.dump({"sentences": len(rows), "model": a.model, "results": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
