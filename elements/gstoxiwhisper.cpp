@@ -41,8 +41,9 @@
  *    a warning) and commits each pass's words without waiting for a second pass, over a short
  *    buffer, until it has caught up: no audio is ever dropped.
  *  - Elements on one model share its encoder; encoder passes of different elements that fall
- *    together run as one batch. The stats message counts them model-wide: `encoder-windows`
- *    windows encoded in `encoder-passes` passes.
+ *    together run as one batch (on the threads of the element that runs it; elements with
+ *    `threads=1` are not batched but encode in parallel). The stats message counts them
+ *    model-wide: `encoder-windows` windows encoded in `encoder-passes` passes.
  *  - `encode-audio-only` (default on) runs the encoder on the buffered audio only, so compute
  *    grows with the audio instead of always costing a full window; models trained on full
  *    windows only (OpenAI's) transcribe somewhat worse that way.

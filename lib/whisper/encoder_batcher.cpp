@@ -7,12 +7,46 @@
 namespace oxi::whisper {
 
 EncoderBatcher::EncoderBatcher(std::shared_ptr<const WhisperModel> model, size_t max_batch)
-    : model_(std::move(model)), max_batch_(std::max<size_t>(max_batch, 1)), encoder_(model_) {}
+    : model_(std::move(model)), max_batch_(std::max<size_t>(max_batch, 1)), encoder_(model_) {
+  stats_.encoders = 1;
+}
+
+void EncoderBatcher::encode_alone(const WhisperEncoder::Window& window,
+                                  backends::Backend& backend) const {
+  std::unique_ptr<WhisperEncoder> encoder;
+  {
+    std::lock_guard lock(mutex_);
+    if (!idle_.empty()) {
+      encoder = std::move(idle_.back());
+      idle_.pop_back();
+    }
+  }
+  if (!encoder) {
+    encoder = std::make_unique<WhisperEncoder>(model_);
+    std::lock_guard lock(mutex_);
+    ++stats_.encoders;
+  }
+  std::exception_ptr error;
+  try {
+    encoder->encode(std::span(&window, 1), backend);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  {
+    std::lock_guard lock(mutex_);
+    idle_.push_back(std::move(encoder));
+    ++stats_.passes;
+    ++stats_.windows;
+    stats_.largest_batch = std::max<size_t>(stats_.largest_batch, 1);
+  }
+  if (error) std::rethrow_exception(error);
+}
 
 void EncoderBatcher::encode(std::span<const float> mel, size_t n_frames, std::vector<float>& out,
                             backends::Backend& backend) const {
   Request request{{mel, n_frames, &out}, false, nullptr};
   WhisperEncoder::check(model_->config(), request.window);  // a bad window fails alone
+  if (backend.threads() <= 1) return encode_alone(request.window, backend);
   std::unique_lock lock(mutex_);
   queue_.push_back(&request);
   while (!request.done) {

@@ -1,8 +1,13 @@
-// EncoderBatcher: one WhisperEncoder shared by the streams of one model, which batches their
-// encoder passes. A stream calls encode() and gets its window's encoder output back; windows
-// that arrive while a pass is running wait and go together into the next pass, which runs on
-// the thread (and backend) of one of their callers. Nothing is delayed to form a batch: a
-// lone stream is encoded at once, concurrent streams share passes.
+// EncoderBatcher: the encoder of one model shared by its streams, which batches their encoder
+// passes. A stream calls encode() and gets its window's encoder output back; windows that
+// arrive while a pass is running wait and go together into the next pass, which runs on the
+// backend (threads) of one of their callers. Nothing is delayed to form a batch: a lone stream
+// is encoded at once, concurrent streams share passes.
+//
+// A caller whose backend has a single thread is not batched: a batch would put other streams'
+// windows on its one thread while theirs idle. It encodes its own window at once on one of a
+// few pooled encoders, in parallel with the others (the working memory is then one encoder per
+// concurrent single-threaded pass, still not one per stream).
 //
 // Thread-safe. Shared through ModelCache like the model (encode() is const: the encoder and
 // queue inside are guarded by a mutex).
@@ -40,6 +45,7 @@ class EncoderBatcher {
     uint64_t passes = 0;   // encoder passes run
     uint64_t windows = 0;  // windows encoded; windows > passes: some passes were batched
     size_t largest_batch = 0;
+    size_t encoders = 0;  // working memories allocated (the batch encoder and the pool)
   };
   Stats stats() const;
 
@@ -56,8 +62,11 @@ class EncoderBatcher {
   mutable std::condition_variable finished_;
   mutable std::deque<Request*> queue_;
   mutable bool running_ = false;
-  mutable WhisperEncoder encoder_;
+  mutable WhisperEncoder encoder_;  // the batches'
+  mutable std::vector<std::unique_ptr<WhisperEncoder>> idle_;  // single-threaded callers'
   mutable Stats stats_;
+
+  void encode_alone(const WhisperEncoder::Window& window, backends::Backend& backend) const;
 };
 
 }  // namespace oxi::whisper

@@ -235,7 +235,8 @@ TEST_F(WhisperModelTest, BatchedWindowsEncodeAsEachAlone) {
 }
 
 // Streams sharing an EncoderBatcher get their own windows' outputs, whether or not their
-// passes were batched, and the same decoder logits as a private encoder.
+// passes were batched (two-thread callers) or run alone on pooled encoders (one-thread
+// callers), and the same decoder logits as a private encoder.
 TEST_F(WhisperModelTest, SharedEncoderServesConcurrentStreams) {
   const auto model = WhisperModel::load(paths()[0]);
   const auto batcher = std::make_shared<const EncoderBatcher>(model, 4);
@@ -259,7 +260,7 @@ TEST_F(WhisperModelTest, SharedEncoderServesConcurrentStreams) {
   std::vector<std::thread> threads;
   for (int s = 0; s < kStreams; ++s) {
     threads.emplace_back([&, s] {
-      const auto backend = backends::make_cpu_backend(1);
+      const auto backend = backends::make_cpu_backend(s % 2 == 0 ? 2 : 1);
       WhisperState state(model, *backend);
       state.share_encoder(batcher);
       for (int p = 0; p < kPasses; ++p) {
@@ -277,6 +278,8 @@ TEST_F(WhisperModelTest, SharedEncoderServesConcurrentStreams) {
   EXPECT_EQ(stats.windows, static_cast<uint64_t>(kStreams * kPasses));
   EXPECT_LE(stats.passes, stats.windows);
   EXPECT_LE(stats.largest_batch, 4u);
+  EXPECT_GE(stats.encoders, 2u);  // the batch encoder and at least one pooled one
+  EXPECT_LE(stats.encoders, 1u + kStreams / 2);
 
   // Another model's state cannot use it.
   WhisperState other(WhisperModel::load(paths()[1]), *backend_);

@@ -158,7 +158,8 @@ class SimulatedDecoder : public StreamDecoder {
   SimulatedDecoder(size_t window, int sentence_words, double total_seconds)
       : window_(window), sentence_words_(sentence_words) {
     for (int i = 0; 0.4 * i + 0.35 <= total_seconds; ++i)
-      truth.push_back(word("w" + std::to_string(i), 0.4 * i + 0.05, 0.4 * i + 0.35));
+      truth.push_back(word(std::string("w").append(std::to_string(i)), 0.4 * i + 0.05,
+                           0.4 * i + 0.35));  // not "w" + string: a GCC 12 -Wrestrict false alarm
   }
   size_t max_samples() const override { return window_; }
   StreamHypothesis decode(std::span<const float> samples, const std::string& prompt,
