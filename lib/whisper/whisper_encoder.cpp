@@ -112,7 +112,7 @@ void WhisperEncoder::block(size_t il, std::span<const Window> windows,
                            backends::Backend& backend) {
   const WhisperConfig& c = model_->config();
   const BlockWeights& b = model_->weights().encoder_blocks[il];
-  const size_t n = first_row_.back(), d = c.n_audio_state, mlp = c.n_audio_mlp;
+  const size_t n = first_row_.back(), d = c.n_audio_state;
   const std::span<float> x(x_), h(h_), q(q_), k(k_), v(v_), attn(attn_), f(mlp_);
 
   // 1. h = LN(x); q, k, v = h Wq^T + bq, h Wk^T, h Wv^T + bv   (all windows at once)

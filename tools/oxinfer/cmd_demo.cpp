@@ -46,7 +46,7 @@ const char* kUsage =
 
 std::string default_model() {
   if (const char* env = std::getenv("OXINFER_DEMO_MODEL"); env && *env) return env;
-  for (const fs::path dir :
+  for (const fs::path& dir :
        {fs::path(OXI_DEMO_MODEL_SOURCE_DIR), fs::path(OXI_DEMO_MODEL_INSTALL_DIR)})
     if (fs::is_regular_file(dir / "config.json")) return dir.string();
   throw Error("demo", "the demo model was not found in " + std::string(OXI_DEMO_MODEL_SOURCE_DIR) +
