@@ -55,6 +55,7 @@ struct _GstOxiWhisper {
   gchar* vad_model;
   gfloat vad_threshold;
   gboolean encode_audio_only;
+  gboolean condition_on_previous_text;
   guint stats_interval_ms;
 
   GstOxiWhisperContext* ctx; /* owned */

@@ -52,6 +52,7 @@ struct OxiWhisperSettings {
   guint latency_ms = 0;
   GstOxiWhisperMode mode = GST_OXI_WHISPER_MODE_AUTO;
   bool encode_audio_only = true;
+  bool condition_on_previous_text = true;
   guint stats_interval_ms = 0;
   float vad_threshold = 0.5f;
 };

@@ -480,6 +480,12 @@ TEST_F(OxiWhisper, PropertiesAreValidated) {
   g_object_set(e, "quant", 1, nullptr);
   g_object_get(e, "quant", &quant, nullptr);
   EXPECT_EQ(quant, 1);
+  gboolean previous_text = FALSE;
+  g_object_get(e, "condition-on-previous-text", &previous_text, nullptr);
+  EXPECT_TRUE(previous_text);  // whisper_streaming's behaviour unless turned off
+  g_object_set(e, "condition-on-previous-text", FALSE, nullptr);
+  g_object_get(e, "condition-on-previous-text", &previous_text, nullptr);
+  EXPECT_FALSE(previous_text);
   gst_object_unref(e);
 
   // An English-only model (the tiny one, by its vocabulary's layout) ignores the language, as

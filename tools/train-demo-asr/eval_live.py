@@ -36,6 +36,9 @@ def main():
     ap.add_argument("--latency", type=int, nargs="+", default=[1500, 3000, 6000])
     ap.add_argument("--full-window", action="store_true")
     ap.add_argument("--threads", type=int, default=1, help="per element")
+    ap.add_argument("--condition-on-previous-text", action="store_true",
+                    help="keep the element's default prompt of committed text (the demo model "
+                         "was not trained with prompts, so the default here is off)")
     ap.add_argument("--vad-model", default=os.path.join(
         os.environ.get("OXINFER_SHARED_DATA", os.path.join(ROOT, "..", "shared", "data")),
         "vad", "silero_vad_16k.safetensors"))
@@ -70,7 +73,9 @@ def main():
             cmd += ["t.", "!", "queue", "!", "oxiwhisper", f"name=w{k}", "mode=live",
                     f"latency={lat}", f"encode-audio-only={'true' if audio_only else 'false'}",
                     "vad=on", f"vad-model={a.vad_model}", f"model={a.model}",
-                    f"threads={a.threads}", "stats-interval=1000", "!", "oxisubenc",
+                    f"threads={a.threads}", "stats-interval=1000",
+                    "condition-on-previous-text="
+                    + ("true" if a.condition_on_previous_text else "false"), "!", "oxisubenc",
                     "format=json", "!", "filesink", f"location={os.path.join(tmp, f'w{k}.json')}"]
         log = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
         stats = {}
