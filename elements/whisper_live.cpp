@@ -55,6 +55,7 @@ void gst_oxi_whisper_live_start(GstOxiWhisper* self) {
   o.min_chunk_seconds = oxi::whisper::StreamingOptions::step_for_latency(
       static_cast<double>(s.latency_ms) / 1000.0, window);
   o.initial_prompt = s.initial_prompt;
+  o.max_delay_seconds = static_cast<double>(s.latency_ms) / 1000.0;
   if (!s.condition_on_previous_text) o.prompt_chars = 0;
   o.keep_words = true;  // the words go to unsynced_src as well
   c->stream = std::make_unique<oxi::whisper::StreamingTranscriber>(*c->metered, o, 0.0);

@@ -296,6 +296,23 @@ std::vector<Word> StreamingTranscriber::commit_without_agreement() {
   return forced;
 }
 
+// Tentative words that cannot wait for another pass within options_.max_delay_seconds: the
+// next pass decodes one step more audio and is pushed up to a step after that, so a word that
+// ended more than max_delay - 2 steps before the decoded audio's end is committed now (and in
+// any case only words a guard before that end, which may be cut off).
+std::vector<Word> StreamingTranscriber::commit_due() {
+  constexpr double kCutOffGuard = 0.3;
+  const double decoded_end = buffer_start() + static_cast<double>(decoded_samples_) / kSampleRate;
+  const double step = static_cast<double>(step_samples_) / kSampleRate;
+  const double limit = decoded_end - std::max(options_.max_delay_seconds - 2.0 * step, kCutOffGuard);
+  size_t k = 0;
+  while (k < previous_.size() && previous_[k].end <= limit) ++k;
+  std::vector<Word> due(previous_.begin(), previous_.begin() + static_cast<ptrdiff_t>(k));
+  previous_.erase(previous_.begin(), previous_.begin() + static_cast<ptrdiff_t>(k));
+  commit(due);
+  return due;
+}
+
 CommittedText StreamingTranscriber::make_item(const std::vector<Word>& words) const {
   CommittedText item;
   item.start = words.front().start;
@@ -324,6 +341,10 @@ bool StreamingTranscriber::pass(std::vector<CommittedText>& out) {
   for (const Segment& s : h.segments) words.insert(words.end(), s.words.begin(), s.words.end());
   std::vector<Word> committed = agree(std::move(words));
   commit(committed);
+  if (options_.max_delay_seconds > 0.0) {
+    std::vector<Word> due = commit_due();
+    committed.insert(committed.end(), due.begin(), due.end());
+  }
   if (catch_up_) {
     std::vector<Word> early = commit_without_agreement();
     committed.insert(committed.end(), early.begin(), early.end());

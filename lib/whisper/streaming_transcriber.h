@@ -97,6 +97,11 @@ struct StreamingOptions {
   // CommittedText::words filled (the element's word-timestamps mode); the policy always
   // compares words.
   bool keep_words = false;
+  // The latency budget (seconds; 0: none). A tentative word that could not be committed
+  // within it by waiting for the next pass's agreement (the next pass comes one step later and
+  // takes up to another) is committed at once: LocalAgreement-2 alone waits as long as
+  // consecutive passes disagree on a word.
+  double max_delay_seconds = 0.0;
 
   // The step for an end-to-end latency budget: a word is committed when a second pass agrees on
   // it, one step after the pass that first saw it, which started up to one step after the word
@@ -166,6 +171,7 @@ class StreamingTranscriber {
   // Catch-up mode: commits the tentative words that end a guard interval before the decoded
   // audio's end and cuts the buffer after them; returns them.
   std::vector<Word> commit_without_agreement();
+  std::vector<Word> commit_due();
   // One pass; false when there was nothing new to decode or it was cancelled.
   bool pass(std::vector<CommittedText>& out);
   std::string prompt_tail() const;

@@ -427,6 +427,56 @@ TEST(StreamingPolicy, CatchUpCommitsWithoutASecondPassAndShortensTheBuffer) {
   }
 }
 
+// A decoder whose words stay unstable (a different spelling every pass) until they are 3 s
+// old: LocalAgreement-2 alone waits those 3 s; with a latency budget every word is committed
+// within it (measured as the decoded end at the committing pass minus the word's end, plus
+// one step for that pass to be pushed).
+class UnstableDecoder : public StreamDecoder {
+ public:
+  size_t max_samples() const override { return 8 * kRate; }
+  StreamHypothesis decode(std::span<const float> samples, const std::string&,
+                          double time_offset) override {
+    ++passes;
+    end = time_offset + static_cast<double>(samples.size()) / kRate;
+    std::vector<Word> words;
+    for (int i = 0; 0.5 * i + 0.4 <= end; ++i) {
+      Word w = word(std::string("w").append(std::to_string(i)), 0.5 * i, 0.5 * i + 0.4);
+      if (w.start < time_offset - 1e-9) continue;
+      if (end - w.end < 3.0) w.word.append("~").append(std::to_string(passes));
+      words.push_back(w);
+    }
+    return hypothesis(words);
+  }
+  int passes = 0;
+  double end = 0.0;
+};
+
+TEST(StreamingPolicy, LatencyBudgetCommitsWordsThePassesDoNotAgreeOn) {
+  for (const double budget : {0.0, 1.5}) {
+    SCOPED_TRACE(budget);
+    UnstableDecoder decoder;
+    StreamingOptions o;
+    o.min_chunk_seconds = 0.5;
+    o.max_delay_seconds = budget;
+    o.keep_words = true;
+    StreamingTranscriber s(decoder, o);
+    double worst = 0.0;
+    size_t words = 0;
+    for (int chunk = 0; chunk < 40; ++chunk) {  // 20 s in 0.5 s steps
+      s.insert_audio(seconds_of_audio(0.5));
+      for (const CommittedText& item : s.process()) {
+        for (const Word& w : item.words) worst = std::max(worst, decoder.end - w.end + 0.5);
+        words += item.words.size();
+      }
+    }
+    EXPECT_GT(words, 20u);
+    if (budget > 0.0)
+      EXPECT_LE(worst, budget + 1e-9);
+    else
+      EXPECT_GT(worst, 3.0);  // agreement alone waits until the words settle
+  }
+}
+
 TEST(StreamingPolicy, StepForLatency) {
   EXPECT_DOUBLE_EQ(StreamingOptions::step_for_latency(3.0, 30.0), 1.0);
   EXPECT_DOUBLE_EQ(StreamingOptions::step_for_latency(0.0, 30.0), 0.1);
