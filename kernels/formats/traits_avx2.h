@@ -22,11 +22,14 @@ inline float hsum(__m256 v) noexcept {
   return xsimd::hadd(xsimd::batch<float, Arch>(v));
 }
 
+inline int32_t hsum_i32(__m128i v) noexcept {
+  v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0x4E));
+  v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0xB1));
+  return _mm_cvtsi128_si32(v);
+}
+
 inline int32_t hsum_i32(__m256i v) noexcept {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-  return _mm_cvtsi128_si32(s);
+  return hsum_i32(_mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
 }
 
 inline __m256i load256(const void* p) noexcept {
@@ -251,12 +254,6 @@ using Q5_K = ref::KQuant<BlockQ5_K, unpack_q5_K, kdot, true>;
 // No unpacked copy: the weights are expanded in registers and the group scales enter through
 // _mm256_madd_epi16. The integer sums and the f32 combine are those of ref::KQuant, so the
 // results equal the reference's.
-
-inline int32_t hsum_i32(__m128i v) noexcept {
-  v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0x4E));
-  v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0xB1));
-  return _mm_cvtsi128_si32(v);
-}
 
 // Every int16 lane = lane k of the 8 int16 in each half of v.
 inline __m256i broadcast_i16(__m256i v, int k) noexcept {
