@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # What a second live oxiwhisper element on the same model adds to the process's resident
 # memory (docs/live.md): replays ../shared/data/vad/speech-with-pauses.wav in real time into
-# 0, 1 and 2 live elements (tee branches, VAD on) and prints the RSS of each pipeline after 40 s.
+# 0, 1 and 2 live elements (tee branches, VAD on) and prints the RSS of each pipeline after 40 s
+# and its peak RSS up to then (VmHWM: the passes' working memory comes and goes, so the RSS at
+# one instant depends on which passes were running).
 #   bash scripts/second-element-memory.sh [MODEL=examples/demo-asr] [THREADS=1]
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,7 +23,7 @@ for n in 0 1 2; do
     > /dev/null 2>&1 &
   pid=$!
   sleep 40
-  echo "$n elements: $(ps -o rss= -p $pid) KiB"
+  echo "$n elements: $(ps -o rss= -p $pid) KiB, peak $(awk '/VmHWM/ {print $2}' /proc/$pid/status) KiB"
   kill $pid
   wait $pid 2>/dev/null
 done

@@ -48,8 +48,6 @@ void embed_tokens(const ModelWeights& w, std::span<const int32_t> tokens, size_t
 // RMSNorm of each width-long row of x into y (y may alias x).
 void rms_norm_rows(backends::Backend& backend, std::span<const float> x, size_t n_rows,
                    size_t width, std::span<const float> weight, float eps, std::span<float> y);
-// x += y, element by element.
-void add_in_place(std::span<float> x, std::span<const float> y);
 // Grouped-query causal attention of n new queries (at pos0..) over cache rows [0, pos0 + n).
 void cached_attention(backends::Backend& backend, const ModelConfig& c, const KvCache& cache,
                       size_t layer, std::span<const float> q, size_t n, size_t pos0,

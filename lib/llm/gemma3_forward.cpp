@@ -11,6 +11,7 @@
 #include "kernels/math/activation.h"
 #include "kernels/math/norm.h"
 #include "kernels/math/rope.h"
+#include "lib/core/span_math.h"
 #include "lib/llm/forward.h"
 
 namespace oxi::llm {

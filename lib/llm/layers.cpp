@@ -71,10 +71,6 @@ void rms_norm_rows(backends::Backend& backend, std::span<const float> x, size_t 
   });
 }
 
-void add_in_place(std::span<float> x, std::span<const float> y) {
-  for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
-}
-
 void cached_attention(backends::Backend& backend, const ModelConfig& c, const KvCache& cache,
                       size_t layer, std::span<const float> q, size_t n, size_t pos0,
                       std::span<float> out) {

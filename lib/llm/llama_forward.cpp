@@ -8,14 +8,11 @@
 #include "kernels/math/activation.h"
 #include "kernels/math/norm.h"
 #include "kernels/math/rope.h"
+#include "lib/core/span_math.h"
 #include "lib/llm/forward.h"
 
 namespace oxi::llm {
 namespace {
-
-const float* bias_or_null(std::span<const float> b) {
-  return b.empty() ? nullptr : b.data();
-}
 
 void forward_layer(const Model& model, backends::Backend& backend, ForwardState& s, size_t il,
                    size_t n, size_t pos0) {
@@ -31,9 +28,9 @@ void forward_layer(const Model& model, backends::Backend& backend, ForwardState&
   // 1. h = RMSNorm(x) * attn_norm
   rms_norm_rows(backend, x, n, embd, w.attn_norm, c.rms_eps, h);
   // 2. q, k, v = h Wq^T (+ bq), h Wk^T (+ bk), h Wv^T (+ bv)
-  backend.matmul(w.wq, h, n, a.q, bias_or_null(w.bq));
-  backend.matmul(w.wk, h, n, k, bias_or_null(w.bk));
-  backend.matmul(w.wv, h, n, v, bias_or_null(w.bv));
+  backend.matmul(w.wq, h, n, a.q, optional_bias(w.bq));
+  backend.matmul(w.wk, h, n, k, optional_bias(w.bk));
+  backend.matmul(w.wv, h, n, v, optional_bias(w.bv));
   // 3. Qwen3: RMSNorm over each head of q and k
   if (!w.q_norm.empty()) {
     rms_norm_rows(backend, a.q, n * c.n_head, c.head_dim, w.q_norm, c.rms_eps, a.q);

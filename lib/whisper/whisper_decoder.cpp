@@ -11,22 +11,11 @@
 
 #include "kernels/math/activation.h"
 #include "lib/core/error.h"
+#include "lib/core/span_math.h"
 #include "lib/whisper/layer_norm_rows.h"
 #include "lib/whisper/whisper_state.h"
 
 namespace oxi::whisper {
-namespace {
-
-const float* bias_ptr(std::span<const float> b) {
-  return b.empty() ? nullptr : b.data();
-}
-
-void add_in_place(std::span<float> x, std::span<const float> y) {
-  for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
-}
-
-}  // namespace
-
 std::span<const float> WhisperState::decode(std::span<const int32_t> tokens, size_t n_past,
                                             bool all_logits) {
   const WhisperConfig& c = config();
@@ -42,6 +31,7 @@ std::span<const float> WhisperState::decode(std::span<const int32_t> tokens, siz
       throw Error("whisper decode", "token id " + std::to_string(t) +
                                         " outside the vocabulary of " + std::to_string(c.n_vocab));
 
+  reserve_self_kv(n_past + n);
   for (auto* v : {&dec_x_, &dec_h_, &dec_q_, &dec_attn_}) v->resize(n * d);
   dec_mlp_.resize(n * c.n_text_mlp);
   if (record_alignment_) alignment_.resize(n_past + n);
@@ -57,8 +47,8 @@ std::span<const float> WhisperState::decode(std::span<const int32_t> tokens, siz
   for (size_t il = 0; il < static_cast<size_t>(c.n_text_layer); ++il) decoder_block(il, n, n_past);
   // 3. logits = LN(x) token_embedding^T, for the last token or all of them
   const size_t first = all_logits ? 0 : n - 1, rows = n - first;
-  layer_norm_rows(backend_, std::span(dec_x_).subspan(first * d, rows * d), rows, d, w.ln_weight, w.ln_bias,
-                  dec_h_);
+  layer_norm_rows(backend_, std::span(dec_x_).subspan(first * d, rows * d), rows, d, w.ln_weight,
+                  w.ln_bias, dec_h_);
   logits_.resize(rows * static_cast<size_t>(c.n_vocab));
   backend_.matmul(w.token_embedding, std::span(dec_h_).first(rows * d), rows, logits_);
   return logits_;
@@ -83,21 +73,21 @@ void WhisperState::decoder_block(size_t il, size_t n, size_t n_past) {
 
   // 1. x = x + SelfAttention(LN(x)): causal over cache rows 0 .. n_past + n
   layer_norm_rows(backend_, x, n, d, b.attn_ln_weight, b.attn_ln_bias, h);
-  backend_.matmul(b.attn.query, h, n, q, bias_ptr(b.attn.query_bias));
+  backend_.matmul(b.attn.query, h, n, q, optional_bias(b.attn.query_bias));
   backend_.matmul(b.attn.key, h, n, k);
-  backend_.matmul(b.attn.value, h, n, v, bias_ptr(b.attn.value_bias));
+  backend_.matmul(b.attn.value, h, n, v, optional_bias(b.attn.value_bias));
   a.k = std::span<const float>(self_k_[il]).first((n_past + n) * d);
   a.v = std::span<const float>(self_v_[il]).first((n_past + n) * d);
   a.n_kv = n_past + n;
   a.first_query_pos = n_past;
   a.causal = true;
   backend_.attention(a);
-  backend_.matmul(b.attn.out, attn, n, h, bias_ptr(b.attn.out_bias));
+  backend_.matmul(b.attn.out, attn, n, h, optional_bias(b.attn.out_bias));
   add_in_place(x, h);
 
   // 2. x = x + CrossAttention(LN(x)) over the encoder output's keys and values
   layer_norm_rows(backend_, x, n, d, b.cross_attn_ln_weight, b.cross_attn_ln_bias, h);
-  backend_.matmul(b.cross_attn.query, h, n, q, bias_ptr(b.cross_attn.query_bias));
+  backend_.matmul(b.cross_attn.query, h, n, q, optional_bias(b.cross_attn.query_bias));
   a.k = cross_k_[il];
   a.v = cross_v_[il];
   a.n_kv = n_audio;
@@ -105,14 +95,14 @@ void WhisperState::decoder_block(size_t il, size_t n, size_t n_past) {
   a.causal = false;
   backend_.attention(a);
   if (record_alignment_) record_cross_weights(il, n, n_past);
-  backend_.matmul(b.cross_attn.out, attn, n, h, bias_ptr(b.cross_attn.out_bias));
+  backend_.matmul(b.cross_attn.out, attn, n, h, optional_bias(b.cross_attn.out_bias));
   add_in_place(x, h);
 
   // 3. x = x + fc2(GELU(fc1(LN(x))))
   layer_norm_rows(backend_, x, n, d, b.mlp_ln_weight, b.mlp_ln_bias, h);
-  backend_.matmul(b.fc1, h, n, f, bias_ptr(b.fc1_bias));
+  backend_.matmul(b.fc1, h, n, f, optional_bias(b.fc1_bias));
   kernels::gelu(f, f, kernels::GeluForm::erf);
-  backend_.matmul(b.fc2, f, n, h, bias_ptr(b.fc2_bias));
+  backend_.matmul(b.fc2, f, n, h, optional_bias(b.fc2_bias));
   add_in_place(x, h);
 }
 

@@ -16,18 +16,11 @@
 #include "kernels/math/activation.h"
 #include "kernels/math/conv.h"
 #include "lib/core/error.h"
+#include "lib/core/span_math.h"
 #include "lib/whisper/layer_norm_rows.h"
 
 namespace oxi::whisper {
 namespace {
-
-const float* bias_ptr(std::span<const float> b) {
-  return b.empty() ? nullptr : b.data();
-}
-
-void add_in_place(std::span<float> x, std::span<const float> y) {
-  for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
-}
 
 // A 1-D convolution (kernel 3, padding 1) split over output channels across the backend's
 // threads; each piece runs the im2col + GEMM kernel on its rows of the weight.
@@ -61,10 +54,17 @@ void WhisperEncoder::check(const WhisperConfig& c, const Window& w) {
                                       " mel frames; the model takes 1 to " +
                                       std::to_string(c.n_frames));
   if (w.mel.size() != static_cast<size_t>(c.n_mels) * w.n_frames)
-    throw Error("whisper encode", "mel has " + std::to_string(w.mel.size()) +
-                                      " values, expected " + std::to_string(c.n_mels) + " x " +
+    throw Error("whisper encode", "mel has " + std::to_string(w.mel.size()) + " values, expected " +
+                                      std::to_string(c.n_mels) + " x " +
                                       std::to_string(w.n_frames));
   if (!w.out) throw Error("whisper encode", "no output buffer");
+}
+
+// The MLP's hidden layer is 4x the width: over a whole batch (1500 positions of a base window)
+// it was the encoder's largest buffer, kept by every pooled encoder. Chunks of kMlpRows, with
+// a short tail merged into the chunk before it, so that every chunk takes the GEMM path.
+size_t WhisperEncoder::mlp_chunk_rows(size_t rows_left) {
+  return rows_left < 2 * kMlpRows ? rows_left : kMlpRows;
 }
 
 void WhisperEncoder::encode(std::span<const Window> windows, backends::Backend& backend) {
@@ -74,11 +74,10 @@ void WhisperEncoder::encode(std::span<const Window> windows, backends::Backend& 
   for (const Window& w : windows) first_row_.push_back(first_row_.back() + positions(w.n_frames));
   const size_t rows = first_row_.back(), d = c.n_audio_state;
   for (auto* v : {&x_, &h_, &q_, &k_, &v_, &attn_}) v->resize(rows * d);
-  mlp_.resize(rows * c.n_audio_mlp);
+  mlp_.resize(std::min(rows, 2 * kMlpRows) * c.n_audio_mlp);
 
   for (size_t i = 0; i < windows.size(); ++i) conv_stem(windows[i], first_row_[i], backend);
-  for (size_t il = 0; il < static_cast<size_t>(c.n_audio_layer); ++il)
-    block(il, windows, backend);
+  for (size_t il = 0; il < static_cast<size_t>(c.n_audio_layer); ++il) block(il, windows, backend);
   const WhisperWeights& w = model_->weights();
   for (size_t i = 0; i < windows.size(); ++i) {
     const size_t n = first_row_[i + 1] - first_row_[i];
@@ -88,16 +87,14 @@ void WhisperEncoder::encode(std::span<const Window> windows, backends::Backend& 
   }
 }
 
-void WhisperEncoder::conv_stem(const Window& window, size_t first_row,
-                               backends::Backend& backend) {
+void WhisperEncoder::conv_stem(const Window& window, size_t first_row, backends::Backend& backend) {
   const WhisperConfig& c = model_->config();
   const WhisperWeights& w = model_->weights();
   const size_t d = c.n_audio_state, frames = window.n_frames, n = positions(frames);
   conv1_out_.resize(d * frames);
   conv2_out_.resize(d * n);
   // 1. x = GELU(conv1(mel)), GELU(conv2(x)): (state, positions)
-  conv1d_k3(backend, window.mel, c.n_mels, frames, w.conv1_weight, w.conv1_bias, d, 1,
-            conv1_out_);
+  conv1d_k3(backend, window.mel, c.n_mels, frames, w.conv1_weight, w.conv1_bias, d, 1, conv1_out_);
   kernels::gelu(conv1_out_, conv1_out_, kernels::GeluForm::erf);
   conv1d_k3(backend, conv1_out_, d, frames, w.conv2_weight, w.conv2_bias, d, 2, conv2_out_);
   kernels::gelu(conv2_out_, conv2_out_, kernels::GeluForm::erf);
@@ -108,8 +105,7 @@ void WhisperEncoder::conv_stem(const Window& window, size_t first_row,
       x[t * d + ch] = conv2_out_[ch * n + t] + w.encoder_positions[t * d + ch];
 }
 
-void WhisperEncoder::block(size_t il, std::span<const Window> windows,
-                           backends::Backend& backend) {
+void WhisperEncoder::block(size_t il, std::span<const Window> windows, backends::Backend& backend) {
   const WhisperConfig& c = model_->config();
   const BlockWeights& b = model_->weights().encoder_blocks[il];
   const size_t n = first_row_.back(), d = c.n_audio_state;
@@ -117,9 +113,9 @@ void WhisperEncoder::block(size_t il, std::span<const Window> windows,
 
   // 1. h = LN(x); q, k, v = h Wq^T + bq, h Wk^T, h Wv^T + bv   (all windows at once)
   layer_norm_rows(backend, x, n, d, b.attn_ln_weight, b.attn_ln_bias, h);
-  backend.matmul(b.attn.query, h, n, q, bias_ptr(b.attn.query_bias));
+  backend.matmul(b.attn.query, h, n, q, optional_bias(b.attn.query_bias));
   backend.matmul(b.attn.key, h, n, k);
-  backend.matmul(b.attn.value, h, n, v, bias_ptr(b.attn.value_bias));
+  backend.matmul(b.attn.value, h, n, v, optional_bias(b.attn.value_bias));
   // 2. attn = softmax(q k^T / sqrt(head_dim)) v: every position sees every position of its
   //    own window
   for (size_t i = 0; i < windows.size(); ++i) {
@@ -137,13 +133,19 @@ void WhisperEncoder::block(size_t il, std::span<const Window> windows,
     backend.attention(a);
   }
   // 3. x = x + attn Wo^T + bo
-  backend.matmul(b.attn.out, attn, n, h, bias_ptr(b.attn.out_bias));
+  backend.matmul(b.attn.out, attn, n, h, optional_bias(b.attn.out_bias));
   add_in_place(x, h);
-  // 4. x = x + fc2(GELU(fc1(LN(x))))
+  // 4. x = x + fc2(GELU(fc1(LN(x)))), kMlpRows positions at a time (each chunk's fc2 output
+  //    replaces its own rows of h, which fc1 has read)
   layer_norm_rows(backend, x, n, d, b.mlp_ln_weight, b.mlp_ln_bias, h);
-  backend.matmul(b.fc1, h, n, f, bias_ptr(b.fc1_bias));
-  kernels::gelu(f, f, kernels::GeluForm::erf);
-  backend.matmul(b.fc2, f, n, h, bias_ptr(b.fc2_bias));
+  for (size_t r0 = 0; r0 < n;) {
+    const size_t rn = mlp_chunk_rows(n - r0), m = c.n_audio_mlp;
+    const std::span<float> hr = h.subspan(r0 * d, rn * d), fr = f.first(rn * m);
+    backend.matmul(b.fc1, hr, rn, fr, optional_bias(b.fc1_bias));
+    kernels::gelu(fr, fr, kernels::GeluForm::erf);
+    backend.matmul(b.fc2, fr, rn, hr, optional_bias(b.fc2_bias));
+    r0 += rn;
+  }
   add_in_place(x, h);
 }
 

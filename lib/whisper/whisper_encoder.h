@@ -21,8 +21,8 @@ namespace oxi::whisper {
 class WhisperEncoder {
  public:
   struct Window {
-    std::span<const float> mel;  // n_mels x n_frames, row-major
-    size_t n_frames = 0;         // 1 .. config().n_frames; positions = ceil(n_frames / 2)
+    std::span<const float> mel;         // n_mels x n_frames, row-major
+    size_t n_frames = 0;                // 1 .. config().n_frames; positions = ceil(n_frames / 2)
     std::vector<float>* out = nullptr;  // resized to (positions, n_audio_state), after ln_post
   };
 
@@ -36,6 +36,8 @@ class WhisperEncoder {
   void encode(std::span<const Window> windows, backends::Backend& backend);
 
  private:
+  static constexpr size_t kMlpRows = 256;
+  static size_t mlp_chunk_rows(size_t rows_left);
   void conv_stem(const Window& window, size_t first_row, backends::Backend& backend);
   void block(size_t il, std::span<const Window> windows, backends::Backend& backend);
 
@@ -43,7 +45,8 @@ class WhisperEncoder {
   std::vector<float> conv1_out_;  // (n_audio_state, n_frames) of one window
   std::vector<float> conv2_out_;  // (n_audio_state, positions) of one window
   // (stacked positions of the batch, state / mlp)
-  std::vector<float> x_, h_, q_, k_, v_, attn_, mlp_;
+  std::vector<float> x_, h_, q_, k_, v_, attn_;
+  std::vector<float> mlp_;         // (< 2 * kMlpRows, mlp): one chunk of the MLP's hidden layer
   std::vector<size_t> first_row_;  // each window's first stacked row, then the total
 };
 

@@ -1,22 +1,16 @@
 #include "lib/whisper/whisper_state.h"
 
+#include <algorithm>
+
 #include "lib/core/error.h"
+#include "lib/core/span_math.h"
 
 namespace oxi::whisper {
-namespace {
-
-const float* bias_ptr(std::span<const float> b) {
-  return b.empty() ? nullptr : b.data();
-}
-
-}  // namespace
-
 WhisperState::WhisperState(std::shared_ptr<const WhisperModel> model, backends::Backend& backend)
     : model_(std::move(model)), backend_(backend) {
   const WhisperConfig& c = model_->config();
-  const size_t text_rows = static_cast<size_t>(c.n_text_ctx) * c.n_text_state;
-  self_k_.assign(c.n_text_layer, std::vector<float>(text_rows));
-  self_v_.assign(c.n_text_layer, std::vector<float>(text_rows));
+  self_k_.resize(c.n_text_layer);
+  self_v_.resize(c.n_text_layer);
   cross_k_.resize(c.n_text_layer);
   cross_v_.resize(c.n_text_layer);
 }
@@ -50,7 +44,22 @@ void WhisperState::compute_cross_kv() {
     cross_k_[il].resize(n * d);
     cross_v_[il].resize(n * d);
     backend_.matmul(cross.key, encoder_output_, n, cross_k_[il]);
-    backend_.matmul(cross.value, encoder_output_, n, cross_v_[il], bias_ptr(cross.value_bias));
+    backend_.matmul(cross.value, encoder_output_, n, cross_v_[il], optional_bias(cross.value_bias));
+  }
+}
+
+// The self-attention cache grows with the positions decoded, doubling up to n_text_ctx: a live
+// stream's passes decode a few dozen tokens, and a cache sized for the whole text context
+// (448 positions) was most of what each further stream cost in resident memory.
+void WhisperState::reserve_self_kv(size_t positions) {
+  const WhisperConfig& c = config();
+  const size_t d = c.n_text_state, have = self_k_.empty() ? 0 : self_k_[0].size() / d;
+  if (positions <= have) return;
+  const size_t grown = std::min<size_t>(std::max({positions, 2 * have, size_t{32}}),
+                                        static_cast<size_t>(c.n_text_ctx));
+  for (size_t il = 0; il < self_k_.size(); ++il) {
+    self_k_[il].resize(grown * d);
+    self_v_[il].resize(grown * d);
   }
 }
 

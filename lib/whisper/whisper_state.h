@@ -60,6 +60,8 @@ class WhisperState {
 
  private:
   void compute_cross_kv();
+  // Grows self_k_ / self_v_ to hold at least `positions` rows (<= n_text_ctx).
+  void reserve_self_kv(size_t positions);
   // whisper_decoder.cpp
   void decoder_block(size_t il, size_t n, size_t n_past);
   void record_cross_weights(size_t il, size_t n, size_t n_past);
@@ -75,7 +77,7 @@ class WhisperState {
 
   // Decoder.
   std::vector<std::vector<float>> cross_k_, cross_v_;  // per layer (n_audio_positions_, state)
-  std::vector<std::vector<float>> self_k_, self_v_;    // per layer (n_text_ctx, state)
+  std::vector<std::vector<float>> self_k_, self_v_;    // per layer (grown <= n_text_ctx, state)
   std::vector<float> dec_x_, dec_h_, dec_q_, dec_attn_, dec_mlp_, logits_;  // per decode() size
 
   bool record_alignment_ = false;

@@ -185,6 +185,26 @@ TEST_F(WhisperModelTest, BatchedPrefillMatchesTokenByToken) {
   EXPECT_LE(relative_l2(again_4, want), 1e-5);
 }
 
+// The self-attention cache starts small and doubles: positions decoded one at a time across
+// its growth (32, then the context) must see the same earlier keys as one batched pass.
+TEST_F(WhisperModelTest, SelfAttentionCacheGrowsWithoutLosingPositions) {
+  const auto model = WhisperModel::load(paths()[0]);
+  WhisperState batched(model, *backend_), stepwise(model, *backend_);
+  const std::vector<float> features = mel(100);
+  batched.encode(features, 100);
+  stepwise.encode(features, 100);
+  std::vector<int32_t> tokens;
+  const auto n_ctx = static_cast<int32_t>(model->config().n_text_ctx);  // 64 here
+  for (int32_t t = 0; t < n_ctx; ++t) tokens.push_back(40 + (t * 37) % 300);
+  const std::span<const float> all = batched.decode(tokens, 0, /*all_logits=*/true);
+  const std::vector<float> all_copy(all.begin(), all.end());
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    const std::span<const float> one = stepwise.decode(std::span(tokens).subspan(t, 1), t);
+    const std::vector<double> want(one.begin(), one.end());
+    EXPECT_LE(relative_l2(std::span(all_copy).subspan(t * 1867, 1867), want), 1e-5) << t;
+  }
+}
+
 TEST_F(WhisperModelTest, ShorterWindowUsesTheFirstPositions) {
   const std::vector<float> features = mel(60);
   const std::vector<double> want = reference_encoder(*tiny_, features, 60);
@@ -204,9 +224,8 @@ TEST_F(WhisperModelTest, BatchedWindowsEncodeAsEachAlone) {
   const std::vector<int> lengths = {full, 60, 7, full};
   std::vector<std::vector<float>> mels, alone(lengths.size()), batched(lengths.size());
   for (size_t i = 0; i < lengths.size(); ++i)
-    mels.push_back(oxi::test::random_floats(
-        static_cast<size_t>(tiny_->dims.n_mels) * lengths[i], static_cast<uint32_t>(40 + i),
-        -1.5f, 1.5f));
+    mels.push_back(oxi::test::random_floats(static_cast<size_t>(tiny_->dims.n_mels) * lengths[i],
+                                            static_cast<uint32_t>(40 + i), -1.5f, 1.5f));
   WhisperEncoder encoder(model);
   std::vector<WhisperEncoder::Window> windows;
   for (size_t i = 0; i < lengths.size(); ++i) {
@@ -220,8 +239,7 @@ TEST_F(WhisperModelTest, BatchedWindowsEncodeAsEachAlone) {
     ASSERT_EQ(batched[i].size(), WhisperEncoder::positions(lengths[i]) * tiny_->dims.n_state);
     // Bit-identical for windows long enough for the GEMM path on their own; a window of a
     // few positions alone takes the few-row path, which sums in another order.
-    EXPECT_LE(relative_l2(batched[i], std::vector<double>(alone[i].begin(), alone[i].end())),
-              1e-5)
+    EXPECT_LE(relative_l2(batched[i], std::vector<double>(alone[i].begin(), alone[i].end())), 1e-5)
         << "window " << i;
     if (lengths[i] == full) {
       EXPECT_EQ(batched[i], alone[i]) << "window " << i;
