@@ -104,6 +104,7 @@ struct _GstOxiWhisperContext {
   GstClockTime pushed_until = GST_CLOCK_TIME_NONE;  // end of the text and gaps pushed so far
   uint64_t next_stats_samples = 0;                  // stats.audio_samples of the next message
   bool qos_warned = false;                          // the falling-behind warning was posted
+  std::deque<double> pass_overheads;  // the last passes': running time of the push - audio end
 
   // Worker only: VAD gating of a live run. `held` are the run's samples from `held_start` on
   // that the decoder has not been given (the pre-roll, and the last partial VAD window).

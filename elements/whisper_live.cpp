@@ -1,5 +1,6 @@
 #include "elements/whisper_live.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -59,6 +60,7 @@ void gst_oxi_whisper_live_start(GstOxiWhisper* self) {
   if (!s.condition_on_previous_text) o.prompt_chars = 0;
   o.keep_words = true;  // the words go to unsynced_src as well
   c->stream = std::make_unique<oxi::whisper::StreamingTranscriber>(*c->metered, o, 0.0);
+  c->pass_overheads.clear();
   if (c->vad_model) gst_oxi_whisper_vad_start(c);
   GST_DEBUG_OBJECT(self, "live run from %" GST_TIME_FORMAT ", step %.3f s of a %.1f s window%s",
                    GST_TIME_ARGS(c->run_start), c->stream->step_seconds(), window,
@@ -188,6 +190,23 @@ static void gst_oxi_whisper_check_backlog(GstOxiWhisper* self) {
   }
 }
 
+// After a pass: how long after the end of the audio it decoded its text went out (the wait
+// for the worker, the VAD's hold and the pass itself). The stream's latency rule assumes the
+// next pass is as late as the latest of the last few (without a clock: one step).
+static void gst_oxi_whisper_note_pass_overhead(GstOxiWhisper* self) {
+  constexpr size_t kRecentPasses = 8;
+  GstOxiWhisperContext* c = self->ctx;
+  const GstClockTime now = gst_oxi_whisper_running_time_now(self);
+  const GstClockTime audio_end = gst_segment_to_running_time(
+      &c->segment, GST_FORMAT_TIME, gst_oxi_whisper_run_time(c, c->stream->decoded_end()));
+  if (!GST_CLOCK_TIME_IS_VALID(now) || !GST_CLOCK_TIME_IS_VALID(audio_end)) return;
+  c->pass_overheads.push_back(now > audio_end ? static_cast<double>(now - audio_end) / GST_SECOND
+                                              : 0.0);
+  if (c->pass_overheads.size() > kRecentPasses) c->pass_overheads.pop_front();
+  c->stream->set_pass_overhead(
+      *std::max_element(c->pass_overheads.begin(), c->pass_overheads.end()));
+}
+
 void gst_oxi_whisper_live_passes(GstOxiWhisper* self) {
   GstOxiWhisperContext* c = self->ctx;
   while (c->run_active && c->run_live && c->stream->ready() && !c->cancel) {
@@ -198,6 +217,7 @@ void gst_oxi_whisper_live_passes(GstOxiWhisper* self) {
     }
     gst_oxi_whisper_push_committed(self, c->stream->process());
     if (c->cancel) break;
+    gst_oxi_whisper_note_pass_overhead(self);
     gst_oxi_whisper_push_tentative(self);
     gst_oxi_whisper_push_gap(self, gst_oxi_whisper_run_time(c, c->stream->final_until()));
   }

@@ -78,21 +78,25 @@ void gst_oxi_whisper_push_gap(GstOxiWhisper* self, GstClockTime until) {
   c->pushed_until = until;
 }
 
+GstClockTime gst_oxi_whisper_running_time_now(GstOxiWhisper* self) {
+  GstClock* clock = gst_element_get_clock(GST_ELEMENT(self));
+  if (!clock) return GST_CLOCK_TIME_NONE;
+  const GstClockTime now = gst_clock_get_time(clock);
+  gst_object_unref(clock);
+  const GstClockTime base = gst_element_get_base_time(GST_ELEMENT(self));
+  if (!GST_CLOCK_TIME_IS_VALID(now) || !GST_CLOCK_TIME_IS_VALID(base) || now < base)
+    return GST_CLOCK_TIME_NONE;
+  return now - base;
+}
+
 // Live text: how late it is, measured as the issue of honest latency asks: the running time
 // of the push on the pipeline clock minus the running time where the text's audio ends.
 // Nothing is measured without a clock (an element outside a pipeline).
 static void gst_oxi_whisper_note_delay(GstOxiWhisper* self, GstClockTime end) {
   GstOxiWhisperContext* c = self->ctx;
-  GstClock* clock = gst_element_get_clock(GST_ELEMENT(self));
-  if (!clock) return;
-  const GstClockTime now = gst_clock_get_time(clock);
-  gst_object_unref(clock);
-  const GstClockTime base = gst_element_get_base_time(GST_ELEMENT(self));
+  const GstClockTime pushed = gst_oxi_whisper_running_time_now(self);
   const guint64 audio_end = gst_segment_to_running_time(&c->segment, GST_FORMAT_TIME, end);
-  if (!GST_CLOCK_TIME_IS_VALID(now) || !GST_CLOCK_TIME_IS_VALID(base) || now < base ||
-      !GST_CLOCK_TIME_IS_VALID(audio_end))
-    return;
-  const GstClockTime pushed = now - base;
+  if (!GST_CLOCK_TIME_IS_VALID(pushed) || !GST_CLOCK_TIME_IS_VALID(audio_end)) return;
   // Audio that came faster than real time (a file forced to live) is not late: 0.
   const GstClockTime delay = pushed > audio_end ? pushed - audio_end : 0;
   std::lock_guard lock(c->stats_mutex);

@@ -11,6 +11,8 @@
 
 /* `seconds` into the current run, as a stream timestamp. */
 G_GNUC_INTERNAL GstClockTime gst_oxi_whisper_run_time(GstOxiWhisperContext* c, double seconds);
+// The running time now on the pipeline clock; GST_CLOCK_TIME_NONE without a clock.
+G_GNUC_INTERNAL GstClockTime gst_oxi_whisper_running_time_now(GstOxiWhisper* self);
 
 /* Keeps the first failed downstream flow return, for the chain function to return. */
 G_GNUC_INTERNAL void gst_oxi_whisper_note_flow(GstOxiWhisper* self, GstFlowReturn ret);

@@ -161,6 +161,10 @@ double StreamingTranscriber::buffer_end() const {
   return buffer_start() + static_cast<double>(audio_.size()) / kSampleRate;
 }
 
+double StreamingTranscriber::decoded_end() const {
+  return buffer_start() + static_cast<double>(decoded_samples_) / kSampleRate;
+}
+
 double StreamingTranscriber::final_until() const {
   return std::max(committed_end_, buffer_start());
 }
@@ -260,8 +264,7 @@ std::vector<Word> StreamingTranscriber::trim_after_pass(const StreamHypothesis& 
   // the decoded audio's end (a word at the very end may be cut off), then cut before the next.
   const double window_seconds = static_cast<double>(window_samples_) / kSampleRate;
   const double guard = std::min(1.0, window_seconds / 4.0);
-  const double decoded_end = buffer_start() + static_cast<double>(decoded_samples_) / kSampleRate;
-  const double limit = decoded_end - guard;
+  const double limit = decoded_end() - guard;
   size_t k = 0;
   while (k < previous_.size() && previous_[k].end <= limit) ++k;
   forced.assign(previous_.begin(), previous_.begin() + static_cast<ptrdiff_t>(k));
@@ -286,9 +289,9 @@ std::vector<Word> StreamingTranscriber::commit_without_agreement() {
   // The same guard as the window-limit trimming: a word at the very end may be cut off.
   const double window_seconds = static_cast<double>(window_samples_) / kSampleRate;
   const double guard = std::min(1.0, window_seconds / 4.0);
-  const double decoded_end = buffer_start() + static_cast<double>(decoded_samples_) / kSampleRate;
+  const double limit = decoded_end() - guard;
   size_t k = 0;
-  while (k < previous_.size() && previous_[k].end <= decoded_end - guard) ++k;
+  while (k < previous_.size() && previous_[k].end <= limit) ++k;
   std::vector<Word> forced(previous_.begin(), previous_.begin() + static_cast<ptrdiff_t>(k));
   previous_.erase(previous_.begin(), previous_.begin() + static_cast<ptrdiff_t>(k));
   commit(forced);
@@ -297,14 +300,17 @@ std::vector<Word> StreamingTranscriber::commit_without_agreement() {
 }
 
 // Tentative words that cannot wait for another pass within options_.max_delay_seconds: the
-// next pass decodes one step more audio and is pushed up to a step after that, so a word that
-// ended more than max_delay - 2 steps before the decoded audio's end is committed now (and in
-// any case only words a guard before that end, which may be cut off).
+// next pass decodes one step more audio and its text is out one pass overhead after that audio
+// ends, so a word that ended more than max_delay - step - overhead before the decoded audio's
+// end is committed now (and in any case only words a guard before that end, which may be cut
+// off).
 std::vector<Word> StreamingTranscriber::commit_due() {
   constexpr double kCutOffGuard = 0.3;
-  const double decoded_end = buffer_start() + static_cast<double>(decoded_samples_) / kSampleRate;
+  const double decoded = decoded_end();
   const double step = static_cast<double>(step_samples_) / kSampleRate;
-  const double limit = decoded_end - std::max(options_.max_delay_seconds - 2.0 * step, kCutOffGuard);
+  const double overhead = pass_overhead_ >= 0.0 ? pass_overhead_ : step;
+  const double limit =
+      decoded - std::max(options_.max_delay_seconds - step - overhead, kCutOffGuard);
   size_t k = 0;
   while (k < previous_.size() && previous_[k].end <= limit) ++k;
   std::vector<Word> due(previous_.begin(), previous_.begin() + static_cast<ptrdiff_t>(k));

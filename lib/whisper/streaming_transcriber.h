@@ -98,9 +98,9 @@ struct StreamingOptions {
   // compares words.
   bool keep_words = false;
   // The latency budget (seconds; 0: none). A tentative word that could not be committed
-  // within it by waiting for the next pass's agreement (the next pass comes one step later and
-  // takes up to another) is committed at once: LocalAgreement-2 alone waits as long as
-  // consecutive passes disagree on a word.
+  // within it by waiting for the next pass's agreement (the next pass comes one step later, and
+  // its text is out one pass overhead after that: see set_pass_overhead) is committed at once:
+  // LocalAgreement-2 alone waits as long as consecutive passes disagree on a word.
   double max_delay_seconds = 0.0;
 
   // The step for an end-to-end latency budget: a word is committed when a second pass agrees on
@@ -146,11 +146,17 @@ class StreamingTranscriber {
   // and keep the buffer short. See the comment at the top.
   void set_catch_up(bool on) { catch_up_ = on; }
   bool catch_up() const { return catch_up_; }
+  // How long after the end of its audio a pass's text reaches the output (the wait before the
+  // pass plus the pass itself), as the caller measures it. The latency budget's rule assumes
+  // the next pass takes as long; until told, it assumes one step (a pass keeping up with real
+  // time). Negative: back to that assumption.
+  void set_pass_overhead(double seconds) { pass_overhead_ = seconds; }
 
   // The unstable tail of the latest hypothesis (may still change or vanish).
   const std::vector<Word>& tentative() const { return previous_; }
   double buffer_start() const;  // stream time of the buffer's first sample
   double buffer_end() const;    // stream time just after the last sample inserted
+  double decoded_end() const;   // stream time just after the audio the last pass decoded
   double committed_end() const { return committed_end_; }
   // Before this time the transcript is final: no later commit starts earlier.
   double final_until() const;
@@ -194,6 +200,7 @@ class StreamingTranscriber {
   double committed_end_ = 0.0;             // end of the last committed word (or the stream start)
   std::string prompt_;  // committed text before the buffer (and the initial prompt)
   bool catch_up_ = false;
+  double pass_overhead_ = -1.0;  // seconds; < 0: one step
 };
 
 }  // namespace oxi::whisper

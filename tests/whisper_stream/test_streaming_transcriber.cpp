@@ -477,6 +477,32 @@ TEST(StreamingPolicy, LatencyBudgetCommitsWordsThePassesDoNotAgreeOn) {
   }
 }
 
+// When the caller reports that a pass's text comes out later than one step after its audio (a
+// slow machine, a VAD holding audio), the budget's rule leaves that much more room.
+TEST(StreamingPolicy, LatencyBudgetCountsTheMeasuredPassOverhead) {
+  for (const bool told : {false, true}) {
+    SCOPED_TRACE(told);
+    constexpr double kOverhead = 1.0, kBudget = 2.0;
+    UnstableDecoder decoder;
+    StreamingOptions o;
+    o.min_chunk_seconds = 0.5;
+    o.max_delay_seconds = kBudget;
+    o.keep_words = true;
+    StreamingTranscriber s(decoder, o);
+    if (told) s.set_pass_overhead(kOverhead);
+    double worst = 0.0;
+    for (int chunk = 0; chunk < 40; ++chunk) {
+      s.insert_audio(seconds_of_audio(0.5));
+      for (const CommittedText& item : s.process())
+        for (const Word& w : item.words) worst = std::max(worst, decoder.end - w.end + kOverhead);
+    }
+    if (told)
+      EXPECT_LE(worst, kBudget + 1e-9);
+    else
+      EXPECT_GT(worst, kBudget);  // one step assumed: late by the difference
+  }
+}
+
 TEST(StreamingPolicy, StepForLatency) {
   EXPECT_DOUBLE_EQ(StreamingOptions::step_for_latency(3.0, 30.0), 1.0);
   EXPECT_DOUBLE_EQ(StreamingOptions::step_for_latency(0.0, 30.0), 0.1);
