@@ -451,56 +451,46 @@ class UnstableDecoder : public StreamDecoder {
   double end = 0.0;
 };
 
-TEST(StreamingPolicy, LatencyBudgetCommitsWordsThePassesDoNotAgreeOn) {
-  for (const double budget : {0.0, 1.5}) {
-    SCOPED_TRACE(budget);
-    UnstableDecoder decoder;
-    StreamingOptions o;
-    o.min_chunk_seconds = 0.5;
-    o.max_delay_seconds = budget;
-    o.keep_words = true;
-    StreamingTranscriber s(decoder, o);
-    double worst = 0.0;
-    size_t words = 0;
-    for (int chunk = 0; chunk < 40; ++chunk) {  // 20 s in 0.5 s steps
-      s.insert_audio(seconds_of_audio(0.5));
-      for (const CommittedText& item : s.process()) {
-        for (const Word& w : item.words) worst = std::max(worst, decoder.end - w.end + 0.5);
-        words += item.words.size();
-      }
+// 20 s of UnstableDecoder in 0.5 s steps under a latency budget; each word's delay is taken as
+// (decoded audio end - word end) + `overhead`, the time its pass's text takes to come out.
+// `told`: the overhead the stream is told (set_pass_overhead), < 0 for none. Returns the worst
+// delay and the words committed.
+std::pair<double, size_t> worst_delay(double budget, double overhead, double told) {
+  UnstableDecoder decoder;
+  StreamingOptions o;
+  o.min_chunk_seconds = 0.5;
+  o.max_delay_seconds = budget;
+  o.keep_words = true;
+  StreamingTranscriber s(decoder, o);
+  if (told >= 0.0) s.set_pass_overhead(told);
+  double worst = 0.0;
+  size_t words = 0;
+  for (int chunk = 0; chunk < 40; ++chunk) {
+    s.insert_audio(seconds_of_audio(0.5));
+    for (const CommittedText& item : s.process()) {
+      for (const Word& w : item.words) worst = std::max(worst, decoder.end - w.end + overhead);
+      words += item.words.size();
     }
-    EXPECT_GT(words, 20u);
-    if (budget > 0.0)
-      EXPECT_LE(worst, budget + 1e-9);
-    else
-      EXPECT_GT(worst, 3.0);  // agreement alone waits until the words settle
   }
+  return {worst, words};
+}
+
+TEST(StreamingPolicy, LatencyBudgetCommitsWordsThePassesDoNotAgreeOn) {
+  const auto [budgeted, words] = worst_delay(1.5, 0.5, -1.0);
+  EXPECT_GT(words, 20u);
+  EXPECT_LE(budgeted, 1.5 + 1e-9);
+  const auto [unbudgeted, words_too] = worst_delay(0.0, 0.5, -1.0);
+  EXPECT_GT(words_too, 20u);
+  EXPECT_GT(unbudgeted, 3.0);  // agreement alone waits until the words settle
 }
 
 // When the caller reports that a pass's text comes out later than one step after its audio (a
 // slow machine, a VAD holding audio), the budget's rule leaves that much more room.
 TEST(StreamingPolicy, LatencyBudgetCountsTheMeasuredPassOverhead) {
-  for (const bool told : {false, true}) {
-    SCOPED_TRACE(told);
-    constexpr double kOverhead = 1.0, kBudget = 2.0;
-    UnstableDecoder decoder;
-    StreamingOptions o;
-    o.min_chunk_seconds = 0.5;
-    o.max_delay_seconds = kBudget;
-    o.keep_words = true;
-    StreamingTranscriber s(decoder, o);
-    if (told) s.set_pass_overhead(kOverhead);
-    double worst = 0.0;
-    for (int chunk = 0; chunk < 40; ++chunk) {
-      s.insert_audio(seconds_of_audio(0.5));
-      for (const CommittedText& item : s.process())
-        for (const Word& w : item.words) worst = std::max(worst, decoder.end - w.end + kOverhead);
-    }
-    if (told)
-      EXPECT_LE(worst, kBudget + 1e-9);
-    else
-      EXPECT_GT(worst, kBudget);  // one step assumed: late by the difference
-  }
+  constexpr double kOverhead = 1.0, kBudget = 2.0;
+  EXPECT_LE(worst_delay(kBudget, kOverhead, kOverhead).first, kBudget + 1e-9);
+  // Not told, the stream assumes one step (0.5 s) and is late by the difference.
+  EXPECT_GT(worst_delay(kBudget, kOverhead, -1.0).first, kBudget);
 }
 
 TEST(StreamingPolicy, StepForLatency) {
