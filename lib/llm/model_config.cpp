@@ -28,7 +28,7 @@ void apply_gemma3_defaults(ModelConfig& c) {
 }  // namespace
 
 int ModelConfig::window_of_layer(int layer) const {
-  if (sliding_window <= 0) return 0;
+  if (sliding_window <= 0 || layer < window_from_layer) return 0;
   if (sliding_window_pattern <= 0) return sliding_window;
   const bool global = (layer + 1) % sliding_window_pattern == 0;
   return global ? 0 : sliding_window;
@@ -156,13 +156,33 @@ void read_hf_rope_scaling(const nlohmann::json& rs, ModelConfig& c, const std::s
   }
 }
 
+// transformers 5 moves rope_theta and rope_scaling into one "rope_parameters" object, per layer
+// type for models that mix them ({"full_attention": {...}, "sliding_attention": {...}}).
+void read_hf_rope_parameters(const nlohmann::json& j, ModelConfig& c, const std::string& context) {
+  const auto it = j.find("rope_parameters");
+  if (it == j.end() || !it->is_object()) return;
+  const nlohmann::json& rp = *it;
+  if (rp.contains("full_attention") || rp.contains("sliding_attention")) {
+    if (const auto full = rp.find("full_attention"); full != rp.end() && full->is_object()) {
+      c.rope_base = json_or<float>(*full, "rope_theta", c.rope_base);
+      read_hf_rope_scaling(*full, c, context);
+    }
+    if (const auto local = rp.find("sliding_attention"); local != rp.end() && local->is_object())
+      c.rope_base_local = json_or<float>(*local, "rope_theta", c.rope_base_local);
+    return;
+  }
+  c.rope_base = json_or<float>(rp, "rope_theta", c.rope_base);
+  read_hf_rope_scaling(rp, c, context);
+}
+
 }  // namespace
 
 ModelConfig config_from_hf(const nlohmann::json& root, const std::string& context) {
   const nlohmann::json& j = root.contains("text_config") ? root["text_config"] : root;
   ModelConfig c;
-  c.arch = hf_arch(
-      json_or<std::string>(j, "model_type", json_or<std::string>(root, "model_type", "")), context);
+  const std::string model_type =
+      json_or<std::string>(j, "model_type", json_or<std::string>(root, "model_type", ""));
+  c.arch = hf_arch(model_type, context);
   c.n_vocab = json_or<int>(j, "vocab_size", 0);
   c.n_embd = json_or<int>(j, "hidden_size", 0);
   c.n_layer = json_or<int>(j, "num_hidden_layers", 0);
@@ -179,16 +199,23 @@ ModelConfig config_from_hf(const nlohmann::json& root, const std::string& contex
   c.tied_embeddings =
       json_or<bool>(j, "tie_word_embeddings", json_or<bool>(root, "tie_word_embeddings", false));
   read_hf_rope_scaling(j.value("rope_scaling", nlohmann::json()), c, context);
-  // Qwen2 lists a sliding_window but only applies it with use_sliding_window.
-  if (c.arch != "qwen2" || json_or<bool>(j, "use_sliding_window", false))
+  read_hf_rope_parameters(j, c, context);
+  // Who applies a config's sliding_window: Mistral and Phi-3 on every layer; Qwen2/3 only with
+  // use_sliding_window, and then from layer max_window_layers on; Gemma 3 on its local layers
+  // (below); Llama never (the key may be left over from a conversion).
+  if (model_type == "mistral" || c.arch == "phi3" || c.arch == "gemma3")
     c.sliding_window = json_or<int>(j, "sliding_window", 0);
-  if (c.arch == "qwen3" && !json_or<bool>(j, "use_sliding_window", false)) c.sliding_window = 0;
+  if ((c.arch == "qwen2" || c.arch == "qwen3") && json_or<bool>(j, "use_sliding_window", false)) {
+    c.sliding_window = json_or<int>(j, "sliding_window", 0);
+    c.window_from_layer = json_or<int>(j, "max_window_layers", 28);
+  }
   if (json_or<double>(j, "attn_logit_softcapping", 0.0) != 0.0)
     throw Error(context, "attention logit softcapping is not supported");
   c.final_logit_softcap = json_or<float>(j, "final_logit_softcapping", 0.0f);
 
   if (c.arch == "gemma3") {
-    c.rope_base_local = json_or<float>(j, "rope_local_base_freq", 10000.0f);
+    c.rope_base_local = json_or<float>(j, "rope_local_base_freq",
+                                       c.rope_base_local > 0 ? c.rope_base_local : 10000.0f);
     c.sliding_window_pattern = json_or<int>(j, "sliding_window_pattern", 0);
     if (c.sliding_window_pattern == 0 && j.contains("layer_types")) {
       // layer_types: "sliding_attention" / "full_attention" per layer; the first full one

@@ -36,6 +36,7 @@ struct ModelConfig {
   // Attention.
   int sliding_window = 0;            // 0 = none
   int sliding_window_pattern = 0;    // gemma3: every Nth layer is global; 0 = window on all layers
+  int window_from_layer = 0;         // qwen2/3: layers below max_window_layers see everything
   float attn_scale = 0.0f;           // 0 = 1 / sqrt(head_dim); gemma3: query_pre_attn_scalar^-0.5
   float final_logit_softcap = 0.0f;  // 0 = none; else logits = cap * tanh(logits / cap)
   bool tied_embeddings = false;      // output projection is the token embedding

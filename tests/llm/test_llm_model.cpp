@@ -14,6 +14,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "lib/core/error.h"
 #include "lib/llm/model.h"
+#include "lib/llm/model_config.h"
 #include "lib/llm/session.h"
 #include "tests/common/test_data.h"
 #include "tests/llm/reference.h"
@@ -419,6 +420,54 @@ TEST(ModelLoad, Llama3RopeScalingFromHfAndGgufAgree) {
   }
   EXPECT_LE(same, 1e-4);
   EXPECT_GE(differ, 1e-2);
+}
+
+nlohmann::json small_hf_config(const std::string& model_type) {
+  return {{"model_type", model_type}, {"vocab_size", 300},        {"hidden_size", 64},
+          {"num_hidden_layers", 4},   {"num_attention_heads", 4}, {"intermediate_size", 128}};
+}
+
+// config.json keys read the way transformers reads them (differences the torch reference of
+// tests/reference/llm_torch_reference.py found).
+TEST(HfConfig, SlidingWindowOnlyWhereTheFamilyAppliesIt) {
+  nlohmann::json j = small_hf_config("llama");
+  j["sliding_window"] = 4;  // transformers' Llama ignores it
+  EXPECT_EQ(config_from_hf(j, "t").window_of_layer(0), 0);
+  j["model_type"] = "mistral";
+  EXPECT_EQ(config_from_hf(j, "t").window_of_layer(0), 4);
+  for (const char* qwen : {"qwen2", "qwen3"}) {
+    j["model_type"] = qwen;
+    EXPECT_EQ(config_from_hf(j, "t").window_of_layer(3), 0) << qwen << ": off by default";
+    j["use_sliding_window"] = true;
+    j["max_window_layers"] = 2;  // layers 0 and 1 see everything
+    const ModelConfig c = config_from_hf(j, "t");
+    EXPECT_EQ(c.window_of_layer(1), 0) << qwen;
+    EXPECT_EQ(c.window_of_layer(2), 4) << qwen;
+    j.erase("use_sliding_window");
+    j.erase("max_window_layers");
+  }
+}
+
+TEST(HfConfig, RopeParametersOfTransformers5) {
+  nlohmann::json j = small_hf_config("llama");
+  j["rope_parameters"] = {{"rope_type", "llama3"},   {"rope_theta", 500000.0},
+                          {"factor", 32.0},          {"low_freq_factor", 1.0},
+                          {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
+  const ModelConfig c = config_from_hf(j, "t");
+  EXPECT_EQ(c.rope_base, 500000.0f);
+  EXPECT_EQ(c.rope_scaling.kind, kernels::RopeScaling::Kind::llama3);
+  EXPECT_EQ(c.rope_scaling.factor, 32.0f);
+
+  nlohmann::json g = small_hf_config("gemma3_text");
+  g["sliding_window"] = 8;
+  g["rope_parameters"] = {
+      {"full_attention", {{"rope_type", "linear"}, {"rope_theta", 1000000.0}, {"factor", 8.0}}},
+      {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}}};
+  const ModelConfig gc = config_from_hf(g, "t");
+  EXPECT_EQ(gc.rope_base, 1000000.0f);
+  EXPECT_EQ(gc.rope_base_local, 10000.0f);
+  EXPECT_EQ(gc.rope_scaling.kind, kernels::RopeScaling::Kind::linear);
+  EXPECT_EQ(gc.rope_scaling.factor, 8.0f);
 }
 
 TEST(ModelLoad, SessionRefusesContextOverflow) {
