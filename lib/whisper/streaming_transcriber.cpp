@@ -300,15 +300,16 @@ std::vector<Word> StreamingTranscriber::commit_without_agreement() {
 }
 
 // Tentative words that cannot wait for another pass within options_.max_delay_seconds: the
-// next pass decodes one step more audio and its text is out one pass overhead after that audio
-// ends, so a word that ended more than max_delay - step - overhead before the decoded audio's
-// end is committed now (and in any case only words a guard before that end, which may be cut
-// off).
+// next pass decodes one step more audio and its text is out one pass overhead (at least a step)
+// after that audio ends, so a word that ended more than max_delay - step - overhead before the
+// decoded audio's end is committed now (and in any case only words a guard before that end, which
+// may be cut off).
 std::vector<Word> StreamingTranscriber::commit_due() {
   constexpr double kCutOffGuard = 0.3;
   const double decoded = decoded_end();
   const double step = static_cast<double>(step_samples_) / kSampleRate;
-  const double overhead = pass_overhead_ >= 0.0 ? pass_overhead_ : step;
+  // At least a step: the next pass may start late (the worker busy) and then covers more.
+  const double overhead = std::max(pass_overhead_, step);
   const double limit =
       decoded - std::max(options_.max_delay_seconds - step - overhead, kCutOffGuard);
   size_t k = 0;

@@ -148,8 +148,8 @@ class StreamingTranscriber {
   bool catch_up() const { return catch_up_; }
   // How long after the end of its audio a pass's text reaches the output (the wait before the
   // pass plus the pass itself), as the caller measures it. The latency budget's rule assumes
-  // the next pass takes as long; until told, it assumes one step (a pass keeping up with real
-  // time). Negative: back to that assumption.
+  // the next pass is as late, and never less than one step (a pass keeping up with real time,
+  // which is all it assumes until told). Negative: back to that assumption.
   void set_pass_overhead(double seconds) { pass_overhead_ = seconds; }
 
   // The unstable tail of the latest hypothesis (may still change or vanish).
