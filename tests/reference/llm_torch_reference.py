@@ -45,6 +45,10 @@ import time
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_report import verdict  # noqa: E402
+from safetensors_writer import write_safetensors  # noqa: E402
+
 F32_REL_BOUND = 1e-4
 Q8_REL_BOUND = 0.05
 PROMPT = ("The quick brown fox jumps over the lazy dog, then naps. "
@@ -303,37 +307,10 @@ def make_weights(cfg, seed):
 TORCH_DTYPE = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
 
 
-def encode(t, dtype):
-    """Little-endian bytes of t stored as dtype, and the float64 values those bytes hold."""
-    stored = t.to(TORCH_DTYPE[dtype]).contiguous()
-    flat = stored.flatten()
-    if dtype == "F32":
-        data = struct.pack("<%df" % flat.numel(), *flat.tolist())
-    else:  # the 16-bit patterns, as torch holds them
-        data = struct.pack("<%dh" % flat.numel(), *flat.view(torch.int16).tolist())
-    return data, stored.to(torch.float64)
-
-
-def write_safetensors(path, tensors, dtype):
-    """safetensors by hand: u64 LE header length, JSON header (dtype, shape, data_offsets
-    relative to the data start), padded with spaces to 8 bytes, then the raw data."""
-    header = {"__metadata__": {"format": "pt"}}
-    blobs, offset, decoded = [], 0, {}
-    for name in sorted(tensors):
-        data, values = encode(tensors[name], dtype)
-        header[name] = {"dtype": dtype, "shape": list(tensors[name].shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-        decoded[name] = values
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for b in blobs:
-            f.write(b)
-    return decoded
+def store(tensors, dtype):
+    """The tensors as stored in dtype, and the float64 values those stored bytes hold."""
+    stored = {n: t.to(TORCH_DTYPE[dtype]).contiguous() for n, t in tensors.items()}
+    return stored, {n: t.to(torch.float64) for n, t in stored.items()}
 
 
 def write_checkpoint(directory, c):
@@ -347,7 +324,9 @@ def write_checkpoint(directory, c):
         json.dump({"bos_token_id": cfg.get("bos_token_id"), "eos_token_id": cfg["eos_token_id"]}, f)
     write_tokenizer(directory, cfg["vocab_size"], c["add_bos"])
     weights = make_weights(cfg, c["seed"])
-    return write_safetensors(os.path.join(directory, "model.safetensors"), weights, c["dtype"])
+    stored, decoded = store(weights, c["dtype"])
+    write_safetensors(os.path.join(directory, "model.safetensors"), stored)
+    return decoded
 
 
 # ---------------------------------------------------------------- the torch forward pass
@@ -661,14 +640,7 @@ def main():
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     print("%d cases, %d runs in %.1f s" % (len(cases), runs, time.time() - start))
-    if oxinfer_errors:
-        print("oxinfer failed on: " + ", ".join(oxinfer_errors), file=sys.stderr)
-        return 2
-    if failures:
-        print("MISMATCH in: " + ", ".join(failures), file=sys.stderr)
-        return 1
-    print("all cases match the torch reference")
-    return 0
+    return verdict(oxinfer_errors, failures)
 
 
 if __name__ == "__main__":

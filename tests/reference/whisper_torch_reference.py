@@ -83,6 +83,10 @@ import zipfile
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_report import verdict  # noqa: E402
+from safetensors_writer import tensor_bytes, write_safetensors  # noqa: E402
+
 MEL_BOUND = 1e-5
 REL_BOUND = 1e-4
 SAMPLE_RATE = 16000
@@ -367,32 +371,6 @@ def hf_name(openai_name):
     return "model." + name
 
 
-def tensor_bytes(t):
-    flat = t.flatten()
-    if t.dtype == torch.float16:
-        return struct.pack("<%dh" % flat.numel(), *flat.view(torch.int16).tolist())
-    return struct.pack("<%df" % flat.numel(), *flat.tolist())
-
-
-def write_safetensors(path, tensors, dtype_name):
-    """safetensors by hand: u64 LE header length, JSON header, padded to 8 bytes, raw data."""
-    header = {"__metadata__": {"format": "pt"}}
-    blobs, offset = [], 0
-    for name in sorted(tensors):
-        data = tensor_bytes(tensors[name])
-        header[name] = {"dtype": dtype_name, "shape": list(tensors[name].shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for b in blobs:
-            f.write(b)
-
-
 HF_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt",
                       "added_tokens.json", "special_tokens_map.json")
 
@@ -452,7 +430,7 @@ def write_hf(directory, c, weights):
         s, values = stored(t, c["dtype"])
         tensors[hf_name(name)] = s
         decoded[name] = values
-    write_safetensors(os.path.join(directory, "model.safetensors"), tensors, c["dtype"])
+    write_safetensors(os.path.join(directory, "model.safetensors"), tensors)
     return decoded
 
 
@@ -849,14 +827,7 @@ def main():
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     print("%d cases in %.1f s" % (len(cases), time.time() - start))
-    if oxinfer_errors:
-        print("oxinfer failed on: " + ", ".join(oxinfer_errors), file=sys.stderr)
-        return 2
-    if failures:
-        print("MISMATCH in: " + ", ".join(failures), file=sys.stderr)
-        return 1
-    print("all cases match the torch reference")
-    return 0
+    return verdict(oxinfer_errors, failures)
 
 
 if __name__ == "__main__":
