@@ -49,6 +49,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from reference_report import verdict  # noqa: E402
 from safetensors_writer import write_safetensors  # noqa: E402
 
+# GPT-2's byte -> printable character table and one BPE merge step, from the demo model's
+# tokenizer trainer.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                                "train-demo-asr"))
+from tokenizer import bytes_to_unicode, merge_pair  # noqa: E402
+
 F32_REL_BOUND = 1e-4
 Q8_REL_BOUND = 0.05
 PROMPT = ("The quick brown fox jumps over the lazy dog, then naps. "
@@ -145,20 +151,6 @@ CASES = [
 # ---------------------------------------------------------------- tokenizer
 
 
-def bytes_to_unicode():
-    """GPT-2's byte -> printable character table (byte-level BPE's alphabet)."""
-    bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("\xa1"), ord("\xac") + 1))
-          + list(range(ord("\xae"), ord("\xff") + 1)))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, (chr(c) for c in cs)))
-
-
 def train_bpe(n_merges):
     """A deterministic toy BPE training on CORPUS: words are split GPT-2 style (a leading
     space belongs to the word) and the most frequent pair is merged until n_merges new tokens
@@ -184,15 +176,7 @@ def train_bpe(n_merges):
         merges.append((a, b))
         known.add(a + b)
         for entry in words:
-            s, out, i = entry[0], [], 0
-            while i < len(s):
-                if i + 1 < len(s) and s[i] == a and s[i + 1] == b:
-                    out.append(a + b)
-                    i += 2
-                else:
-                    out.append(s[i])
-                    i += 1
-            entry[0] = out
+            entry[0] = merge_pair(entry[0], a, b)
     k = 0
     while len(merges) < n_merges:  # corpus exhausted: pad with merges of unused byte pairs
         a, b = "Ġ", chr(ord("A") + k % 26) + "x" * (k // 26)

@@ -29,6 +29,19 @@ def pretokenize(text):
     return ["".join(B2U[b] for b in t.encode("utf-8")) for t in PAT.findall(text)]
 
 
+def merge_pair(symbols, a, b):
+    """symbols with every adjacent (a, b) replaced by the merged a + b, left to right."""
+    i, out = 0, []
+    while i < len(symbols):
+        if i + 1 < len(symbols) and symbols[i] == a and symbols[i + 1] == b:
+            out.append(a + b)
+            i += 2
+        else:
+            out.append(symbols[i])
+            i += 1
+    return out
+
+
 def train_bpe(words, corpus_counts):
     """Learn merges until every ' word' pre-token of the vocabulary is one token.
 
@@ -49,15 +62,7 @@ def train_bpe(words, corpus_counts):
         merges.append(best)
         a, b = best
         for p, s in seqs.items():
-            i, out = 0, []
-            while i < len(s):
-                if i + 1 < len(s) and s[i] == a and s[i + 1] == b:
-                    out.append(a + b)
-                    i += 2
-                else:
-                    out.append(s[i])
-                    i += 1
-            seqs[p] = out
+            seqs[p] = merge_pair(s, a, b)
     return merges
 
 
