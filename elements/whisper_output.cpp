@@ -6,47 +6,11 @@
 #include <mutex>
 #include <string_view>
 
+#include "lib/core/json_string.h"
+
 #define GST_CAT_DEFAULT gst_oxi_whisper_debug
 
 namespace {
-
-// A JSON string literal. Bytes that are not valid UTF-8 (a token may end inside a character)
-// pass through unchanged, as the tests and consumers of unsynced_src expect, which rules out
-// nlohmann::json (it refuses or replaces them).
-std::string json_string(std::string_view s) {
-  std::string out;
-  out.push_back('"');
-  for (const char ch : s) {
-    const auto u = static_cast<unsigned char>(ch);
-    switch (ch) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (u < 0x20) {
-          char buf[8];
-          g_snprintf(buf, sizeof buf, "\\u%04x", u);
-          out += buf;
-        } else {
-          out.push_back(ch);  // UTF-8 passes through (Whisper's text is valid UTF-8 or bytes)
-        }
-    }
-  }
-  out.push_back('"');
-  return out;
-}
 
 // Three decimals (times in seconds, probabilities), locale-independent (no decimal comma), as
 // JSON wants.
@@ -152,18 +116,19 @@ void gst_oxi_whisper_push_json(GstOxiWhisper* self, const std::vector<oxi::whisp
   const auto seconds = [c](double t) {
     return static_cast<double>(gst_oxi_whisper_run_time(c, t)) / GST_SECOND;
   };
-  std::string json = "{\"text\": " + json_string(text) + ", \"words\": [";
+  std::string json = "{\"text\": " + oxi::json_string(text) + ", \"words\": [";
   for (size_t i = 0; i < words.size(); ++i) {
     const oxi::whisper::Word& w = words[i];
     if (i) json += ", ";
-    json += "{\"word\": " + json_string(w.word) + ", \"start\": " + json_number(seconds(w.start)) +
+    json += "{\"word\": " + oxi::json_string(w.word) +
+            ", \"start\": " + json_number(seconds(w.start)) +
             ", \"end\": " + json_number(seconds(w.end)) +
             ", \"probability\": " + json_number(w.probability) + "}";
   }
   json += "], \"is_final\": ";
   json += is_final ? "true" : "false";
   const std::string language = c->decoder ? c->decoder->language() : c->settings.language;
-  json += ", \"language\": " + json_string(language) + "}\n";
+  json += ", \"language\": " + oxi::json_string(language) + "}\n";
 
   GstBuffer* out = gst_buffer_new_memdup(json.data(), json.size());
   const GstClockTime pts = gst_oxi_whisper_run_time(c, t0);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "lib/core/json_string.h"
+
 namespace oxi::jinja {
 
 bool Value::truthy() const {
@@ -91,44 +93,6 @@ std::string python_str_repr(const std::string& s) {
   }
   out += quote;
   return out;
-}
-
-void append_json_string(std::string& out, const std::string& s) {
-  out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char b[8];
-          std::snprintf(b, sizeof(b), "\\u%04x", c);
-          out += b;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
 }
 
 void dump_json(std::string& out, const Json& j, int indent, int depth) {

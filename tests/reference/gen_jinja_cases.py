@@ -123,7 +123,7 @@ CONTEXTS = {
     "chat_no_system": {"messages": NO_SYSTEM, "add_generation_prompt": False, "bos_token": "<bos>", "eos_token": "<eos>"},
     "chat_thinking_off": {"messages": NO_SYSTEM, "add_generation_prompt": True, "enable_thinking": False, "bos_token": "", "eos_token": ""},
     "chat_tools": {"messages": CHAT, "add_generation_prompt": True, "bos_token": "<|begin_of_text|>",
-                   "tools": [{"name": "get_weather", "parameters": {"city": {"type": "string"}, "days": [1, 2.5, None, True], "note": "é\n\"x\""}}, {"e": [], "f": {}}]},
+                   "tools": [{"name": "get_weather", "parameters": {"city": {"type": "string"}, "days": [1, 2.5, None, True], "note": "é\n\"x\"\x7f\b\x01"}}, {"e": [], "f": {}}]},
     "data": {"items": [1, 2, 3, 4, 5, 6], "d": {"b": 2, "a": 1}, "names": ["al", "bo", "cy"], "x": 1,
              "people": [{"name": "al", "age": 3}, {"name": "bo", "age": 4}, {"name": "cy", "age": 5}]},
 }
