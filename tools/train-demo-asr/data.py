@@ -21,6 +21,12 @@ TRAIN_VARIANTS = ["", "+m1", "+m2", "+m3", "+m4", "+m5", "+m7",
                   "+f1", "+f2", "+f3", "+f5", "+klatt", "+klatt2", "+klatt3"]
 # variants that never occur in training (used for half of the test set)
 HELDOUT_VARIANTS = ["+f4", "+m6", "+klatt4"]
+# more espeak-ng variants for the second training set (prepare.py --extra): other
+# speakers' formant settings, none of them a held-out variant
+EXTRA_VARIANTS = ["+m8", "+Alex", "+Andy", "+Annie", "+Denis", "+Jacky", "+Lee", "+Mike",
+                  "+Michael", "+adam", "+anika", "+belinda", "+benjamin", "+caleb", "+david",
+                  "+edward", "+john", "+linda", "+max", "+paul", "+robert", "+steph",
+                  "+travis", "+zac", "+Gene", "+norbert", "+quincy", "+shelby", "+victor"]
 SPEED_RANGE = (120, 200)   # words per minute
 PITCH_RANGE = (20, 80)
 
@@ -182,9 +188,9 @@ def make_sentences(n_train, n_test, seed, words):
     return train, test
 
 
-def voice_settings(rng, heldout):
+def voice_settings(rng, heldout, variants=None):
     base = rng.choice(BASE_VOICES)
-    var = rng.choice(HELDOUT_VARIANTS if heldout else TRAIN_VARIANTS)
+    var = rng.choice(HELDOUT_VARIANTS if heldout else (variants or TRAIN_VARIANTS))
     speed = rng.randint(*SPEED_RANGE)
     pitch = rng.randint(*PITCH_RANGE)
     return base + var, speed, pitch

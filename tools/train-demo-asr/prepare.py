@@ -23,16 +23,8 @@ def prepare(data_dir, n_train, seed=1234, workers=2, log=print):
     os.makedirs(os.path.join(data_dir, "wav"), exist_ok=True)
     words = D.load_words()
     train_s, test_s = D.make_sentences(n_train, N_TEST + 40, seed, words)
-    # training: groups of GROUP sentences share one (voice, speed, pitch) and one
-    # espeak-ng call (much cheaper than one process per sentence)
-    rng = random.Random(seed + 1)
-    train_jobs = []
-    train_settings = set()
-    for g in range(0, len(train_s), GROUP):
-        v, sp, pi = D.voice_settings(rng, heldout=False)
-        train_settings.add((v, sp, pi))
-        train_jobs.append((v, sp, pi, train_s[g:g + GROUP],
-                           os.path.join(data_dir, "wav", f"group{g // GROUP:05d}.wav")))
+    train_jobs = group_jobs(data_dir, train_s, random.Random(seed + 1))
+    train_settings = {(v, sp, pi) for (v, sp, pi, _, _) in train_jobs}
     rng = random.Random(seed + 2)
     test_jobs = []
     for i, s in enumerate(test_s):
@@ -44,22 +36,8 @@ def prepare(data_dir, n_train, seed=1234, workers=2, log=print):
     t0 = time.time()
     D.synth_many(test_jobs, workers, log)
     log(f"test synthesis done in {time.time() - t0:.0f} s")
-    train_auds, train_meta, failed = [], [], 0
-    with ThreadPoolExecutor(workers) as ex:
-        for k, (job, segs) in enumerate(zip(train_jobs, ex.map(D.synth_group, train_jobs))):
-            if k % 50 == 0:
-                log(f"group {k}/{len(train_jobs)}")
-            if segs is None:
-                failed += 1
-                continue
-            v, sp, pi, texts, _ = job
-            for j, (x, t) in enumerate(zip(segs, texts)):
-                b0, b1 = D.speech_bounds(x)
-                if (b1 - b0) / D.SR > MAX_TRAIN_SPEECH:
-                    continue
-                train_auds.append(x)
-                train_meta.append((f"g{k:05d}_{j}", v, sp, pi, t, b0, b1))
-    log(f"synthesis done in {time.time() - t0:.0f} s ({failed} groups failed to split)")
+    train_auds, train_meta = synth_groups(train_jobs, workers, log)
+    log(f"synthesis done in {time.time() - t0:.0f} s")
 
     def pack(jobs, max_sec, use_speech):
         auds, meta = [], []
@@ -86,13 +64,79 @@ def prepare(data_dir, n_train, seed=1234, workers=2, log=print):
         f.write("id\tvoice\tspeed\tpitch\ttext\n")
         for (i, v, sp, pi, s, _, _) in m:
             f.write(f"{i}\t{v}\t{sp}\t{pi}\t{s}\n")
-    lens = np.array([len(x) for x in train_auds], dtype=np.int64)
+    save_train(data_dir, train_auds, train_meta, log)
+    log(f"{N_TEST} test utterances")
+
+
+def group_jobs(data_dir, sentences, rng, variants=None, avoid=()):
+    """Training synthesis jobs: groups of GROUP sentences share one (voice, speed, pitch)
+    and one espeak-ng call (much cheaper than one process per sentence)."""
+    jobs = []
+    for g in range(0, len(sentences), GROUP):
+        while True:
+            v, sp, pi = D.voice_settings(rng, heldout=False, variants=variants)
+            if (v, sp, pi) not in avoid:
+                break
+        jobs.append((v, sp, pi, sentences[g:g + GROUP],
+                     os.path.join(data_dir, "wav", f"group{g // GROUP:05d}.wav")))
+    return jobs
+
+
+def synth_groups(jobs, workers, log):
+    auds, meta, failed = [], [], 0
+    with ThreadPoolExecutor(workers) as ex:
+        for k, (job, segs) in enumerate(zip(jobs, ex.map(D.synth_group, jobs))):
+            if k % 50 == 0:
+                log(f"group {k}/{len(jobs)}")
+            if segs is None:
+                failed += 1
+                continue
+            v, sp, pi, texts, _ = job
+            for j, (x, t) in enumerate(zip(segs, texts)):
+                b0, b1 = D.speech_bounds(x)
+                if (b1 - b0) / D.SR > MAX_TRAIN_SPEECH:
+                    continue
+                auds.append(x)
+                meta.append((f"g{k:05d}_{j}", v, sp, pi, t, b0, b1))
+    log(f"{failed} groups failed to split")
+    return auds, meta
+
+
+def save_train(data_dir, auds, meta, log):
+    lens = np.array([len(x) for x in auds], dtype=np.int64)
     o = np.concatenate([[0], np.cumsum(lens)])
-    a = (np.concatenate(train_auds) * 32768.0).round().clip(-32768, 32767).astype(np.int16)
-    m = train_meta
+    a = (np.concatenate(auds) * 32768.0).round().clip(-32768, 32767).astype(np.int16)
     np.savez(os.path.join(data_dir, "train.npz"), audio=a, offs=o,
-             meta=np.array(m, dtype=object), allow_pickle=True)
-    log(f"packed {len(m)} train utterances ({len(a) / D.SR / 3600:.2f} h), {N_TEST} test")
+             meta=np.array(meta, dtype=object), allow_pickle=True)
+    log(f"packed {len(meta)} train utterances ({len(a) / D.SR / 3600:.2f} h)")
+
+
+def prepare_extra(data_dir, base_dir, n_train, seed, workers=2, log=print):
+    """A further training set beside BASE_DIR's: new sentences (never one of BASE_DIR's
+    test sentences), the training voice variants plus EXTRA_VARIANTS (never a held-out
+    one), and no (voice, speed, pitch) setting of BASE_DIR's test set.  train.py takes it
+    with --extra-data; the tokenizer stays the one trained on BASE_DIR's sentences."""
+    os.makedirs(os.path.join(data_dir, "wav"), exist_ok=True)
+    words = D.load_words()
+    test_sentences, test_settings = set(), set()
+    with open(os.path.join(base_dir, "testset.tsv")) as f:
+        next(f)
+        for line in f:
+            _, v, sp, pi, text = line.rstrip("\n").split("\t")
+            test_sentences.add(text)
+            test_settings.add((v, int(sp), int(pi)))
+    rng = random.Random(seed)
+    sentences = []
+    while len(sentences) < n_train:
+        s = D.make_sentence(rng, words)
+        if s not in test_sentences:
+            sentences.append(s)
+    jobs = group_jobs(data_dir, sentences, random.Random(seed + 1),
+                      variants=D.TRAIN_VARIANTS + D.EXTRA_VARIANTS, avoid=test_settings)
+    t0 = time.time()
+    auds, meta = synth_groups(jobs, workers, log)
+    log(f"synthesis done in {time.time() - t0:.0f} s")
+    save_train(data_dir, auds, meta, log)
 
 
 if __name__ == "__main__":
@@ -100,5 +144,11 @@ if __name__ == "__main__":
     ap.add_argument("--data", default="/tmp/demo-asr-data")
     ap.add_argument("--n-train", type=int, default=12000)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--extra", metavar="BASE_DIR",
+                    help="write a further training set into --data, beside BASE_DIR's")
+    ap.add_argument("--seed", type=int, default=1234)
     a = ap.parse_args()
-    prepare(a.data, a.n_train, workers=a.workers)
+    if a.extra:
+        prepare_extra(a.data, a.extra, a.n_train, a.seed, workers=a.workers)
+    else:
+        prepare(a.data, a.n_train, seed=a.seed, workers=a.workers)

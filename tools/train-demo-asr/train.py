@@ -186,6 +186,9 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--threads", type=int, default=2, help="0 = adaptive (1 or 2 by load)")
     ap.add_argument("--n-train", type=int, default=12000)
+    ap.add_argument("--extra-data", action="append", default=[], metavar="DIR",
+                    help="a further training set written by prepare.py --extra (repeatable); "
+                         "its utterances join --data's, the tokenizer stays --data's")
     ap.add_argument("--time-budget", type=float, default=0,
                     help="minutes; if >0 the schedule progress is max(step/steps, "
                          "elapsed/budget), so training anneals and ends within the budget "
@@ -216,6 +219,12 @@ def main():
         prepare.prepare(a.data, a.n_train, seed=a.seed, log=log)
     audio, offs, meta = load_split(a.data, "train")
     tok = build_tokenizer(meta)
+    for extra in a.extra_data:
+        x_audio, x_offs, x_meta = load_split(extra, "train")
+        offs = np.concatenate([offs, x_offs[1:] + offs[-1]])
+        audio = np.concatenate([audio, x_audio])
+        meta += x_meta
+        log(f"+ {len(x_meta)} train utterances from {extra}")
     cfg = dict(MODEL_CFG, vocab_size=tok.vocab_size)
     log(f"{len(meta)} train utterances, vocab {tok.vocab_size} ({tok.n_text} BPE), cfg {cfg}")
 
