@@ -20,6 +20,7 @@ import torch  # noqa: E402
 import data as D  # noqa: E402
 import features as FE  # noqa: E402
 import train as TR  # noqa: E402
+from eval_cpp import wer_counts  # noqa: E402
 from model import Whisper  # noqa: E402
 
 TRANSFORMERS_VERSION = "4.40.0"
@@ -57,17 +58,6 @@ def read_safetensors(path):
         dt = {"F32": "<f4", "F16": "<f2"}[v["dtype"]]
         out[k] = torch.from_numpy(np.frombuffer(data[a:b], dtype=dt).reshape(v["shape"]).copy())
     return out
-
-
-def wer_counts(ref, hyp):
-    r, h = ref.split(), hyp.split()
-    d = list(range(len(h) + 1))
-    for i in range(1, len(r) + 1):
-        prev, d[0] = d[0], i
-        for j in range(1, len(h) + 1):
-            cur = min(d[j] + 1, d[j - 1] + 1, prev + (r[i - 1] != h[j - 1]))
-            prev, d[j] = d[j], cur
-    return d[len(h)], len(r)
 
 
 def test_features(data_dir, n_mels=80):
