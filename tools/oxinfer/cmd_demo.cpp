@@ -98,14 +98,7 @@ GstPadProbeReturn on_text(GstPad*, GstPadProbeInfo* info, gpointer user_data) {
 // Runs the pipeline to EOS; throws with the posting element's message on an error.
 void run_to_eos(const std::string& description, Heard& heard) {
   init_gstreamer();
-  GError* error = nullptr;
-  GstElement* pipeline = gst_parse_launch(description.c_str(), &error);
-  if (error) {
-    const std::string message = error->message;
-    g_error_free(error);
-    if (pipeline) gst_object_unref(pipeline);
-    throw Error("demo pipeline", message);
-  }
+  GstElement* pipeline = parse_launch(description, "demo pipeline");
   GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "text");
   GstPad* pad = gst_element_get_static_pad(sink, "sink");
   gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, on_text, &heard, nullptr);

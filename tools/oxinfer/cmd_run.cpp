@@ -146,14 +146,7 @@ gboolean on_interrupt(gpointer user_data) {
 int run_pipeline(const std::string& description, bool progress) {
   init_gstreamer();
 
-  GError* error = nullptr;
-  GstElement* pipeline = gst_parse_launch(description.c_str(), &error);
-  if (error) {
-    const std::string message = error->message;
-    g_error_free(error);
-    if (pipeline) gst_object_unref(pipeline);
-    throw Error("pipeline", message + "\n  in: " + description);
-  }
+  GstElement* pipeline = parse_launch(description, "pipeline");
 
   RunState s;
   s.pipeline = pipeline;

@@ -1,5 +1,7 @@
 #include "tools/oxinfer/gst_support.h"
 
+#include "lib/core/error.h"
+
 #ifdef OXI_HAVE_GSTREAMER
 #include <gst/gst.h>
 #endif
@@ -18,6 +20,18 @@ void init_gstreamer() {
   if (g_file_test(OXI_BUILD_PLUGIN_DIR, G_FILE_TEST_IS_DIR))
     gst_registry_scan_path(registry, OXI_BUILD_PLUGIN_DIR);
 #endif
+}
+
+GstElement* parse_launch(const std::string& description, const std::string& context) {
+  GError* error = nullptr;
+  GstElement* pipeline = gst_parse_launch(description.c_str(), &error);
+  if (error) {
+    const std::string message = error->message;
+    g_error_free(error);
+    if (pipeline) gst_object_unref(pipeline);
+    throw Error(context, message + "\n  in: " + description);
+  }
+  return pipeline;
 }
 #endif
 

@@ -130,18 +130,6 @@ double run_to_eos(GstElement* pipeline) {
   return seconds;
 }
 
-GstElement* parse(const std::string& description) {
-  GError* error = nullptr;
-  GstElement* pipeline = gst_parse_launch(description.c_str(), &error);
-  if (error) {
-    const std::string message = error->message;
-    g_error_free(error);
-    if (pipeline) gst_object_unref(pipeline);
-    throw Error("cannot build the benchmark pipeline: " + message);
-  }
-  return pipeline;
-}
-
 void collect_text(GstElement*, GstBuffer* buffer, GstPad*, gpointer text) {
   GstMapInfo map;
   if (!gst_buffer_map(buffer, &map, GST_MAP_READ)) return;
@@ -157,10 +145,11 @@ struct LiveResult {
 // appsrc ! oxiwhisper mode=live ! fakesink, the samples pushed in 100 ms buffers as fast as
 // appsrc accepts them (it blocks beyond half a second queued).
 LiveResult run_live(const std::string& whisper, const std::vector<float>& samples) {
-  GstElement* pipeline = parse(
+  GstElement* pipeline = parse_launch(
       "appsrc name=src format=time block=true max-bytes=32000 "
       "caps=audio/x-raw,format=F32LE,rate=16000,channels=1,layout=interleaved ! " +
-      whisper + " mode=live ! fakesink sync=false");
+          whisper + " mode=live ! fakesink sync=false",
+      "benchmark pipeline");
   GstElement* src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
   GstElement* asr = gst_bin_get_by_name(GST_BIN(pipeline), "asr");
   LiveResult r;
@@ -282,7 +271,7 @@ int run_bench_pipeline(const std::vector<std::string>& argv) {
     whisper::Transcriber(model, *backend).transcribe(samples, {});
     library_new_s.push_back(seconds_since(t0));
 
-    GstElement* pipeline = parse(file_pipeline);
+    GstElement* pipeline = parse_launch(file_pipeline, "benchmark pipeline");
     GstElement* out = gst_bin_get_by_name(GST_BIN(pipeline), "out");
     element_text.clear();
     g_signal_connect(out, "handoff", G_CALLBACK(collect_text), &element_text);
