@@ -147,16 +147,16 @@ static void gst_oxi_whisper_maybe_post_stats(GstOxiWhisper* self) {
 }
 
 // Before a live pass: audio waiting for decoding beyond the latency budget switches the stream
-// to catch-up mode (commit each pass, short buffers), with a QoS message, and the first time a
-// warning; once the backlog is down to a step, back to LocalAgreement.
+// to catch-up mode (commit each pass, short buffers; StreamingTranscriber::update_catch_up),
+// with a QoS message, and the first time a warning.
 static void gst_oxi_whisper_check_backlog(GstOxiWhisper* self) {
   GstOxiWhisperContext* c = self->ctx;
   oxi::whisper::StreamingTranscriber& stream = *c->stream;
   const uint64_t backlog = stream.pending_samples() + c->queued_samples.load();
-  const uint64_t budget = static_cast<uint64_t>(c->settings.latency_ms) * 16;
-  const auto step = static_cast<uint64_t>(stream.step_seconds() * 16000.0);
-  if (!stream.catch_up() && backlog > budget) {
-    stream.set_catch_up(true);
+  if (!stream.update_catch_up(static_cast<double>(backlog) / 16000.0,
+                              static_cast<double>(c->settings.latency_ms) / 1000.0))
+    return;
+  if (stream.catch_up()) {
     const GstClockTime late = gst_util_uint64_scale_int(backlog, GST_SECOND, 16000);
     const GstClockTime at = gst_oxi_whisper_run_time(c, stream.buffer_end());
     double rtf;
@@ -184,9 +184,8 @@ static void gst_oxi_whisper_check_backlog(GstOxiWhisper* self) {
                            "(no audio is dropped)",
                            static_cast<double>(backlog) / 16000.0, c->settings.latency_ms));
     }
-  } else if (stream.catch_up() && backlog <= step) {
+  } else {
     GST_INFO_OBJECT(self, "caught up");
-    stream.set_catch_up(false);
   }
 }
 

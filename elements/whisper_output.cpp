@@ -63,6 +63,8 @@ static void gst_oxi_whisper_note_delay(GstOxiWhisper* self, GstClockTime end) {
   if (!GST_CLOCK_TIME_IS_VALID(pushed) || !GST_CLOCK_TIME_IS_VALID(audio_end)) return;
   // Audio that came faster than real time (a file forced to live) is not late: 0.
   const GstClockTime delay = pushed > audio_end ? pushed - audio_end : 0;
+  GST_LOG_OBJECT(self, "delay %" GST_TIME_FORMAT " after the audio's end at %" GST_TIME_FORMAT,
+                 GST_TIME_ARGS(delay), GST_TIME_ARGS(audio_end));
   std::lock_guard lock(c->stats_mutex);
   c->stats.delays.push_back(delay);
   c->stats.max_delay = std::max(c->stats.max_delay, delay);

@@ -52,9 +52,13 @@ static void gst_oxi_whisper_start_run(GstOxiWhisper* self, GstClockTime pts) {
   if (!GST_CLOCK_TIME_IS_VALID(c->pushed_until)) c->pushed_until = c->run_start;
   c->file_samples.clear();
   c->run_vad = false;
-  if (c->run_live)
+  if (c->run_live) {
     gst_oxi_whisper_live_start(self);
-  else
+    // An empty GAP where the output stands lets downstream sinks preroll now, so in a
+    // pipeline that prerolls (a file replayed in real time) the first live text does not wait
+    // in a sink until every other branch has had output too.
+    gst_pad_push_event(self->srcpad, gst_event_new_gap(c->pushed_until, 0));
+  } else
     GST_DEBUG_OBJECT(self, "file run from %" GST_TIME_FORMAT, GST_TIME_ARGS(c->run_start));
 }
 

@@ -173,6 +173,15 @@ void StreamingTranscriber::insert_audio(std::span<const float> samples) {
   audio_.insert(audio_.end(), samples.begin(), samples.end());
 }
 
+bool StreamingTranscriber::update_catch_up(double backlog_seconds, double budget_seconds) {
+  const double step = step_seconds();
+  const bool on = catch_up_ ? backlog_seconds > std::max(budget_seconds - step, step)
+                            : backlog_seconds > budget_seconds;
+  const bool changed = on != catch_up_;
+  catch_up_ = on;
+  return changed;
+}
+
 bool StreamingTranscriber::ready() const {
   return audio_.size() >= decoded_samples_ + step_samples_ || audio_.size() > window_samples_;
 }

@@ -146,6 +146,13 @@ class StreamingTranscriber {
   // and keep the buffer short. See the comment at the top.
   void set_catch_up(bool on) { catch_up_ = on; }
   bool catch_up() const { return catch_up_; }
+  // The caller's rule for catch-up mode, from the audio waiting for decoding before a pass
+  // (`backlog`: the buffer's undecoded audio plus what the caller still queues, seconds): on
+  // when it exceeds the latency budget, off again once it is a step below the budget (or down
+  // to a step, for budgets under two steps). A pass starts with at least a step waiting, so
+  // "down to a step" alone was almost never seen: one late pass kept a stream in catch-up mode
+  // for good. Returns whether the mode changed.
+  bool update_catch_up(double backlog_seconds, double budget_seconds);
   // How long after the end of its audio a pass's text reaches the output (the wait before the
   // pass plus the pass itself), as the caller measures it. The latency budget's rule assumes
   // the next pass is as late, and never less than one step (a pass keeping up with real time,

@@ -326,6 +326,12 @@ TEST_F(OxiWhisper, LiveTextIsTimedInOrderWithGapsAndFlushedAtEos) {
   EXPECT_TRUE(oxi::test::wait_for_eos(h)) << "no EOS";
   const std::vector<Item> items = r.take();
   EXPECT_GT(text_count(items), 0u);
+  // The run opens with an empty GAP, which prerolls downstream sinks before the first text
+  // (in a pipeline that prerolls, text would otherwise wait in a sink for other branches).
+  ASSERT_FALSE(items.empty());
+  EXPECT_TRUE(items[0].gap);
+  EXPECT_EQ(items[0].pts, start);
+  EXPECT_EQ(items[0].duration, 0u);
   // Every span is covered once, text or gap, to the end of the audio at least.
   expect_tiled(items, start, start + 4 * GST_SECOND);
   for (const Item& i : items)

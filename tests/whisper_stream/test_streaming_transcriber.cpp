@@ -427,6 +427,29 @@ TEST(StreamingPolicy, CatchUpCommitsWithoutASecondPassAndShortensTheBuffer) {
   }
 }
 
+// Catch-up mode by the backlog before a pass: on beyond the budget; off only a step below it,
+// since a pass always starts with at least a step waiting (a 0.6 s backlog at a 0.5 s step
+// is keeping up with real time; the old rule, "down to a step", never saw it).
+TEST(StreamingPolicy, CatchUpEndsOnceTheBacklogIsAStepBelowTheBudget) {
+  ScriptedDecoder decoder({});
+  StreamingOptions o;
+  o.min_chunk_seconds = 0.5;
+  StreamingTranscriber s(decoder, o);
+  EXPECT_FALSE(s.update_catch_up(1.5, 1.5));  // at the budget: not behind
+  EXPECT_TRUE(s.update_catch_up(2.7, 1.5));   // behind: on
+  EXPECT_TRUE(s.catch_up());
+  EXPECT_FALSE(s.update_catch_up(1.2, 1.5));  // within the budget, not a step below: stays on
+  EXPECT_TRUE(s.catch_up());
+  EXPECT_TRUE(s.update_catch_up(0.6, 1.5));  // keeping up: off
+  EXPECT_FALSE(s.catch_up());
+  EXPECT_FALSE(s.update_catch_up(1.2, 1.5));  // off stays off within the budget
+  // A budget under two steps: off once down to a step.
+  EXPECT_TRUE(s.update_catch_up(0.9, 0.8));
+  EXPECT_FALSE(s.update_catch_up(0.6, 0.8));
+  EXPECT_TRUE(s.update_catch_up(0.5, 0.8));
+  EXPECT_FALSE(s.catch_up());
+}
+
 // A decoder whose words stay unstable (a different spelling every pass) until they are 3 s
 // old: LocalAgreement-2 alone waits those 3 s; with a latency budget every word is committed
 // within it (measured as the decoded end at the committing pass minus the word's end, plus
