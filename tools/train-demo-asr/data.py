@@ -21,7 +21,7 @@ TRAIN_VARIANTS = ["", "+m1", "+m2", "+m3", "+m4", "+m5", "+m7",
                   "+f1", "+f2", "+f3", "+f5", "+klatt", "+klatt2", "+klatt3"]
 # variants that never occur in training (used for half of the test set)
 HELDOUT_VARIANTS = ["+f4", "+m6", "+klatt4"]
-# more espeak-ng variants for the second training set (prepare.py --extra): other
+# more espeak-ng variants for the further training sets (prepare.py --extra): other
 # speakers' formant settings, none of them a held-out variant
 EXTRA_VARIANTS = ["+m8", "+Alex", "+Andy", "+Annie", "+Denis", "+Jacky", "+Lee", "+Mike",
                   "+Michael", "+adam", "+anika", "+belinda", "+benjamin", "+caleb", "+david",
@@ -265,6 +265,18 @@ def synth_many(jobs, workers=2, log=None):
             done += 1
             if log and done % 500 == 0:
                 log(f"synthesised {done}/{len(jobs)}")
+
+
+def read_testset(path):
+    """The rows (id, voice, speed, pitch, text) of a testset.tsv that prepare.py wrote."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        header = f.readline().rstrip("\n").split("\t")
+        assert header == ["id", "voice", "speed", "pitch", "text"], header
+        for line in f:
+            i, v, sp, pi, text = line.rstrip("\n").split("\t")
+            rows.append((i, v, int(sp), int(pi), text))
+    return rows
 
 
 def read_wav(path):

@@ -28,13 +28,7 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     a = ap.parse_args()
     os.makedirs(a.outdir, exist_ok=True)
-    rows = []
-    with open(a.tsv, encoding="utf-8") as f:
-        header = f.readline().rstrip("\n").split("\t")
-        assert header == ["id", "voice", "speed", "pitch", "text"], header
-        for line in f:
-            i, v, sp, pi, text = line.rstrip("\n").split("\t")
-            rows.append((i, v, int(sp), int(pi), text))
+    rows = D.read_testset(a.tsv)
     jobs = [(v, sp, pi, text, os.path.join(a.outdir, f"{i}.wav")) for (i, v, sp, pi, text) in rows]
     D.synth_many(jobs, a.workers, print)
     with open(os.path.join(a.outdir, "transcripts.tsv"), "w", encoding="utf-8") as f:

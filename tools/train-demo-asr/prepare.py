@@ -118,13 +118,9 @@ def prepare_extra(data_dir, base_dir, n_train, seed, workers=2, log=print):
     with --extra-data; the tokenizer stays the one trained on BASE_DIR's sentences."""
     os.makedirs(os.path.join(data_dir, "wav"), exist_ok=True)
     words = D.load_words()
-    test_sentences, test_settings = set(), set()
-    with open(os.path.join(base_dir, "testset.tsv")) as f:
-        next(f)
-        for line in f:
-            _, v, sp, pi, text = line.rstrip("\n").split("\t")
-            test_sentences.add(text)
-            test_settings.add((v, int(sp), int(pi)))
+    test = D.read_testset(os.path.join(base_dir, "testset.tsv"))
+    test_sentences = {text for (_, _, _, _, text) in test}
+    test_settings = {(v, sp, pi) for (_, v, sp, pi, _) in test}
     rng = random.Random(seed)
     sentences = []
     while len(sentences) < n_train:
