@@ -52,6 +52,21 @@ def load_split(data_dir, name):
     return z["audio"], z["offs"], list(z["meta"])
 
 
+def join_training_sets(audio, offs, meta, extra_dirs, log=print):
+    """One training split followed by each further set's (prepare.py --extra), joined with a
+    single copy of the audio."""
+    audios, all_offs, meta = [audio], [offs], list(meta)
+    end = len(audio)
+    for d in extra_dirs:
+        a, o, m = load_split(d, "train")
+        all_offs.append(o[1:] + end)
+        audios.append(a)
+        end += len(a)
+        meta += m
+        log(f"+ {len(m)} train utterances from {d}")
+    return np.concatenate(audios), np.concatenate(all_offs), meta
+
+
 def build_tokenizer(train_meta):
     words = D.load_words()
     counts = Counter(w for m in train_meta for w in m[4].split())
@@ -218,13 +233,9 @@ def main():
         import prepare
         prepare.prepare(a.data, a.n_train, seed=a.seed, log=log)
     audio, offs, meta = load_split(a.data, "train")
-    tok = build_tokenizer(meta)
-    for extra in a.extra_data:
-        x_audio, x_offs, x_meta = load_split(extra, "train")
-        offs = np.concatenate([offs, x_offs[1:] + offs[-1]])
-        audio = np.concatenate([audio, x_audio])
-        meta += x_meta
-        log(f"+ {len(x_meta)} train utterances from {extra}")
+    tok = build_tokenizer(meta)  # DATA's sentences only, whatever further sets join them
+    if a.extra_data:
+        audio, offs, meta = join_training_sets(audio, offs, meta, a.extra_data, log)
     cfg = dict(MODEL_CFG, vocab_size=tok.vocab_size)
     log(f"{len(meta)} train utterances, vocab {tok.vocab_size} ({tok.n_text} BPE), cfg {cfg}")
 
