@@ -30,9 +30,12 @@ struct WeightMatrix {
 };
 
 // Attention of `n_queries` new tokens over `n_kv` cached positions (the new ones included),
-// all float32. Grouped-query: query head h reads KV head h / (n_heads / n_kv_heads).
+// float32 (the cache may be f16 instead). Grouped-query: query head h reads KV head
+// h / (n_heads / n_kv_heads).
 //   q:   n_queries rows, row t at q[t * q_stride], holding n_heads * head_dim floats
-//   k,v: n_kv rows, row p at k[p * kv_stride], holding n_kv_heads * head_dim floats
+//   k,v: n_kv rows, row p at k[p * kv_stride], holding n_kv_heads * head_dim floats; or, when
+//        k_f16 / v_f16 are set (k / v empty), the same rows as IEEE half bits
+//        (head_dim <= kernels::kMaxF16HeadDim)
 //   out: n_queries rows, row t at out[t * out_stride], n_heads * head_dim floats
 // Causal: query t sits at position first_query_pos + t and sees keys 0..that position (and,
 // when window > 0, only the last `window` of them).
@@ -40,6 +43,8 @@ struct AttentionArgs {
   std::span<const float> q;
   std::span<const float> k;
   std::span<const float> v;
+  std::span<const uint16_t> k_f16;
+  std::span<const uint16_t> v_f16;
   std::span<float> out;
   size_t q_stride = 0;
   size_t kv_stride = 0;

@@ -109,6 +109,7 @@ enum {
   PROP_WORD_TIMESTAMPS,
   PROP_THREADS,
   PROP_QUANT,
+  PROP_KV_CACHE,
   PROP_INITIAL_PROMPT,
   PROP_LATENCY,
   PROP_MODEL_INSTANCE_ID,
@@ -129,6 +130,7 @@ enum {
 #define DEFAULT_WORD_TIMESTAMPS FALSE
 #define DEFAULT_THREADS 0
 #define DEFAULT_QUANT GST_OXI_WHISPER_QUANT_NONE
+#define DEFAULT_KV_CACHE GST_OXI_WHISPER_KV_CACHE_AUTO
 #define DEFAULT_LATENCY_MS 3000
 #define MIN_LATENCY_MS 100
 #define MAX_LATENCY_MS 600000
@@ -152,6 +154,17 @@ static GType gst_oxi_whisper_quant_get_type(void) {
       {GST_OXI_WHISPER_QUANT_Q4, "Decoder weights re-quantized to Q4_0 at load", "q4"},
       {0, nullptr, nullptr}};
   return oxi_enum_type(&type, "GstOxiWhisperQuant", values);
+}
+
+#define GST_TYPE_OXI_WHISPER_KV_CACHE (gst_oxi_whisper_kv_cache_get_type())
+static GType gst_oxi_whisper_kv_cache_get_type(void) {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {GST_OXI_WHISPER_KV_CACHE_AUTO, "f16 in live mode (many streams), f32 in file mode", "auto"},
+      {GST_OXI_WHISPER_KV_CACHE_F32, "32-bit floats: the reference's arithmetic", "f32"},
+      {GST_OXI_WHISPER_KV_CACHE_F16, "16-bit floats: half the memory per stream", "f16"},
+      {0, nullptr, nullptr}};
+  return oxi_enum_type(&type, "GstOxiWhisperKvCache", values);
 }
 
 #define GST_TYPE_OXI_WHISPER_VAD (gst_oxi_whisper_vad_get_type())
@@ -185,6 +198,7 @@ static const OxiPropertyField properties[] = {
     OXI_PROPERTY_FIELD(PROP_WORD_TIMESTAMPS, GstOxiWhisper, word_timestamps),
     OXI_PROPERTY_FIELD(PROP_THREADS, GstOxiWhisper, threads),
     OXI_PROPERTY_FIELD(PROP_QUANT, GstOxiWhisper, quant),
+    OXI_PROPERTY_FIELD(PROP_KV_CACHE, GstOxiWhisper, kv_cache),
     OXI_PROPERTY_FIELD(PROP_INITIAL_PROMPT, GstOxiWhisper, initial_prompt),
     OXI_PROPERTY_FIELD(PROP_LATENCY, GstOxiWhisper, latency_ms),
     OXI_PROPERTY_FIELD(PROP_MODEL_INSTANCE_ID, GstOxiWhisper, model_instance_id),
@@ -193,8 +207,7 @@ static const OxiPropertyField properties[] = {
     OXI_PROPERTY_FIELD(PROP_VAD_MODEL, GstOxiWhisper, vad_model),
     OXI_PROPERTY_FIELD(PROP_VAD_THRESHOLD, GstOxiWhisper, vad_threshold),
     OXI_PROPERTY_FIELD(PROP_ENCODE_AUDIO_ONLY, GstOxiWhisper, encode_audio_only),
-    OXI_PROPERTY_FIELD(PROP_CONDITION_ON_PREVIOUS_TEXT, GstOxiWhisper,
-                       condition_on_previous_text),
+    OXI_PROPERTY_FIELD(PROP_CONDITION_ON_PREVIOUS_TEXT, GstOxiWhisper, condition_on_previous_text),
     OXI_PROPERTY_FIELD(PROP_STATS_INTERVAL, GstOxiWhisper, stats_interval_ms),
 };
 
@@ -273,6 +286,14 @@ static void gst_oxi_whisper_class_init(GstOxiWhisperClass* klass) {
                         "Re-quantize the decoder's weights at load (smaller and faster, slightly "
                         "less accurate)",
                         GST_TYPE_OXI_WHISPER_QUANT, DEFAULT_QUANT, ready_flags));
+  g_object_class_install_property(
+      gobject_class, PROP_KV_CACHE,
+      g_param_spec_enum("kv-cache", "KV cache type",
+                        "Element type of the decoder's per-stream caches (cross-attention keys "
+                        "and values of the audio, self-attention cache): f16 halves what each "
+                        "stream holds, as whisper.cpp keeps them; f32 computes as the reference "
+                        "does (and as oxinfer transcribe does by default)",
+                        GST_TYPE_OXI_WHISPER_KV_CACHE, DEFAULT_KV_CACHE, ready_flags));
   g_object_class_install_property(
       gobject_class, PROP_INITIAL_PROMPT,
       g_param_spec_string("initial-prompt", "Initial prompt",
@@ -370,6 +391,7 @@ static void gst_oxi_whisper_class_init(GstOxiWhisperClass* klass) {
   gst_element_class_add_static_pad_template(element_class, &unsynced_template);
   element_class->change_state = GST_DEBUG_FUNCPTR(gst_oxi_whisper_change_state);
   gst_type_mark_as_plugin_api(GST_TYPE_OXI_WHISPER_QUANT, static_cast<GstPluginAPIFlags>(0));
+  gst_type_mark_as_plugin_api(GST_TYPE_OXI_WHISPER_KV_CACHE, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_OXI_WHISPER_MODE, static_cast<GstPluginAPIFlags>(0));
 
   GST_DEBUG_CATEGORY_INIT(gst_oxi_whisper_debug, "oxiwhisper", 0, "oxinfer Whisper transcriber");
@@ -600,6 +622,7 @@ static gboolean gst_oxi_whisper_prepare(GstOxiWhisper* self) {
   s.initial_prompt = self->initial_prompt ? self->initial_prompt : "";
   s.latency_ms = self->latency_ms;
   s.mode = self->mode;
+  s.kv_cache = self->kv_cache;
   s.encode_audio_only = self->encode_audio_only;
   s.condition_on_previous_text = self->condition_on_previous_text;
   s.stats_interval_ms = self->stats_interval_ms;

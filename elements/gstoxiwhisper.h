@@ -30,6 +30,12 @@ typedef enum {
   GST_OXI_WHISPER_VAD_ON = 2,
 } GstOxiWhisperVad;
 
+typedef enum {
+  GST_OXI_WHISPER_KV_CACHE_AUTO = 0,
+  GST_OXI_WHISPER_KV_CACHE_F32 = 1,
+  GST_OXI_WHISPER_KV_CACHE_F16 = 2,
+} GstOxiWhisperKvCache;
+
 /* The model, the worker thread and the stream state (C++, elements/gstoxiwhisper.cpp). */
 typedef struct _GstOxiWhisperContext GstOxiWhisperContext;
 
@@ -47,6 +53,7 @@ struct _GstOxiWhisper {
   gboolean word_timestamps;
   guint threads;
   GstOxiWhisperQuant quant;
+  GstOxiWhisperKvCache kv_cache;
   gchar* initial_prompt;
   guint latency_ms;
   gchar* model_instance_id;

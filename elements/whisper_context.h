@@ -51,6 +51,7 @@ struct OxiWhisperSettings {
   std::string initial_prompt;
   guint latency_ms = 0;
   GstOxiWhisperMode mode = GST_OXI_WHISPER_MODE_AUTO;
+  GstOxiWhisperKvCache kv_cache = GST_OXI_WHISPER_KV_CACHE_AUTO;
   bool encode_audio_only = true;
   bool condition_on_previous_text = true;
   guint stats_interval_ms = 0;

@@ -52,6 +52,10 @@ static void gst_oxi_whisper_start_run(GstOxiWhisper* self, GstClockTime pts) {
   if (!GST_CLOCK_TIME_IS_VALID(c->pushed_until)) c->pushed_until = c->run_start;
   c->file_samples.clear();
   c->run_vad = false;
+  const GstOxiWhisperKvCache kv = c->settings.kv_cache;
+  const bool kv_f16 =
+      kv == GST_OXI_WHISPER_KV_CACHE_F16 || (kv == GST_OXI_WHISPER_KV_CACHE_AUTO && c->run_live);
+  c->transcriber->set_kv_cache(kv_f16 ? oxi::kernels::DType::F16 : oxi::kernels::DType::F32);
   if (c->run_live) {
     gst_oxi_whisper_live_start(self);
     // An empty GAP where the output stands lets downstream sinks preroll now, so in a

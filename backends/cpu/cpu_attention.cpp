@@ -11,6 +11,8 @@
 #include <string>
 
 #include "backends/cpu/cpu_backend_impl.h"
+#include "kernels/formats/fp16.h"
+#include "kernels/formats/quant.h"
 #include "kernels/math/attention.h"
 #include "kernels/math/gemm.h"
 #include "kernels/math/softmax.h"
@@ -32,6 +34,10 @@ size_t strided_extent(size_t rows, size_t stride, size_t row_elems) {
   return rows == 0 ? 0 : (rows - 1) * stride + row_elems;
 }
 
+bool f16_cache(const AttentionArgs& a) {
+  return !a.k_f16.empty();
+}
+
 void validate(const AttentionArgs& a) {
   if (a.head_dim == 0 || a.n_kv_heads == 0 || a.n_heads % a.n_kv_heads != 0)
     throw Error("attention", "bad head shape: " + std::to_string(a.n_heads) + " heads, " +
@@ -40,10 +46,19 @@ void validate(const AttentionArgs& a) {
   const size_t q_row = a.n_heads * a.head_dim, kv_row = a.n_kv_heads * a.head_dim;
   if (a.q_stride < q_row || a.out_stride < q_row || (a.n_kv > 0 && a.kv_stride < kv_row))
     throw Error("attention", "a row stride is shorter than its row");
+  const bool f16 = f16_cache(a);
+  if (f16 ? (a.v_f16.empty() || !a.k.empty() || !a.v.empty()) : !a.v_f16.empty())
+    throw Error("attention", "the keys and values must be both f32 or both f16");
+  if (f16 && a.head_dim > kernels::kMaxF16HeadDim)
+    throw Error("attention", "an f16 cache takes heads of up to " +
+                                 std::to_string(kernels::kMaxF16HeadDim) + " dims, not " +
+                                 std::to_string(a.head_dim));
+  const size_t kv_extent = strided_extent(a.n_kv, a.kv_stride, kv_row);
+  const size_t k_size = f16 ? a.k_f16.size() : a.k.size();
+  const size_t v_size = f16 ? a.v_f16.size() : a.v.size();
   if (a.q.size() < strided_extent(a.n_queries, a.q_stride, q_row) ||
-      a.out.size() < strided_extent(a.n_queries, a.out_stride, q_row) ||
-      a.k.size() < strided_extent(a.n_kv, a.kv_stride, kv_row) ||
-      a.v.size() < strided_extent(a.n_kv, a.kv_stride, kv_row))
+      a.out.size() < strided_extent(a.n_queries, a.out_stride, q_row) || k_size < kv_extent ||
+      v_size < kv_extent)
     throw Error("attention", "a span is too short for the shape given");
   if (a.causal && a.first_query_pos + a.n_queries > a.n_kv)
     throw Error("attention", "causal queries at positions up to " +
@@ -56,8 +71,7 @@ void validate(const AttentionArgs& a) {
 void CpuBackend::attention(const AttentionArgs& a) {
   if (a.n_queries == 0 || a.n_heads == 0) return;
   validate(a);
-  const float scale =
-      a.scale != 0.0f ? a.scale : 1.0f / std::sqrt(static_cast<float>(a.head_dim));
+  const float scale = a.scale != 0.0f ? a.scale : 1.0f / std::sqrt(static_cast<float>(a.head_dim));
   if (!a.causal && a.window == 0 && a.n_queries >= kGemmAttentionMin &&
       a.n_kv >= kGemmAttentionMin) {
     attention_by_gemm(a, scale);
@@ -68,6 +82,10 @@ void CpuBackend::attention(const AttentionArgs& a) {
   p.q_token_stride = a.q_stride;
   p.k = a.k.data();
   p.v = a.v.data();
+  if (f16_cache(a)) {
+    p.k_f16 = a.k_f16.data();
+    p.v_f16 = a.v_f16.data();
+  }
   p.kv_token_stride = a.kv_stride;
   p.out = a.out.data();
   p.out_token_stride = a.out_stride;
@@ -91,15 +109,25 @@ void CpuBackend::attention(const AttentionArgs& a) {
 
 void CpuBackend::attention_by_gemm(const AttentionArgs& a, float scale) {
   const size_t hd = a.head_dim, n_kv = a.n_kv, group = a.n_heads / a.n_kv_heads;
+  const bool f16 = f16_cache(a);
   // V of each kv head transposed to (head_dim, n_kv): the rows the second GEMM reads.
   attention_vt_.resize(a.n_kv_heads * hd * n_kv);
   run_pieces(a.n_kv_heads, [&](size_t g) {
     float* vt = attention_vt_.data() + g * hd * n_kv;
     for (size_t p = 0; p < n_kv; ++p) {
-      const float* v = a.v.data() + p * a.kv_stride + g * hd;
-      for (size_t d = 0; d < hd; ++d) vt[d * n_kv + p] = v[d];
+      const size_t row = p * a.kv_stride + g * hd;
+      if (f16)
+        for (size_t d = 0; d < hd; ++d) vt[d * n_kv + p] = kernels::f16_to_f32(a.v_f16[row + d]);
+      else
+        for (size_t d = 0; d < hd; ++d) vt[d * n_kv + p] = a.v[row + d];
     }
   });
+  // The keys are read in place, through the GEMM's row decoder for their format.
+  const void* keys =
+      f16 ? static_cast<const void*>(a.k_f16.data()) : static_cast<const void*>(a.k.data());
+  const size_t key_bytes = f16 ? sizeof(uint16_t) : sizeof(float);
+  const kernels::RowDecoder decode_keys =
+      f16 ? kernels::row_decoder(kernels::DType::F16) : kernels::decode_f32_row;
   const size_t block = kGemmAttentionQueryBlock;
   const size_t q_blocks = (a.n_queries + block - 1) / block;
   const size_t gemm_floats = std::max(kernels::gemm_scratch_floats(block, hd, n_kv),
@@ -113,8 +141,9 @@ void CpuBackend::attention_by_gemm(const AttentionArgs& a, float scale) {
     const std::span<float> gemm = std::span(scratch).subspan(block * n_kv, gemm_floats);
     // S = Q_h K_h^T
     kernels::gemm_f32(a.q.data() + t0 * a.q_stride + h * hd, a.q_stride, m, hd,
-                      a.k.data() + g * hd, a.kv_stride * sizeof(float), kernels::decode_f32_row, 0,
-                      n_kv, nullptr, scores.data(), n_kv, gemm);
+                      static_cast<const uint8_t*>(keys) + g * hd * key_bytes,
+                      a.kv_stride * key_bytes, decode_keys, 0, n_kv, nullptr, scores.data(), n_kv,
+                      gemm);
     // P = softmax(scale * S), row by row
     for (size_t i = 0; i < m; ++i) {
       const std::span<float> row = scores.subspan(i * n_kv, n_kv);

@@ -1,8 +1,11 @@
 // Scaled dot-product attention over a KV cache with online softmax (one pass over the keys,
 // no score matrix): grouped-query heads, causal mask at a position offset, sliding window.
+// The cache is f32, or f16 (half the memory per stream, as whisper.cpp and llama.cpp keep it):
+// an f16 cache gives exactly the f32 result on its values widened to f32.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace oxi::kernels {
 
@@ -13,6 +16,9 @@ struct AttentionParams {
   // Cache: k[p * kv_token_stride + g * head_dim + d] for p < kv_len, g < n_kv_heads (same for v).
   const float* k = nullptr;
   const float* v = nullptr;
+  // Set instead of k / v: an f16 cache (IEEE half bits), same layout and strides.
+  const uint16_t* k_f16 = nullptr;
+  const uint16_t* v_f16 = nullptr;
   size_t kv_token_stride = 0;
   // Output: out[t * out_token_stride + h * head_dim + d].
   float* out = nullptr;
@@ -28,6 +34,9 @@ struct AttentionParams {
   size_t window = 0;   // when > 0, it also sees only keys at positions > p - window
   float scale = 1.0f;  // usually 1 / sqrt(head_dim)
 };
+
+// Longest head an f16 cache may have (the kernel widens a row at a time on its stack).
+inline constexpr size_t kMaxF16HeadDim = 512;
 
 // Computes heads [head_begin, head_end) for query tokens [q_begin, q_end). Single-threaded;
 // the backend splits heads (and query blocks) over threads. A query that sees no key gets 0.

@@ -109,6 +109,10 @@ class Transcriber {
   }
 
   const WhisperModel& model() const { return *model_; }
+  // The decoder's KV caches: F32 (default, the reference's arithmetic) or F16 (half the
+  // memory per stream). See WhisperState::set_kv_cache.
+  void set_kv_cache(kernels::DType type) { state_->set_kv_cache(type); }
+  kernels::DType kv_cache() const { return state_->kv_cache(); }
 
   // Whole-file long-form transcription of 16 kHz mono samples. progress gets the share of the
   // audio done (0..1) after each window. Returns the segments decoded before a cancel.

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <string>
 
+#include "kernels/formats/quant.h"
 #include "kernels/math/activation.h"
 #include "lib/core/error.h"
 #include "lib/core/span_math.h"
@@ -59,9 +60,13 @@ void WhisperState::decoder_block(size_t il, size_t n, size_t n_past) {
   const BlockWeights& b = model_->weights().decoder_blocks[il];
   const size_t d = c.n_text_state, n_audio = n_audio_positions_;
   const std::span<float> x(dec_x_), h(dec_h_), q(dec_q_), attn(dec_attn_), f(dec_mlp_);
-  // New keys and values go straight into their cache rows.
-  const std::span<float> k = std::span(self_k_[il]).subspan(n_past * d, n * d);
-  const std::span<float> v = std::span(self_v_[il]).subspan(n_past * d, n * d);
+  // New keys and values go straight into their rows of an f32 cache; an f16 cache gets them
+  // rounded from kv_rows_.
+  if (kv_f16_) kv_rows_.resize(2 * n * d);
+  const std::span<float> k = kv_f16_ ? std::span(kv_rows_).first(n * d)
+                                     : std::span(self_k_[il]).subspan(n_past * d, n * d);
+  const std::span<float> v = kv_f16_ ? std::span(kv_rows_).subspan(n * d, n * d)
+                                     : std::span(self_v_[il]).subspan(n_past * d, n * d);
 
   backends::AttentionArgs a;
   a.q = q;
@@ -76,8 +81,15 @@ void WhisperState::decoder_block(size_t il, size_t n, size_t n_past) {
   backend_.matmul(b.attn.query, h, n, q, optional_bias(b.attn.query_bias));
   backend_.matmul(b.attn.key, h, n, k);
   backend_.matmul(b.attn.value, h, n, v, optional_bias(b.attn.value_bias));
-  a.k = std::span<const float>(self_k_[il]).first((n_past + n) * d);
-  a.v = std::span<const float>(self_v_[il]).first((n_past + n) * d);
+  if (kv_f16_) {
+    kernels::quantize_row(kernels::DType::F16, k.data(), self_k16_[il].data() + n_past * d, n * d);
+    kernels::quantize_row(kernels::DType::F16, v.data(), self_v16_[il].data() + n_past * d, n * d);
+    a.k_f16 = std::span<const uint16_t>(self_k16_[il]).first((n_past + n) * d);
+    a.v_f16 = std::span<const uint16_t>(self_v16_[il]).first((n_past + n) * d);
+  } else {
+    a.k = std::span<const float>(self_k_[il]).first((n_past + n) * d);
+    a.v = std::span<const float>(self_v_[il]).first((n_past + n) * d);
+  }
   a.n_kv = n_past + n;
   a.first_query_pos = n_past;
   a.causal = true;
@@ -90,6 +102,8 @@ void WhisperState::decoder_block(size_t il, size_t n, size_t n_past) {
   backend_.matmul(b.cross_attn.query, h, n, q, optional_bias(b.cross_attn.query_bias));
   a.k = cross_k_[il];
   a.v = cross_v_[il];
+  a.k_f16 = cross_k16_[il];
+  a.v_f16 = cross_v16_[il];
   a.n_kv = n_audio;
   a.first_query_pos = 0;
   a.causal = false;
@@ -124,9 +138,9 @@ void WhisperState::record_cross_weights(size_t il, size_t n, size_t n_past) {
       double max_score = -INFINITY;
       std::vector<double> scores(n_audio);
       for (size_t p = 0; p < n_audio; ++p) {
-        const float* k = cross_k_[il].data() + p * d + static_cast<size_t>(head) * hd;
+        const size_t k = p * d + static_cast<size_t>(head) * hd;
         double s = 0.0;
-        for (size_t i = 0; i < hd; ++i) s += static_cast<double>(q[i]) * k[i];
+        for (size_t i = 0; i < hd; ++i) s += static_cast<double>(q[i]) * cross_key(il, k + i);
         scores[p] = s * scale;
         max_score = std::max(max_score, scores[p]);
       }

@@ -7,6 +7,9 @@
 //   logits = state.decode(prompt, 0);                 // <|startoftranscript|><|en|>... at 0..
 //   logits = state.decode({{next}}, prompt.size());   // then one token at a time
 //
+// The decoder's caches are f32 by default (logits as the reference computes them); f16 halves
+// what each stream holds (as whisper.cpp keeps them), for many concurrent streams.
+//
 // Not thread-safe: one state per stream (and one Backend per thread, see backend.h).
 #pragma once
 
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "kernels/formats/dtype.h"
 #include "lib/whisper/encoder_batcher.h"
 #include "lib/whisper/whisper_encoder.h"
 #include "lib/whisper/whisper_model.h"
@@ -39,6 +43,10 @@ class WhisperState {
   // concurrent passes) instead of a private WhisperEncoder. Throws oxi::Error when it serves
   // another model.
   void share_encoder(std::shared_ptr<const EncoderBatcher> encoder);
+  // The element type of the cross-attention keys/values and the self-attention cache: F32
+  // (default) or F16. Takes effect at the next encode(); anything else throws oxi::Error.
+  void set_kv_cache(kernels::DType type);
+  kernels::DType kv_cache() const { return kv_f16_ ? kernels::DType::F16 : kernels::DType::F32; }
   // (n_audio_positions(), n_audio_state) of the last encode(); empty before.
   std::span<const float> encoder_output() const { return encoder_output_; }
   size_t n_audio_positions() const { return n_audio_positions_; }
@@ -65,6 +73,8 @@ class WhisperState {
   // whisper_decoder.cpp
   void decoder_block(size_t il, size_t n, size_t n_past);
   void record_cross_weights(size_t il, size_t n, size_t n_past);
+  // Element i of layer il's cross-attention keys, whatever the cache type.
+  float cross_key(size_t il, size_t i) const;
 
   std::shared_ptr<const WhisperModel> model_;
   backends::Backend& backend_;
@@ -75,10 +85,14 @@ class WhisperState {
   std::vector<float> encoder_output_;  // (n_audio_positions_, state), after ln_post
   size_t n_audio_positions_ = 0;
 
-  // Decoder.
-  std::vector<std::vector<float>> cross_k_, cross_v_;  // per layer (n_audio_positions_, state)
-  std::vector<std::vector<float>> self_k_, self_v_;    // per layer (grown <= n_text_ctx, state)
+  // Decoder. Per layer, the caches of the type in use (the other type's vectors stay empty).
+  bool kv_f16_ = false;
+  size_t self_kv_rows_ = 0;                            // positions the self-attention cache holds
+  std::vector<std::vector<float>> cross_k_, cross_v_;  // (n_audio_positions_, state)
+  std::vector<std::vector<float>> self_k_, self_v_;    // (self_kv_rows_, state)
+  std::vector<std::vector<uint16_t>> cross_k16_, cross_v16_, self_k16_, self_v16_;
   std::vector<float> dec_x_, dec_h_, dec_q_, dec_attn_, dec_mlp_, logits_;  // per decode() size
+  std::vector<float> kv_rows_;  // f16 caches: new keys / values in f32 before they are rounded
 
   bool record_alignment_ = false;
   std::vector<std::vector<float>> alignment_;

@@ -1,5 +1,5 @@
 // Backend::attention against naive double softmax attention (GQA, causal offset, sliding
-// window), and bit-identical results across thread counts.
+// window), bit-identical results across thread counts, and an f16 cache against the f32 one.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "kernels/formats/fp16.h"
 #include "lib/core/error.h"
 #include "tests/common/test_data.h"
 
@@ -138,7 +139,8 @@ TEST(CpuAttention, LongNonCausalThroughTheGemmMatchesNaiveDouble) {
 }
 
 TEST(CpuAttention, BitIdenticalAcrossThreadCounts) {
-  for (const Shape& s : {Shape{70, 90, 8, 2, 64, 20, true, 0}, Shape{130, 140, 4, 2, 32, 0, false, 0}}) {
+  for (const Shape& s :
+       {Shape{70, 90, 8, 2, 64, 20, true, 0}, Shape{130, 140, 4, 2, 32, 0, false, 0}}) {
     const Problem p = make_problem(s, 5);
     std::vector<float> first;
     for (int threads : {1, 2, 3}) {
@@ -153,6 +155,34 @@ TEST(CpuAttention, BitIdenticalAcrossThreadCounts) {
   }
 }
 
+// An f16 cache gives exactly what the f32 path gives on its values widened back to f32, on the
+// online path (decode, causal prefill with GQA, a sliding window) and through the GEMM.
+TEST(CpuAttention, F16CacheEqualsF32OnTheWidenedValues) {
+  const auto backend = make_cpu_backend(2);
+  for (const Shape& s : {Shape{1, 77, 6, 3, 128, 76, true, 0}, Shape{37, 50, 8, 2, 64, 13, true, 0},
+                         Shape{40, 40, 4, 1, 32, 0, true, 7}, Shape{9, 20, 4, 4, 36, 0, false, 0},
+                         Shape{150, 300, 6, 6, 64, 0, false, 0}}) {
+    Problem p = make_problem(s, 21);
+    std::vector<uint16_t> k16(p.k.size()), v16(p.v.size());
+    for (size_t i = 0; i < p.k.size(); ++i) {
+      k16[i] = kernels::f32_to_f16(p.k[i]);
+      v16[i] = kernels::f32_to_f16(p.v[i]);
+      p.k[i] = kernels::f16_to_f32(k16[i]);
+      p.v[i] = kernels::f16_to_f32(v16[i]);
+    }
+    std::vector<float> want(s.n_queries * p.out_stride, 0.0f), got(want.size(), 0.0f);
+    backend->attention(p.args(want));
+    AttentionArgs a = p.args(got);
+    a.k = {};
+    a.v = {};
+    a.k_f16 = k16;
+    a.v_f16 = v16;
+    backend->attention(a);
+    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), got.size() * 4))
+        << s.n_queries << " queries over " << s.n_kv << " keys";
+  }
+}
+
 TEST(CpuAttention, RejectsBadShapes) {
   const auto backend = make_cpu_backend(1);
   Problem p = make_problem({4, 4, 6, 4, 16, 0, true, 0}, 6);  // 6 heads over 4 KV heads
@@ -160,6 +190,18 @@ TEST(CpuAttention, RejectsBadShapes) {
   EXPECT_THROW(backend->attention(p.args(out)), Error);
   p = make_problem({4, 3, 4, 2, 16, 0, true, 0}, 7);  // causal query 3 needs 4 keys
   EXPECT_THROW(backend->attention(p.args(out)), Error);
+  // f32 keys with f16 values, and an f16 cache one row short.
+  p = make_problem({4, 4, 4, 2, 16, 0, true, 0}, 8);
+  const std::vector<uint16_t> half(p.v.size());
+  AttentionArgs a = p.args(out);
+  a.v = {};
+  a.v_f16 = half;
+  EXPECT_THROW(backend->attention(a), Error);
+  a.k = {};
+  a.k_f16 = std::span(half).first(half.size() - p.kv_stride);
+  EXPECT_THROW(backend->attention(a), Error);
+  a.k_f16 = half;
+  EXPECT_NO_THROW(backend->attention(a));
 }
 
 }  // namespace

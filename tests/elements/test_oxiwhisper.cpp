@@ -142,9 +142,11 @@ class OxiWhisper : public ::testing::Test {
     return h;
   }
 
-  static Transcript reference(const std::vector<float>& samples, bool word_timestamps) {
+  static Transcript reference(const std::vector<float>& samples, bool word_timestamps,
+                              oxi::kernels::DType kv_cache = oxi::kernels::DType::F32) {
     auto backend = oxi::backends::make_cpu_backend(2);
     oxi::whisper::Transcriber t(oxi::whisper::WhisperModel::load(model_dir()), *backend);
+    t.set_kv_cache(kv_cache);
     oxi::whisper::TranscribeOptions o;
     o.word_timestamps = word_timestamps;
     return t.transcribe(samples, o);
@@ -276,10 +278,16 @@ TEST_F(OxiWhisper, AnswersLatencyInPaused) {
 
 // Non-live: a WAV file through filesrc ! wavparse gives exactly Transcriber::transcribe's text and
 // times on the same samples (what `oxinfer transcribe --timestamps` prints).
-class OxiWhisperFile : public OxiWhisper, public ::testing::WithParamInterface<bool> {};
+struct FileCase {
+  bool words;  // word-timestamps=true
+  bool f16;    // kv-cache=f16
+};
+class OxiWhisperFile : public OxiWhisper, public ::testing::WithParamInterface<FileCase> {};
 
+// File mode (kv-cache=auto: f32 there, as oxinfer transcribe) equals the transcriber, and
+// with kv-cache=f16 equals a transcriber with an f16 cache.
 TEST_P(OxiWhisperFile, EqualsTranscriberOnAWavFile) {
-  const bool words = GetParam();
+  const bool words = GetParam().words, f16 = GetParam().f16;
   if (!gst_registry_check_feature_version(gst_registry_get(), "wavparse", 1, 0, 0))
     GTEST_SKIP() << "wavparse (gst-plugins-good) is not installed";
   const fs::path wav = dir_->path() / (words ? "words.wav" : "speech.wav");
@@ -293,6 +301,7 @@ TEST_P(OxiWhisperFile, EqualsTranscriberOnAWavFile) {
   ASSERT_NE(pipeline, nullptr) << (error ? error->message : "");
   GstElement* w = gst_bin_get_by_name(GST_BIN(pipeline), "w");
   g_object_set(w, "word-timestamps", words, nullptr);
+  if (f16) gst_util_set_object_arg(G_OBJECT(w), "kv-cache", "f16");
   Recording r;
   record(w, &r);
   gst_object_unref(w);
@@ -303,7 +312,9 @@ TEST_P(OxiWhisperFile, EqualsTranscriberOnAWavFile) {
 
   const std::vector<float> samples = oxi::media::decode_audio_file(wav);
   const std::vector<Item> items = r.take();
-  expect_equal_to_transcript(items, reference(samples, words), words, 0);
+  expect_equal_to_transcript(
+      items, reference(samples, words, f16 ? oxi::kernels::DType::F16 : oxi::kernels::DType::F32),
+      words, 0);
   // Gaps fill the silences between texts, up to the end of the audio.
   GstClockTime end = 0;
   for (const Item& i : items) end = std::max(end, i.pts + i.duration);
@@ -311,8 +322,9 @@ TEST_P(OxiWhisperFile, EqualsTranscriberOnAWavFile) {
   EXPECT_TRUE(r.eos);
 }
 
-INSTANTIATE_TEST_SUITE_P(Segments, OxiWhisperFile, ::testing::Values(false));
-INSTANTIATE_TEST_SUITE_P(Words, OxiWhisperFile, ::testing::Values(true));
+INSTANTIATE_TEST_SUITE_P(Segments, OxiWhisperFile, ::testing::Values(FileCase{false, false}));
+INSTANTIATE_TEST_SUITE_P(Words, OxiWhisperFile, ::testing::Values(FileCase{true, false}));
+INSTANTIATE_TEST_SUITE_P(F16Cache, OxiWhisperFile, ::testing::Values(FileCase{false, true}));
 
 TEST_F(OxiWhisper, LiveTextIsTimedInOrderWithGapsAndFlushedAtEos) {
   GstElement* e = make_element();
@@ -486,6 +498,12 @@ TEST_F(OxiWhisper, PropertiesAreValidated) {
   g_object_set(e, "quant", 1, nullptr);
   g_object_get(e, "quant", &quant, nullptr);
   EXPECT_EQ(quant, 1);
+  gint kv_cache = -1;
+  g_object_get(e, "kv-cache", &kv_cache, nullptr);
+  EXPECT_EQ(kv_cache, 0);  // auto: f16 live, f32 for files
+  gst_util_set_object_arg(G_OBJECT(e), "kv-cache", "f16");
+  g_object_get(e, "kv-cache", &kv_cache, nullptr);
+  EXPECT_EQ(kv_cache, 2);
   gboolean previous_text = FALSE;
   g_object_get(e, "condition-on-previous-text", &previous_text, nullptr);
   EXPECT_TRUE(previous_text);  // whisper_streaming's behaviour unless turned off

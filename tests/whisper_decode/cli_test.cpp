@@ -92,6 +92,10 @@ TEST_F(TranscribeCli, UsageErrors) {
   EXPECT_NE(run("transcribe " + wav()), 0);  // no model
   EXPECT_NE(run("transcribe " + wav() + " " + model() + " --format doc"), 0);
   EXPECT_NE(run("transcribe " + (dir_ / "missing.wav").string() + " " + model()), 0);
+  EXPECT_NE(run("transcribe " + wav() + " " + model() + " --kv-cache q8"), 0);
+  EXPECT_NE(read_text(dir_ / "err.txt").find("--kv-cache must be f32 or f16"), std::string::npos);
+  EXPECT_EQ(run("transcribe " + wav() + " " + model() + " --kv-cache f16"), 0)
+      << read_text(dir_ / "err.txt");
 }
 
 TEST_F(TranscribeCli, BenchWhisperJson) {

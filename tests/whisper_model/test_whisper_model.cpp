@@ -330,6 +330,43 @@ TEST_F(WhisperModelTest, QuantizedDecoderStaysClose) {
   }
 }
 
+// An f16 KV cache (cross-attention keys/values and the self-attention cache) stays close to
+// the reference through prefill, token-by-token steps and a rewind, and so do the alignment
+// weights read from it.
+TEST_F(WhisperModelTest, F16KvCacheStaysClose) {
+  WhisperState state(WhisperModel::load(paths()[0]), *backend_);
+  EXPECT_THROW(state.set_kv_cache(kernels::DType::Q8_0), Error);
+  state.set_kv_cache(kernels::DType::F16);
+  EXPECT_EQ(state.kv_cache(), kernels::DType::F16);
+  const std::vector<float> features = mel(100);
+  state.encode(features, 100);
+  state.set_record_alignment(true);
+  const std::vector<double> audio = reference_encoder(*tiny_, features, 100);
+  const std::vector<int32_t> tokens = {260, 261, 361, 365, 258};
+  std::vector<std::vector<std::vector<double>>> cross;
+  const std::vector<double> want = reference_logits(*tiny_, audio, tokens, &cross);
+  // Prefill of the first three, then one token at a time, then position 4 again (rewind).
+  state.decode(std::span(tokens).first(3), 0);
+  state.decode(std::span(tokens).subspan(3, 1), 3);
+  state.decode(std::span(tokens).subspan(4, 1), 4);
+  const std::span<const float> logits = state.decode(std::span(tokens).subspan(4, 1), 4);
+  const double err = relative_l2(logits, want);
+  std::printf("f16 KV cache: logits relative L2 %.3g\n", err);
+  // Keys and values rounded to 11 significant bits: 1.2e-4 measured (f32: ~1e-6).
+  EXPECT_LE(err, 1e-3);
+  EXPECT_GT(err, 0.0);  // the cache really is f16
+  const std::vector<float>& last = state.alignment_weights().back();
+  for (size_t ah = 0; ah < 2; ++ah) {
+    const auto [layer, head] = kHfAlignmentHeads[ah];
+    EXPECT_LE(relative_l2(std::span(last).subspan(ah * 50, 50), cross[layer][head]), 1e-3) << ah;
+  }
+  // Back to f32: the caches are dropped (a new encode() is needed) and the result is exact.
+  state.set_kv_cache(kernels::DType::F32);
+  EXPECT_THROW(state.decode(tokens, 0), Error);
+  state.encode(features, 100);
+  EXPECT_LE(relative_l2(state.decode(tokens, 0), want), 1e-4);
+}
+
 TEST_F(WhisperModelTest, MisuseThrows) {
   WhisperState state(WhisperModel::load(paths()[0]), *backend_);
   const std::vector<int32_t> tokens = {260};

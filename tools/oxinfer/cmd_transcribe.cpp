@@ -61,7 +61,7 @@ int run_transcribe(const Argv& argv) {
               "oxinfer transcribe FILE... -m MODEL [--language xx|auto] [--translate] "
               "[--timestamps|--no-timestamps] [--word-timestamps] [--format text|json|srt|vtt] "
               "[--initial-prompt T] [--fallback] [--condition-on-prev] [--threads N] "
-              "[--quant q8|q4] [-o OUT]",
+              "[--quant q8|q4] [--kv-cache f32|f16] [-o OUT]",
               "Transcribe audio or video files (any format FFmpeg reads) with a Whisper model.\n"
               "MODEL: a Hugging Face directory, an OpenAI .pt, a whisper.cpp ggml .bin, or a\n"
               "Hub repo id. With several files, OUT is a directory (default: the current one,\n"
@@ -81,6 +81,9 @@ int run_transcribe(const Argv& argv) {
   p.flag("condition-on-prev", "use each window's text as the next window's prompt");
   p.threads_option();
   p.option("quant", "q8|q4", "re-quantize the decoder at load");
+  p.option("kv-cache", "f32|f16",
+           "element type of the decoder's KV caches (default f32, the reference's arithmetic; "
+           "f16 halves their memory, as whisper.cpp keeps them)");
   p.option("output", "OUT", "output file (one input) or directory (several)", "o");
   p.option("dump-mel", "F", "write the first window's log-mel (float32 n_mels x n_frames)");
   p.option("dump-logits", "F", "write the raw logits (float32 n_vocab) of the first step");
@@ -108,6 +111,9 @@ int run_transcribe(const Argv& argv) {
       throw UsageError("--quant must be q8 or q4");
   }
 
+  const std::string kv_cache = args.get_or("kv-cache", "f32");
+  if (kv_cache != "f32" && kv_cache != "f16") throw UsageError("--kv-cache must be f32 or f16");
+
   whisper::TranscribeOptions options;
   options.language = args.get_or("language", "auto");
   // Subtitles want segments timed by the model, as openai-whisper and whisper.cpp make them.
@@ -126,6 +132,7 @@ int run_transcribe(const Argv& argv) {
   const double load_ms = ms_since(t_load);
   const auto backend = backends::make_cpu_backend(static_cast<int>(threads));
   whisper::Transcriber transcriber(model, *backend);
+  transcriber.set_kv_cache(kv_cache == "f16" ? kernels::DType::F16 : kernels::DType::F32);
   if (args.flag("show-tokens")) {
     transcriber.set_window_callback([&](const whisper::WindowResult& r) {
       std::string line = "generated tokens:";
