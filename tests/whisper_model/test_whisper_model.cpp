@@ -161,6 +161,46 @@ TEST_F(WhisperModelTest, DecoderMatchesReferenceAndGreedyTokensAgree) {
   }
 }
 
+// large-v3's layout (128 mel bins, 100 languages with <|yue|>) with distil-whisper's layer
+// counts (a deeper encoder than decoder), in every format: the sizes come from the files, and
+// encoder output and logits match the reference.
+TEST(WhisperModelShapes, LargeV3MelsAndDistilLayersMatchReference) {
+  TinyDims d;
+  d.n_mels = 128;
+  d.n_audio_layer = 4;  // distil-large-v3: 32 encoder layers, 2 decoder layers
+  d.n_text_layer = 2;
+  d.n_languages = 100;
+  d.n_vocab = d.n_ranks + 2 + 100 + 6 + 1501;
+  const TinyWhisper m = make_tiny_whisper(11, d);
+  oxi::test::TempDir dir;
+  write_hf_dir(m, dir / "hf");
+  write_openai_pt(m, dir / "v3.pt");
+  write_ggml(m, dir / "ggml-v3.bin");
+  const std::vector<float> features =
+      oxi::test::random_floats(static_cast<size_t>(d.n_mels) * 100, 5, -1.5f, 1.5f);
+  const std::vector<double> audio = reference_encoder(m, features, 100);
+  const auto backend = backends::make_cpu_backend(2);
+  for (const auto& path : {dir / "hf", dir / "v3.pt", dir / "ggml-v3.bin"}) {
+    SCOPED_TRACE(path.string());
+    const auto model = WhisperModel::load(path);
+    const WhisperConfig& c = model->config();
+    EXPECT_EQ(c.n_mels, 128);
+    EXPECT_EQ(c.n_audio_layer, 4);
+    EXPECT_EQ(c.n_text_layer, 2);
+    EXPECT_EQ(c.n_vocab, 1868);
+    const WhisperVocab& v = model->vocab();
+    EXPECT_EQ(v.languages.size(), 100u);
+    ASSERT_TRUE(v.language_token("yue").has_value());
+    EXPECT_EQ(*v.language_token("yue"), v.sot + 100);  // the last language, after <|su|>
+    WhisperState state(model, *backend);
+    state.encode(features, 100);
+    EXPECT_LE(relative_l2(state.encoder_output(), audio), 1e-4);
+    const std::vector<int32_t> tokens = {v.sot, *v.language_token("yue"), v.transcribe,
+                                         v.no_timestamps};
+    EXPECT_LE(relative_l2(state.decode(tokens, 0), reference_logits(m, audio, tokens)), 1e-4);
+  }
+}
+
 // Token by token over the whole text context, which also crosses the self-attention cache's
 // growth (it starts at 32 positions and doubles): every position must see the same earlier
 // keys as one batched pass.

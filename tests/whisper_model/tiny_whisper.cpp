@@ -138,13 +138,14 @@ TinyDims whisper_bench_dims(std::string_view name) {
   d.n_mels = 80;
   d.n_audio_ctx = 1500;  // 3000 frames: a 30 s window
   d.n_text_ctx = 448;
-  d.n_ranks = kMultilingualRankCount;  // 50257
+  d.n_ranks = kMultilingualRankCount;                    // 50257
   d.n_vocab = d.n_ranks + 2 + 99 + 6 + kTimestampCount;  // 51865
   return d;
 }
 
 TinyWhisper make_tiny_whisper(uint32_t seed, const TinyDims& dims) {
-  if (dims.n_ranks < kBaseRanks || dims.n_vocab != dims.n_ranks + 2 + 99 + 6 + kTimestampCount ||
+  if (dims.n_ranks < kBaseRanks ||
+      dims.n_vocab != dims.n_ranks + 2 + dims.n_languages + 6 + kTimestampCount ||
       dims.n_state % dims.n_head != 0)
     throw std::invalid_argument("make_tiny_whisper: inconsistent dims");
   TinyWhisper m;
@@ -242,7 +243,7 @@ void write_hf_dir(const TinyWhisper& m, const std::filesystem::path& dir) {
   for (size_t i = 0; i < texts.size(); ++i) vocab[texts[i]] = i;
   write_text(dir / "vocab.json", vocab.dump());
   write_text(dir / "merges.txt", "#version: 0.2\nĠ t\nh e\nĠt he\n");
-  const WhisperVocab v = standard_whisper_vocab(d.n_ranks, 99);
+  const WhisperVocab v = standard_whisper_vocab(d.n_ranks, d.n_languages);
   json added = json::object(), lang_to_id = json::object();
   for (int32_t id = v.eot; id < v.n_vocab; ++id) added[v.special_text(id)] = id;
   for (const auto& [code, id] : v.languages) lang_to_id["<|" + code + "|>"] = id;
@@ -286,8 +287,7 @@ void write_openai_pt(const TinyWhisper& m, const std::filesystem::path& file) {
   for (size_t i = 0; i < bytes.size(); ++i)
     ranks += base64(bytes[i]) + " " + std::to_string(i) + "\n";
   // The loader looks for multilingual.tiktoken when n_vocab >= 51865 (openai-whisper's rule).
-  write_text(file.parent_path() /
-                 (d.n_vocab >= 51865 ? "multilingual.tiktoken" : "gpt2.tiktoken"),
+  write_text(file.parent_path() / (d.n_vocab >= 51865 ? "multilingual.tiktoken" : "gpt2.tiktoken"),
              ranks);
 }
 

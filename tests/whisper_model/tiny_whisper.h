@@ -20,7 +20,8 @@ struct TinyDims {
   int n_mels = 80, n_audio_ctx = 50, n_state = 64, n_head = 4, n_audio_layer = 2;
   int n_text_ctx = 64, n_text_layer = 2;
   int n_ranks = 259;                      // 256 bytes + " t", "he", " the"
-  int n_vocab = 259 + 2 + 99 + 6 + 1501;  // 1867
+  int n_languages = 99;                   // 100 from large-v3 on (<|yue|>)
+  int n_vocab = 259 + 2 + 99 + 6 + 1501;  // 1867: ranks, eot/sot, languages, 6 more, times
   int n_mlp() const { return 4 * n_state; }
   // The window these positions cover: two mel frames per position, 160 samples per frame.
   int n_frames() const { return 2 * n_audio_ctx; }
