@@ -670,6 +670,8 @@ static gboolean gst_oxi_whisper_prepare(GstOxiWhisper* self) {
     else
       GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ,
                         ("Could not load Whisper model '%s'", model.c_str()), ("%s", e.what()));
+    c->transcriber.reset();  // let go of an earlier stream's model too
+    c->encoder.reset();
     c->model.reset();
     c->model_key.clear();
     return FALSE;
@@ -683,10 +685,16 @@ static gboolean gst_oxi_whisper_prepare(GstOxiWhisper* self) {
   }
   try {
     if (!c->backend || c->backend_threads != threads) {
+      c->transcriber.reset();  // it runs on the backend being replaced
       c->backend = oxi::backends::make_cpu_backend(threads);
       c->backend_threads = threads;
     }
-    c->transcriber = std::make_unique<oxi::whisper::Transcriber>(c->model, *c->backend);
+    // READY keeps the transcriber of the last stream (elements keep their resources there): it
+    // serves the next one if the model is the same, its working memory already paged in.
+    if (c->transcriber && &c->transcriber->model() == c->model.get())
+      c->transcriber->reset_stream();
+    else
+      c->transcriber = std::make_unique<oxi::whisper::Transcriber>(c->model, *c->backend);
     // Elements on one model share its encoder (one working memory) and batch the passes that
     // fall together. Keyed like the model; a cached encoder of an earlier copy is not used.
     auto encoder = oxi::ModelCache<oxi::whisper::EncoderBatcher>::instance().get(
@@ -753,10 +761,6 @@ static GstStateChangeReturn gst_oxi_whisper_change_state(GstElement* element,
   switch (transition) {
     case GST_STATE_CHANGE_READY_TO_PAUSED:
       if (ret == GST_STATE_CHANGE_FAILURE) gst_oxi_whisper_stop_worker(self);
-      break;
-    case GST_STATE_CHANGE_PAUSED_TO_READY:
-      c->transcriber.reset();
-      c->encoder.reset();
       break;
     case GST_STATE_CHANGE_READY_TO_NULL:
       // Let go of the model: the cache frees it when no other element holds it.

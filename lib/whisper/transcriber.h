@@ -124,6 +124,9 @@ class Transcriber {
   // heuristics carry their last speech time from one call to the next.
   WindowResult decode_window(std::span<const float> samples_16k, const WindowOptions& options);
 
+  // Forgets the stream decode_window() was following (the word-timing heuristics' last speech
+  // time), so the transcriber, its working memory already in place, can serve a new stream.
+  void reset_stream() { last_speech_timestamp_ = 0.0; }
   // Language probabilities over the checkpoint's language tokens on the first window of
   // `samples_16k` (empty for models without language tokens).
   LanguageResult detect_language(std::span<const float> samples_16k);

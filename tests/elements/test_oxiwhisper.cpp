@@ -395,6 +395,34 @@ TEST_F(OxiWhisper, FlushForgetsEarlierAudio) {
 }
 
 // Live: a flush while passes run stops them; text after it belongs to the new audio only.
+// READY keeps the transcriber for the next stream (its working memory already in place); that
+// stream is transcribed exactly as by a new element.
+TEST_F(OxiWhisper, NextStreamAfterReadyIsTranscribedAfresh) {
+  GstElement* e = make_element();
+  g_object_set(e, "mode", 2 /* file */, "word-timestamps", TRUE, nullptr);
+  Recording r;
+  GstHarness* h = harness(e, &r);
+  gst_object_unref(e);
+  size_t seen = 0;  // items of earlier streams
+  for (const std::vector<float>& audio :
+       {oxi::whisper::test::speech_like(2.0, 1), oxi::whisper::test::speech_like(2.5, 4)}) {
+    SCOPED_TRACE(audio.size());
+    push_audio(h, audio, 0);
+    ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
+    EXPECT_TRUE(oxi::test::wait_for_eos(h)) << "no EOS";
+    const std::vector<Item> all = r.take();
+    const std::vector<Item> items(all.begin() + static_cast<std::ptrdiff_t>(seen), all.end());
+    seen = all.size();
+    expect_equal_to_transcript(items, reference(audio, true), true, 0);
+    ASSERT_NE(gst_element_set_state(h->element, GST_STATE_READY), GST_STATE_CHANGE_FAILURE);
+    ASSERT_NE(gst_element_set_state(h->element, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+    // A new stream: stream-start (clears the EOS), caps and segment.
+    ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_stream_start("next")));
+    gst_harness_set_src_caps_str(h, kF32Caps);
+  }
+  gst_harness_teardown(h);
+}
+
 TEST_F(OxiWhisper, LiveFlushResetsTheStream) {
   GstElement* e = make_element();
   g_object_set(e, "latency", 300u, nullptr);

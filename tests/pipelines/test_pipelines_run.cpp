@@ -20,6 +20,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "backends/cpu/cpu_backend.h"
 #include "lib/llm/engine.h"
 #include "lib/media/audio_decoder.h"
@@ -248,6 +250,23 @@ TEST_F(PipelinesRun, TranscribeFileWritesWhatTranscribeWrites) {
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_TRUE(contains(bad.err, "oxiwhisper")) << bad.err;
   EXPECT_TRUE(contains(bad.err, path("no-model").string())) << bad.err;
+}
+
+// bench pipeline times the library and the element on the same file: a new pipeline per run
+// and one pipeline replayed by a flushing seek to its start, all with
+// the library's text.
+TEST_F(PipelinesRun, BenchPipelineComparesTheSameText) {
+  REQUIRE_OXIWHISPER();
+  const CommandResult r =
+      run_oxinfer({"bench", "pipeline", "-m", whisper(), "--audio", path("speech.wav").string(),
+                   "--runs", "2", "--threads", "2", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j.at("same_text").get<bool>()) << r.out;
+  for (const char* key : {"library_s", "element_s", "element_reused_pipeline_s",
+                          "library_new_transcriber_s", "live_rtf"})
+    EXPECT_GT(j.at(key).get<double>(), 0.0) << key;
+  EXPECT_EQ(j.at("runs").get<int>(), 2);
 }
 
 TEST_F(PipelinesRun, LiveCaptionsFromATestSource) {
