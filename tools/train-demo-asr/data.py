@@ -201,7 +201,8 @@ def espeak_cmd(voice, speed, pitch, text, raw_wav):
 
 
 def sox_cmd(raw_wav, out_wav):
-    return ["sox", raw_wav, "-r", "16000", "-c", "1", "-b", "16", out_wav]
+    # -R: sox seeds its dither with a fixed number, so the same input gives the same WAV.
+    return ["sox", "-R", raw_wav, "-r", "16000", "-c", "1", "-b", "16", out_wav]
 
 
 def synth_one(args):

@@ -101,12 +101,12 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         joined = os.path.join(tmp, "joined.wav")
         silence = os.path.join(tmp, "silence.wav")
-        subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", silence, "trim", "0",
+        subprocess.run(["sox", "-R", "-n", "-r", "16000", "-c", "1", "-b", "16", silence, "trim", "0",
                         "1.0"], check=True)
         parts = []
         for name, _ in rows:
             parts += [os.path.join(a.audio, name), silence]
-        subprocess.run(["sox", *parts, joined], check=True)
+        subprocess.run(["sox", "-R", *parts, joined], check=True)
         caps = "audio/x-raw,format=F32LE,rate=16000,channels=1"
         cmd = ["gst-launch-1.0", "-m", "filesrc", f"location={joined}", "!", "wavparse", "!",
                "audioconvert", "!", "audioresample", "!", caps, "!", "identity", "sync=true", "!",
