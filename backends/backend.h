@@ -75,6 +75,10 @@ class Backend {
   // Throws oxi::Error on inconsistent shapes or spans too short for them.
   virtual void attention(const AttentionArgs& args) = 0;
 
+  // Gives back the scratch memory kept between calls (it is allocated again as calls need it):
+  // for a caller about to idle, such as a live stream between passes.
+  virtual void release_scratch() {}
+
   // Calls fn(begin, end) over [0, n) in pieces of `grain` (the last one shorter), possibly in
   // parallel. Pieces start at multiples of grain whatever the thread count, so per-piece
   // reductions stay deterministic. Returns when all are done; an exception in fn is rethrown.

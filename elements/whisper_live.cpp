@@ -208,7 +208,9 @@ static void gst_oxi_whisper_note_pass_overhead(GstOxiWhisper* self) {
 
 void gst_oxi_whisper_live_passes(GstOxiWhisper* self) {
   GstOxiWhisperContext* c = self->ctx;
+  bool passed = false;
   while (c->run_active && c->run_live && c->stream->ready() && !c->cancel) {
+    passed = true;
     gst_oxi_whisper_check_backlog(self);
     if (c->stream->catch_up()) {
       std::lock_guard lock(c->stats_mutex);
@@ -220,6 +222,9 @@ void gst_oxi_whisper_live_passes(GstOxiWhisper* self) {
     gst_oxi_whisper_push_tentative(self);
     gst_oxi_whisper_push_gap(self, gst_oxi_whisper_run_time(c, c->stream->final_until()));
   }
+  // Until the next step's audio arrives the stream holds only its audio and text: many live
+  // elements then cost little more memory than one (docs/live.md).
+  if (passed) c->transcriber->release_working_memory();
   if (c->run_active && c->run_live && !c->cancel) gst_oxi_whisper_maybe_post_stats(self);
 }
 

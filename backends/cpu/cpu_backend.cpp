@@ -34,6 +34,12 @@ void CpuBackend::parallel_for(size_t n, size_t grain,
   });
 }
 
+void CpuBackend::release_scratch() {
+  std::vector<std::byte>().swap(activations_);
+  gemm_scratch_.clear();
+  std::vector<float>().swap(attention_vt_);
+}
+
 std::unique_ptr<Backend> make_cpu_backend(int threads) {
   return std::make_unique<CpuBackend>(threads);
 }

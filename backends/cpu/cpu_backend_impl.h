@@ -27,6 +27,7 @@ class CpuBackend final : public Backend {
   void attention(const AttentionArgs& args) override;
   void parallel_for(size_t n, size_t grain,
                     const std::function<void(size_t begin, size_t end)>& fn) override;
+  void release_scratch() override;
 
  private:
   // Runs body(piece) for every piece < count on the arena; runs inline when there is one.

@@ -34,7 +34,15 @@ void EncoderBatcher::encode_alone(const WhisperEncoder::Window& window,
   }
   {
     std::lock_guard lock(mutex_);
-    idle_.push_back(std::move(encoder));
+    // The pool keeps one encoder's working memory: concurrent single-threaded passes would
+    // otherwise leave one full working memory per stream that ever overlapped another.
+    // Warm encoders sit at the back, where the next pass takes them.
+    if (idle_.empty()) {
+      idle_.push_back(std::move(encoder));
+    } else {
+      encoder->release_working_memory();
+      idle_.insert(idle_.begin(), std::move(encoder));
+    }
     ++stats_.passes;
     ++stats_.windows;
     stats_.largest_batch = std::max<size_t>(stats_.largest_batch, 1);

@@ -7,7 +7,8 @@
 // A caller whose backend has a single thread is not batched: a batch would put other streams'
 // windows on its one thread while theirs idle. It encodes its own window at once on one of a
 // few pooled encoders, in parallel with the others (the working memory is then one encoder per
-// concurrent single-threaded pass, still not one per stream).
+// concurrent single-threaded pass, still not one per stream; between passes the pool keeps only
+// one encoder's).
 //
 // Thread-safe. Shared through ModelCache like the model (encode() is const: the encoder and
 // queue inside are guarded by a mutex).

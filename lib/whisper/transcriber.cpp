@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/core/error.h"
+#include "lib/core/free_memory.h"
 #include "lib/whisper/decoding.h"
 #include "lib/whisper/language_detection.h"
 #include "lib/whisper/word_timestamps.h"
@@ -47,6 +48,12 @@ Transcriber::Transcriber(std::shared_ptr<const WhisperModel> model, backends::Ba
 }
 
 Transcriber::~Transcriber() = default;
+
+void Transcriber::release_working_memory() {
+  state_->release_working_memory();
+  backend_.release_scratch();
+  return_free_memory();
+}
 
 // openai's log_mel_spectrogram(audio, padding=N_SAMPLES): the whole audio with one window of
 // zeros after it, so the clamp uses the whole file's maximum.

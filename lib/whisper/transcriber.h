@@ -127,6 +127,10 @@ class Transcriber {
   // Forgets the stream decode_window() was following (the word-timing heuristics' last speech
   // time), so the transcriber, its working memory already in place, can serve a new stream.
   void reset_stream() { last_speech_timestamp_ = 0.0; }
+  // Gives back the memory a window's pass works in (encoder and decoder buffers, caches, the
+  // backend's scratch) and returns freed heap to the system, so that a live stream idling
+  // between passes holds little more than its audio. The next pass allocates it again.
+  void release_working_memory();
   // Language probabilities over the checkpoint's language tokens on the first window of
   // `samples_16k` (empty for models without language tokens).
   LanguageResult detect_language(std::span<const float> samples_16k);

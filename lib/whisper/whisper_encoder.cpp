@@ -48,6 +48,11 @@ WhisperEncoder::WhisperEncoder(std::shared_ptr<const WhisperModel> model)
   if (!model_) throw Error("WhisperEncoder", "no model");
 }
 
+void WhisperEncoder::release_working_memory() {
+  for (std::vector<float>* v : {&conv1_out_, &conv2_out_, &x_, &h_, &q_, &k_, &v_, &attn_, &mlp_})
+    std::vector<float>().swap(*v);
+}
+
 void WhisperEncoder::check(const WhisperConfig& c, const Window& w) {
   if (w.n_frames == 0 || w.n_frames > static_cast<size_t>(c.n_frames))
     throw Error("whisper encode", std::to_string(w.n_frames) +

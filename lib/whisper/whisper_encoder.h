@@ -35,6 +35,10 @@ class WhisperEncoder {
   // Encodes every window (all are checked first: nothing is computed when one is wrong).
   void encode(std::span<const Window> windows, backends::Backend& backend);
 
+  // Gives the working memory back (the next encode() allocates it again): for an encoder that
+  // idles between a live stream's passes.
+  void release_working_memory();
+
  private:
   static constexpr size_t kMlpRows = 256;
   static size_t mlp_chunk_rows(size_t rows_left);

@@ -47,6 +47,10 @@ class WhisperState {
   // (default) or F16. Takes effect at the next encode(); anything else throws oxi::Error.
   void set_kv_cache(kernels::DType type);
   kernels::DType kv_cache() const { return kv_f16_ ? kernels::DType::F16 : kernels::DType::F32; }
+  // Gives back everything a pass allocates (encoder output, caches, decoder buffers, the private
+  // encoder's working memory): the state then holds nothing until the next encode(), which
+  // decode() needs first again. For streams that idle between passes (live mode).
+  void release_working_memory();
   // (n_audio_positions(), n_audio_state) of the last encode(); empty before.
   std::span<const float> encoder_output() const { return encoder_output_; }
   size_t n_audio_positions() const { return n_audio_positions_; }

@@ -198,6 +198,38 @@ TEST_F(TinyTranscriber, ShortChunksWithTheShortEncoder) {
   EXPECT_THROW(tr.decode_window(test::speech_like(1.5), {}), Error);
 }
 
+// A live stream gives its working memory back between passes; each pass after that allocates
+// it again and must decode exactly as a transcriber that kept it.
+TEST_F(TinyTranscriber, ReleasingWorkingMemoryBetweenWindowsChangesNothing) {
+  auto backend_kept = backends::make_cpu_backend(1), backend_released = backends::make_cpu_backend(1);
+  Transcriber kept(model(), *backend_kept), released(model(), *backend_released);
+  WindowOptions o;
+  o.word_timestamps = true;
+  o.temperatures = {0.0f};
+  size_t tokens = 0;
+  for (int i = 0; i < 4; ++i) {
+    const std::vector<float> audio = test::speech_like(0.4 + 0.15 * i, 10 + i);
+    o.time_offset = i;
+    const WindowResult want = kept.decode_window(audio, o);
+    const WindowResult got = released.decode_window(audio, o);
+    released.release_working_memory();
+    ASSERT_EQ(got.segments.size(), want.segments.size()) << "window " << i;
+    EXPECT_EQ(got.consumed_samples, want.consumed_samples);
+    for (size_t s = 0; s < want.segments.size(); ++s) {
+      tokens += want.segments[s].tokens.size();
+      EXPECT_EQ(got.segments[s].tokens, want.segments[s].tokens) << "window " << i;
+      EXPECT_EQ(got.segments[s].segment.text, want.segments[s].segment.text);
+      ASSERT_EQ(got.segments[s].segment.words.size(), want.segments[s].segment.words.size());
+      for (size_t w = 0; w < want.segments[s].segment.words.size(); ++w) {
+        EXPECT_EQ(got.segments[s].segment.words[w].start, want.segments[s].segment.words[w].start);
+        EXPECT_EQ(got.segments[s].segment.words[w].probability,
+                  want.segments[s].segment.words[w].probability);
+      }
+    }
+  }
+  EXPECT_GT(tokens, 0u);  // the windows decoded something to compare
+}
+
 TEST_F(TinyTranscriber, DebugHooksMatchTheStateDirectly) {
   auto backend = backends::make_cpu_backend(2);
   Transcriber tr(model(), *backend);

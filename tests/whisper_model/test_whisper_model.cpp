@@ -310,6 +310,11 @@ TEST_F(WhisperModelTest, SharedEncoderServesConcurrentStreams) {
         state.encode(mels[s * kPasses + p], full);
         const std::span<const float> logits = state.decode(tokens, 0);
         got[s].emplace_back(logits.begin(), logits.end());
+        // As a live stream between passes (the pool then also drops all but one encoder's).
+        if (p % 2 == 1) {
+          state.release_working_memory();
+          backend->release_scratch();
+        }
       }
     });
   }
@@ -405,6 +410,35 @@ TEST_F(WhisperModelTest, F16KvCacheStaysClose) {
   EXPECT_THROW(state.decode(tokens, 0), Error);
   state.encode(features, 100);
   EXPECT_LE(relative_l2(state.decode(tokens, 0), want), 1e-4);
+}
+
+TEST_F(WhisperModelTest, ReleasedWorkingMemoryComesBackWithTheSameResults) {
+  for (const kernels::DType cache : {kernels::DType::F32, kernels::DType::F16}) {
+    WhisperState state(WhisperModel::load(paths()[0]), *backend_);
+    state.set_kv_cache(cache);
+    state.set_record_alignment(true);
+    const std::vector<float> features = mel(100);
+    const std::vector<int32_t> tokens = {260, 261, 361, 365, 258};
+    state.encode(features, 100);
+    state.decode(std::span(tokens).first(3), 0);
+    const std::span<const float> first = state.decode(std::span(tokens).subspan(3, 2), 3);
+    const std::vector<float> want(first.begin(), first.end());
+    const std::vector<std::vector<float>> want_alignment = state.alignment_weights();
+
+    state.release_working_memory();
+    backend_->release_scratch();
+    EXPECT_TRUE(state.encoder_output().empty());
+    EXPECT_EQ(state.n_audio_positions(), 0u);
+    EXPECT_TRUE(state.alignment_weights().empty());
+    EXPECT_THROW(state.decode(tokens, 0), Error);  // nothing to attend to until encode()
+    EXPECT_EQ(state.kv_cache(), cache);            // the settings stay
+
+    state.encode(features, 100);
+    state.decode(std::span(tokens).first(3), 0);
+    const std::span<const float> again = state.decode(std::span(tokens).subspan(3, 2), 3);
+    EXPECT_EQ(std::vector<float>(again.begin(), again.end()), want) << kernels::name(cache);
+    EXPECT_EQ(state.alignment_weights(), want_alignment) << kernels::name(cache);
+  }
 }
 
 TEST_F(WhisperModelTest, MisuseThrows) {
