@@ -4,6 +4,8 @@
 //   quantized, m > 1       activations quantized once per token, gemm_q over (row, token) tiles
 //   f32/f16/bf16, m <= 4   matvec per token over row blocks (packing would cost more than it saves)
 //   f32/f16/bf16, m > 4    gemm_f32 over (row, token) tiles with per-thread packing scratch
+// Repacked q4_0 (Q4_0_R16) is one more quantized type here: kernels::quantize_activation gives
+// it its own activation layout, and its matvec / gemm_q tiles are in the same tables.
 #include <algorithm>
 #include <string>
 

@@ -22,6 +22,11 @@ constexpr std::array<Entry, 20> kTable = {{
     {28, {"f64", 1, 8, false}},     {30, {"bf16", 1, 2, false}},
 }};
 
+// Kernel-internal layouts: same block size and bytes as the format they repack.
+constexpr std::array<Entry, 1> kInternal = {{
+    {63, {"q4_0_r16", 32, 18, true}},
+}};
+
 constexpr DTypeInfo kUnknown{"?", 1, 0, false};
 
 bool iequals(std::string_view a, std::string_view b) noexcept {
@@ -46,6 +51,9 @@ std::optional<DTypeInfo> dtype_info(uint32_t gguf_type) noexcept {
 
 const DTypeInfo& info(DType t) noexcept {
   for (const Entry& e : kTable) {
+    if (e.id == static_cast<uint32_t>(t)) return e.info;
+  }
+  for (const Entry& e : kInternal) {
     if (e.id == static_cast<uint32_t>(t)) return e.info;
   }
   return kUnknown;

@@ -1,5 +1,6 @@
 // Element types of weights and activations, numbered exactly as GGUF's tensor types
-// (ggml_type), so a GGUF tensor-table entry converts with a range check and a cast.
+// (ggml_type), so a GGUF tensor-table entry converts with a range check and a cast; plus
+// kernel-internal repacked layouts (ids from 63 down, far above GGUF's), which no file holds.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +31,8 @@ enum class DType : uint32_t {
   I64 = 27,
   F64 = 28,
   BF16 = 30,
+  // Kernel-internal: q4_0 rows repacked at load for faster products (q4_0_r16.h).
+  Q4_0_R16 = 63,
 };
 
 struct DTypeInfo {
@@ -39,7 +42,8 @@ struct DTypeInfo {
   bool quantized;
 };
 
-// Info for a known type; nullopt for numbers GGUF reserves or this build does not know.
+// Info for a known GGUF type; nullopt for numbers GGUF reserves or this build does not know,
+// and for the kernel-internal types (a file never holds them).
 std::optional<DTypeInfo> dtype_info(uint32_t gguf_type) noexcept;
 const DTypeInfo& info(DType t) noexcept;
 inline std::string_view name(DType t) noexcept { return info(t).name; }
@@ -47,7 +51,7 @@ inline std::string_view name(DType t) noexcept { return info(t).name; }
 // Bytes of `n` elements (n must be a multiple of block_elems; returns 0 otherwise).
 size_t row_bytes(DType t, size_t n) noexcept;
 
-// Parses "f32", "Q4_K", "q8_0" ... (case-insensitive).
+// Parses "f32", "Q4_K", "q8_0" ... (case-insensitive); GGUF types only.
 std::optional<DType> parse_dtype(std::string_view s) noexcept;
 
 }  // namespace oxi::kernels

@@ -1,11 +1,13 @@
 // The weights of a Llama-family decoder: matrices as backends::WeightMatrix views (into the
 // mapped GGUF / safetensors file, or into a converted copy when the file's layout or dtype
-// cannot be used in place), and norm / bias vectors as f32 spans.
+// cannot be used in place, or into a repacked copy when the CPU kernels multiply another
+// layout faster), and norm / bias vectors as f32 spans.
 #pragma once
 
 #include <cstddef>
 #include <filesystem>
 #include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <vector>
@@ -40,10 +42,24 @@ struct ModelWeights {
   backends::WeightMatrix output;         // (n_vocab, n_embd) output / lm_head; token_embd if tied
   std::vector<float> rope_freq_factors;  // GGUF rope_freqs (llama3 scaling baked in); or empty
 
-  // What the views point into: the mapped files and converted copies.
+  // What the views point into: the mapped files, converted copies and repacked matrices.
   std::vector<std::shared_ptr<const void>> files;
   formats::WeightCopies copies;
+  // Repacked copies of matrices in the file (each at a 64-byte aligned offset; see
+  // repack_enabled).
+  static constexpr size_t kRepackedAlignment = size_t{2} << 20;  // a transparent huge page
+  struct AlignedDelete {
+    void operator()(std::byte* p) const {
+      ::operator delete[](p, std::align_val_t{kRepackedAlignment});
+    }
+  };
+  std::unique_ptr<std::byte[], AlignedDelete> repacked;
 };
+
+// Whether loaders repack matrices into the layout the CPU kernels prefer (kernels::
+// FormatKernels::preferred_layout: Q4_0 -> Q4_0_R16 on AVX2). On unless the environment sets
+// OXI_REPACK=0; results differ from the plain layout by f32 rounding only.
+bool repack_enabled();
 
 // Loads from a GGUF file (tensors used in place; q/k of `llama` are already permuted by the
 // converter, and config.rope_layout says so).

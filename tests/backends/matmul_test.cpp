@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
@@ -193,6 +194,39 @@ TEST(CpuMatmul, QuantizedWeightsMatchNaiveDouble) {
   }
 }
 
+// Q4_0 weights repacked to Q4_0_R16 (the layout decode uses on AVX2): the naive double bound
+// as for Q4_0, and the plain Q4_0 matmul's result within 1e-5 of the products' magnitude
+// (same integers, another f32 summation order), for one token (matvec) and several (gemm_q).
+TEST(CpuMatmul, RepackedQ4_0MatchesPlainQ4_0) {
+  const auto backend = make_cpu_backend(2);
+  for (size_t cols : {size_t{32 * 17}, size_t{32 * 3}, size_t{32 * 16 * 5 + 32 * 7}}) {
+    SCOPED_TRACE("K=" + std::to_string(cols));
+    const TestWeights plain = make_quant_weights(DType::Q4_0, 67, cols, 23);
+    TestWeights packed = plain;
+    packed.dtype = DType::Q4_0_R16;
+    for (size_t r = 0; r < plain.rows; ++r) {
+      ASSERT_TRUE(kernels::repack_row(DType::Q4_0, DType::Q4_0_R16,
+                                      plain.bytes.data() + r * plain.row_bytes,
+                                      packed.bytes.data() + r * plain.row_bytes, cols));
+    }
+    for (size_t m : {1, 3, 37}) {
+      expect_matches(*backend, packed, m, m == 37, 500 + static_cast<uint32_t>(m));
+      const std::vector<float> x = test::random_floats(m * cols, 600 + static_cast<uint32_t>(m));
+      std::vector<float> y_plain(m * plain.rows), y_packed(m * plain.rows);
+      backend->matmul(plain.view(), x, m, y_plain);
+      backend->matmul(packed.view(), x, m, y_packed);
+      for (size_t i = 0; i < m; ++i)
+        for (size_t n = 0; n < plain.rows; ++n) {
+          double magnitude = 0;
+          for (size_t k = 0; k < cols; ++k)
+            magnitude += std::fabs(x[i * cols + k] * plain.values[n * cols + k]);
+          ASSERT_NEAR(y_packed[i * plain.rows + n], y_plain[i * plain.rows + n], 1e-5 * magnitude)
+              << "m=" << m << " token " << i << " row " << n;
+        }
+    }
+  }
+}
+
 // Every path, run with 1, 2 and 3 threads: the results must agree bit for bit.
 TEST(CpuMatmul, BitIdenticalAcrossThreadCounts) {
   struct Case {
@@ -202,6 +236,7 @@ TEST(CpuMatmul, BitIdenticalAcrossThreadCounts) {
   const Case cases[] = {
       {DType::F32, 515, 131, 1},  {DType::F16, 515, 131, 3},   {DType::F16, 300, 131, 150},
       {DType::Q4_0, 301, 128, 1}, {DType::Q4_0, 301, 128, 70}, {DType::Q4_K, 131, 256, 37},
+      {DType::Q4_0_R16, 301, 608, 1}, {DType::Q4_0_R16, 301, 512, 70},  // groups (+ a tail)
   };
   std::vector<std::unique_ptr<Backend>> backends;
   for (int threads : {1, 2, 3}) backends.push_back(make_cpu_backend(threads));

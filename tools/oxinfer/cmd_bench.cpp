@@ -23,9 +23,9 @@ namespace oxi::cli {
 namespace {
 
 void print_table(const std::vector<bench::BenchRow>& rows) {
-  std::printf("%-36s %12s %8s %12s %9s\n", "kernel", "value", "unit", "limit", "of limit");
+  std::printf("%-42s %12s %8s %12s %9s\n", "kernel", "value", "unit", "limit", "of limit");
   for (const bench::BenchRow& r : rows) {
-    std::printf("%-36s %12.2f %8s %12.2f %8.1f%%\n", r.kernel.c_str(), r.value, r.unit.c_str(),
+    std::printf("%-42s %12.2f %8s %12.2f %8.1f%%\n", r.kernel.c_str(), r.value, r.unit.c_str(),
                 r.limit, r.percent());
   }
 }

@@ -38,7 +38,10 @@ std::vector<float> gaussian(size_t n, uint32_t seed) {
   return v;
 }
 
-BenchRow bench_matvec(DType t, tbb::task_arena& arena, int threads, double read_bw) {
+// Weights of type t, multiplied in `layout`: t itself, or the repacked layout decode holds t in
+// (Q4_0 -> Q4_0_R16; same bytes per row, so GB/s count the same t bytes).
+BenchRow bench_matvec(DType t, DType layout, const std::string& label, tbb::task_arena& arena,
+                      int threads, double read_bw) {
   const size_t row_bytes = kernels::row_bytes(t, kCols);
   const size_t n_rows = (kMatrixBytes + row_bytes - 1) / row_bytes;
   const auto w_data = std::make_unique_for_overwrite<uint8_t[]>(row_bytes * n_rows);
@@ -46,7 +49,12 @@ BenchRow bench_matvec(DType t, tbb::task_arena& arena, int threads, double read_
   std::vector<uint8_t> seed_rows(row_bytes * kDistinctRows);
   for (size_t r = 0; r < kDistinctRows; ++r) {
     const std::vector<float> x = gaussian(kCols, static_cast<uint32_t>(r));
-    kernels::quantize_row(t, x.data(), seed_rows.data() + r * row_bytes, kCols);
+    uint8_t* row = seed_rows.data() + r * row_bytes;
+    kernels::quantize_row(t, x.data(), row, kCols);
+    if (layout != t) {
+      const std::vector<uint8_t> plain(row, row + row_bytes);
+      kernels::repack_row(t, layout, plain.data(), row, kCols);
+    }
   }
   // Written by the threads that later read each part (first-touch NUMA placement).
   const size_t grain = std::max<size_t>(n_rows / (16 * static_cast<size_t>(threads)), 16);
@@ -64,10 +72,10 @@ BenchRow bench_matvec(DType t, tbb::task_arena& arena, int threads, double read_
   });
 
   const std::vector<float> x = gaussian(kCols, 99);
-  std::vector<uint8_t> act(kernels::activation_bytes(t, kCols));
-  kernels::quantize_activation(t, x.data(), act.data(), kCols);
+  std::vector<uint8_t> act(kernels::activation_bytes(layout, kCols));
+  kernels::quantize_activation(layout, x.data(), act.data(), kCols);
   std::vector<float> y(n_rows);
-  const kernels::MatvecFn matvec = kernels::format_kernels().matvec_for(t);
+  const kernels::MatvecFn matvec = kernels::format_kernels().matvec_for(layout);
 
   double best = 0;
   for (int run = 0; run <= kRuns; ++run) {  // run 0 warms up
@@ -86,8 +94,8 @@ BenchRow bench_matvec(DType t, tbb::task_arena& arena, int threads, double read_
     if (run > 0) best = std::max(best, static_cast<double>(w.size()) / seconds / 1e9);
   }
   BenchRow row;
-  row.kernel = "matvec " + std::string(kernels::name(t)) + " " + std::to_string(n_rows) + "x" +
-               std::to_string(kCols) + " (" + std::to_string(w.size() >> 20) + " MiB)";
+  row.kernel = "matvec " + label + " " + std::to_string(n_rows) + "x" + std::to_string(kCols) +
+               " (" + std::to_string(w.size() >> 20) + " MiB)";
   row.unit = "GB/s";
   row.value = best;
   row.limit = read_bw;
@@ -100,8 +108,15 @@ std::vector<BenchRow> bench_format_kernels(int threads, double read_bw_gbs) {
   threads = std::max(threads, 1);
   tbb::task_arena arena(threads);
   std::vector<BenchRow> out;
+  const kernels::FormatKernels& k = kernels::format_kernels();
   for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::F16}) {
-    out.push_back(bench_matvec(t, arena, threads, read_bw_gbs));
+    // The layout decode multiplies (what lib/llm repacks to), named by the stored type; then
+    // the file layout as its own row when they differ.
+    const std::string name(kernels::name(t));
+    const DType layout = k.preferred_layout(t);
+    out.push_back(bench_matvec(t, layout, name, arena, threads, read_bw_gbs));
+    if (layout != t)
+      out.push_back(bench_matvec(t, t, name + " (plain)", arena, threads, read_bw_gbs));
   }
   return out;
 }

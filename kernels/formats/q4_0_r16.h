@@ -1,0 +1,65 @@
+// Q4_0_R16: q4_0 rows repacked for the matrix-vector product of decoding (the idea of
+// llama.cpp's CPU repacking of q4_0 at load time; the layout is this project's own).
+//
+// Plain q4_0 costs ~15 instructions per 18-byte block and row on AVX2 (nibble unpack, a u8 x s8
+// dot whose 8 lanes mix one block, a scalar f16 scale conversion and broadcast), which keeps
+// its matvec compute-bound at 40-52 % of the read bandwidth on two cores. Repacked, the same
+// bytes of a row come in groups of 16 consecutive blocks:
+//
+//   WeightGroupR16 (288 bytes = 16 q4_0 blocks):
+//     d[16]        the 16 f16 scales together: one vcvtph2ps converts 8
+//     qs[k][4b+j]  = qs[4k + j] of block b (k = 0..3, j = 0..3): 64 bytes per k, 4 per block
+//
+// so one 32-byte load holds 4 quant bytes of each of 8 blocks, each block in its own int32
+// lane. maddubs + madd (or vpdpbusd) then leave every block's sum in its own lane: no
+// horizontal adds, no shuffles, and the per-block scale is a plain vector multiply. The blocks
+// of a row that do not fill a group (blocks % 16) stay in plain q4_0 layout at the row's end;
+// a row has exactly the bytes of its q4_0 original (row_bytes(Q4_0_R16, n) == row_bytes(Q4_0, n)).
+//
+// Activations are quantized to q8_0 exactly as for q4_0 (same scales, same integers) and laid
+// out to match (ActGroupR16): per block the f32 value of its f16 scale, 8 * sum(q) (the q4_0
+// zero point: dot = sum(nibble * q) - 8 * sum(q), so nibbles are used unsigned 0..15), and the
+// q bytes paired with the low and the high nibbles of each weight chunk. The tail blocks follow
+// as plain BlockQ8_0. The integer dot of every block is the plain q4_0 one; only the f32
+// summation order differs.
+//
+// Q4_0_R16 is kernel-internal: dtype_info() never returns it for a file's type id.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/formats/blocks.h"
+
+namespace oxi::kernels {
+
+inline constexpr size_t kR16Blocks = 16;  // blocks per group
+
+struct WeightGroupR16 {
+  uint16_t d[kR16Blocks];
+  uint8_t qs[4][4 * kR16Blocks];
+};
+
+struct ActGroupR16 {
+  float d[kR16Blocks];             // the block's q8_0 scale (f16-rounded), as f32
+  int32_t zero[kR16Blocks];        // 8 * sum(q) of the block
+  int8_t q[4][2][4 * kR16Blocks];  // [k][0][4b + j]: q[4k + j] of block b; [k][1]: q[16 + 4k + j]
+};
+
+static_assert(sizeof(WeightGroupR16) == kR16Blocks * sizeof(BlockQ4_0));
+static_assert(sizeof(ActGroupR16) == 640);
+
+// Bytes of one prepared activation of n values (n a multiple of 32).
+size_t q4_0_r16_activation_bytes(size_t n) noexcept;
+// q8_0-quantizes x[0..n) (as quantize_row_q8_0 does) into the layout above.
+void quantize_activation_q4_0_r16(const float* x, void* out, size_t n) noexcept;
+
+// One row of n elements, q4_0 -> q4_0_r16 and back; lossless, src and dst must not overlap.
+void repack_row_q4_0_r16(const void* src, void* dst, size_t n) noexcept;
+void unpack_row_q4_0_r16(const void* src, void* dst, size_t n) noexcept;
+
+// Row decoder and encoder (bit-identical to q4_0's on the same values).
+void dequantize_row_q4_0_r16(const void* src, float* dst, size_t n) noexcept;
+void quantize_row_q4_0_r16(const float* src, void* dst, size_t n) noexcept;
+
+}  // namespace oxi::kernels
