@@ -40,6 +40,8 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
     throw Error(path.string(), std::string("cannot map: ") + std::strerror(errno));
   data_ = static_cast<const std::byte*>(p);
   mapped_ = true;
+  fd_ = guard.fd;
+  guard.fd = -1;
 }
 
 MappedFile::MappedFile(std::vector<std::byte> bytes, std::filesystem::path name)
@@ -53,6 +55,37 @@ MappedFile::MappedFile(std::vector<std::byte> bytes, std::filesystem::path name)
 
 MappedFile::~MappedFile() {
   if (mapped_) ::munmap(const_cast<std::byte*>(data_), size_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void MappedFile::copy_out(size_t offset, size_t n, std::byte* dst) const {
+  if (offset > size_ || n > size_ - offset)
+    throw Error(path_.string(), "copy of " + std::to_string(n) + " bytes at " +
+                                    std::to_string(offset) + " is outside the file's " +
+                                    std::to_string(size_) + " bytes");
+  if (!mapped_) {
+    if (n > 0) std::memcpy(dst, data_ + offset, n);
+    return;
+  }
+  while (n > 0) {
+    const ssize_t got = ::pread(fd_, dst, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0)
+      throw Error(path_.string(), "read at " + std::to_string(offset) + " failed: " +
+                                      (got < 0 ? std::strerror(errno) : "unexpected end of file"));
+    dst += got;
+    offset += static_cast<size_t>(got);
+    n -= static_cast<size_t>(got);
+  }
+}
+
+void MappedFile::release_pages(size_t offset, size_t n) const {
+  if (!mapped_ || offset > size_ || n > size_ - offset) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(data_ + offset);
+  const uintptr_t first = (begin + page - 1) / page * page, last = (begin + n) / page * page;
+  // A private read-only mapping: dropping never-written pages loses nothing.
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
 std::shared_ptr<const MappedFile> MappedFile::open(const std::filesystem::path& path) {

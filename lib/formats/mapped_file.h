@@ -35,11 +35,21 @@ class MappedFile {
   std::span<const std::byte> bytes() const { return {data_, size_}; }
   size_t size() const { return size_; }
 
+  // Copies bytes [offset, offset + n) to dst. A mapped file is read with pread() rather than
+  // through the mapping: the bytes pass through the page cache without becoming resident in
+  // this process (a loader that converts weights into its own buffer would otherwise hold
+  // both). Throws oxi::Error naming the file for a range outside it or a failed read.
+  void copy_out(size_t offset, size_t n, std::byte* dst) const;
+  // Lets go of the resident mapped pages wholly inside [offset, offset + n): a later read maps
+  // them again from the page cache. Does nothing for an in-memory buffer.
+  void release_pages(size_t offset, size_t n) const;
+
  private:
   std::filesystem::path path_;
   const std::byte* data_ = nullptr;
   size_t size_ = 0;
   bool mapped_ = false;  // data_ is an mmap that the destructor unmaps
+  int fd_ = -1;          // kept open while mapped, for copy_out()
   // The in-memory buffer, when not mapped: 64-byte aligned like a mapping's start, so tensor
   // data that is aligned within the file is aligned in memory too.
   struct AlignedDelete {

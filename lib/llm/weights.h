@@ -45,8 +45,7 @@ struct ModelWeights {
   // What the views point into: the mapped files, converted copies and repacked matrices.
   std::vector<std::shared_ptr<const void>> files;
   formats::WeightCopies copies;
-  // Repacked copies of matrices in the file (each at a 64-byte aligned offset; see
-  // repack_enabled).
+  // Repacked copies of matrices in the file, each at a 64-byte aligned offset (repack.h).
   static constexpr size_t kRepackedAlignment = size_t{2} << 20;  // a transparent huge page
   struct AlignedDelete {
     void operator()(std::byte* p) const {
@@ -55,11 +54,6 @@ struct ModelWeights {
   };
   std::unique_ptr<std::byte[], AlignedDelete> repacked;
 };
-
-// Whether loaders repack matrices into the layout the CPU kernels prefer (kernels::
-// FormatKernels::preferred_layout: Q4_0 -> Q4_0_R16 on AVX2). On unless the environment sets
-// OXI_REPACK=0; results differ from the plain layout by f32 rounding only.
-bool repack_enabled();
 
 // Loads from a GGUF file (tensors used in place; q/k of `llama` are already permuted by the
 // converter, and config.rope_layout says so).

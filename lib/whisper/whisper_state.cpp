@@ -36,8 +36,8 @@ void WhisperState::release_working_memory() {
     for (auto& layer : *layers) std::vector<float>().swap(layer);
   for (auto* layers : {&self_k16_, &self_v16_, &cross_k16_, &cross_v16_})
     for (auto& layer : *layers) std::vector<uint16_t>().swap(layer);
-  for (auto* buffer : {&encoder_output_, &dec_x_, &dec_h_, &dec_q_, &dec_attn_, &dec_mlp_,
-                       &logits_, &kv_rows_})
+  for (auto* buffer :
+       {&encoder_output_, &dec_x_, &dec_h_, &dec_q_, &dec_attn_, &dec_mlp_, &logits_, &kv_rows_})
     std::vector<float>().swap(*buffer);
   std::vector<std::vector<float>>().swap(alignment_);
   if (encoder_) encoder_->release_working_memory();

@@ -201,7 +201,8 @@ TEST_F(TinyTranscriber, ShortChunksWithTheShortEncoder) {
 // A live stream gives its working memory back between passes; each pass after that allocates
 // it again and must decode exactly as a transcriber that kept it.
 TEST_F(TinyTranscriber, ReleasingWorkingMemoryBetweenWindowsChangesNothing) {
-  auto backend_kept = backends::make_cpu_backend(1), backend_released = backends::make_cpu_backend(1);
+  auto backend_kept = backends::make_cpu_backend(1),
+       backend_released = backends::make_cpu_backend(1);
   Transcriber kept(model(), *backend_kept), released(model(), *backend_released);
   WindowOptions o;
   o.word_timestamps = true;

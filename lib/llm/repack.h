@@ -1,0 +1,23 @@
+// Repacking loaded weights into the layouts the CPU kernels multiply fastest (kernels::
+// FormatKernels::preferred_layout: Q4_0 -> Q4_0_R16 on AVX2), as llama.cpp repacks Q4_0 for its
+// CPU backend. Results differ from the file's layout by f32 summation order only.
+#pragma once
+
+#include "lib/llm/weights.h"
+
+namespace oxi {
+class MappedFile;
+}
+
+namespace oxi::llm {
+
+// Whether loaders repack: on unless the environment sets OXI_REPACK=0.
+bool repack_enabled();
+
+// Repacks every matrix of `w` the forward pass multiplies, when the selected kernels prefer
+// another layout for its type. Matrices in `mapping` (the model file; may be null) are copied
+// into w.repacked and their mapped pages let go; converted copies (w.copies) are repacked in
+// place. Views of the same rows (a tied output and embedding) share one copy.
+void repack_for_cpu(ModelWeights& w, const MappedFile* mapping);
+
+}  // namespace oxi::llm
