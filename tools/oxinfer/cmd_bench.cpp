@@ -11,8 +11,8 @@
 #include "kernels/cpu_features.h"
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/bench/bench_formats.h"
-#include "tools/oxinfer/bench/bench_math.h"
 #include "tools/oxinfer/bench/bench_llm.h"
+#include "tools/oxinfer/bench/bench_math.h"
 #include "tools/oxinfer/bench/bench_pipeline.h"
 #include "tools/oxinfer/bench/bench_report.h"
 #include "tools/oxinfer/bench/bench_whisper.h"
@@ -70,7 +70,7 @@ int run_kernels(const Argv& argv) {
     std::fflush(stdout);
   }
 
-  std::vector<bench::BenchRow> rows = bench::bench_format_kernels(threads, read_bw);
+  std::vector<bench::BenchRow> rows = bench::bench_format_kernels(threads);
   const std::vector<bench::BenchRow> math = bench::bench_math_kernels(threads, fma_peak);
   rows.insert(rows.end(), math.begin(), math.end());
 
@@ -97,8 +97,7 @@ struct Suite {
 constexpr Suite kSuites[] = {
     {"kernels", "machine limits, then matvec / GEMM / FFT kernels as a share of them", run_kernels},
     {"llm", "LLM prompt processing and generation tok/s, decode bandwidth", run_bench_llm},
-    {"whisper", "Whisper encoder ms/window, decoder ms/token, real-time factor",
-     run_bench_whisper},
+    {"whisper", "Whisper encoder ms/window, decoder ms/token, real-time factor", run_bench_whisper},
     {"pipeline", "oxiwhisper element vs the library on the same audio; live decoder RTF",
      run_bench_pipeline},
 };

@@ -14,6 +14,7 @@
 #include <tbb/task_arena.h>
 
 #include "kernels/formats/quant.h"
+#include "tools/oxinfer/bench/machine_limits.h"
 
 namespace oxi::bench {
 namespace {
@@ -104,19 +105,25 @@ BenchRow bench_matvec(DType t, DType layout, const std::string& label, tbb::task
 
 }  // namespace
 
-std::vector<BenchRow> bench_format_kernels(int threads, double read_bw_gbs) {
+std::vector<BenchRow> bench_format_kernels(int threads) {
   threads = std::max(threads, 1);
   tbb::task_arena arena(threads);
   std::vector<BenchRow> out;
   const kernels::FormatKernels& k = kernels::format_kernels();
+  // Each row's limit is the read bandwidth measured just before it: a VM's bandwidth moves
+  // within minutes (34-59 GB/s in one session on the development VM), and one figure from the
+  // start of the run was at times compared with a kernel measured after the bandwidth fell.
+  const auto matvec_row = [&](DType t, DType layout, const std::string& label) {
+    const double read_bw = measure_read_bandwidth_gbs(threads);
+    out.push_back(bench_matvec(t, layout, label, arena, threads, read_bw));
+  };
   for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::F16}) {
     // The layout decode multiplies (what lib/llm repacks to), named by the stored type; then
     // the file layout as its own row when they differ.
     const std::string name(kernels::name(t));
     const DType layout = k.preferred_layout(t);
-    out.push_back(bench_matvec(t, layout, name, arena, threads, read_bw_gbs));
-    if (layout != t)
-      out.push_back(bench_matvec(t, t, name + " (plain)", arena, threads, read_bw_gbs));
+    matvec_row(t, layout, name);
+    if (layout != t) matvec_row(t, t, name + " (plain)");
   }
   return out;
 }

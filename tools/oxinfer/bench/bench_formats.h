@@ -8,8 +8,9 @@
 
 namespace oxi::bench {
 
-// matvec of q4_0, q8_0, q4_K, q6_K and f16 8192 x 8192 matrices on `threads` threads (rows
-// split evenly); read_bw_gbs is the limit of every row.
-std::vector<BenchRow> bench_format_kernels(int threads, double read_bw_gbs);
+// matvec of q4_0 (repacked and plain), q8_0, q4_K, q6_K and f16 matrices of 256 MiB on
+// `threads` threads (rows split evenly); each row's limit is the read bandwidth measured just
+// before it.
+std::vector<BenchRow> bench_format_kernels(int threads);
 
 }  // namespace oxi::bench
