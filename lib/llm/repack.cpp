@@ -51,14 +51,11 @@ void repack_into(const backends::WeightMatrix& m, kernels::DType to, std::byte* 
     else
       std::memcpy(to_buffer, from, bytes);
   };
-  std::vector<std::byte> row(m.row_bytes);
   if (m.row_bytes == dense) {
-    read(src, total, dst);  // one read; then each row through `row`
-    for (size_t r = 0; r < m.rows; ++r) {
-      std::memcpy(row.data(), dst + r * dense, dense);
-      kernels::repack_row(m.dtype, to, row.data(), dst + r * dense, m.cols);
-    }
+    read(src, total, dst);  // one read, then repacked where it landed
+    repack_in_place(dst, m, to);
   } else {
+    std::vector<std::byte> row(m.row_bytes);
     for (size_t r = 0; r < m.rows; ++r) {
       read(src + r * m.row_bytes, m.row_bytes, row.data());
       kernels::repack_row(m.dtype, to, row.data(), dst + r * dense, m.cols);

@@ -23,6 +23,10 @@ void WhisperState::set_kv_cache(kernels::DType type) {
   if (kv_f16_ == (type == kernels::DType::F16)) return;
   kv_f16_ = type == kernels::DType::F16;
   // Everything cached so far is of the other type: drop it (decode() needs a new encode()).
+  drop_caches();
+}
+
+void WhisperState::drop_caches() {
   for (auto* layers : {&self_k_, &self_v_, &cross_k_, &cross_v_})
     for (auto& layer : *layers) std::vector<float>().swap(layer);
   for (auto* layers : {&self_k16_, &self_v16_, &cross_k16_, &cross_v16_})
@@ -32,17 +36,12 @@ void WhisperState::set_kv_cache(kernels::DType type) {
 }
 
 void WhisperState::release_working_memory() {
-  for (auto* layers : {&self_k_, &self_v_, &cross_k_, &cross_v_})
-    for (auto& layer : *layers) std::vector<float>().swap(layer);
-  for (auto* layers : {&self_k16_, &self_v16_, &cross_k16_, &cross_v16_})
-    for (auto& layer : *layers) std::vector<uint16_t>().swap(layer);
+  drop_caches();
   for (auto* buffer :
        {&encoder_output_, &dec_x_, &dec_h_, &dec_q_, &dec_attn_, &dec_mlp_, &logits_, &kv_rows_})
     std::vector<float>().swap(*buffer);
   std::vector<std::vector<float>>().swap(alignment_);
   if (encoder_) encoder_->release_working_memory();
-  self_kv_rows_ = 0;
-  n_audio_positions_ = 0;
 }
 
 void WhisperState::share_encoder(std::shared_ptr<const EncoderBatcher> encoder) {

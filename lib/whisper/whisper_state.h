@@ -72,6 +72,8 @@ class WhisperState {
 
  private:
   void compute_cross_kv();
+  // Frees both cache types' keys and values; decode() then needs a new encode().
+  void drop_caches();
   // Grows self_k_ / self_v_ to hold at least `positions` rows (<= n_text_ctx).
   void reserve_self_kv(size_t positions);
   // whisper_decoder.cpp
