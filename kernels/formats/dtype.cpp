@@ -23,8 +23,9 @@ constexpr std::array<Entry, 20> kTable = {{
 }};
 
 // Kernel-internal layouts: same block size and bytes as the format they repack.
-constexpr std::array<Entry, 1> kInternal = {{
+constexpr std::array<Entry, 2> kInternal = {{
     {63, {"q4_0_r16", 32, 18, true}},
+    {62, {"q8_0_r16", 32, 34, true}},
 }};
 
 constexpr DTypeInfo kUnknown{"?", 1, 0, false};

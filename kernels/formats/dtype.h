@@ -33,6 +33,8 @@ enum class DType : uint32_t {
   BF16 = 30,
   // Kernel-internal: q4_0 rows repacked at load for faster products (q4_0_r16.h).
   Q4_0_R16 = 63,
+  // Kernel-internal: q8_0 rows repacked at load for faster products (q8_0_r16.h).
+  Q8_0_R16 = 62,
 };
 
 struct DTypeInfo {

@@ -2,6 +2,7 @@
 #include "kernels/arch.h"
 #include "kernels/formats/float_tiles.h"
 #include "kernels/formats/q4_0_r16_tiles.h"
+#include "kernels/formats/q8_0_r16_tiles.h"
 #include "kernels/formats/quant.h"
 #include "kernels/formats/tiles.h"
 #include "kernels/formats/traits_avx2.h"
@@ -43,8 +44,10 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   set<QuantTile<q::Q5_K>>(k, DType::Q5_K);
   set<QuantTile<q::Q6_K>>(k, DType::Q6_K);
   set<Q4_0R16Tile>(k, DType::Q4_0_R16);
+  set<Q8_0R16Tile>(k, DType::Q8_0_R16);
 #if defined(OXI_ARCH_AVX2)
   k.fast_q4_0_r16 = true;
+  k.fast_q8_0_r16 = true;
 #endif
 }
 

@@ -26,20 +26,22 @@
 
 namespace oxi::kernels::OXI_ARCH_NS {
 
-// The plain q4_0 blocks at the end of a row: `blocks` of them at w + offset, against q8_0
-// activations at x + x_offset.
+// The plain blocks at the end of a row (the plain format's Trait): `blocks` of them at
+// w + offset, against the plain activation blocks at x + x_offset.
 template <class Trait, int T, int P>
-inline void q4_0_tail(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
-                      size_t w_offset, size_t x_offset, size_t blocks,
-                      typename Trait::Acc (&acc)[T][P]) noexcept {
+inline void r16_tail(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
+                     size_t w_offset, size_t x_offset, size_t blocks,
+                     typename Trait::Acc (&acc)[T][P]) noexcept {
+  using WBlock = typename Trait::WBlock;
+  using ABlock = typename Trait::ABlock;
   for (size_t b = 0; b < blocks; ++b) {
     typename Trait::Act a[T];
     for (int t = 0; t < T; ++t) {
-      a[t] = Trait::load_act(reinterpret_cast<const BlockQ8_0*>(x + t * x_stride + x_offset)[b]);
+      a[t] = Trait::load_act(reinterpret_cast<const ABlock*>(x + t * x_stride + x_offset)[b]);
     }
     for (int p = 0; p < P; ++p) {
       const typename Trait::W wb =
-          Trait::load_w(reinterpret_cast<const BlockQ4_0*>(w + p * w_row_bytes + w_offset)[b]);
+          Trait::load_w(reinterpret_cast<const WBlock*>(w + p * w_row_bytes + w_offset)[b]);
       for (int t = 0; t < T; ++t) Trait::step(acc[t][p], wb, a[t]);
     }
   }
@@ -99,8 +101,8 @@ struct Q4_0R16Tile {
       }
     }
     Tail::Acc tail[T][P]{};
-    q4_0_tail<Tail, T, P>(w, w_row_bytes, x, x_stride, groups * sizeof(WeightGroupR16),
-                          groups * sizeof(ActGroupR16), blocks - groups * kR16Blocks, tail);
+    r16_tail<Tail, T, P>(w, w_row_bytes, x, x_stride, groups * sizeof(WeightGroupR16),
+                         groups * sizeof(ActGroupR16), blocks - groups * kR16Blocks, tail);
     for (int t = 0; t < T; ++t) {
       for (int p = 0; p < P; ++p) {
         y[t * y_stride + p] = simd::hsum(acc[t][p]) + Tail::finish(tail[t][p]);
@@ -149,8 +151,8 @@ struct Q4_0R16Tile {
       }
     }
     Tail::Acc tail[T][R]{};
-    q4_0_tail<Tail, T, R>(w, w_row_bytes, x, x_stride, groups * sizeof(WeightGroupR16),
-                          groups * sizeof(ActGroupR16), blocks - groups * kR16Blocks, tail);
+    r16_tail<Tail, T, R>(w, w_row_bytes, x, x_stride, groups * sizeof(WeightGroupR16),
+                         groups * sizeof(ActGroupR16), blocks - groups * kR16Blocks, tail);
     for (int t = 0; t < T; ++t) {
       for (int r = 0; r < R; ++r) y[t * y_stride + r] = acc[t][r] + Tail::finish(tail[t][r]);
     }

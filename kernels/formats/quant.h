@@ -8,6 +8,7 @@
 //   q2_K .. q6_K             x q8_K  (per 256 values: f32 scale, sums of each 16 for the mins)
 //   f32, f16, bf16           x f32   (the activation is used as is)
 //   q4_0_r16                 x q8_0 in a matching layout (q4_0_r16.h: repacked q4_0)
+//   q8_0_r16                 x q8_0 in a matching layout (q8_0_r16.h: repacked q8_0)
 //
 // Typical use by a backend, for one token:
 //   const size_t ab = activation_bytes(w_type, n);       // once per layer shape
@@ -45,7 +46,7 @@ using GemmQFn = void (*)(const void* w, size_t w_row_bytes, size_t rows, size_t 
 inline constexpr size_t kDTypeSlots = 64;
 
 // Weight types with matvec / gemm_q / dequantize / quantize support:
-// f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K, and q4_0_r16.
+// f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K, q4_0_r16 and q8_0_r16.
 bool weight_supported(DType t) noexcept;
 
 // ---- rows (scalar reference; dequantization is bit-exact to ggml) ----
@@ -61,7 +62,7 @@ RowEncoder row_encoder(DType t) noexcept;
 // ---- activations ----
 
 // The format activations take for weights of type `weight` (F32, Q8_0, Q8_1 or Q8_K; for
-// q4_0_r16, Q8_0 values in that layout's own arrangement).
+// q4_0_r16 and q8_0_r16, Q8_0 values in that layout's own arrangement).
 DType activation_dtype(DType weight) noexcept;
 // Bytes of one prepared activation vector of n values (row_bytes(activation_dtype(weight), n),
 // or more for a repacked weight layout).
@@ -71,9 +72,9 @@ void quantize_activation(DType weight, const float* x, void* out, size_t n) noex
 
 // ---- repacked layouts ----
 
-// Rewrites one row of n elements stored as `from` into `to` (q4_0 <-> q4_0_r16), byte count
-// unchanged and lossless. Returns false (writing nothing) for any other pair. src and dst must
-// not overlap.
+// Rewrites one row of n elements stored as `from` into `to` (q4_0 <-> q4_0_r16, q8_0 <->
+// q8_0_r16), byte count unchanged and lossless. Returns false (writing nothing) for any other
+// pair. src and dst must not overlap.
 bool repack_row(DType from, DType to, const void* src, void* dst, size_t n) noexcept;
 
 // ---- products ----
@@ -86,13 +87,17 @@ struct FormatKernels {
   // Whether this set has a hand-written q4_0_r16 kernel, faster than its plain q4_0 one (the
   // reference q4_0_r16 kernel is not worth a repack).
   bool fast_q4_0_r16 = false;
+  // The same for q8_0_r16 and plain q8_0.
+  bool fast_q8_0_r16 = false;
 
   MatvecFn matvec_for(DType t) const noexcept { return slot(matvec, t); }
   GemmQFn gemm_q_for(DType t) const noexcept { return slot(gemm_q, t); }
-  // The layout to hold weights stored as t in for these kernels: q4_0_r16 for q4_0 where it is
-  // faster, else t itself.
+  // The layout to hold weights stored as t in for these kernels: q4_0_r16 for q4_0 and
+  // q8_0_r16 for q8_0 where they are faster, else t itself.
   DType preferred_layout(DType t) const noexcept {
-    return t == DType::Q4_0 && fast_q4_0_r16 ? DType::Q4_0_R16 : t;
+    if (t == DType::Q4_0 && fast_q4_0_r16) return DType::Q4_0_R16;
+    if (t == DType::Q8_0 && fast_q8_0_r16) return DType::Q8_0_R16;
+    return t;
   }
 
  private:

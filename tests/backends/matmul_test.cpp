@@ -194,18 +194,19 @@ TEST(CpuMatmul, QuantizedWeightsMatchNaiveDouble) {
   }
 }
 
-// Q4_0 weights repacked to Q4_0_R16 (the layout decode uses on AVX2): the naive double bound
-// as for Q4_0, and the plain Q4_0 matmul's result within 1e-5 of the products' magnitude
-// (same integers, another f32 summation order), for one token (matvec) and several (gemm_q).
-TEST(CpuMatmul, RepackedQ4_0MatchesPlainQ4_0) {
+// Weights repacked (Q4_0 -> Q4_0_R16, Q8_0 -> Q8_0_R16: the layouts decode uses on AVX2): the
+// naive double bound as for the plain type, and the plain matmul's result within 1e-5 of the
+// products' magnitude (same integers, another f32 summation order), for one token (matvec) and
+// several (gemm_q).
+void expect_repacked_matches_plain(DType plain_type, DType packed_type) {
   const auto backend = make_cpu_backend(2);
   for (size_t cols : {size_t{32 * 17}, size_t{32 * 3}, size_t{32 * 16 * 5 + 32 * 7}}) {
     SCOPED_TRACE("K=" + std::to_string(cols));
-    const TestWeights plain = make_quant_weights(DType::Q4_0, 67, cols, 23);
+    const TestWeights plain = make_quant_weights(plain_type, 67, cols, 23);
     TestWeights packed = plain;
-    packed.dtype = DType::Q4_0_R16;
+    packed.dtype = packed_type;
     for (size_t r = 0; r < plain.rows; ++r) {
-      ASSERT_TRUE(kernels::repack_row(DType::Q4_0, DType::Q4_0_R16,
+      ASSERT_TRUE(kernels::repack_row(plain_type, packed_type,
                                       plain.bytes.data() + r * plain.row_bytes,
                                       packed.bytes.data() + r * plain.row_bytes, cols));
     }
@@ -227,6 +228,14 @@ TEST(CpuMatmul, RepackedQ4_0MatchesPlainQ4_0) {
   }
 }
 
+TEST(CpuMatmul, RepackedQ4_0MatchesPlainQ4_0) {
+  expect_repacked_matches_plain(DType::Q4_0, DType::Q4_0_R16);
+}
+
+TEST(CpuMatmul, RepackedQ8_0MatchesPlainQ8_0) {
+  expect_repacked_matches_plain(DType::Q8_0, DType::Q8_0_R16);
+}
+
 // Every path, run with 1, 2 and 3 threads: the results must agree bit for bit.
 TEST(CpuMatmul, BitIdenticalAcrossThreadCounts) {
   struct Case {
@@ -234,9 +243,10 @@ TEST(CpuMatmul, BitIdenticalAcrossThreadCounts) {
     size_t rows, cols, m;
   };
   const Case cases[] = {
-      {DType::F32, 515, 131, 1},  {DType::F16, 515, 131, 3},   {DType::F16, 300, 131, 150},
-      {DType::Q4_0, 301, 128, 1}, {DType::Q4_0, 301, 128, 70}, {DType::Q4_K, 131, 256, 37},
+      {DType::F32, 515, 131, 1},      {DType::F16, 515, 131, 3},       {DType::F16, 300, 131, 150},
+      {DType::Q4_0, 301, 128, 1},     {DType::Q4_0, 301, 128, 70},     {DType::Q4_K, 131, 256, 37},
       {DType::Q4_0_R16, 301, 608, 1}, {DType::Q4_0_R16, 301, 512, 70},  // groups (+ a tail)
+      {DType::Q8_0_R16, 301, 608, 1}, {DType::Q8_0_R16, 301, 512, 70},
   };
   std::vector<std::unique_ptr<Backend>> backends;
   for (int threads : {1, 2, 3}) backends.push_back(make_cpu_backend(threads));

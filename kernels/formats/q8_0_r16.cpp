@@ -1,0 +1,94 @@
+// Q8_0_R16 rows (q8_0_r16.h): repacking to and from q8_0, row decoding and encoding through
+// q8_0's own scalar reference (so they are bit-identical to it), and the matching activation.
+#include "kernels/formats/q8_0_r16.h"
+
+#include <cstring>
+
+#include "kernels/formats/fp16.h"
+#include "kernels/formats/quant.h"
+#include "kernels/formats/quantize_k.h"
+
+namespace oxi::kernels {
+namespace {
+
+constexpr size_t kGroupElems = kR16Blocks * QK;
+constexpr size_t kChunks = QK / 4;  // 4-byte chunks per block: the k of qs[k]
+
+void pack_group(const BlockQ8_0* b, WeightGroupQ8R16& g) noexcept {
+  for (size_t i = 0; i < kR16Blocks; ++i) {
+    g.d[i] = b[i].d;
+    for (size_t k = 0; k < kChunks; ++k) std::memcpy(&g.qs[k][4 * i], &b[i].qs[4 * k], 4);
+  }
+}
+
+void unpack_group(const WeightGroupQ8R16& g, BlockQ8_0* b) noexcept {
+  for (size_t i = 0; i < kR16Blocks; ++i) {
+    b[i].d = g.d[i];
+    for (size_t k = 0; k < kChunks; ++k) std::memcpy(&b[i].qs[4 * k], &g.qs[k][4 * i], 4);
+  }
+}
+
+}  // namespace
+
+size_t q8_0_r16_activation_bytes(size_t n) noexcept {
+  const size_t blocks = n / QK;
+  return blocks / kR16Blocks * sizeof(ActGroupQ8R16) + blocks % kR16Blocks * sizeof(BlockQ8_0);
+}
+
+void quantize_activation_q8_0_r16(const float* x, void* out, size_t n) noexcept {
+  const size_t blocks = n / QK, groups = blocks / kR16Blocks;
+  auto* a = static_cast<ActGroupQ8R16*>(out);
+  for (size_t g = 0; g < groups; ++g, ++a) {
+    for (size_t i = 0; i < kR16Blocks; ++i, x += QK) {
+      BlockQ8_0 b;
+      quantize_row_q8_0(x, &b, QK);
+      a->d[i] = f16_to_f32(b.d);
+      for (size_t k = 0; k < kChunks; ++k) std::memcpy(&a->q[k][4 * i], &b.qs[4 * k], 4);
+    }
+  }
+  quantize_row_q8_0(x, a, (blocks - groups * kR16Blocks) * QK);
+}
+
+void repack_row_q8_0_r16(const void* src, void* dst, size_t n) noexcept {
+  const size_t blocks = n / QK, groups = blocks / kR16Blocks;
+  const auto* b = static_cast<const BlockQ8_0*>(src);
+  auto* g = static_cast<WeightGroupQ8R16*>(dst);
+  for (size_t i = 0; i < groups; ++i) pack_group(b + i * kR16Blocks, g[i]);
+  std::memcpy(g + groups, b + groups * kR16Blocks,
+              (blocks - groups * kR16Blocks) * sizeof(BlockQ8_0));
+}
+
+void unpack_row_q8_0_r16(const void* src, void* dst, size_t n) noexcept {
+  const size_t blocks = n / QK, groups = blocks / kR16Blocks;
+  const auto* g = static_cast<const WeightGroupQ8R16*>(src);
+  auto* b = static_cast<BlockQ8_0*>(dst);
+  for (size_t i = 0; i < groups; ++i) unpack_group(g[i], b + i * kR16Blocks);
+  std::memcpy(b + groups * kR16Blocks, g + groups,
+              (blocks - groups * kR16Blocks) * sizeof(BlockQ8_0));
+}
+
+void dequantize_row_q8_0_r16(const void* src, float* dst, size_t n) noexcept {
+  const size_t blocks = n / QK, groups = blocks / kR16Blocks;
+  const RowDecoder q8_0 = row_decoder(DType::Q8_0);
+  const auto* g = static_cast<const WeightGroupQ8R16*>(src);
+  for (size_t i = 0; i < groups; ++i, dst += kGroupElems) {
+    BlockQ8_0 b[kR16Blocks];
+    unpack_group(g[i], b);
+    q8_0(b, dst, kGroupElems);
+  }
+  q8_0(g + groups, dst, n - groups * kGroupElems);
+}
+
+void quantize_row_q8_0_r16(const float* src, void* dst, size_t n) noexcept {
+  const size_t blocks = n / QK, groups = blocks / kR16Blocks;
+  const RowEncoder q8_0 = row_encoder(DType::Q8_0);
+  auto* g = static_cast<WeightGroupQ8R16*>(dst);
+  for (size_t i = 0; i < groups; ++i, src += kGroupElems) {
+    BlockQ8_0 b[kR16Blocks];
+    q8_0(src, b, kGroupElems);
+    pack_group(b, g[i]);
+  }
+  q8_0(src, g + groups, n - groups * kGroupElems);
+}
+
+}  // namespace oxi::kernels
