@@ -52,7 +52,8 @@ double decode_weight_bytes(const llm::Model& model) {
   return bytes;
 }
 
-LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps) {
+LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps,
+                         const std::function<double()>& read_bandwidth) {
   const int n_vocab = session.model().config().n_vocab;
   if (std::max(pp, tg) > session.n_ctx())
     throw Error("bench llm", "pp/tg exceed the context of " + std::to_string(session.n_ctx()));
@@ -72,7 +73,7 @@ LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps) 
   r.pp = pp;
   r.tg = tg;
   r.reps = reps;
-  std::vector<double> pp_rates, tg_rates;
+  std::vector<double> pp_rates, tg_rates, bandwidths, bandwidth_pcts;
   for (int rep = 0; rep < reps; ++rep) {
     if (pp > 0) {
       session.truncate(0);
@@ -84,11 +85,18 @@ LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps) 
     if (tg > 0) {
       session.truncate(0);
       const std::vector<int32_t> ids = random_ids(tg);
+      bandwidths.push_back(read_bandwidth());
       const Clock::time_point start = Clock::now();
       for (size_t i = 0; i < tg; ++i) session.eval(std::span<const int32_t>(&ids[i], 1));
       tg_rates.push_back(static_cast<double>(tg) / seconds_since(start));
+      const double gbs = decode_weight_bytes(session.model()) * tg_rates.back() / 1e9;
+      bandwidth_pcts.push_back(bandwidths.back() > 0 ? 100.0 * gbs / bandwidths.back() : 0);
     }
   }
+  double sd = 0;
+  if (tg == 0) bandwidths.push_back(read_bandwidth());
+  mean_sd(bandwidths, r.read_bandwidth_gbs, sd);
+  if (!bandwidth_pcts.empty()) mean_sd(bandwidth_pcts, r.decode_bandwidth_pct, sd);
   session.truncate(0);
   if (!pp_rates.empty()) mean_sd(pp_rates, r.pp_tok_s, r.pp_tok_s_sd);
   if (!tg_rates.empty()) mean_sd(tg_rates, r.tg_tok_s, r.tg_tok_s_sd);
@@ -137,27 +145,26 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   llm::Session session(model, *backend, static_cast<size_t>(std::max(pp, tg)) + 1);
 
   if (!json) {
-    std::printf("model %s (%s, %d layers), threads %lld\nmeasuring read bandwidth...\n",
-                path.filename().string().c_str(), model->config().arch.c_str(),
-                model->config().n_layer, threads);
+    std::printf("model %s (%s, %d layers), threads %lld\n", path.filename().string().c_str(),
+                model->config().arch.c_str(), model->config().n_layer, threads);
     std::fflush(stdout);
   }
-  const double read_bw = bench::measure_read_bandwidth_gbs(static_cast<int>(threads));
   if (!json) {
-    std::printf("read bandwidth %.2f GB/s\nrunning pp%lld / tg%lld x %lld...\n", read_bw, pp, tg,
-                reps);
+    std::printf("running pp%lld / tg%lld x %lld (the read bandwidth measured before each tg)...\n",
+                pp, tg, reps);
     std::fflush(stdout);
   }
-  const bench::LlmBenchResult r = bench::bench_llm(session, static_cast<size_t>(pp),
-                                                   static_cast<size_t>(tg), static_cast<int>(reps));
-  const double bandwidth_pct = read_bw > 0 ? 100.0 * r.decode_gbs / read_bw : 0;
+  const bench::LlmBenchResult r = bench::bench_llm(
+      session, static_cast<size_t>(pp), static_cast<size_t>(tg), static_cast<int>(reps),
+      [&] { return bench::measure_read_bandwidth_gbs(static_cast<int>(threads)); });
+  const double read_bw = r.read_bandwidth_gbs, bandwidth_pct = r.decode_bandwidth_pct;
   // Memory after the run (the bandwidth buffer is freed by then): every weight page has been
   // read, the KV cache and the scratch buffers are allocated. Budget: file + KV cache (f32).
   const llm::ModelConfig& cfg = model->config();
   const double resident = static_cast<double>(bench::resident_bytes());
   const double file_bytes = static_cast<double>(bench::model_bytes_on_disk(path));
-  const double kv_bytes = 2.0 * cfg.n_layer * static_cast<double>(session.n_ctx()) *
-                          cfg.n_head_kv * cfg.head_dim * sizeof(float);
+  const double kv_bytes = 2.0 * cfg.n_layer * static_cast<double>(session.n_ctx()) * cfg.n_head_kv *
+                          cfg.head_dim * sizeof(float);
   const double resident_pct = 100.0 * resident / (file_bytes + kv_bytes);
 
   if (json) {
@@ -190,10 +197,11 @@ int run_bench_llm(const std::vector<std::string>& argv) {
       std::printf("%-28s %9.2f GB/s = %.1f%% of %.2f GB/s (%.1f MB of weights per token)\n",
                   "decode weight reads", r.decode_gbs, bandwidth_pct, read_bw,
                   r.weight_bytes_per_token / 1e6);
-    std::printf("%-28s %9.1f MB = %.1f%% of file %.1f MB + KV cache %.1f MB (%.1f MB before "
-                "loading)\n",
-                "resident memory", resident / 1e6, resident_pct, file_bytes / 1e6, kv_bytes / 1e6,
-                baseline / 1e6);
+    std::printf(
+        "%-28s %9.1f MB = %.1f%% of file %.1f MB + KV cache %.1f MB (%.1f MB before "
+        "loading)\n",
+        "resident memory", resident / 1e6, resident_pct, file_bytes / 1e6, kv_bytes / 1e6,
+        baseline / 1e6);
   }
   return 0;
 }

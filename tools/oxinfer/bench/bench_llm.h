@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,8 @@ struct LlmBenchResult {
   double tg_tok_s = 0, tg_tok_s_sd = 0;
   double weight_bytes_per_token = 0;  // weight matrices read by one decode step
   double decode_gbs = 0;              // weight_bytes_per_token x tg tok/s
+  double read_bandwidth_gbs = 0;      // mean of the measurements taken before each tg run
+  double decode_bandwidth_pct = 0;    // mean over tg runs of decode GB/s / the one before it
 };
 
 // Bytes of weight matrices one decode step reads: every layer matrix, the output projection
@@ -25,8 +28,11 @@ struct LlmBenchResult {
 double decode_weight_bytes(const llm::Model& model);
 
 // Runs pp and tg `reps` times each on `session` (its cache is cleared before each run; it needs
-// n_ctx >= max(pp, tg)). Random ids from a fixed seed.
-LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps);
+// n_ctx >= max(pp, tg)). Random ids from a fixed seed. `read_bandwidth` (GB/s) is measured
+// just before each tg run and is that run's limit: on a shared VM the bandwidth drifts by a
+// third within minutes, and a ratio to a figure taken earlier measured the drift.
+LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps,
+                         const std::function<double()>& read_bandwidth);
 
 }  // namespace oxi::bench
 
