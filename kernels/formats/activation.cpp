@@ -20,7 +20,7 @@ void quantize_q8_1(const float* x, void* dst, size_t n) noexcept {
     float amax = 0;
     for (size_t j = 0; j < QK; ++j) amax = std::max(amax, std::fabs(x[j]));
     const float d = amax / 127;
-    const float id = d != 0 ? 1.0f / d : 0.0f;
+    const float id = inverse_scale(d);
     int sum = 0;
     for (size_t j = 0; j < QK; ++j) {
       b[i].qs[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
@@ -94,7 +94,7 @@ void quantize_activation(DType weight, const float* x, void* out, size_t n) noex
   if (weight == DType::Q8_0_R16) return quantize_activation_q8_0_r16(x, out, n);
   switch (activation_dtype(weight)) {
     case DType::Q8_0:
-      quantize_row_q8_0(x, out, n);
+      format_kernels().quantize_q8_0(x, out, n);
       break;
     case DType::Q8_1:
       quantize_q8_1(x, out, n);

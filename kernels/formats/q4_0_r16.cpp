@@ -39,21 +39,22 @@ size_t q4_0_r16_activation_bytes(size_t n) noexcept {
 void quantize_activation_q4_0_r16(const float* x, void* out, size_t n) noexcept {
   const size_t blocks = n / QK, groups = blocks / kR16Blocks;
   auto* a = static_cast<ActGroupR16*>(out);
-  for (size_t g = 0; g < groups; ++g, ++a) {
-    for (size_t i = 0; i < kR16Blocks; ++i, x += QK) {
-      BlockQ8_0 b;
-      quantize_row_q8_0(x, &b, QK);
+  const RowEncoder quantize_q8_0 = format_kernels().quantize_q8_0;
+  for (size_t g = 0; g < groups; ++g, ++a, x += kGroupElems) {
+    BlockQ8_0 b[kR16Blocks];
+    quantize_q8_0(x, b, kGroupElems);
+    for (size_t i = 0; i < kR16Blocks; ++i) {
       int sum = 0;
-      for (int8_t q : b.qs) sum += q;
-      a->d[i] = f16_to_f32(b.d);
+      for (int8_t q : b[i].qs) sum += q;
+      a->d[i] = f16_to_f32(b[i].d);
       a->zero[i] = 8 * sum;
       for (size_t k = 0; k < 4; ++k) {
-        std::memcpy(&a->q[k][0][4 * i], &b.qs[4 * k], 4);
-        std::memcpy(&a->q[k][1][4 * i], &b.qs[QK / 2 + 4 * k], 4);
+        std::memcpy(&a->q[k][0][4 * i], &b[i].qs[4 * k], 4);
+        std::memcpy(&a->q[k][1][4 * i], &b[i].qs[QK / 2 + 4 * k], 4);
       }
     }
   }
-  quantize_row_q8_0(x, a, (blocks - groups * kR16Blocks) * QK);
+  quantize_q8_0(x, a, (blocks - groups * kR16Blocks) * QK);
 }
 
 void repack_row_q4_0_r16(const void* src, void* dst, size_t n) noexcept {

@@ -38,15 +38,16 @@ size_t q8_0_r16_activation_bytes(size_t n) noexcept {
 void quantize_activation_q8_0_r16(const float* x, void* out, size_t n) noexcept {
   const size_t blocks = n / QK, groups = blocks / kR16Blocks;
   auto* a = static_cast<ActGroupQ8R16*>(out);
-  for (size_t g = 0; g < groups; ++g, ++a) {
-    for (size_t i = 0; i < kR16Blocks; ++i, x += QK) {
-      BlockQ8_0 b;
-      quantize_row_q8_0(x, &b, QK);
-      a->d[i] = f16_to_f32(b.d);
-      for (size_t k = 0; k < kChunks; ++k) std::memcpy(&a->q[k][4 * i], &b.qs[4 * k], 4);
+  const RowEncoder quantize_q8_0 = format_kernels().quantize_q8_0;
+  for (size_t g = 0; g < groups; ++g, ++a, x += kGroupElems) {
+    BlockQ8_0 b[kR16Blocks];
+    quantize_q8_0(x, b, kGroupElems);
+    for (size_t i = 0; i < kR16Blocks; ++i) {
+      a->d[i] = f16_to_f32(b[i].d);
+      for (size_t k = 0; k < kChunks; ++k) std::memcpy(&a->q[k][4 * i], &b[i].qs[4 * k], 4);
     }
   }
-  quantize_row_q8_0(x, a, (blocks - groups * kR16Blocks) * QK);
+  quantize_q8_0(x, a, (blocks - groups * kR16Blocks) * QK);
 }
 
 void repack_row_q8_0_r16(const void* src, void* dst, size_t n) noexcept {

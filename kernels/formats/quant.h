@@ -89,6 +89,9 @@ struct FormatKernels {
   bool fast_q4_0_r16 = false;
   // The same for q8_0_r16 and plain q8_0.
   bool fast_q8_0_r16 = false;
+  // q8_0 activation blocks of x[0..n), bit-identical to quantize_row_q8_0 for finite x (what
+  // quantize_activation uses for every q8_0-based layout).
+  RowEncoder quantize_q8_0 = nullptr;
 
   MatvecFn matvec_for(DType t) const noexcept { return slot(matvec, t); }
   GemmQFn gemm_q_for(DType t) const noexcept { return slot(gemm_q, t); }

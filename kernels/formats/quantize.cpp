@@ -54,7 +54,7 @@ void quant_q4_0(const float* x, void* dst, size_t n) noexcept {
   auto* b = blocks<BlockQ4_0>(dst);
   for (size_t i = 0; i < n / QK; ++i, x += QK) {
     const float d = signed_absmax(x, QK) / -8;
-    const float id = d != 0 ? 1.0f / d : 0.0f;
+    const float id = inverse_scale(d);
     b[i].d = f32_to_f16(d);
     for (size_t j = 0; j < QK / 2; ++j) {
       const int q0 = std::min(15, static_cast<int>(x[j] * id + 8.5f));
@@ -69,7 +69,7 @@ void quant_q4_1(const float* x, void* dst, size_t n) noexcept {
   for (size_t i = 0; i < n / QK; ++i, x += QK) {
     const auto [lo, hi] = std::minmax_element(x, x + QK);
     const float d = (*hi - *lo) / 15;
-    const float id = d != 0 ? 1.0f / d : 0.0f;
+    const float id = inverse_scale(d);
     b[i].d = f32_to_f16(d);
     b[i].m = f32_to_f16(*lo);
     for (size_t j = 0; j < QK / 2; ++j) {
@@ -84,7 +84,7 @@ void quant_q5_0(const float* x, void* dst, size_t n) noexcept {
   auto* b = blocks<BlockQ5_0>(dst);
   for (size_t i = 0; i < n / QK; ++i, x += QK) {
     const float d = signed_absmax(x, QK) / -16;
-    const float id = d != 0 ? 1.0f / d : 0.0f;
+    const float id = inverse_scale(d);
     b[i].d = f32_to_f16(d);
     uint32_t qh = 0;
     for (size_t j = 0; j < QK / 2; ++j) {
@@ -103,7 +103,7 @@ void quant_q5_1(const float* x, void* dst, size_t n) noexcept {
   for (size_t i = 0; i < n / QK; ++i, x += QK) {
     const auto [lo, hi] = std::minmax_element(x, x + QK);
     const float d = (*hi - *lo) / 31;
-    const float id = d != 0 ? 1.0f / d : 0.0f;
+    const float id = inverse_scale(d);
     b[i].d = f32_to_f16(d);
     b[i].m = f32_to_f16(*lo);
     uint32_t qh = 0;
@@ -126,7 +126,7 @@ void quantize_row_q8_0(const float* x, void* dst, size_t n) noexcept {
     float amax = 0;
     for (size_t j = 0; j < QK; ++j) amax = std::max(amax, std::fabs(x[j]));
     const float d = amax / 127;
-    const float id = d != 0 ? 1.0f / d : 0.0f;
+    const float id = inverse_scale(d);
     b[i].d = f32_to_f16(d);
     for (size_t j = 0; j < QK; ++j) b[i].qs[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
   }

@@ -1,9 +1,19 @@
 // Internal: the row encoders that quantize.cpp's dispatch and activation.cpp share.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 
 namespace oxi::kernels {
+
+// 1 / d for a block scale d, the multiplier the 32-value encoders use as ggml does; 0 where d
+// is 0, and also where d is so small (< 2.9e-39, block maximum < 3.7e-37) that 1 / d
+// overflows: there ggml casts inf to an integer (undefined), while the block's f16 scale is 0
+// anyway, so its quants are written as 0.
+inline float inverse_scale(float d) noexcept {
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  return std::isinf(id) ? 0.0f : id;
+}
 
 void quantize_row_q8_0(const float* x, void* dst, size_t n) noexcept;
 void quantize_row_q2_K(const float* x, void* dst, size_t n) noexcept;

@@ -12,6 +12,7 @@
 #include "kernels/formats/dtype.h"
 #include "kernels/formats/fp16.h"
 #include "kernels/formats/quant.h"
+#include "kernels/formats/quantize_k.h"
 #include "tests/common/test_data.h"
 #include "tests/kernels/formats/reference.h"
 
@@ -344,6 +345,31 @@ TEST_P(Formats, GemmQMatchesPerTokenMatvec) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, Formats, testing::ValuesIn(kWeightTypes), type_name);
+
+// Every instruction set's q8_0 activation quantizer writes the reference's bytes: blocks of
+// random values at scales from 1e-38 (subnormal f16 scales) to 1e30, an all-zero block, and
+// blocks whose scaled values sit exactly on .5 (round half to even, as std::nearbyint).
+TEST(ActivationQuantization, Q8_0IsBitIdenticalToTheReferenceOnEveryIsa) {
+  std::vector<float> x;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int e = -38; e <= 30; e += 2) {
+    for (int j = 0; j < 32; ++j) x.push_back(u(rng) * std::pow(10.0f, static_cast<float>(e)));
+  }
+  x.insert(x.end(), 32, 0.0f);
+  for (float sign : {1.0f, -1.0f}) {  // amax 127 gives d = 1: the values are the rounding inputs
+    for (int j = 0; j < 32; ++j) x.push_back(j == 0 ? 127.0f * sign : sign * (j - 16 + 0.5f));
+  }
+  const size_t n = x.size(), bytes = kernels::row_bytes(DType::Q8_0, n);
+  std::vector<uint8_t> want(bytes);
+  kernels::quantize_row_q8_0(x.data(), want.data(), n);
+  for (Isa isa : available_isas()) {
+    std::vector<uint8_t> got(bytes, 0xAA);
+    ASSERT_NE(kernels::format_kernels(isa).quantize_q8_0, nullptr);
+    kernels::format_kernels(isa).quantize_q8_0(x.data(), got.data(), n);
+    EXPECT_EQ(got, want) << kernels::isa_name(isa);
+  }
+}
 
 TEST(Dispatch, TablesCoverEveryWeightType) {
   for (Isa isa : available_isas()) {
