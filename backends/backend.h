@@ -72,6 +72,21 @@ class Backend {
   virtual void matmul(const WeightMatrix& w, std::span<const float> x, size_t m, std::span<float> y,
                       const float* bias = nullptr) = 0;
 
+  // One product of matmul_shared_input: y = x W^T (+ bias), as matmul's.
+  struct SharedInputProduct {
+    const WeightMatrix* w = nullptr;
+    std::span<float> y;
+    const float* bias = nullptr;
+  };
+  // Several matmuls of the same x (every w.cols equal), such as the q, k and v projections:
+  // results equal to calling matmul for each. The default does exactly that; the CPU backend
+  // prepares x once per weight layout and, for one token, runs all the products' rows as one
+  // parallel region (a decode step has half as many regions and quantizations that way).
+  virtual void matmul_shared_input(std::span<const float> x, size_t m,
+                                   std::span<const SharedInputProduct> products) {
+    for (const SharedInputProduct& p : products) matmul(*p.w, x, m, p.y, p.bias);
+  }
+
   // Throws oxi::Error on inconsistent shapes or spans too short for them.
   virtual void attention(const AttentionArgs& args) = 0;
 

@@ -24,6 +24,8 @@ class CpuBackend final : public Backend {
 
   void matmul(const WeightMatrix& w, std::span<const float> x, size_t m, std::span<float> y,
               const float* bias) override;
+  void matmul_shared_input(std::span<const float> x, size_t m,
+                           std::span<const SharedInputProduct> products) override;
   void attention(const AttentionArgs& args) override;
   void parallel_for(size_t n, size_t grain,
                     const std::function<void(size_t begin, size_t end)>& fn) override;

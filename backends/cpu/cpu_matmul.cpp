@@ -8,6 +8,7 @@
 // it its own activation layout, and its matvec / gemm_q tiles are in the same tables.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "backends/cpu/cpu_backend_impl.h"
 #include "kernels/formats/quant.h"
@@ -107,6 +108,66 @@ void CpuBackend::matvec_path(const WeightMatrix& w, std::span<const float> x, si
       matvec(weights + r0 * w.row_bytes, w.row_bytes, rows, w.cols, act + t * act_stride, out);
       if (bias) add_bias(out, bias + r0, rows);
     }
+  });
+}
+
+void CpuBackend::matmul_shared_input(std::span<const float> x, size_t m,
+                                     std::span<const SharedInputProduct> products) {
+  // Several tokens take the GEMM paths, whose tiles are large already: one product at a time.
+  if (m != 1 || products.size() < 2) {
+    for (const SharedInputProduct& p : products) matmul(*p.w, x, m, p.y, p.bias);
+    return;
+  }
+  for (const SharedInputProduct& p : products) validate(*p.w, x, m, p.y);
+  // One token: every product is a matvec. x is prepared once per activation layout (products
+  // of one weight type share it), then the rows of all products are cut into pieces as
+  // matvec_path cuts one matrix, and run as one parallel region.
+  struct Job {
+    const SharedInputProduct* p;
+    kernels::MatvecFn matvec;
+    size_t act_offset;  // into the activation buffer; SIZE_MAX: x itself
+    size_t rows_per_piece, first_piece;
+    bool prepares_act;  // the first job of its activation layout quantizes x
+  };
+  constexpr size_t kAsIs = SIZE_MAX;
+  std::vector<Job> jobs;
+  jobs.reserve(products.size());
+  size_t act_bytes = 0, pieces = 0;
+  for (const SharedInputProduct& p : products) {
+    const WeightMatrix& w = *p.w;
+    Job job{&p,     kernels::format_kernels().matvec_for(w.dtype),
+            kAsIs,  matvec_rows_per_piece(w.row_bytes),
+            pieces, false};
+    if (kernels::activation_dtype(w.dtype) != kernels::DType::F32) {
+      const auto same = std::find_if(jobs.begin(), jobs.end(), [&](const Job& e) {
+        return e.p->w->dtype == w.dtype && e.p->w->cols == w.cols;
+      });
+      job.prepares_act = same == jobs.end();
+      job.act_offset = job.prepares_act ? act_bytes : same->act_offset;
+      if (job.prepares_act) act_bytes += kernels::activation_bytes(w.dtype, w.cols);
+    }
+    pieces += ceil_div(w.rows, job.rows_per_piece);
+    jobs.push_back(job);
+  }
+  std::byte* buffer = activation_buffer(act_bytes);
+  for (const Job& job : jobs) {
+    if (job.prepares_act)
+      kernels::quantize_activation(job.p->w->dtype, x.data(), buffer + job.act_offset,
+                                   job.p->w->cols);
+  }
+  run_pieces(pieces, [&](size_t piece) {
+    size_t j = jobs.size() - 1;
+    while (jobs[j].first_piece > piece) --j;
+    const Job& job = jobs[j];
+    const WeightMatrix& w = *job.p->w;
+    const size_t r0 = (piece - job.first_piece) * job.rows_per_piece;
+    const size_t rows = std::min(w.rows - r0, job.rows_per_piece);
+    const void* act = job.act_offset == kAsIs ? static_cast<const void*>(x.data())
+                                              : static_cast<const void*>(buffer + job.act_offset);
+    float* out = job.p->y.data() + r0;
+    job.matvec(static_cast<const std::byte*>(w.data) + r0 * w.row_bytes, w.row_bytes, rows, w.cols,
+               act, out);
+    if (job.p->bias) add_bias(out, job.p->bias + r0, rows);
   });
 }
 

@@ -30,9 +30,7 @@ void forward_layer(const Model& model, backends::Backend& backend, ForwardState&
   // 1. h = InputNorm(x)
   rms_norm_rows(backend, x, n, embd, w.attn_norm, c.rms_eps, h);
   // 2. q, k, v projections
-  backend.matmul(w.wq, h, n, a.q);
-  backend.matmul(w.wk, h, n, k);
-  backend.matmul(w.wv, h, n, v);
+  backend.matmul_shared_input(h, n, {{{&w.wq, a.q}, {&w.wk, k}, {&w.wv, v}}});
   // 3. RMSNorm over each head of q and k
   rms_norm_rows(backend, a.q, n * c.n_head, c.head_dim, w.q_norm, c.rms_eps, a.q);
   rms_norm_rows(backend, k, n * c.n_head_kv, c.head_dim, w.k_norm, c.rms_eps, k);
@@ -49,8 +47,7 @@ void forward_layer(const Model& model, backends::Backend& backend, ForwardState&
   rms_norm_rows(backend, x, n, embd, w.ffn_norm, c.rms_eps, h);
   // 8. g = gelu_tanh(h Wgate^T) * (h Wup^T)
   const std::span<float> g = std::span(a.gate).first(n * ff), u = std::span(a.up).first(n * ff);
-  backend.matmul(w.w_gate, h, n, g);
-  backend.matmul(w.w_up, h, n, u);
+  backend.matmul_shared_input(h, n, {{{&w.w_gate, g}, {&w.w_up, u}}});
   kernels::geglu(g, u, g, kernels::GeluForm::tanh);
   // 9. x = x + PostFFNorm(g Wdown^T)
   backend.matmul(w.w_down, g, n, h);

@@ -28,9 +28,10 @@ void forward_layer(const Model& model, backends::Backend& backend, ForwardState&
   // 1. h = RMSNorm(x) * attn_norm
   rms_norm_rows(backend, x, n, embd, w.attn_norm, c.rms_eps, h);
   // 2. q, k, v = h Wq^T (+ bq), h Wk^T (+ bk), h Wv^T (+ bv)
-  backend.matmul(w.wq, h, n, a.q, optional_bias(w.bq));
-  backend.matmul(w.wk, h, n, k, optional_bias(w.bk));
-  backend.matmul(w.wv, h, n, v, optional_bias(w.bv));
+  backend.matmul_shared_input(h, n,
+                              {{{&w.wq, a.q, optional_bias(w.bq)},
+                                {&w.wk, k, optional_bias(w.bk)},
+                                {&w.wv, v, optional_bias(w.bv)}}});
   // 3. Qwen3: RMSNorm over each head of q and k
   if (!w.q_norm.empty()) {
     rms_norm_rows(backend, a.q, n * c.n_head, c.head_dim, w.q_norm, c.rms_eps, a.q);
@@ -48,8 +49,7 @@ void forward_layer(const Model& model, backends::Backend& backend, ForwardState&
   rms_norm_rows(backend, x, n, embd, w.ffn_norm, c.rms_eps, h);
   // 8. g = silu(h Wgate^T) * (h Wup^T)
   const std::span<float> g = std::span(a.gate).first(n * ff), u = std::span(a.up).first(n * ff);
-  backend.matmul(w.w_gate, h, n, g);
-  backend.matmul(w.w_up, h, n, u);
+  backend.matmul_shared_input(h, n, {{{&w.w_gate, g}, {&w.w_up, u}}});
   kernels::swiglu(g, u, g);
   // 9. x = x + g Wdown^T
   backend.matmul(w.w_down, g, n, h);
