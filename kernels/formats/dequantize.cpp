@@ -9,6 +9,7 @@
 #include "kernels/formats/blocks.h"
 #include "kernels/formats/fp16.h"
 #include "kernels/formats/q4_0_r16.h"
+#include "kernels/formats/q4_k_r8.h"
 #include "kernels/formats/q8_0_r16.h"
 #include "kernels/formats/quant.h"
 
@@ -262,6 +263,8 @@ RowDecoder row_decoder(DType t) noexcept {
       return dequantize_row_q4_0_r16;
     case DType::Q8_0_R16:
       return dequantize_row_q8_0_r16;
+    case DType::Q4_K_R8:
+      return dequantize_row_q4_k_r8;
     default:
       return nullptr;
   }

@@ -35,6 +35,8 @@ enum class DType : uint32_t {
   Q4_0_R16 = 63,
   // Kernel-internal: q8_0 rows repacked at load for faster products (q8_0_r16.h).
   Q8_0_R16 = 62,
+  // Kernel-internal: q4_K rows repacked at load for faster products (q4_k_r8.h).
+  Q4_K_R8 = 61,
 };
 
 struct DTypeInfo {

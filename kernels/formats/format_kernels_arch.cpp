@@ -2,6 +2,7 @@
 #include "kernels/arch.h"
 #include "kernels/formats/float_tiles.h"
 #include "kernels/formats/q4_0_r16_tiles.h"
+#include "kernels/formats/q4_k_r8_tiles.h"
 #include "kernels/formats/q8_0_r16_tiles.h"
 #include "kernels/formats/quant.h"
 #include "kernels/formats/quantize_q8_0_simd.h"
@@ -46,10 +47,12 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   set<QuantTile<q::Q6_K>>(k, DType::Q6_K);
   set<Q4_0R16Tile>(k, DType::Q4_0_R16);
   set<Q8_0R16Tile>(k, DType::Q8_0_R16);
+  set<Q4KR8Tile>(k, DType::Q4_K_R8);
   k.quantize_q8_0 = quantize_q8_0;
 #if defined(OXI_ARCH_AVX2)
   k.fast_q4_0_r16 = true;
   k.fast_q8_0_r16 = true;
+  k.fast_q4_k_r8 = true;
 #endif
 }
 

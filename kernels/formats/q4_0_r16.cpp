@@ -1,11 +1,12 @@
 // Q4_0_R16 rows (q4_0_r16.h): repacking to and from q4_0, row decoding and encoding through
 // q4_0's own scalar reference (so they are bit-identical to it), and the matching activation;
-// also repack_row for every repacked layout (q8_0_r16.h too).
+// also repack_row for every repacked layout (q8_0_r16.h and q4_k_r8.h too).
 #include "kernels/formats/q4_0_r16.h"
 
 #include <cstring>
 
 #include "kernels/formats/fp16.h"
+#include "kernels/formats/q4_k_r8.h"
 #include "kernels/formats/q8_0_r16.h"
 #include "kernels/formats/quant.h"
 #include "kernels/formats/quantize_k.h"
@@ -108,6 +109,10 @@ bool repack_row(DType from, DType to, const void* src, void* dst, size_t n) noex
     repack_row_q8_0_r16(src, dst, n);
   } else if (from == DType::Q8_0_R16 && to == DType::Q8_0) {
     unpack_row_q8_0_r16(src, dst, n);
+  } else if (from == DType::Q4_K && to == DType::Q4_K_R8) {
+    repack_row_q4_k_r8(src, dst, n);
+  } else if (from == DType::Q4_K_R8 && to == DType::Q4_K) {
+    unpack_row_q4_k_r8(src, dst, n);
   } else {
     return false;
   }

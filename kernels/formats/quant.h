@@ -9,6 +9,7 @@
 //   f32, f16, bf16           x f32   (the activation is used as is)
 //   q4_0_r16                 x q8_0 in a matching layout (q4_0_r16.h: repacked q4_0)
 //   q8_0_r16                 x q8_0 in a matching layout (q8_0_r16.h: repacked q8_0)
+//   q4_K_r8                  x q8_K in a matching layout (q4_k_r8.h: repacked q4_K)
 //
 // Typical use by a backend, for one token:
 //   const size_t ab = activation_bytes(w_type, n);       // once per layer shape
@@ -46,7 +47,8 @@ using GemmQFn = void (*)(const void* w, size_t w_row_bytes, size_t rows, size_t 
 inline constexpr size_t kDTypeSlots = 64;
 
 // Weight types with matvec / gemm_q / dequantize / quantize support:
-// f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K, q4_0_r16 and q8_0_r16.
+// f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K, q4_0_r16, q8_0_r16 and
+// q4_K_r8.
 bool weight_supported(DType t) noexcept;
 
 // ---- rows (scalar reference; dequantization is bit-exact to ggml) ----
@@ -62,7 +64,8 @@ RowEncoder row_encoder(DType t) noexcept;
 // ---- activations ----
 
 // The format activations take for weights of type `weight` (F32, Q8_0, Q8_1 or Q8_K; for
-// q4_0_r16 and q8_0_r16, Q8_0 values in that layout's own arrangement).
+// q4_0_r16 and q8_0_r16, Q8_0 values in that layout's own arrangement; for q4_K_r8, Q8_K values
+// in its own arrangement).
 DType activation_dtype(DType weight) noexcept;
 // Bytes of one prepared activation vector of n values (row_bytes(activation_dtype(weight), n),
 // or more for a repacked weight layout).
@@ -73,8 +76,8 @@ void quantize_activation(DType weight, const float* x, void* out, size_t n) noex
 // ---- repacked layouts ----
 
 // Rewrites one row of n elements stored as `from` into `to` (q4_0 <-> q4_0_r16, q8_0 <->
-// q8_0_r16), byte count unchanged and lossless. Returns false (writing nothing) for any other
-// pair. src and dst must not overlap.
+// q8_0_r16, q4_K <-> q4_K_r8), byte count unchanged and lossless. Returns false (writing nothing)
+// for any other pair. src and dst must not overlap.
 bool repack_row(DType from, DType to, const void* src, void* dst, size_t n) noexcept;
 
 // ---- products ----
@@ -89,17 +92,20 @@ struct FormatKernels {
   bool fast_q4_0_r16 = false;
   // The same for q8_0_r16 and plain q8_0.
   bool fast_q8_0_r16 = false;
+  // The same for q4_K_r8 and plain q4_K.
+  bool fast_q4_k_r8 = false;
   // q8_0 activation blocks of x[0..n), bit-identical to quantize_row_q8_0 for finite x (what
   // quantize_activation uses for every q8_0-based layout).
   RowEncoder quantize_q8_0 = nullptr;
 
   MatvecFn matvec_for(DType t) const noexcept { return slot(matvec, t); }
   GemmQFn gemm_q_for(DType t) const noexcept { return slot(gemm_q, t); }
-  // The layout to hold weights stored as t in for these kernels: q4_0_r16 for q4_0 and
-  // q8_0_r16 for q8_0 where they are faster, else t itself.
+  // The layout to hold weights stored as t in for these kernels: q4_0_r16 for q4_0,
+  // q8_0_r16 for q8_0 and q4_K_r8 for q4_K where they are faster, else t itself.
   DType preferred_layout(DType t) const noexcept {
     if (t == DType::Q4_0 && fast_q4_0_r16) return DType::Q4_0_R16;
     if (t == DType::Q8_0 && fast_q8_0_r16) return DType::Q8_0_R16;
+    if (t == DType::Q4_K && fast_q4_k_r8) return DType::Q4_K_R8;
     return t;
   }
 

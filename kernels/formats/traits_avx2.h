@@ -252,53 +252,78 @@ using Q5_K = ref::KQuant<BlockQ5_K, unpack_q5_K, kdot, true>;
 // ---- q4_K and q6_K (the formats of Q4_K_M files) straight from the block ----
 //
 // No unpacked copy: the weights are expanded in registers and the group scales enter through
-// _mm256_madd_epi16. The integer sums and the f32 combine are those of ref::KQuant, so the
-// results equal the reference's.
+// _mm256_madd_epi16. The integer sums are those of ref::KQuant; the f32 part stays in vectors
+// across blocks (one FMA per block; q4_K one more for the mins) and is summed horizontally once
+// per row in finish, so only the f32 summation order differs from the reference. The previous
+// traits did two horizontal sums, a scalar scale unpack and a scalar combine per block (~100
+// instructions per q4_K block and row; 42 % of the read bandwidth in a Q4_K_M decode).
+//
+// Measured both routes (bench kernels, two threads; single core in L1/L2): q6_K this way reaches
+// the read bandwidth (97-106 %; 26 -> 32 GB/s in cache), so it keeps the GGUF layout. q4_K this
+// way is ~60 instructions a block (62-91 % of the bandwidth, 21 -> 24 GB/s in cache): still
+// compute-bound, because every 32-element sub-block needs its own scale broadcast and madd. So
+// decode repacks q4_K (q4_k_r8.h, 98-102 %, 31-36 GB/s in cache); this trait serves the rows'
+// tail blocks there and q4_K wherever it is not repacked.
 
 // Every int16 lane = lane k of the 8 int16 in each half of v.
 inline __m256i broadcast_i16(__m256i v, int k) noexcept {
   return _mm256_shuffle_epi8(v, _mm256_set1_epi16(static_cast<int16_t>(0x0100 + 0x0202 * k)));
 }
 
-struct ActK {
-  const BlockQ8_K* q8;
-  __m128i sums32;  // sums of the 8 32-element sub-blocks (bsums pairs), int16
+// f32 accumulator of a K-quant row: the lanes are summed in finish.
+struct AccK {
+  __m256 v = _mm256_setzero_ps();
 };
+
+inline float finish_k(const AccK& acc) noexcept {
+  return hsum(acc.v);
+}
 
 struct Q4_K {
   using WBlock = BlockQ4_K;
   using ABlock = BlockQ8_K;
   static constexpr size_t kElems = QK_K;
-  using Act = ActK;
+  struct Act {
+    const int8_t* qs;
+    __m128i sums32;  // sums of the 8 32-element sub-blocks (bsums pairs), int16
+    __m128 d;        // the activation scale in every lane
+  };
   struct W {
     const uint8_t* qs;
     __m256i scales;  // 8 sub-block scales as int16, in both halves
     __m128i mins;    // 8 sub-block mins as int16
-    float d;
-    float dmin;
+    __m128 dd;       // lanes 0, 1: d, dmin
   };
-  using Acc = float;
+  using Acc = AccK;
 
   static Act load_act(const ABlock& a) noexcept {
     const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.bsums));
     const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.bsums + 8));
-    return {&a, _mm_hadd_epi16(lo, hi)};
+    return {a.qs, _mm_hadd_epi16(lo, hi), _mm_set1_ps(a.d)};
   }
-  // The 12 scale bytes as three little-endian words: sub-blocks 0-3 keep their 6 bits in
-  // words 0 (scales) and 1 (mins); 4-7 take 4 bits from word 2 and 2 bits from the tops of
-  // words 0 / 1 (k4_scale_min, four sub-blocks at a time).
+  // The 12 scale bytes s[0..11] -> sc[0..7], mn[0..7] in one register (k4_scale_min): for
+  // j < 4, sc = s[j] & 63 and mn = s[j + 4] & 63; for j >= 4 the low 4 bits come from s[j + 4]
+  // (sc: low nibble, mn: high nibble) and the top 2 bits from the tops of s[j - 4] / s[j].
   static W load_w(const WBlock& b) noexcept {
-    uint32_t w[3];
-    std::memcpy(w, b.scales, sizeof(w));
-    const uint32_t sc_lo = w[0] & 0x3F3F3F3F;
-    const uint32_t mn_lo = w[1] & 0x3F3F3F3F;
-    const uint32_t sc_hi = (w[2] & 0x0F0F0F0F) | (((w[0] >> 6) & 0x03030303) << 4);
-    const uint32_t mn_hi = ((w[2] >> 4) & 0x0F0F0F0F) | (((w[1] >> 6) & 0x03030303) << 4);
-    const __m128i sc = _mm_cvtepu8_epi16(_mm_setr_epi32(static_cast<int>(sc_lo),
-                                                        static_cast<int>(sc_hi), 0, 0));
-    const __m128i mn = _mm_cvtepu8_epi16(_mm_setr_epi32(static_cast<int>(mn_lo),
-                                                        static_cast<int>(mn_hi), 0, 0));
-    return {b.qs, _mm256_broadcastsi128_si256(sc), mn, f16(b.d), f16(b.dmin)};
+    // the first 16 bytes of the block: d, dmin, then s[0..11] at bytes 4..15
+    const __m128i head = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&b));
+    const __m128i low = _mm_shuffle_epi8(
+        head, _mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15));
+    const __m128i top = _mm_shuffle_epi8(
+        head, _mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8, 9, 10, 11));
+    // dword 3 (the mins' low nibbles of j >= 4) shifted by 4; the mask drops bits from the
+    // byte above
+    const __m128i low_bits = _mm_and_si128(
+        _mm_srlv_epi32(low, _mm_setr_epi32(0, 0, 0, 4)),
+        _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 15, 15, 15, 15));
+    const __m128i top_bits = _mm_and_si128(_mm_srli_epi16(top, 2), _mm_set1_epi8(0x30));
+    const __m128i sm = _mm_or_si128(low_bits, top_bits);  // sc[0..7], mn[0..7]
+    const __m128i sc = _mm_cvtepu8_epi16(sm);
+    const __m128i mn = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(sm, sm));
+    uint32_t d_dmin;
+    std::memcpy(&d_dmin, &b, sizeof(d_dmin));
+    return {b.qs, _mm256_broadcastsi128_si256(sc), mn,
+            _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin)))};
   }
   static void step(Acc& acc, const W& w, const Act& a) noexcept {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -307,17 +332,19 @@ struct Q4_K {
       const __m256i q = load256(w.qs + 32 * j);
       const __m256i lo = _mm256_and_si256(q, low4);
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-      const __m256i p_lo = _mm256_maddubs_epi16(lo, load256(a.q8->qs + 64 * j));
-      const __m256i p_hi = _mm256_maddubs_epi16(hi, load256(a.q8->qs + 64 * j + 32));
+      const __m256i p_lo = _mm256_maddubs_epi16(lo, load256(a.qs + 64 * j));
+      const __m256i p_hi = _mm256_maddubs_epi16(hi, load256(a.qs + 64 * j + 32));
       sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p_lo, broadcast_i16(w.scales, 2 * j)));
       sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p_hi, broadcast_i16(w.scales, 2 * j + 1)));
     }
-    const int32_t isum = hsum_i32(sum);
-    const int32_t c = hsum_i32(_mm_madd_epi16(w.mins, a.sums32));
-    acc += (a.q8->d * w.d) * static_cast<float>(isum) -
-           (a.q8->d * w.dmin) * static_cast<float>(c);
+    const __m128i c = _mm_madd_epi16(w.mins, a.sums32);
+    const __m128 dd = _mm_mul_ps(w.dd, a.d);  // d * d8, dmin * d8
+    acc.v = _mm256_fmadd_ps(_mm256_broadcastss_ps(dd), _mm256_cvtepi32_ps(sum), acc.v);
+    // the mins term in lanes 0..3 (the upper lanes of the zero-extended product stay 0)
+    const __m128 m = _mm_mul_ps(_mm_shuffle_ps(dd, dd, 0x55), _mm_cvtepi32_ps(c));
+    acc.v = _mm256_sub_ps(acc.v, _mm256_zextps128_ps256(m));
   }
-  static float finish(Acc acc) noexcept { return acc; }
+  static float finish(const Acc& acc) noexcept { return finish_k(acc); }
 };
 
 struct Q6_K {
@@ -325,50 +352,58 @@ struct Q6_K {
   using ABlock = BlockQ8_K;
   static constexpr size_t kElems = QK_K;
   using Act = const BlockQ8_K*;
+  // Unpacked once per row and block (gemm_q's tokens share it; matvec keeps it in registers).
   struct W {
-    const BlockQ6_K* b;
+    __m256i u[8];  // level + 32 (0..63) of the 32-element chunk c
+    // the 16 group scales as int16: even groups in the low half, odd in the high half, so
+    // broadcast_i16(scales, c) holds the scales of chunk c
+    __m256i scales;
+    const int8_t* group_scales;
     float d;
   };
-  using Acc = float;
+  using Acc = AccK;
 
   static Act load_act(const ABlock& a) noexcept { return &a; }
-  static W load_w(const WBlock& b) noexcept { return {&b, f16(b.d)}; }
-  static void step(Acc& acc, const W& w, const Act& a) noexcept {
-    const BlockQ6_K& b = *w.b;
-    const __m256i low4 = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3);
-    const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
-    __m256i sum = _mm256_setzero_si256();
+  static W load_w(const WBlock& b) noexcept {
+    W w;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), top2 = _mm256_set1_epi8(0x30);
     for (int half = 0; half < 2; ++half) {  // 128 elements: 4 chunks of 32 = 8 groups of 16
       const __m256i ql0 = load256(b.ql + 64 * half);
       const __m256i ql1 = load256(b.ql + 64 * half + 32);
       const __m256i qh = load256(b.qh + 32 * half);
-      const __m256i lows[4] = {_mm256_and_si256(ql0, low4), _mm256_and_si256(ql1, low4),
-                               srl8(ql0, 4), srl8(ql1, 4)};
-      for (int k = 0; k < 4; ++k) {
-        const __m256i high = _mm256_slli_epi16(_mm256_and_si256(srl8(qh, 2 * k), three), 4);
-        const __m256i u = _mm256_or_si256(lows[k], high);  // level + 32, 0..63
-        const __m256i p = _mm256_maddubs_epi16(u, load256(a->qs + 128 * half + 32 * k));
-        // int16 lanes 0-7 hold group 2c, lanes 8-15 group 2c+1 (c = the 32-element chunk)
-        const int c = 4 * half + k;
-        const __m128i pick = _mm_setr_epi8(
-            static_cast<char>(2 * c), static_cast<char>(2 * c), static_cast<char>(2 * c),
-            static_cast<char>(2 * c), static_cast<char>(2 * c), static_cast<char>(2 * c),
-            static_cast<char>(2 * c), static_cast<char>(2 * c), static_cast<char>(2 * c + 1),
-            static_cast<char>(2 * c + 1), static_cast<char>(2 * c + 1),
-            static_cast<char>(2 * c + 1), static_cast<char>(2 * c + 1),
-            static_cast<char>(2 * c + 1), static_cast<char>(2 * c + 1),
-            static_cast<char>(2 * c + 1));
-        const __m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, pick));
-        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, sc));
-      }
+      // 4 low bits from ql, bits 4-5 from bit pair k of qh
+      w.u[4 * half] = _mm256_or_si256(_mm256_and_si256(ql0, low4),
+                                      _mm256_and_si256(_mm256_slli_epi16(qh, 4), top2));
+      w.u[4 * half + 1] = _mm256_or_si256(_mm256_and_si256(ql1, low4),
+                                          _mm256_and_si256(_mm256_slli_epi16(qh, 2), top2));
+      w.u[4 * half + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
+                                          _mm256_and_si256(qh, top2));
+      w.u[4 * half + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
+                                          _mm256_and_si256(_mm256_srli_epi16(qh, 2), top2));
     }
-    const int32_t isum = hsum_i32(sum);
-    // the +32 bias of every level: 32 * sum over groups of scale * bsum
-    const __m256i bsums = load256(a->bsums);
-    const int32_t c = 32 * hsum_i32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(scales), bsums));
-    acc += (a->d * w.d) * static_cast<float>(isum - c);
+    const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    const __m128i even_odd =
+        _mm_shuffle_epi8(s, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+    w.scales = _mm256_cvtepi8_epi16(even_odd);
+    w.group_scales = b.scales;
+    w.d = f16(b.d);
+    return w;
   }
-  static float finish(Acc acc) noexcept { return acc; }
+  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+    __m256i sum = _mm256_setzero_si256();
+    for (int c = 0; c < 8; ++c) {
+      const __m256i p = _mm256_maddubs_epi16(w.u[c], load256(a->qs + 32 * c));
+      // int16 lanes 0-7 hold group 2c, lanes 8-15 group 2c+1
+      sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, broadcast_i16(w.scales, c)));
+    }
+    // the +32 bias of every level: 32 * sum over groups of scale * bsum
+    const __m256i bias = _mm256_madd_epi16(
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.group_scales))),
+        load256(a->bsums));
+    sum = _mm256_sub_epi32(sum, _mm256_slli_epi32(bias, 5));
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(w.d * a->d), _mm256_cvtepi32_ps(sum), acc.v);
+  }
+  static float finish(const Acc& acc) noexcept { return finish_k(acc); }
 };
 
 }  // namespace oxi::kernels::avx2::simd

@@ -1,7 +1,7 @@
 // Repacking loaded weights into the layouts the CPU kernels multiply fastest (kernels::
-// FormatKernels::preferred_layout: Q4_0 -> Q4_0_R16 and Q8_0 -> Q8_0_R16 on AVX2), as llama.cpp
-// repacks Q4_0 / Q8_0 for its CPU backend. Results differ from the file's layout by f32
-// summation order only.
+// FormatKernels::preferred_layout: Q4_0 -> Q4_0_R16, Q8_0 -> Q8_0_R16 and Q4_K -> Q4_K_R8 on
+// AVX2), as llama.cpp repacks Q4_0 / Q8_0 / Q4_K for its CPU backend. Results differ from the
+// file's layout by f32 summation order only.
 #pragma once
 
 #include "lib/llm/weights.h"

@@ -194,13 +194,19 @@ TEST(CpuMatmul, QuantizedWeightsMatchNaiveDouble) {
   }
 }
 
-// Weights repacked (Q4_0 -> Q4_0_R16, Q8_0 -> Q8_0_R16: the layouts decode uses on AVX2): the
-// naive double bound as for the plain type, and the plain matmul's result within 1e-5 of the
-// products' magnitude (same integers, another f32 summation order), for one token (matvec) and
-// several (gemm_q).
+// Weights repacked (Q4_0 -> Q4_0_R16, Q8_0 -> Q8_0_R16, Q4_K -> Q4_K_R8: the layouts decode uses
+// on AVX2): the naive double bound as for the plain type, and the plain matmul's result within
+// 1e-5 of the products' magnitude (same integers, another f32 summation order), for one token
+// (matvec) and several (gemm_q).
 void expect_repacked_matches_plain(DType plain_type, DType packed_type) {
   const auto backend = make_cpu_backend(2);
-  for (size_t cols : {size_t{32 * 17}, size_t{32 * 3}, size_t{32 * 16 * 5 + 32 * 7}}) {
+  // whole groups and a tail, a tail only, groups and a longer tail (16 blocks a group; 8 of 256
+  // for q4_K_r8)
+  const std::vector<size_t> widths =
+      kernels::info(plain_type).block_elems == 256
+          ? std::vector<size_t>{256 * 9, 256 * 3, 256 * 22}
+          : std::vector<size_t>{32 * 17, 32 * 3, 32 * 16 * 5 + 32 * 7};
+  for (size_t cols : widths) {
     SCOPED_TRACE("K=" + std::to_string(cols));
     const TestWeights plain = make_quant_weights(plain_type, 67, cols, 23);
     TestWeights packed = plain;
@@ -236,6 +242,10 @@ TEST(CpuMatmul, RepackedQ8_0MatchesPlainQ8_0) {
   expect_repacked_matches_plain(DType::Q8_0, DType::Q8_0_R16);
 }
 
+TEST(CpuMatmul, RepackedQ4_KMatchesPlainQ4_K) {
+  expect_repacked_matches_plain(DType::Q4_K, DType::Q4_K_R8);
+}
+
 // Every path, run with 1, 2 and 3 threads: the results must agree bit for bit.
 TEST(CpuMatmul, BitIdenticalAcrossThreadCounts) {
   struct Case {
@@ -243,10 +253,12 @@ TEST(CpuMatmul, BitIdenticalAcrossThreadCounts) {
     size_t rows, cols, m;
   };
   const Case cases[] = {
-      {DType::F32, 515, 131, 1},      {DType::F16, 515, 131, 3},       {DType::F16, 300, 131, 150},
-      {DType::Q4_0, 301, 128, 1},     {DType::Q4_0, 301, 128, 70},     {DType::Q4_K, 131, 256, 37},
+      {DType::F32, 515, 131, 1},      {DType::F16, 515, 131, 3},
+      {DType::F16, 300, 131, 150},    {DType::Q4_0, 301, 128, 1},
+      {DType::Q4_0, 301, 128, 70},    {DType::Q4_K, 131, 256, 37},
       {DType::Q4_0_R16, 301, 608, 1}, {DType::Q4_0_R16, 301, 512, 70},  // groups (+ a tail)
       {DType::Q8_0_R16, 301, 608, 1}, {DType::Q8_0_R16, 301, 512, 70},
+      {DType::Q4_K_R8, 131, 2304, 1}, {DType::Q4_K_R8, 131, 2048, 37},
   };
   std::vector<std::unique_ptr<Backend>> backends;
   for (int threads : {1, 2, 3}) backends.push_back(make_cpu_backend(threads));
@@ -266,6 +278,42 @@ TEST(CpuMatmul, BitIdenticalAcrossThreadCounts) {
     for (size_t i = 1; i < results.size(); ++i)
       EXPECT_EQ(0, std::memcmp(results[0].data(), results[i].data(), results[0].size() * 4))
           << "threads 1 vs " << backends[i]->threads();
+  }
+}
+
+// matmul_shared_input (the q/k/v and gate/up projections of a decode step) against one matmul
+// per product, bit for bit: products of one weight type share their prepared input, others
+// (a float matrix, another quantized type) get their own; with biases; one token (one parallel
+// region over all products' rows) and several (one product at a time); 1 to 3 threads.
+TEST(CpuMatmul, SharedInputProductsEqualSeparateMatmuls) {
+  const size_t cols = 512;
+  const TestWeights ws[] = {
+      make_quant_weights(DType::Q4_K, 67, cols, 41), make_quant_weights(DType::Q6_K, 33, cols, 42),
+      make_quant_weights(DType::Q4_K, 301, cols, 43), make_float_weights(DType::F16, 20, cols, 44),
+      make_quant_weights(DType::Q8_0, 5, cols, 45)};
+  const std::vector<float> bias = test::random_floats(301, 46);
+  for (int threads : {1, 2, 3}) {
+    const auto backend = make_cpu_backend(threads);
+    for (size_t m : {1, 3}) {
+      SCOPED_TRACE("threads " + std::to_string(threads) + " m=" + std::to_string(m));
+      const std::vector<float> x = test::random_floats(m * cols, 47 + static_cast<uint32_t>(m));
+      std::vector<WeightMatrix> views;
+      std::vector<std::vector<float>> shared, separate;
+      for (const TestWeights& w : ws) {
+        views.push_back(w.view());
+        shared.emplace_back(m * w.rows, -1.0f);
+        separate.emplace_back(m * w.rows, -2.0f);
+      }
+      std::vector<Backend::SharedInputProduct> products;
+      for (size_t i = 0; i < views.size(); ++i) {
+        const float* b = i % 2 == 0 ? bias.data() : nullptr;
+        products.push_back({&views[i], shared[i], b});
+        backend->matmul(views[i], x, m, separate[i], b);
+      }
+      backend->matmul_shared_input(x, m, products);
+      for (size_t i = 0; i < views.size(); ++i)
+        EXPECT_EQ(shared[i], separate[i]) << "product " << i << " " << kernels::name(ws[i].dtype);
+    }
   }
 }
 

@@ -364,10 +364,11 @@ TEST_P(PerArch, CarriesTokenizerTemplateAndStopTokens) {
   EXPECT_EQ(h->eos_ids(), (std::vector<int32_t>{2, 5}));  // + generation_config.json
 }
 
-// Q4_0 and Q8_0 matrices are repacked at load where the kernels prefer another layout (AVX2:
-// Q4_0_R16, Q8_0_R16). Widths of 18 and 32 blocks exercise whole 16-block groups and the
-// plain-layout tail; kv projections (9 blocks) only the tail. The repacked model matches the
-// reference as the plain one does. Against the plain layout (OXI_REPACK=0) the sums differ by
+// Q4_0, Q8_0 and Q4_K matrices are repacked at load where the kernels prefer another layout
+// (AVX2: Q4_0_R16, Q8_0_R16, Q4_K_R8). Widths of 18 and 32 blocks exercise whole 16-block groups
+// and the plain-layout tail; kv projections (9 blocks) only the tail (q4_K: 8 and 9 blocks of
+// 256, one 8-block group and a tail). The repacked model matches the reference as the plain one
+// does. Against the plain layout (OXI_REPACK=0) the sums differ by
 // f32 rounding only, but the next matmul quantizes its input to 8 bits again, and a value that
 // sat on a rounding boundary may step by one q8 level: so most positions agree within 1e-4 of
 // the logits' RMS and the others within a small multiple of one such step (far below the
@@ -375,10 +376,12 @@ TEST_P(PerArch, CarriesTokenizerTemplateAndStopTokens) {
 // (llama q8_0; the other positions of that run within 5e-7), hence 0.05.
 void expect_repacked_matches_plain_layout(const std::string& arch, DType type,
                                           DType repacked_type) {
-  TinySpec spec = tiny_spec(arch, false);
-  spec.n_embd = 32 * 18;
+  const bool k_quant = kernels::info(type).block_elems == 256;
+  TinySpec spec = tiny_spec(arch, k_quant);
+  // q4_K_r8 groups 8 super-blocks: 8 blocks (one group) and 9 (a group and a tail)
+  spec.n_embd = k_quant ? 256 * 8 : 32 * 18;
   spec.head_dim = spec.n_embd / spec.n_head;
-  spec.n_ff = 32 * 32;
+  spec.n_ff = k_quant ? 256 * 9 : 32 * 32;
   const TinyModel tiny = make_tiny_model(spec, type, DType::F32, 41);
   oxi::test::TempDir dir;
   write_gguf(tiny, dir / "model.gguf");
@@ -428,8 +431,11 @@ void expect_repacked_matches_plain_layout(const std::string& arch, DType type,
   }
   std::vector<double> sorted = diffs;
   std::sort(sorted.begin(), sorted.end());
-  EXPECT_LE(sorted[sorted.size() / 2], 1e-4) << "median over positions";
-  EXPECT_LE(sorted.back(), 0.05) << "worst position";
+  // q4_K: at the widths a group of 8 super-blocks needs (2048, 2304) a few boundary steps per run
+  // are expected (each moves the positions after it through the KV cache); the same spread
+  // shows with the reference q4_K_r8 tile against plain q4_K, so it comes from f32 order alone.
+  EXPECT_LE(sorted[sorted.size() / 2], k_quant ? 0.1 : 1e-4) << "median over positions";
+  EXPECT_LE(sorted.back(), k_quant ? 0.2 : 0.05) << "worst position";
   std::cout << "[ measure ] " << what << " vs plain: median " << sorted[sorted.size() / 2]
             << ", worst " << sorted.back() << " x rms(logits) over " << diffs.size()
             << " positions\n";
@@ -441,6 +447,11 @@ TEST_P(PerArch, RepackedQ4_0MatchesPlainLayout) {
 
 TEST_P(PerArch, RepackedQ8_0MatchesPlainLayout) {
   expect_repacked_matches_plain_layout(GetParam(), DType::Q8_0, DType::Q8_0_R16);
+}
+
+// One architecture: the model is large (256-element blocks) and the kernels are those above.
+TEST(RepackedQ4_K, MatchesPlainLayout) {
+  expect_repacked_matches_plain_layout("llama", DType::Q4_K, DType::Q4_K_R8);
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, PerArch, ::testing::ValuesIn(kArchs));

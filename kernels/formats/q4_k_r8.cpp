@@ -1,0 +1,147 @@
+// Q4_K_R8 rows (q4_k_r8.h): repacking to and from q4_K, row decoding and encoding through q4_K's
+// own scalar reference (so they are bit-identical to it), and the matching activation.
+#include "kernels/formats/q4_k_r8.h"
+
+#include <cstring>
+
+#include "kernels/formats/quant.h"
+
+namespace oxi::kernels {
+namespace {
+
+constexpr size_t kGroupElems = kK8Blocks * QK_K;
+
+void pack_group(const BlockQ4_K* blocks, WeightGroupK8& g) noexcept {
+  for (size_t b = 0; b < kK8Blocks; ++b) {
+    const BlockQ4_K& s = blocks[b];
+    uint8_t sc[8], mn[8];
+    for (int j = 0; j < 8; ++j) k4_scale_min(s.scales, j, sc[j], mn[j]);
+    g.d[b] = s.d;
+    g.dmin[b] = s.dmin;
+    for (size_t k = 0; k < 4; ++k) {
+      g.sc_lo[4 * b + k] = static_cast<uint8_t>((sc[k] & 0xF) | (sc[k + 4] & 0xF) << 4);
+      g.mn_lo[4 * b + k] = static_cast<uint8_t>((mn[k] & 0xF) | (mn[k + 4] & 0xF) << 4);
+      g.hi[4 * b + k] = static_cast<uint8_t>((sc[k] >> 4) | (sc[k + 4] >> 4) << 2 |
+                                             (mn[k] >> 4) << 4 | (mn[k + 4] >> 4) << 6);
+    }
+    // sub-block j: the low (j even) or high (j odd) nibbles of qs[32 * (j / 2) ..]
+    for (size_t j = 0; j < 8; ++j) {
+      const uint8_t* q = s.qs + 32 * (j / 2);
+      const int shift = j % 2 ? 4 : 0;
+      for (size_t i = 0; i < 4; ++i) {
+        for (size_t m = 0; m < 4; ++m) {
+          const int lo = (q[8 * i + m] >> shift) & 0xF, hi = (q[8 * i + 4 + m] >> shift) & 0xF;
+          g.qs[j][i][4 * b + m] = static_cast<uint8_t>(lo | hi << 4);
+        }
+      }
+    }
+  }
+}
+
+void unpack_group(const WeightGroupK8& g, BlockQ4_K* blocks) noexcept {
+  for (size_t b = 0; b < kK8Blocks; ++b) {
+    BlockQ4_K& s = blocks[b];
+    uint8_t sc[8], mn[8];
+    for (size_t k = 0; k < 4; ++k) {
+      const uint8_t lo_s = g.sc_lo[4 * b + k], lo_m = g.mn_lo[4 * b + k], hi = g.hi[4 * b + k];
+      sc[k] = static_cast<uint8_t>((lo_s & 0xF) | (hi & 3) << 4);
+      sc[k + 4] = static_cast<uint8_t>((lo_s >> 4) | ((hi >> 2) & 3) << 4);
+      mn[k] = static_cast<uint8_t>((lo_m & 0xF) | ((hi >> 4) & 3) << 4);
+      mn[k + 4] = static_cast<uint8_t>((lo_m >> 4) | (hi >> 6) << 4);
+    }
+    // the inverse of k4_scale_min
+    for (size_t k = 0; k < 4; ++k) {
+      s.scales[k] = static_cast<uint8_t>(sc[k] | (sc[k + 4] >> 4) << 6);
+      s.scales[k + 4] = static_cast<uint8_t>(mn[k] | (mn[k + 4] >> 4) << 6);
+      s.scales[k + 8] = static_cast<uint8_t>((sc[k + 4] & 0xF) | (mn[k + 4] & 0xF) << 4);
+    }
+    s.d = g.d[b];
+    s.dmin = g.dmin[b];
+    std::memset(s.qs, 0, sizeof(s.qs));
+    for (size_t j = 0; j < 8; ++j) {
+      const int shift = j % 2 ? 4 : 0;
+      for (size_t i = 0; i < 4; ++i) {
+        for (size_t m = 0; m < 4; ++m) {
+          const size_t l = 8 * i + m;  // element 32j + l of the block
+          const uint8_t q = g.qs[j][i][4 * b + m];
+          s.qs[32 * (j / 2) + l] |= static_cast<uint8_t>((q & 0xF) << shift);
+          s.qs[32 * (j / 2) + l + 4] |= static_cast<uint8_t>((q >> 4) << shift);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+size_t q4_k_r8_activation_bytes(size_t n) noexcept {
+  const size_t blocks = n / QK_K;
+  return blocks / kK8Blocks * sizeof(ActGroupK8) + blocks % kK8Blocks * sizeof(BlockQ8_K);
+}
+
+void quantize_activation_q4_k_r8(const float* x, void* out, size_t n) noexcept {
+  const size_t blocks = n / QK_K, groups = blocks / kK8Blocks;
+  auto* a = static_cast<ActGroupK8*>(out);
+  for (size_t g = 0; g < groups; ++g, ++a, x += kGroupElems) {
+    BlockQ8_K b[kK8Blocks];
+    quantize_activation(DType::Q4_K, x, b, kGroupElems);
+    for (size_t k = 0; k < kK8Blocks; ++k) {
+      a->d[k] = b[k].d;
+      for (size_t p = 0; p < 4; ++p) {
+        a->sums[p][2 * k] = static_cast<int16_t>(b[k].bsums[4 * p] + b[k].bsums[4 * p + 1]);
+        a->sums[p][2 * k + 1] = static_cast<int16_t>(b[k].bsums[4 * p + 2] + b[k].bsums[4 * p + 3]);
+      }
+      for (size_t j = 0; j < 8; ++j) {
+        for (size_t i = 0; i < 4; ++i) {
+          std::memcpy(&a->q[j][i][0][4 * k], &b[k].qs[32 * j + 8 * i], 4);
+          std::memcpy(&a->q[j][i][1][4 * k], &b[k].qs[32 * j + 8 * i + 4], 4);
+        }
+      }
+    }
+  }
+  quantize_activation(DType::Q4_K, x, a, (blocks - groups * kK8Blocks) * QK_K);
+}
+
+void repack_row_q4_k_r8(const void* src, void* dst, size_t n) noexcept {
+  const size_t blocks = n / QK_K, groups = blocks / kK8Blocks;
+  const auto* b = static_cast<const BlockQ4_K*>(src);
+  auto* g = static_cast<WeightGroupK8*>(dst);
+  for (size_t i = 0; i < groups; ++i) pack_group(b + i * kK8Blocks, g[i]);
+  std::memcpy(g + groups, b + groups * kK8Blocks,
+              (blocks - groups * kK8Blocks) * sizeof(BlockQ4_K));
+}
+
+void unpack_row_q4_k_r8(const void* src, void* dst, size_t n) noexcept {
+  const size_t blocks = n / QK_K, groups = blocks / kK8Blocks;
+  const auto* g = static_cast<const WeightGroupK8*>(src);
+  auto* b = static_cast<BlockQ4_K*>(dst);
+  for (size_t i = 0; i < groups; ++i) unpack_group(g[i], b + i * kK8Blocks);
+  std::memcpy(b + groups * kK8Blocks, g + groups,
+              (blocks - groups * kK8Blocks) * sizeof(BlockQ4_K));
+}
+
+void dequantize_row_q4_k_r8(const void* src, float* dst, size_t n) noexcept {
+  const size_t blocks = n / QK_K, groups = blocks / kK8Blocks;
+  const RowDecoder q4_k = row_decoder(DType::Q4_K);
+  const auto* g = static_cast<const WeightGroupK8*>(src);
+  for (size_t i = 0; i < groups; ++i, dst += kGroupElems) {
+    BlockQ4_K b[kK8Blocks];
+    unpack_group(g[i], b);
+    q4_k(b, dst, kGroupElems);
+  }
+  q4_k(g + groups, dst, n - groups * kGroupElems);
+}
+
+void quantize_row_q4_k_r8(const float* src, void* dst, size_t n) noexcept {
+  const size_t blocks = n / QK_K, groups = blocks / kK8Blocks;
+  const RowEncoder q4_k = row_encoder(DType::Q4_K);
+  auto* g = static_cast<WeightGroupK8*>(dst);
+  for (size_t i = 0; i < groups; ++i, src += kGroupElems) {
+    BlockQ4_K b[kK8Blocks];
+    q4_k(src, b, kGroupElems);
+    pack_group(b, g[i]);
+  }
+  q4_k(src, g + groups, n - groups * kGroupElems);
+}
+
+}  // namespace oxi::kernels

@@ -1,0 +1,240 @@
+// The repacked q4_K layout (kernels/formats/q4_k_r8.h): lossless repacking, decoding identical
+// to q4_K, the activation layout, and its matvec / gemm_q against a naive double product, the
+// scalar path and plain q4_K on every available instruction set. Row lengths leave blocks
+// outside the 8-block groups (stored as plain q4_K at the row's end).
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/formats/blocks.h"
+#include "kernels/formats/dtype.h"
+#include "kernels/formats/q4_k_r8.h"
+#include "kernels/formats/quant.h"
+#include "tests/common/test_data.h"
+#include "tests/kernels/formats/reference.h"
+
+namespace oxi::test::formats {
+namespace {
+
+using kernels::DType;
+using kernels::Isa;
+
+// Groups and a tail (the 5632 of a TinyLlama FFN), a tail only, one group, two groups.
+const size_t kLengths[] = {256 * 22, 256 * 3, 256 * 8, 256 * 16};
+
+std::vector<Isa> available_isas() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::scalar, Isa::sse42, Isa::avx2, Isa::neon}) {
+    if (kernels::isa_available(isa)) out.push_back(isa);
+  }
+  return out;
+}
+
+std::vector<uint8_t> repack(const std::vector<uint8_t>& q4_k, size_t n) {
+  std::vector<uint8_t> out(q4_k.size());
+  EXPECT_TRUE(kernels::repack_row(DType::Q4_K, DType::Q4_K_R8, q4_k.data(), out.data(), n));
+  return out;
+}
+
+TEST(Q4_KR8, IsAnInternalTypeOfQ4_KSize) {
+  EXPECT_EQ(kernels::name(DType::Q4_K_R8), "q4_K_r8");
+  EXPECT_TRUE(kernels::info(DType::Q4_K_R8).quantized);
+  for (size_t n : kLengths)
+    EXPECT_EQ(kernels::row_bytes(DType::Q4_K_R8, n), kernels::row_bytes(DType::Q4_K, n));
+  EXPECT_FALSE(kernels::dtype_info(static_cast<uint32_t>(DType::Q4_K_R8)).has_value());
+  EXPECT_FALSE(kernels::parse_dtype("q4_K_r8").has_value());
+  EXPECT_TRUE(kernels::weight_supported(DType::Q4_K_R8));
+  EXPECT_EQ(kernels::activation_dtype(DType::Q4_K_R8), DType::Q8_K);
+  EXPECT_FALSE(kernels::repack_row(DType::Q6_K, DType::Q4_K_R8, nullptr, nullptr, 256));
+}
+
+TEST(Q4_KR8, RepackIsLosslessAndDecodesBitExactly) {
+  for (size_t n : kLengths) {
+    for (uint32_t seed : {1u, 2u, 3u}) {
+      const std::vector<uint8_t> plain = random_row(DType::Q4_K, n, seed * 7919 + n);
+      const std::vector<uint8_t> packed = repack(plain, n);
+      if (n >= 256 * 8) {
+        EXPECT_NE(packed, plain);
+      }
+      std::vector<uint8_t> back(plain.size());
+      ASSERT_TRUE(kernels::repack_row(DType::Q4_K_R8, DType::Q4_K, packed.data(), back.data(), n));
+      ASSERT_EQ(back, plain) << "n " << n;
+      std::vector<float> want(n), got(n);
+      kernels::dequantize_row(DType::Q4_K, plain.data(), want.data(), n);
+      ASSERT_NE(kernels::row_decoder(DType::Q4_K_R8), nullptr);
+      kernels::dequantize_row(DType::Q4_K_R8, packed.data(), got.data(), n);
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+            << "n " << n << " element " << i;
+      }
+    }
+  }
+}
+
+TEST(Q4_KR8, EncoderIsQ4_KRepacked) {
+  for (size_t n : kLengths) {
+    const std::vector<float> x = random_normal(n, static_cast<uint32_t>(n));
+    std::vector<uint8_t> plain(kernels::row_bytes(DType::Q4_K, n)), packed(plain.size());
+    kernels::quantize_row(DType::Q4_K, x.data(), plain.data(), n);
+    kernels::quantize_row(DType::Q4_K_R8, x.data(), packed.data(), n);
+    EXPECT_EQ(packed, repack(plain, n)) << "n " << n;
+  }
+}
+
+// The activation holds q8_K's own scales and integers, rearranged, and the 32-element sums.
+TEST(Q4_KR8, ActivationIsQ8_KRearranged) {
+  for (size_t n : kLengths) {
+    const std::vector<float> x = random_floats(n, static_cast<uint32_t>(n), -3.0f, 3.0f);
+    const size_t blocks = n / 256, groups = blocks / 8;
+    std::vector<kernels::BlockQ8_K> q8(blocks);
+    kernels::quantize_activation(DType::Q4_K, x.data(), q8.data(), n);
+    const size_t bytes = kernels::activation_bytes(DType::Q4_K_R8, n);
+    ASSERT_EQ(bytes, groups * sizeof(kernels::ActGroupK8) + (blocks % 8) * 292);
+    std::vector<uint8_t> act(bytes);
+    kernels::quantize_activation(DType::Q4_K_R8, x.data(), act.data(), n);
+    const auto* a = reinterpret_cast<const kernels::ActGroupK8*>(act.data());
+    for (size_t g = 0; g < groups; ++g) {
+      for (size_t b = 0; b < 8; ++b) {
+        const kernels::BlockQ8_K& want = q8[8 * g + b];
+        ASSERT_EQ(a[g].d[b], want.d);
+        for (size_t s = 0; s < 8; ++s) {
+          int sum = 0;
+          for (size_t e = 32 * s; e < 32 * s + 32; ++e) {
+            sum += want.qs[e];
+            const size_t i = (e % 32) / 8, half = (e % 8) / 4;
+            ASSERT_EQ(a[g].q[s][i][half][4 * b + e % 4], want.qs[e]) << "block " << 8 * g + b;
+          }
+          ASSERT_EQ(a[g].sums[s / 2][2 * b + s % 2], sum);
+        }
+      }
+    }
+    EXPECT_EQ(std::memcmp(act.data() + groups * sizeof(kernels::ActGroupK8), q8.data() + groups * 8,
+                          (blocks % 8) * 292),
+              0);
+  }
+}
+
+struct Matrix {
+  size_t rows, n, row_bytes;
+  std::vector<uint8_t> plain, packed;
+  std::vector<std::vector<float>> deq;  // reference-dequantized rows
+};
+
+Matrix make_matrix(size_t rows, size_t n, uint32_t seed) {
+  Matrix m{rows, n, kernels::row_bytes(DType::Q4_K, n), {}, {}, {}};
+  for (size_t r = 0; r < rows; ++r) {
+    const std::vector<uint8_t> row = random_row(DType::Q4_K, n, seed * 1000 + r);
+    const std::vector<uint8_t> p = repack(row, n);
+    m.plain.insert(m.plain.end(), row.begin(), row.end());
+    m.packed.insert(m.packed.end(), p.begin(), p.end());
+    m.deq.push_back(reference_dequantize(DType::Q4_K, row.data(), n));
+  }
+  return m;
+}
+
+// Naive double dot with the unquantized x; the bound covers the q8_K activation rounding (half
+// a step of amax / 127 per value) and f32 accumulation.
+struct Expected {
+  double value, bound, magnitude;
+};
+
+Expected expected_dot(const Matrix& m, size_t r, const std::vector<float>& x) {
+  double dot = 0, mag = 0, act_err = 0;
+  for (size_t b = 0; b < m.n / 256; ++b) {
+    double amax = 0, wabs = 0;
+    for (size_t i = 256 * b; i < 256 * b + 256; ++i) {
+      dot += double(m.deq[r][i]) * x[i];
+      mag += std::fabs(double(m.deq[r][i]) * x[i]);
+      amax = std::max(amax, std::fabs(double(x[i])));
+      wabs += std::fabs(double(m.deq[r][i]));
+    }
+    act_err += wabs * (amax / 127 * 0.5 + amax * 1e-3);
+  }
+  return {dot, act_err + 2e-5 * mag + 1e-30, mag};
+}
+
+TEST(Q4_KR8, MatvecMatchesNaiveDoubleScalarAndPlainOnEveryIsa) {
+  for (size_t n : kLengths) {
+    for (size_t rows : {1u, 3u, 7u, 33u}) {
+      const Matrix m = make_matrix(rows, n, static_cast<uint32_t>(rows + n));
+      const std::vector<float> x = random_floats(n, static_cast<uint32_t>(rows), -2.0f, 2.0f);
+      std::vector<uint8_t> act(kernels::activation_bytes(DType::Q4_K_R8, n));
+      std::vector<uint8_t> act_plain(kernels::activation_bytes(DType::Q4_K, n));
+      kernels::quantize_activation(DType::Q4_K_R8, x.data(), act.data(), n);
+      kernels::quantize_activation(DType::Q4_K, x.data(), act_plain.data(), n);
+      std::vector<float> y_scalar(rows);
+      kernels::format_kernels(Isa::scalar)
+          .matvec_for(DType::Q4_K_R8)(m.packed.data(), m.row_bytes, rows, n, act.data(),
+                                      y_scalar.data());
+      for (Isa isa : available_isas()) {
+        const kernels::FormatKernels& k = kernels::format_kernels(isa);
+        ASSERT_NE(k.matvec_for(DType::Q4_K_R8), nullptr);
+        std::vector<float> y(rows, NAN), y_plain(rows, NAN);
+        k.matvec_for(DType::Q4_K_R8)(m.packed.data(), m.row_bytes, rows, n, act.data(), y.data());
+        k.matvec_for(DType::Q4_K)(m.plain.data(), m.row_bytes, rows, n, act_plain.data(),
+                                  y_plain.data());
+        for (size_t r = 0; r < rows; ++r) {
+          const Expected e = expected_dot(m, r, x);
+          const std::string where = std::string(kernels::isa_name(isa)) + " row " +
+                                    std::to_string(r) + " of " + std::to_string(rows) + ", n " +
+                                    std::to_string(n);
+          ASSERT_NEAR(y[r], e.value, e.bound) << where;
+          // Same integers as scalar and as plain q4_K: only the f32 summation order differs.
+          ASSERT_NEAR(y[r], y_scalar[r], 1e-5 * e.magnitude + 1e-30) << where << " vs scalar";
+          ASSERT_NEAR(y[r], y_plain[r], 1e-5 * e.magnitude + 1e-30) << where << " vs plain";
+        }
+      }
+    }
+  }
+}
+
+TEST(Q4_KR8, GemmQMatchesPerTokenMatvec) {
+  for (size_t n : {size_t{256 * 22}, size_t{256 * 3}}) {
+    const size_t ab = kernels::activation_bytes(DType::Q4_K_R8, n);
+    for (size_t rows : {1u, 7u, 33u}) {
+      const Matrix m = make_matrix(rows, n, static_cast<uint32_t>(rows + 7));
+      for (size_t tokens : {1u, 3u, 5u, 9u}) {
+        std::vector<uint8_t> acts(tokens * ab);
+        for (size_t t = 0; t < tokens; ++t) {
+          const std::vector<float> x = random_floats(n, static_cast<uint32_t>(31 * t + rows));
+          kernels::quantize_activation(DType::Q4_K_R8, x.data(), acts.data() + t * ab, n);
+        }
+        for (Isa isa : available_isas()) {
+          const kernels::FormatKernels& k = kernels::format_kernels(isa);
+          const size_t y_stride = rows + 2;
+          std::vector<float> y(tokens * y_stride, -7.0f);
+          k.gemm_q_for(DType::Q4_K_R8)(m.packed.data(), m.row_bytes, rows, n, acts.data(), ab,
+                                       tokens, y.data(), y_stride);
+          for (size_t t = 0; t < tokens; ++t) {
+            std::vector<float> want(rows);
+            k.matvec_for(DType::Q4_K_R8)(m.packed.data(), m.row_bytes, rows, n,
+                                         acts.data() + t * ab, want.data());
+            for (size_t r = 0; r < rows; ++r) {
+              // Each (token, row) sum takes the same steps in both: equal up to contraction.
+              ASSERT_NEAR(y[t * y_stride + r], want[r], 1e-6 * std::fabs(want[r]) + 1e-30)
+                  << kernels::isa_name(isa) << " token " << t << " row " << r << " n " << n;
+            }
+            EXPECT_EQ(y[t * y_stride + rows], -7.0f);  // padding untouched
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Q4_KR8, PreferredWhereAHandWrittenKernelExists) {
+  for (Isa isa : available_isas()) {
+    const kernels::FormatKernels& k = kernels::format_kernels(isa);
+    EXPECT_EQ(k.fast_q4_k_r8, isa == Isa::avx2) << kernels::isa_name(isa);
+    EXPECT_EQ(k.preferred_layout(DType::Q4_K), isa == Isa::avx2 ? DType::Q4_K_R8 : DType::Q4_K);
+    for (DType t : {DType::Q5_K, DType::Q6_K, DType::Q4_K_R8}) EXPECT_EQ(k.preferred_layout(t), t);
+    EXPECT_NE(k.gemm_q_for(DType::Q4_K_R8), nullptr);
+  }
+}
+
+}  // namespace
+}  // namespace oxi::test::formats
