@@ -40,7 +40,8 @@ std::vector<float> gaussian(size_t n, uint32_t seed) {
 }
 
 // Weights of type t, multiplied in `layout`: t itself, or the repacked layout decode holds t in
-// (Q4_0 -> Q4_0_R16, Q8_0 -> Q8_0_R16; same bytes per row, so GB/s count the same t bytes).
+// (Q4_0 -> Q4_0_R16, Q8_0 -> Q8_0_R16, Q4_K -> Q4_K_R8; same bytes per row, so GB/s count the
+// same t bytes).
 BenchRow bench_matvec(DType t, DType layout, const std::string& label, tbb::task_arena& arena,
                       int threads, double read_bw) {
   const size_t row_bytes = kernels::row_bytes(t, kCols);
