@@ -26,6 +26,7 @@ std::byte* owned_copy(formats::WeightCopies& copies, const void* p, size_t bytes
 
 // Rewrites m's rows as `to` in place (m is one of w's own copies).
 void repack_in_place(std::byte* own, const backends::WeightMatrix& m, kernels::DType to) {
+  if (to == m.dtype) return;  // a plain copy (repack_for_cpu): nothing to rearrange
   std::vector<std::byte> row(m.row_bytes);
   for (size_t r = 0; r < m.rows; ++r) {
     std::byte* at = own + r * m.row_bytes;
@@ -58,7 +59,10 @@ void repack_into(const backends::WeightMatrix& m, kernels::DType to, std::byte* 
     std::vector<std::byte> row(m.row_bytes);
     for (size_t r = 0; r < m.rows; ++r) {
       read(src + r * m.row_bytes, m.row_bytes, row.data());
-      kernels::repack_row(m.dtype, to, row.data(), dst + r * dense, m.cols);
+      if (to == m.dtype)
+        std::memcpy(dst + r * dense, row.data(), dense);
+      else
+        kernels::repack_row(m.dtype, to, row.data(), dst + r * dense, m.cols);
     }
   }
   if (in_file) mapping->release_pages(static_cast<size_t>(src - file.data()), total);
@@ -98,16 +102,28 @@ void repack_for_cpu(ModelWeights& w, const MappedFile* mapping) {
   constexpr size_t npos = ~size_t{0};
   std::map<Key, Job> jobs;
   size_t total = 0;
-  for (backends::WeightMatrix* m : all) {
-    const kernels::DType to = kernels.preferred_layout(m->dtype);
+  const auto add = [&](backends::WeightMatrix* m, kernels::DType to) {
     const Key key{m->data, m->rows, m->row_bytes};
-    if (to == m->dtype || m->data == nullptr || jobs.contains(key)) continue;
-    if (m == &w.token_embd) continue;  // not tied to a repacked output: lookups only
+    if (m->data == nullptr || jobs.contains(key)) return;
     const bool own = owned_copy(w.copies, m->data, m->rows * m->row_bytes) != nullptr;
+    if (own && to == m->dtype) return;  // already an owned copy in its layout
     jobs.emplace(key, Job{m, to, own ? npos : total});
     if (!own) total += (m->rows * kernels::row_bytes(to, m->cols) + 63) / 64 * 64;
+  };
+  for (backends::WeightMatrix* m : all) {
+    const kernels::DType to = kernels.preferred_layout(m->dtype);
+    if (to == m->dtype) continue;
+    if (m == &w.token_embd) continue;  // not tied to a repacked output: lookups only
+    add(m, to);
   }
   if (jobs.empty()) return;
+  // Once some matrices are copied, the others the forward pass multiplies are copied too (as
+  // they are): a matrix still read through the mapping lets the kernel's fault-around map the
+  // released pages of its copied neighbours back in (a TinyLlama-shaped Q4_K_M file, whose q6_K
+  // matrices sit between repacked q4_K ones: 12 MB more resident than the plain layout).
+  for (backends::WeightMatrix* m : all) {
+    if (m != &w.token_embd && kernels.preferred_layout(m->dtype) == m->dtype) add(m, m->dtype);
+  }
   if (total > 0) {
     w.repacked.reset(static_cast<std::byte*>(
         ::operator new[](total, std::align_val_t{ModelWeights::kRepackedAlignment})));
