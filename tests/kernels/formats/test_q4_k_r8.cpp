@@ -5,9 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
-#include <cmath>
 #include <cstring>
-#include <string>
 #include <vector>
 
 #include "kernels/formats/blocks.h"
@@ -16,6 +14,7 @@
 #include "kernels/formats/quant.h"
 #include "tests/common/test_data.h"
 #include "tests/kernels/formats/reference.h"
+#include "tests/kernels/formats/repacked_checks.h"
 
 namespace oxi::test::formats {
 namespace {
@@ -26,18 +25,8 @@ using kernels::Isa;
 // Groups and a tail (the 5632 of a TinyLlama FFN), a tail only, one group, two groups.
 const size_t kLengths[] = {256 * 22, 256 * 3, 256 * 8, 256 * 16};
 
-std::vector<Isa> available_isas() {
-  std::vector<Isa> out;
-  for (Isa isa : {Isa::scalar, Isa::sse42, Isa::avx2, Isa::neon}) {
-    if (kernels::isa_available(isa)) out.push_back(isa);
-  }
-  return out;
-}
-
 std::vector<uint8_t> repack(const std::vector<uint8_t>& q4_k, size_t n) {
-  std::vector<uint8_t> out(q4_k.size());
-  EXPECT_TRUE(kernels::repack_row(DType::Q4_K, DType::Q4_K_R8, q4_k.data(), out.data(), n));
-  return out;
+  return repack_copy(DType::Q4_K, DType::Q4_K_R8, q4_k, n);
 }
 
 TEST(Q4_KR8, IsAnInternalTypeOfQ4_KSize) {
@@ -118,112 +107,13 @@ TEST(Q4_KR8, ActivationIsQ8_KRearranged) {
   }
 }
 
-struct Matrix {
-  size_t rows, n, row_bytes;
-  std::vector<uint8_t> plain, packed;
-  std::vector<std::vector<float>> deq;  // reference-dequantized rows
-};
-
-Matrix make_matrix(size_t rows, size_t n, uint32_t seed) {
-  Matrix m{rows, n, kernels::row_bytes(DType::Q4_K, n), {}, {}, {}};
-  for (size_t r = 0; r < rows; ++r) {
-    const std::vector<uint8_t> row = random_row(DType::Q4_K, n, seed * 1000 + r);
-    const std::vector<uint8_t> p = repack(row, n);
-    m.plain.insert(m.plain.end(), row.begin(), row.end());
-    m.packed.insert(m.packed.end(), p.begin(), p.end());
-    m.deq.push_back(reference_dequantize(DType::Q4_K, row.data(), n));
-  }
-  return m;
-}
-
-// Naive double dot with the unquantized x; the bound covers the q8_K activation rounding (half
-// a step of amax / 127 per value) and f32 accumulation.
-struct Expected {
-  double value, bound, magnitude;
-};
-
-Expected expected_dot(const Matrix& m, size_t r, const std::vector<float>& x) {
-  double dot = 0, mag = 0, act_err = 0;
-  for (size_t b = 0; b < m.n / 256; ++b) {
-    double amax = 0, wabs = 0;
-    for (size_t i = 256 * b; i < 256 * b + 256; ++i) {
-      dot += double(m.deq[r][i]) * x[i];
-      mag += std::fabs(double(m.deq[r][i]) * x[i]);
-      amax = std::max(amax, std::fabs(double(x[i])));
-      wabs += std::fabs(double(m.deq[r][i]));
-    }
-    act_err += wabs * (amax / 127 * 0.5 + amax * 1e-3);
-  }
-  return {dot, act_err + 2e-5 * mag + 1e-30, mag};
-}
-
 TEST(Q4_KR8, MatvecMatchesNaiveDoubleScalarAndPlainOnEveryIsa) {
-  for (size_t n : kLengths) {
-    for (size_t rows : {1u, 3u, 7u, 33u}) {
-      const Matrix m = make_matrix(rows, n, static_cast<uint32_t>(rows + n));
-      const std::vector<float> x = random_floats(n, static_cast<uint32_t>(rows), -2.0f, 2.0f);
-      std::vector<uint8_t> act(kernels::activation_bytes(DType::Q4_K_R8, n));
-      std::vector<uint8_t> act_plain(kernels::activation_bytes(DType::Q4_K, n));
-      kernels::quantize_activation(DType::Q4_K_R8, x.data(), act.data(), n);
-      kernels::quantize_activation(DType::Q4_K, x.data(), act_plain.data(), n);
-      std::vector<float> y_scalar(rows);
-      kernels::format_kernels(Isa::scalar)
-          .matvec_for(DType::Q4_K_R8)(m.packed.data(), m.row_bytes, rows, n, act.data(),
-                                      y_scalar.data());
-      for (Isa isa : available_isas()) {
-        const kernels::FormatKernels& k = kernels::format_kernels(isa);
-        ASSERT_NE(k.matvec_for(DType::Q4_K_R8), nullptr);
-        std::vector<float> y(rows, NAN), y_plain(rows, NAN);
-        k.matvec_for(DType::Q4_K_R8)(m.packed.data(), m.row_bytes, rows, n, act.data(), y.data());
-        k.matvec_for(DType::Q4_K)(m.plain.data(), m.row_bytes, rows, n, act_plain.data(),
-                                  y_plain.data());
-        for (size_t r = 0; r < rows; ++r) {
-          const Expected e = expected_dot(m, r, x);
-          const std::string where = std::string(kernels::isa_name(isa)) + " row " +
-                                    std::to_string(r) + " of " + std::to_string(rows) + ", n " +
-                                    std::to_string(n);
-          ASSERT_NEAR(y[r], e.value, e.bound) << where;
-          // Same integers as scalar and as plain q4_K: only the f32 summation order differs.
-          ASSERT_NEAR(y[r], y_scalar[r], 1e-5 * e.magnitude + 1e-30) << where << " vs scalar";
-          ASSERT_NEAR(y[r], y_plain[r], 1e-5 * e.magnitude + 1e-30) << where << " vs plain";
-        }
-      }
-    }
-  }
+  expect_matvec_matches_naive_scalar_and_plain(DType::Q4_K, DType::Q4_K_R8, kLengths);
 }
 
 TEST(Q4_KR8, GemmQMatchesPerTokenMatvec) {
-  for (size_t n : {size_t{256 * 22}, size_t{256 * 3}}) {
-    const size_t ab = kernels::activation_bytes(DType::Q4_K_R8, n);
-    for (size_t rows : {1u, 7u, 33u}) {
-      const Matrix m = make_matrix(rows, n, static_cast<uint32_t>(rows + 7));
-      for (size_t tokens : {1u, 3u, 5u, 9u}) {
-        std::vector<uint8_t> acts(tokens * ab);
-        for (size_t t = 0; t < tokens; ++t) {
-          const std::vector<float> x = random_floats(n, static_cast<uint32_t>(31 * t + rows));
-          kernels::quantize_activation(DType::Q4_K_R8, x.data(), acts.data() + t * ab, n);
-        }
-        for (Isa isa : available_isas()) {
-          const kernels::FormatKernels& k = kernels::format_kernels(isa);
-          const size_t y_stride = rows + 2;
-          std::vector<float> y(tokens * y_stride, -7.0f);
-          k.gemm_q_for(DType::Q4_K_R8)(m.packed.data(), m.row_bytes, rows, n, acts.data(), ab,
-                                       tokens, y.data(), y_stride);
-          for (size_t t = 0; t < tokens; ++t) {
-            std::vector<float> want(rows);
-            k.matvec_for(DType::Q4_K_R8)(m.packed.data(), m.row_bytes, rows, n,
-                                         acts.data() + t * ab, want.data());
-            for (size_t r = 0; r < rows; ++r) {
-              // Each (token, row) sum takes the same steps in both: equal up to contraction.
-              ASSERT_NEAR(y[t * y_stride + r], want[r], 1e-6 * std::fabs(want[r]) + 1e-30)
-                  << kernels::isa_name(isa) << " token " << t << " row " << r << " n " << n;
-            }
-            EXPECT_EQ(y[t * y_stride + rows], -7.0f);  // padding untouched
-          }
-        }
-      }
-    }
-  }
+  const size_t lengths[] = {256 * 22, 256 * 3};
+  expect_gemm_q_matches_matvec(DType::Q4_K, DType::Q4_K_R8, lengths, GemmMatch::kUpToContraction);
 }
 
 TEST(Q4_KR8, PreferredWhereAHandWrittenKernelExists) {

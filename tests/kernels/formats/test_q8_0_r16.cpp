@@ -6,9 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
-#include <cmath>
 #include <cstring>
-#include <string>
 #include <vector>
 
 #include "kernels/formats/blocks.h"
@@ -18,6 +16,7 @@
 #include "kernels/formats/quant.h"
 #include "tests/common/test_data.h"
 #include "tests/kernels/formats/reference.h"
+#include "tests/kernels/formats/repacked_checks.h"
 
 namespace oxi::test::formats {
 namespace {
@@ -29,18 +28,8 @@ using kernels::Isa;
 // group.
 const size_t kLengths[] = {32 * 17, 32 * 33, 32 * 5, 32 * 16 * 5 + 32 * 7, 32 * 16};
 
-std::vector<Isa> available_isas() {
-  std::vector<Isa> out;
-  for (Isa isa : {Isa::scalar, Isa::sse42, Isa::avx2, Isa::neon}) {
-    if (kernels::isa_available(isa)) out.push_back(isa);
-  }
-  return out;
-}
-
 std::vector<uint8_t> repack(const std::vector<uint8_t>& q8_0, size_t n) {
-  std::vector<uint8_t> out(q8_0.size());
-  EXPECT_TRUE(kernels::repack_row(DType::Q8_0, DType::Q8_0_R16, q8_0.data(), out.data(), n));
-  return out;
+  return repack_copy(DType::Q8_0, DType::Q8_0_R16, q8_0, n);
 }
 
 TEST(Q8_0R16, IsAnInternalTypeOfQ8_0Size) {
@@ -136,115 +125,13 @@ TEST(Q8_0R16, ActivationIsQ8_0Rearranged) {
   }
 }
 
-struct Matrix {
-  size_t rows, n, row_bytes;
-  std::vector<uint8_t> plain, packed;
-  std::vector<std::vector<float>> deq;  // reference-dequantized rows
-};
-
-Matrix make_matrix(size_t rows, size_t n, uint32_t seed) {
-  Matrix m{rows, n, kernels::row_bytes(DType::Q8_0, n), {}, {}, {}};
-  for (size_t r = 0; r < rows; ++r) {
-    const std::vector<uint8_t> row = random_row(DType::Q8_0, n, seed * 1000 + r);
-    const std::vector<uint8_t> p = repack(row, n);
-    m.plain.insert(m.plain.end(), row.begin(), row.end());
-    m.packed.insert(m.packed.end(), p.begin(), p.end());
-    m.deq.push_back(reference_dequantize(DType::Q8_0, row.data(), n));
-  }
-  return m;
-}
-
-// Naive double dot with the unquantized x; the bound covers the q8_0 activation rounding (half
-// a step of amax / 127 plus the f16 scale) and f32 accumulation.
-struct Expected {
-  double value, bound, magnitude;
-};
-
-Expected expected_dot(const Matrix& m, size_t r, const std::vector<float>& x) {
-  double dot = 0, mag = 0, act_err = 0;
-  for (size_t b = 0; b < m.n / 32; ++b) {
-    double amax = 0, wabs = 0;
-    for (size_t i = 32 * b; i < 32 * b + 32; ++i) {
-      dot += double(m.deq[r][i]) * x[i];
-      mag += std::fabs(double(m.deq[r][i]) * x[i]);
-      amax = std::max(amax, std::fabs(double(x[i])));
-      wabs += std::fabs(double(m.deq[r][i]));
-    }
-    act_err += wabs * (amax / 127 * 0.5 + amax * 1e-3);
-  }
-  return {dot, act_err + 2e-5 * mag + 1e-30, mag};
-}
-
 TEST(Q8_0R16, MatvecMatchesNaiveDoubleScalarAndPlainOnEveryIsa) {
-  for (size_t n : kLengths) {
-    for (size_t rows : {1u, 3u, 7u, 33u}) {
-      const Matrix m = make_matrix(rows, n, static_cast<uint32_t>(rows + n));
-      const std::vector<float> x = random_floats(n, static_cast<uint32_t>(rows), -2.0f, 2.0f);
-      std::vector<uint8_t> act(kernels::activation_bytes(DType::Q8_0_R16, n));
-      std::vector<uint8_t> act_plain(kernels::activation_bytes(DType::Q8_0, n));
-      kernels::quantize_activation(DType::Q8_0_R16, x.data(), act.data(), n);
-      kernels::quantize_activation(DType::Q8_0, x.data(), act_plain.data(), n);
-      // The scalar table holds the reference tile.
-      std::vector<float> y_scalar(rows);
-      kernels::format_kernels(Isa::scalar)
-          .matvec_for(DType::Q8_0_R16)(m.packed.data(), m.row_bytes, rows, n, act.data(),
-                                       y_scalar.data());
-      for (Isa isa : available_isas()) {
-        const kernels::FormatKernels& k = kernels::format_kernels(isa);
-        ASSERT_NE(k.matvec_for(DType::Q8_0_R16), nullptr);
-        std::vector<float> y(rows, NAN), y_plain(rows, NAN);
-        k.matvec_for(DType::Q8_0_R16)(m.packed.data(), m.row_bytes, rows, n, act.data(), y.data());
-        k.matvec_for(DType::Q8_0)(m.plain.data(), m.row_bytes, rows, n, act_plain.data(),
-                                  y_plain.data());
-        for (size_t r = 0; r < rows; ++r) {
-          const Expected e = expected_dot(m, r, x);
-          const std::string where = std::string(kernels::isa_name(isa)) + " row " +
-                                    std::to_string(r) + " of " + std::to_string(rows) + ", n " +
-                                    std::to_string(n);
-          ASSERT_NEAR(y[r], e.value, e.bound) << where;
-          // Same integers as scalar and as plain q8_0: only the f32 summation order differs.
-          ASSERT_NEAR(y[r], y_scalar[r], 1e-5 * e.magnitude + 1e-30) << where << " vs scalar";
-          ASSERT_NEAR(y[r], y_plain[r], 1e-5 * e.magnitude + 1e-30) << where << " vs plain";
-        }
-      }
-    }
-  }
+  expect_matvec_matches_naive_scalar_and_plain(DType::Q8_0, DType::Q8_0_R16, kLengths);
 }
 
 TEST(Q8_0R16, GemmQEqualsPerTokenMatvec) {
-  for (size_t n : {size_t{32 * 16 * 5 + 32 * 7}, size_t{32 * 33}, size_t{32 * 5}}) {
-    const size_t ab = kernels::activation_bytes(DType::Q8_0_R16, n);
-    for (size_t rows : {1u, 7u, 33u}) {
-      const Matrix m = make_matrix(rows, n, static_cast<uint32_t>(rows + 7));
-      for (size_t tokens : {1u, 3u, 5u, 9u}) {
-        std::vector<uint8_t> acts(tokens * ab);
-        for (size_t t = 0; t < tokens; ++t) {
-          const std::vector<float> x = random_floats(n, static_cast<uint32_t>(31 * t + rows));
-          kernels::quantize_activation(DType::Q8_0_R16, x.data(), acts.data() + t * ab, n);
-        }
-        for (Isa isa : available_isas()) {
-          const kernels::FormatKernels& k = kernels::format_kernels(isa);
-          const size_t y_stride = rows + 2;
-          std::vector<float> y(tokens * y_stride, -7.0f);
-          k.gemm_q_for(DType::Q8_0_R16)(m.packed.data(), m.row_bytes, rows, n, acts.data(), ab,
-                                        tokens, y.data(), y_stride);
-          for (size_t t = 0; t < tokens; ++t) {
-            std::vector<float> want(rows);
-            k.matvec_for(DType::Q8_0_R16)(m.packed.data(), m.row_bytes, rows, n,
-                                          acts.data() + t * ab, want.data());
-            for (size_t r = 0; r < rows; ++r) {
-              // Each (token, row) sum takes the same steps in both.
-              ASSERT_EQ(std::bit_cast<uint32_t>(y[t * y_stride + r]),
-                        std::bit_cast<uint32_t>(want[r]))
-                  << kernels::isa_name(isa) << " token " << t << " row " << r << " n " << n << ": "
-                  << y[t * y_stride + r] << " vs " << want[r];
-            }
-            EXPECT_EQ(y[t * y_stride + rows], -7.0f);  // padding untouched
-          }
-        }
-      }
-    }
-  }
+  const size_t lengths[] = {32 * 16 * 5 + 32 * 7, 32 * 33, 32 * 5};
+  expect_gemm_q_matches_matvec(DType::Q8_0, DType::Q8_0_R16, lengths, GemmMatch::kBitExact);
 }
 
 TEST(Q8_0R16, PreferredWhereAHandWrittenKernelExists) {

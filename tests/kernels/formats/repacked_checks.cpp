@@ -1,0 +1,161 @@
+// The shared matvec / gemm_q checks of the repacked layouts; see repacked_checks.h.
+#include "tests/kernels/formats/repacked_checks.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <string>
+
+#include "kernels/formats/quant.h"
+#include "tests/common/test_data.h"
+#include "tests/kernels/formats/reference.h"
+
+namespace oxi::test::formats {
+
+using kernels::DType;
+using kernels::Isa;
+
+std::vector<Isa> available_isas() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::scalar, Isa::sse42, Isa::avx2, Isa::neon}) {
+    if (kernels::isa_available(isa)) out.push_back(isa);
+  }
+  return out;
+}
+
+std::vector<uint8_t> repack_copy(DType plain, DType packed, const std::vector<uint8_t>& row,
+                                 size_t n) {
+  std::vector<uint8_t> out(row.size());
+  EXPECT_TRUE(kernels::repack_row(plain, packed, row.data(), out.data(), n));
+  return out;
+}
+
+namespace {
+
+struct Matrix {
+  size_t rows, n, row_bytes;
+  std::vector<uint8_t> plain, packed;
+  std::vector<std::vector<float>> deq;  // reference-dequantized rows
+};
+
+Matrix make_matrix(DType plain, DType packed, size_t rows, size_t n, uint32_t seed) {
+  Matrix m{rows, n, kernels::row_bytes(plain, n), {}, {}, {}};
+  for (size_t r = 0; r < rows; ++r) {
+    const std::vector<uint8_t> row = random_row(plain, n, seed * 1000 + r);
+    const std::vector<uint8_t> p = repack_copy(plain, packed, row, n);
+    m.plain.insert(m.plain.end(), row.begin(), row.end());
+    m.packed.insert(m.packed.end(), p.begin(), p.end());
+    m.deq.push_back(reference_dequantize(plain, row.data(), n));
+  }
+  return m;
+}
+
+// Naive double dot with the unquantized x; the bound covers the activation rounding (half a step
+// of amax / 127 per value, plus the scale's own rounding) and f32 accumulation.
+struct Expected {
+  double value, bound, magnitude;
+};
+
+Expected expected_dot(const Matrix& m, size_t block, size_t r, const std::vector<float>& x) {
+  double dot = 0, mag = 0, act_err = 0;
+  for (size_t b = 0; b < m.n / block; ++b) {
+    double amax = 0, wabs = 0;
+    for (size_t i = block * b; i < block * b + block; ++i) {
+      dot += double(m.deq[r][i]) * x[i];
+      mag += std::fabs(double(m.deq[r][i]) * x[i]);
+      amax = std::max(amax, std::fabs(double(x[i])));
+      wabs += std::fabs(double(m.deq[r][i]));
+    }
+    act_err += wabs * (amax / 127 * 0.5 + amax * 1e-3);
+  }
+  return {dot, act_err + 2e-5 * mag + 1e-30, mag};
+}
+
+}  // namespace
+
+void expect_matvec_matches_naive_scalar_and_plain(DType plain, DType packed,
+                                                  std::span<const size_t> lengths) {
+  const size_t block = kernels::info(plain).block_elems;
+  for (size_t n : lengths) {
+    for (size_t rows : {1u, 3u, 7u, 33u}) {
+      const Matrix m = make_matrix(plain, packed, rows, n, static_cast<uint32_t>(rows + n));
+      const std::vector<float> x = random_floats(n, static_cast<uint32_t>(rows), -2.0f, 2.0f);
+      std::vector<uint8_t> act(kernels::activation_bytes(packed, n));
+      std::vector<uint8_t> act_plain(kernels::activation_bytes(plain, n));
+      kernels::quantize_activation(packed, x.data(), act.data(), n);
+      kernels::quantize_activation(plain, x.data(), act_plain.data(), n);
+      // The scalar table holds the reference tile.
+      std::vector<float> y_scalar(rows);
+      ASSERT_NE(kernels::format_kernels(Isa::scalar).matvec_for(packed), nullptr);
+      kernels::format_kernels(Isa::scalar)
+          .matvec_for(packed)(m.packed.data(), m.row_bytes, rows, n, act.data(), y_scalar.data());
+      for (Isa isa : available_isas()) {
+        const kernels::FormatKernels& k = kernels::format_kernels(isa);
+        ASSERT_NE(k.matvec_for(packed), nullptr);
+        std::vector<float> y(rows, NAN), y_plain(rows, NAN);
+        k.matvec_for(packed)(m.packed.data(), m.row_bytes, rows, n, act.data(), y.data());
+        k.matvec_for(plain)(m.plain.data(), m.row_bytes, rows, n, act_plain.data(), y_plain.data());
+        for (size_t r = 0; r < rows; ++r) {
+          const Expected e = expected_dot(m, block, r, x);
+          const std::string where = std::string(kernels::name(packed)) + " on " +
+                                    std::string(kernels::isa_name(isa)) + " row " +
+                                    std::to_string(r) + " of " + std::to_string(rows) + ", n " +
+                                    std::to_string(n);
+          ASSERT_NEAR(y[r], e.value, e.bound) << where;
+          // Same integers as scalar and as the plain type: only the f32 summation order differs.
+          ASSERT_NEAR(y[r], y_scalar[r], 1e-5 * e.magnitude + 1e-30) << where << " vs scalar";
+          ASSERT_NEAR(y[r], y_plain[r], 1e-5 * e.magnitude + 1e-30) << where << " vs plain";
+        }
+      }
+    }
+  }
+}
+
+void expect_gemm_q_matches_matvec(DType plain, DType packed, std::span<const size_t> lengths,
+                                  GemmMatch match) {
+  for (size_t n : lengths) {
+    const size_t ab = kernels::activation_bytes(packed, n);
+    for (size_t rows : {1u, 7u, 33u}) {
+      const Matrix m = make_matrix(plain, packed, rows, n, static_cast<uint32_t>(rows + 7));
+      for (size_t tokens : {1u, 3u, 5u, 9u}) {
+        std::vector<uint8_t> acts(tokens * ab);
+        for (size_t t = 0; t < tokens; ++t) {
+          const std::vector<float> x = random_floats(n, static_cast<uint32_t>(31 * t + rows));
+          kernels::quantize_activation(packed, x.data(), acts.data() + t * ab, n);
+        }
+        for (Isa isa : available_isas()) {
+          const kernels::FormatKernels& k = kernels::format_kernels(isa);
+          ASSERT_NE(k.gemm_q_for(packed), nullptr);
+          const size_t y_stride = rows + 2;
+          std::vector<float> y(tokens * y_stride, -7.0f);
+          k.gemm_q_for(packed)(m.packed.data(), m.row_bytes, rows, n, acts.data(), ab, tokens,
+                               y.data(), y_stride);
+          for (size_t t = 0; t < tokens; ++t) {
+            std::vector<float> want(rows);
+            k.matvec_for(packed)(m.packed.data(), m.row_bytes, rows, n, acts.data() + t * ab,
+                                 want.data());
+            for (size_t r = 0; r < rows; ++r) {
+              const float got = y[t * y_stride + r];
+              // Each (token, row) sum takes the same steps in both.
+              if (match == GemmMatch::kBitExact) {
+                ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want[r]))
+                    << kernels::name(packed) << " on " << kernels::isa_name(isa) << " token " << t
+                    << " row " << r << " n " << n << ": " << got << " vs " << want[r];
+              } else {
+                // Equal up to contraction.
+                ASSERT_NEAR(got, want[r], 1e-6 * std::fabs(want[r]) + 1e-30)
+                    << kernels::name(packed) << " on " << kernels::isa_name(isa) << " token " << t
+                    << " row " << r << " n " << n;
+              }
+            }
+            EXPECT_EQ(y[t * y_stride + rows], -7.0f);  // padding untouched
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace oxi::test::formats

@@ -1,0 +1,44 @@
+// Checks shared by the repacked weight layouts' tests (test_q4_0_r16.cpp, test_q8_0_r16.cpp,
+// test_q4_k_r8.cpp): a packed type holds the same blocks as its plain GGUF type, rearranged, so
+// its matvec is checked against a naive double product, the scalar path and the plain type's
+// matvec, and its gemm_q against its own per-token matvec, on every available instruction set.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kernels/cpu_features.h"
+#include "kernels/formats/dtype.h"
+
+namespace oxi::test::formats {
+
+// Every instruction set this machine runs, scalar first.
+std::vector<kernels::Isa> available_isas();
+
+// `row` (n elements of type `plain`) repacked to `packed`; a failing repack_row fails the test.
+std::vector<uint8_t> repack_copy(kernels::DType plain, kernels::DType packed,
+                                 const std::vector<uint8_t>& row, size_t n);
+
+// For every n in `lengths` and 1, 3, 7 and 33 random rows of type `plain` (repacked to
+// `packed`): the packed matvec on every ISA is within the activation-rounding bound of a naive
+// double dot with the unquantized x (per block of info(plain).block_elems: sum |w| *
+// (amax / 127 * 0.5 + amax * 1e-3), plus 2e-5 * magnitude), and within 1e-5 * magnitude of the
+// scalar ISA's packed matvec and of the plain type's matvec on the same ISA.
+void expect_matvec_matches_naive_scalar_and_plain(kernels::DType plain, kernels::DType packed,
+                                                  std::span<const size_t> lengths);
+
+// How gemm_q's outputs must match the per-token matvec's.
+enum class GemmMatch {
+  kBitExact,         // identical bits
+  kUpToContraction,  // within 1e-6 relative (FMA contraction may differ)
+};
+
+// For every n in `lengths`, 1, 7 and 33 rows and 1, 3, 5 and 9 tokens: the packed gemm_q on
+// every ISA matches that ISA's packed matvec per token as `match` says, and leaves the output
+// stride's padding untouched.
+void expect_gemm_q_matches_matvec(kernels::DType plain, kernels::DType packed,
+                                  std::span<const size_t> lengths, GemmMatch match);
+
+}  // namespace oxi::test::formats
