@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -74,10 +75,14 @@ bool isa_available(Isa isa) noexcept {
 
 std::string_view isa_name(Isa isa) noexcept {
   switch (isa) {
-    case Isa::scalar: return "scalar";
-    case Isa::sse42: return "sse4.2";
-    case Isa::avx2: return "avx2+fma+f16c";
-    case Isa::neon: return "neon";
+    case Isa::scalar:
+      return "scalar";
+    case Isa::sse42:
+      return "sse4.2";
+    case Isa::avx2:
+      return "avx2+fma+f16c";
+    case Isa::neon:
+      return "neon";
   }
   return "?";
 }
@@ -88,13 +93,19 @@ Isa selected_isa() noexcept {
     for (Isa isa : {Isa::sse42, Isa::neon, Isa::avx2}) {
       if (isa_available(isa)) best = isa;
     }
-    // OXI_ISA may only lower the choice: asking for an unavailable set keeps the best one.
+    // OXI_ISA may only lower the choice: asking for an unavailable set keeps the best one. A
+    // set is named by isa_name or its short form: the part before the first '+', dots dropped
+    // ("sse4.2" or "sse42", "avx2+fma+f16c" or "avx2").
     if (const char* want = std::getenv("OXI_ISA")) {
+      const auto short_name = [](std::string_view n) {
+        std::string s;
+        for (char c : n.substr(0, n.find('+')))
+          if (c != '.') s += c;
+        return s;
+      };
       for (Isa isa : {Isa::scalar, Isa::sse42, Isa::avx2, Isa::neon}) {
         const std::string_view n = isa_name(isa);
-        if ((n == want || n.substr(0, n.find_first_of(".+")) == want) && isa_available(isa)) {
-          best = isa;
-        }
+        if ((n == want || short_name(n) == want) && isa_available(isa)) best = isa;
       }
     }
     return best;
