@@ -21,36 +21,17 @@
 #include "kernels/arch.h"
 #include "kernels/formats/prefetch.h"
 #include "kernels/formats/q4_0_r16.h"
+#include "kernels/formats/repacked_tiles.h"
 #include "kernels/formats/traits_avx2.h"
 #include "kernels/formats/traits_scalar.h"
 
 namespace oxi::kernels::OXI_ARCH_NS {
 
-// The plain blocks at the end of a row (the plain format's Trait): `blocks` of them at
-// w + offset, against the plain activation blocks at x + x_offset.
-template <class Trait, int T, int P>
-inline void r16_tail(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
-                     size_t w_offset, size_t x_offset, size_t blocks,
-                     typename Trait::Acc (&acc)[T][P]) noexcept {
-  using WBlock = typename Trait::WBlock;
-  using ABlock = typename Trait::ABlock;
-  for (size_t b = 0; b < blocks; ++b) {
-    typename Trait::Act a[T];
-    for (int t = 0; t < T; ++t) {
-      a[t] = Trait::load_act(reinterpret_cast<const ABlock*>(x + t * x_stride + x_offset)[b]);
-    }
-    for (int p = 0; p < P; ++p) {
-      const typename Trait::W wb =
-          Trait::load_w(reinterpret_cast<const WBlock*>(w + p * w_row_bytes + w_offset)[b]);
-      for (int t = 0; t < T; ++t) Trait::step(acc[t][p], wb, a[t]);
-    }
-  }
-}
-
 #if defined(OXI_ARCH_AVX2)
 
-struct Q4_0R16Tile {
+struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
   using Tail = simd::Q4_0;
+  using Rows = RepackedRows<Tail, WeightGroupR16, ActGroupR16, kR16Blocks>;
 
   // Rows P at a time so that the T x P accumulators, T int16 sums and the unpacked weights fit
   // the 16 ymm registers.
@@ -100,24 +81,8 @@ struct Q4_0R16Tile {
         }
       }
     }
-    Tail::Acc tail[T][P]{};
-    r16_tail<Tail, T, P>(w, w_row_bytes, x, x_stride, groups * sizeof(WeightGroupR16),
-                         groups * sizeof(ActGroupR16), blocks - groups * kR16Blocks, tail);
-    for (int t = 0; t < T; ++t) {
-      for (int p = 0; p < P; ++p) {
-        y[t * y_stride + p] = simd::hsum(acc[t][p]) + Tail::finish(tail[t][p]);
-      }
-    }
-  }
-
-  template <int T, int R>
-  static void tile(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
-                   size_t n, float* y, size_t y_stride) noexcept {
-    constexpr int P = std::min(R, kRowsPerPass<T>);
-    static_assert(R % P == 0);
-    for (int r = 0; r < R; r += P) {
-      pass<T, P>(w + r * w_row_bytes, w_row_bytes, x, x_stride, n, y + r, y_stride);
-    }
+    Rows::finish<T, P>(w, w_row_bytes, x, x_stride, blocks, y, y_stride,
+                       [&](int t, int p) { return simd::hsum(acc[t][p]); });
   }
 };
 
@@ -126,6 +91,7 @@ struct Q4_0R16Tile {
 // The reference: one f32 sum per (token, row), block after block.
 struct Q4_0R16Tile {
   using Tail = ref::Q4_0;
+  using Rows = RepackedRows<Tail, WeightGroupR16, ActGroupR16, kR16Blocks>;
 
   template <int T, int R>
   static void tile(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
@@ -150,12 +116,8 @@ struct Q4_0R16Tile {
         }
       }
     }
-    Tail::Acc tail[T][R]{};
-    r16_tail<Tail, T, R>(w, w_row_bytes, x, x_stride, groups * sizeof(WeightGroupR16),
-                         groups * sizeof(ActGroupR16), blocks - groups * kR16Blocks, tail);
-    for (int t = 0; t < T; ++t) {
-      for (int r = 0; r < R; ++r) y[t * y_stride + r] = acc[t][r] + Tail::finish(tail[t][r]);
-    }
+    Rows::finish<T, R>(w, w_row_bytes, x, x_stride, blocks, y, y_stride,
+                       [&](int t, int r) { return acc[t][r]; });
   }
 };
 

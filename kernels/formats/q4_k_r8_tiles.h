@@ -18,8 +18,8 @@
 
 #include "kernels/arch.h"
 #include "kernels/formats/prefetch.h"
-#include "kernels/formats/q4_0_r16_tiles.h"
 #include "kernels/formats/q4_k_r8.h"
+#include "kernels/formats/repacked_tiles.h"
 #include "kernels/formats/traits_avx2.h"
 #include "kernels/formats/traits_scalar.h"
 
@@ -27,8 +27,9 @@ namespace oxi::kernels::OXI_ARCH_NS {
 
 #if defined(OXI_ARCH_AVX2)
 
-struct Q4KR8Tile {
+struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
   using Tail = simd::Q4_K;
+  using Rows = RepackedRows<Tail, WeightGroupK8, ActGroupK8, kK8Blocks>;
 
   // Rows P at a time so that the T x P accumulators, T int16 and T int32 sums and the unpacked
   // weights fit the 16 ymm registers.
@@ -115,24 +116,8 @@ struct Q4KR8Tile {
         }
       }
     }
-    Tail::Acc tail[T][P]{};
-    r16_tail<Tail, T, P>(w, w_row_bytes, x, x_stride, groups * sizeof(WeightGroupK8),
-                         groups * sizeof(ActGroupK8), blocks - groups * kK8Blocks, tail);
-    for (int t = 0; t < T; ++t) {
-      for (int p = 0; p < P; ++p) {
-        y[t * y_stride + p] = simd::hsum(acc[t][p]) + Tail::finish(tail[t][p]);
-      }
-    }
-  }
-
-  template <int T, int R>
-  static void tile(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
-                   size_t n, float* y, size_t y_stride) noexcept {
-    constexpr int P = std::min(R, kRowsPerPass<T>);
-    static_assert(R % P == 0);
-    for (int r = 0; r < R; r += P) {
-      pass<T, P>(w + r * w_row_bytes, w_row_bytes, x, x_stride, n, y + r, y_stride);
-    }
+    Rows::finish<T, P>(w, w_row_bytes, x, x_stride, blocks, y, y_stride,
+                       [&](int t, int p) { return simd::hsum(acc[t][p]); });
   }
 };
 
@@ -141,6 +126,7 @@ struct Q4KR8Tile {
 // The reference: one f32 sum per (token, row), block after block, as ref::KQuant combines them.
 struct Q4KR8Tile {
   using Tail = ref::Q4_K;
+  using Rows = RepackedRows<Tail, WeightGroupK8, ActGroupK8, kK8Blocks>;
 
   template <int T, int R>
   static void tile(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
@@ -177,12 +163,8 @@ struct Q4KR8Tile {
         }
       }
     }
-    Tail::Acc tail[T][R]{};
-    r16_tail<Tail, T, R>(w, w_row_bytes, x, x_stride, groups * sizeof(WeightGroupK8),
-                         groups * sizeof(ActGroupK8), blocks - groups * kK8Blocks, tail);
-    for (int t = 0; t < T; ++t) {
-      for (int r = 0; r < R; ++r) y[t * y_stride + r] = acc[t][r] + Tail::finish(tail[t][r]);
-    }
+    Rows::finish<T, R>(w, w_row_bytes, x, x_stride, blocks, y, y_stride,
+                       [&](int t, int r) { return acc[t][r]; });
   }
 };
 
