@@ -136,11 +136,39 @@ TEMPLATES = [
     "skip NUM seconds",
 ]
 
+# Clock times and day phrases as people say them in commands: the one-run recipe
+# (prepare.prepare_with_testset) adds these; the committed weights' sets were made without them.
+CLOCK_TEMPLATES = [
+    "please turn on the ROOM DEV at TIME",
+    "turn on the ROOM DEV",
+    "turn off the DEV in the ROOM at TIME",
+    "set the alarm for TIME",
+    "call my NOUN on DAY PART",
+    "call me at TIME",
+    "what is the weather like DAY",
+    "meet me at TIME on DAY",
+    "PRON will VERB the NOUN at TIME",
+]
+
+
+def clock_time(rng):
+    """A clock time as spoken: 'seven', 'seven o'clock', 'seven thirty', 'ten forty five'."""
+    hour = number_words(rng.randint(1, 12))
+    r = rng.random()
+    if r < 0.2:
+        return hour
+    if r < 0.45:
+        return hour + " o'clock"
+    minute = rng.choice([15, 30, 30, 45, 5, 10, 20, 25, 35, 40, 50, 55])
+    return hour + " " + number_words(minute)
+
 
 def fill_template(t, rng):
     out = []
     for tok in t.split():
-        if tok == "NUM":
+        if tok == "TIME":
+            out.append(clock_time(rng))
+        elif tok == "NUM":
             r = rng.random()
             n = rng.randint(0, 20) if r < 0.5 else (rng.randint(21, 99) if r < 0.85 else rng.randint(100, 999))
             out.append(number_words(n))
@@ -151,13 +179,13 @@ def fill_template(t, rng):
     return " ".join(out)
 
 
-def make_sentence(rng, words):
+def make_sentence(rng, words, templates=TEMPLATES):
     r = rng.random()
     if r < 0.45:
-        s = fill_template(rng.choice(TEMPLATES), rng)
+        s = fill_template(rng.choice(templates), rng)
         # sometimes chain two templates
         if rng.random() < 0.25:
-            s = s + " " + fill_template(rng.choice(TEMPLATES), rng)
+            s = s + " " + fill_template(rng.choice(templates), rng)
     elif r < 0.55:
         s = " ".join(number_words(rng.randint(0, 999)) for _ in range(rng.randint(1, 4)))
     else:

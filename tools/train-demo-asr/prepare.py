@@ -68,6 +68,53 @@ def prepare(data_dir, n_train, seed=1234, workers=2, log=print):
     log(f"{N_TEST} test utterances")
 
 
+def prepare_with_testset(data_dir, testset_tsv, n_train, seed=1234, workers=2, log=print,
+                         variants=None):
+    """One training set for a fixed held-out test set (the committed testset.tsv).
+
+    The 200 test utterances are synthesised exactly as make_testset_audio.py makes them
+    (raw espeak-ng output, one call each) into DATA/test.npz; the training sentences never
+    equal a test sentence, and no training group uses a test (voice, speed, pitch) setting.
+    Training voices are every training variant plus EXTRA_VARIANTS, never a held-out one."""
+    os.makedirs(os.path.join(data_dir, "wav"), exist_ok=True)
+    words = D.load_words()
+    test = D.read_testset(testset_tsv)
+    test_sentences = {text for (_, _, _, _, text) in test}
+    test_settings = {(v, sp, pi) for (_, v, sp, pi, _) in test}
+    t0 = time.time()
+    test_jobs = [(v, sp, pi, text, os.path.join(data_dir, "wav", f"{i}.wav"))
+                 for (i, v, sp, pi, text) in test]
+    D.synth_many(test_jobs, workers, log)
+    auds, meta = [], []
+    for (i, v, sp, pi, text) in test:
+        x = D.read_wav(os.path.join(data_dir, "wav", f"{i}.wav"))
+        b0, b1 = D.speech_bounds(x)
+        auds.append(x)
+        meta.append((i, v, sp, pi, text, b0, b1))
+    lens = np.array([len(x) for x in auds], dtype=np.int64)
+    offs = np.concatenate([[0], np.cumsum(lens)])
+    audio = to_int16(np.concatenate(auds))
+    np.savez(os.path.join(data_dir, "test.npz"), audio=audio, offs=offs,
+             meta=np.array(meta, dtype=object), allow_pickle=True)
+    with open(os.path.join(data_dir, "testset.tsv"), "w") as f:
+        f.write("id\tvoice\tspeed\tpitch\ttext\n")
+        for (i, v, sp, pi, text) in test:
+            f.write(f"{i}\t{v}\t{sp}\t{pi}\t{text}\n")
+    log(f"{len(test)} test utterances synthesised in {time.time() - t0:.0f} s")
+    rng = random.Random(seed)
+    sentences = []
+    while len(sentences) < n_train:
+        s = D.make_sentence(rng, words, D.TEMPLATES + D.CLOCK_TEMPLATES)
+        if s not in test_sentences:
+            sentences.append(s)
+    jobs = group_jobs(data_dir, sentences, random.Random(seed + 1),
+                      variants=variants or D.TRAIN_VARIANTS + D.EXTRA_VARIANTS,
+                      avoid=test_settings)
+    train_auds, train_meta = synth_groups(jobs, workers, log)
+    log(f"synthesis done in {time.time() - t0:.0f} s")
+    save_train(data_dir, train_auds, train_meta, log)
+
+
 def group_jobs(data_dir, sentences, rng, variants=None, avoid=()):
     """Training synthesis jobs: groups of GROUP sentences share one (voice, speed, pitch)
     and one espeak-ng call (much cheaper than one process per sentence)."""
@@ -86,7 +133,7 @@ def synth_groups(jobs, workers, log):
     auds, meta, failed = [], [], 0
     with ThreadPoolExecutor(workers) as ex:
         for k, (job, segs) in enumerate(zip(jobs, ex.map(D.synth_group, jobs))):
-            if k % 50 == 0:
+            if k % 500 == 0:
                 log(f"group {k}/{len(jobs)}")
             if segs is None:
                 failed += 1
@@ -96,16 +143,21 @@ def synth_groups(jobs, workers, log):
                 b0, b1 = D.speech_bounds(x)
                 if (b1 - b0) / D.SR > MAX_TRAIN_SPEECH:
                     continue
-                auds.append(x)
+                auds.append(to_int16(x))  # as int16 at once: 64k utterances are 11 GB in f32
                 meta.append((f"g{k:05d}_{j}", v, sp, pi, t, b0, b1))
     log(f"{failed} groups failed to split")
     return auds, meta
 
 
+def to_int16(x):
+    return (x * 32768.0).round().clip(-32768, 32767).astype(np.int16)
+
+
 def save_train(data_dir, auds, meta, log):
+    """auds: int16 arrays (synth_groups)."""
     lens = np.array([len(x) for x in auds], dtype=np.int64)
     o = np.concatenate([[0], np.cumsum(lens)])
-    a = (np.concatenate(auds) * 32768.0).round().clip(-32768, 32767).astype(np.int16)
+    a = np.concatenate(auds)
     np.savez(os.path.join(data_dir, "train.npz"), audio=a, offs=o,
              meta=np.array(meta, dtype=object), allow_pickle=True)
     log(f"packed {len(meta)} train utterances ({len(a) / D.SR / 3600:.2f} h)")

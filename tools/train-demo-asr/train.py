@@ -76,10 +76,12 @@ def build_tokenizer(train_meta):
 class Batcher:
     """Augmentation + features + token targets, deterministic per step."""
 
-    def __init__(self, audio, offs, meta, tok, seed, ts_frac=0.3):
+    def __init__(self, audio, offs, meta, tok, seed, ts_frac=0.3, noise_prob=0.8,
+                 specaug_prob=0.8):
         self.audio, self.offs, self.meta, self.tok = audio, offs, meta, tok
         self.seed = seed
         self.ts_frac = ts_frac
+        self.noise_prob, self.specaug_prob = noise_prob, specaug_prob
         self.n_samples = CHUNK_LENGTH * D.SR
         self.filters = torch.from_numpy(FE.mel_filters(MODEL_CFG["num_mel_bins"]))
         self.text_ids = [tok.encode(" " + m[4]) for m in meta]
@@ -111,7 +113,7 @@ class Batcher:
         trail = rng.randint(0, max(1, min(room, int(0.6 * D.SR)))) if room > 0 and rng.rand() < 0.5 else 0
         y = np.concatenate([np.zeros(lead, np.float32), x, np.zeros(trail, np.float32)])
         y *= 10 ** (rng.uniform(-12, 6) / 20)
-        if rng.rand() < 0.8:
+        if rng.rand() < self.noise_prob:
             sp = y[lead:lead + b1]
             rms = np.sqrt(np.mean(sp.astype(np.float64) ** 2) + 1e-12)
             snr = rng.uniform(15, 40)
@@ -163,7 +165,7 @@ class Batcher:
         if specaug:
             B, M, T = mel.shape
             for k in range(B):
-                if rng.rand() < 0.8:
+                if rng.rand() < self.specaug_prob:
                     fill = mel[k].mean()
                     for _ in range(2):
                         w = rng.randint(0, 9)
@@ -180,6 +182,43 @@ class Batcher:
             inp[k, :len(a)] = torch.tensor(a)
             tgt[k, :len(b)] = torch.tensor(b)
         return mel, inp, tgt
+
+
+_BATCHER = None
+
+
+def _init_batch_worker(batcher):
+    global _BATCHER
+    _BATCHER = batcher
+    torch.set_num_threads(1)
+
+
+def _make_batch(ids, step, full_window):
+    return _BATCHER.batch(ids, step, full_window)
+
+
+class Prefetcher:
+    """Builds the next batches (augmentation, log-mel) in one forked worker process while
+    the main process trains: on 2 cores the BLAS calls leave gaps the worker fills.
+    Batches depend only on (ids, step, full_window), so results equal the serial ones."""
+
+    def __init__(self, batcher, depth=2):
+        import multiprocessing as mp
+        # fork before torch starts its thread pools; the audio arrays are shared, not copied
+        self.pool = mp.get_context("fork").Pool(1, _init_batch_worker, (batcher,))
+        self.depth = depth
+        self.pending = {}
+
+    def get(self, step, plan):
+        """plan(s) -> (ids, full_window) for step s."""
+        for s in range(step, step + self.depth):
+            if s not in self.pending:
+                ids, full = plan(s)
+                self.pending[s] = self.pool.apply_async(_make_batch, (ids, s, full))
+        return self.pending.pop(step).get()
+
+    def close(self):
+        self.pool.terminate()
 
 
 def lr_at_prog(step, prog, peak, warmup):
@@ -209,6 +248,20 @@ def main():
                          "elapsed/budget), so training anneals and ends within the budget "
                          "(the result then depends on the machine speed). 0 = fully "
                          "deterministic step schedule")
+    ap.add_argument("--total-budget", type=float, default=0,
+                    help="minutes for the whole command (synthesis, training, export): sets "
+                         "--time-budget to what is left when training starts, less "
+                         "--export-minutes")
+    ap.add_argument("--export-minutes", type=float, default=2.0)
+    ap.add_argument("--testset", metavar="TSV",
+                    help="prepare DATA for this fixed held-out set (examples/demo-asr/testset.tsv): "
+                         "--n-train utterances with every training voice variant and the clock "
+                         "templates (the one-run recipe). Without it DATA is prepared as for the "
+                         "committed weights' first run")
+    ap.add_argument("--noise-prob", type=float, default=0.8,
+                    help="share of utterances with white/pink noise added")
+    ap.add_argument("--specaug-prob", type=float, default=0.8,
+                    help="share of utterances with SpecAugment masks")
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--new-schedule", action="store_true",
                     help="with --resume: keep the weights and optimizer state but start a new "
@@ -220,6 +273,7 @@ def main():
                          "which the attention decoder alone was slow to find (hybrid "
                          "CTC/attention, Watanabe et al. 2017). 0 = off")
     a = ap.parse_args()
+    t_start = time.time()
 
     torch.set_num_threads(a.threads or 1)
     # oneDNN (mkldnn) conv1d backward in Debian's torch 1.13 returned garbage weight
@@ -231,12 +285,22 @@ def main():
     FE.check_mel_filters()
     if not os.path.exists(os.path.join(a.data, "train.npz")):
         import prepare
-        prepare.prepare(a.data, a.n_train, seed=a.seed, log=log)
+        if a.testset:
+            prepare.prepare_with_testset(a.data, a.testset, a.n_train, seed=a.seed, log=log)
+        else:
+            prepare.prepare(a.data, a.n_train, seed=a.seed, log=log)
     audio, offs, meta = load_split(a.data, "train")
     tok = build_tokenizer(meta)  # DATA's sentences only, whatever further sets join them
     if a.extra_data:
         audio, offs, meta = join_training_sets(audio, offs, meta, a.extra_data, log)
     cfg = dict(MODEL_CFG, vocab_size=tok.vocab_size)
+    batcher = Batcher(audio, offs, meta, tok, a.seed, noise_prob=a.noise_prob,
+                      specaug_prob=a.specaug_prob)
+    prefetch = Prefetcher(batcher)  # forked before the model exists
+    if a.total_budget:
+        a.time_budget = a.total_budget - (time.time() - t_start) / 60 - a.export_minutes
+        log(f"{(time.time() - t_start) / 60:.1f} min spent before training; "
+            f"training budget {a.time_budget:.1f} min")
     log(f"{len(meta)} train utterances, vocab {tok.vocab_size} ({tok.n_text} BPE), cfg {cfg}")
 
     model = Whisper(cfg)
@@ -266,7 +330,21 @@ def main():
         log(f"resumed at step {step}, schedule from step {step0}")
 
     n_bad = 0
-    batcher = Batcher(audio, offs, meta, tok, a.seed)
+    epochs = {}
+
+    def batch_ids(s):
+        epoch, k = divmod(s, per_epoch)
+        if epoch not in epochs:
+            epochs.clear()
+            epochs[epoch] = batcher.epoch_batches(epoch, a.batch)
+        return epochs[epoch][k]
+
+    def progress(s):
+        prog = (s - step0) / (a.steps - step0)
+        if a.time_budget:
+            prog = max(prog, (time.time() - t0) / 60 / a.time_budget)
+        return prog
+
     per_epoch = len(batcher.epoch_batches(0, a.batch))
     t0 = time.time() - minutes0 * 60  # a resumed run keeps the schedule clock
     train_time = 0.0
@@ -275,16 +353,13 @@ def main():
         if a.threads == 0 and step % 10 == 0:
             # adaptive: under heavy CPU contention (other jobs) one thread is much faster
             torch.set_num_threads(2 if os.getloadavg()[0] < 3.5 else 1)
-        epoch, k = divmod(step, per_epoch)
-        ids = batcher.epoch_batches(epoch, a.batch)[k]
-        prog = (step - step0) / (a.steps - step0)
-        if a.time_budget:
-            prog = max(prog, (time.time() - t0) / 60 / a.time_budget)
+        epoch = step // per_epoch
+        prog = progress(step)
         if prog >= 1.0:
             break
-        full = prog >= a.full_window_from
         ts = time.time()
-        mel, inp, tgt = batcher.batch(ids, step, full)
+        mel, inp, tgt = prefetch.get(step, lambda s: (batch_ids(s),
+                                                      progress(s) >= a.full_window_from))
         for g in opt.param_groups:
             g["lr"] = lr_at_prog(step - step0, prog, a.lr, a.warmup)
         enc = model.model.encoder(mel)
@@ -334,11 +409,13 @@ def main():
         if step % 100 == 0 or step == a.steps:
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
                         "cfg": cfg, "minutes": (time.time() - t0) / 60, "step0": step0}, ckpt_path)
+    prefetch.close()
     torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
                 "cfg": cfg, "minutes": (time.time() - t0) / 60, "step0": step0}, ckpt_path)
     info = {"steps": step, "planned_steps": a.steps, "time_budget_min": a.time_budget,
             "train_minutes": round((time.time() - t0) / 60, 1), "n_train": len(meta),
-            "batch": a.batch, "n_params": n_params, "steps_with_dropped_gradients": n_bad}
+            "batch": a.batch, "n_params": n_params, "steps_with_dropped_gradients": n_bad,
+            "minutes_since_start": round((time.time() - t_start) / 60, 1)}
     with open(os.path.join(a.data, "train_info.json"), "w") as f:
         json.dump(info, f, indent=1)
     log(f"training done: {info}")
