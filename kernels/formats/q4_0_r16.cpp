@@ -10,6 +10,7 @@
 #include "kernels/formats/q8_0_r16.h"
 #include "kernels/formats/quant.h"
 #include "kernels/formats/quantize_k.h"
+#include "kernels/formats/repacked_rows.h"
 
 namespace oxi::kernels {
 namespace {
@@ -29,6 +30,9 @@ void unpack_group(const WeightGroupR16& g, BlockQ4_0* b) noexcept {
     for (size_t k = 0; k < 4; ++k) std::memcpy(&b[i].qs[4 * k], &g.qs[k][4 * i], 4);
   }
 }
+
+using Rows =
+    RepackedRows<BlockQ4_0, WeightGroupR16, kR16Blocks, QK, DType::Q4_0, pack_group, unpack_group>;
 
 }  // namespace
 
@@ -59,45 +63,19 @@ void quantize_activation_q4_0_r16(const float* x, void* out, size_t n) noexcept 
 }
 
 void repack_row_q4_0_r16(const void* src, void* dst, size_t n) noexcept {
-  const size_t blocks = n / QK, groups = blocks / kR16Blocks;
-  const auto* b = static_cast<const BlockQ4_0*>(src);
-  auto* g = static_cast<WeightGroupR16*>(dst);
-  for (size_t i = 0; i < groups; ++i) pack_group(b + i * kR16Blocks, g[i]);
-  std::memcpy(g + groups, b + groups * kR16Blocks,
-              (blocks - groups * kR16Blocks) * sizeof(BlockQ4_0));
+  Rows::repack(src, dst, n);
 }
 
 void unpack_row_q4_0_r16(const void* src, void* dst, size_t n) noexcept {
-  const size_t blocks = n / QK, groups = blocks / kR16Blocks;
-  const auto* g = static_cast<const WeightGroupR16*>(src);
-  auto* b = static_cast<BlockQ4_0*>(dst);
-  for (size_t i = 0; i < groups; ++i) unpack_group(g[i], b + i * kR16Blocks);
-  std::memcpy(b + groups * kR16Blocks, g + groups,
-              (blocks - groups * kR16Blocks) * sizeof(BlockQ4_0));
+  Rows::unpack(src, dst, n);
 }
 
 void dequantize_row_q4_0_r16(const void* src, float* dst, size_t n) noexcept {
-  const size_t blocks = n / QK, groups = blocks / kR16Blocks;
-  const RowDecoder q4_0 = row_decoder(DType::Q4_0);
-  const auto* g = static_cast<const WeightGroupR16*>(src);
-  for (size_t i = 0; i < groups; ++i, dst += kGroupElems) {
-    BlockQ4_0 b[kR16Blocks];
-    unpack_group(g[i], b);
-    q4_0(b, dst, kGroupElems);
-  }
-  q4_0(g + groups, dst, n - groups * kGroupElems);
+  Rows::dequantize(src, dst, n);
 }
 
 void quantize_row_q4_0_r16(const float* src, void* dst, size_t n) noexcept {
-  const size_t blocks = n / QK, groups = blocks / kR16Blocks;
-  const RowEncoder q4_0 = row_encoder(DType::Q4_0);
-  auto* g = static_cast<WeightGroupR16*>(dst);
-  for (size_t i = 0; i < groups; ++i, src += kGroupElems) {
-    BlockQ4_0 b[kR16Blocks];
-    q4_0(src, b, kGroupElems);
-    pack_group(b, g[i]);
-  }
-  q4_0(src, g + groups, n - groups * kGroupElems);
+  Rows::quantize(src, dst, n);
 }
 
 bool repack_row(DType from, DType to, const void* src, void* dst, size_t n) noexcept {

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/formats/quant.h"
+#include "kernels/formats/repacked_rows.h"
 
 namespace oxi::kernels {
 namespace {
@@ -72,6 +73,9 @@ void unpack_group(const WeightGroupK8& g, BlockQ4_K* blocks) noexcept {
   }
 }
 
+using Rows =
+    RepackedRows<BlockQ4_K, WeightGroupK8, kK8Blocks, QK_K, DType::Q4_K, pack_group, unpack_group>;
+
 }  // namespace
 
 size_t q4_k_r8_activation_bytes(size_t n) noexcept {
@@ -103,45 +107,19 @@ void quantize_activation_q4_k_r8(const float* x, void* out, size_t n) noexcept {
 }
 
 void repack_row_q4_k_r8(const void* src, void* dst, size_t n) noexcept {
-  const size_t blocks = n / QK_K, groups = blocks / kK8Blocks;
-  const auto* b = static_cast<const BlockQ4_K*>(src);
-  auto* g = static_cast<WeightGroupK8*>(dst);
-  for (size_t i = 0; i < groups; ++i) pack_group(b + i * kK8Blocks, g[i]);
-  std::memcpy(g + groups, b + groups * kK8Blocks,
-              (blocks - groups * kK8Blocks) * sizeof(BlockQ4_K));
+  Rows::repack(src, dst, n);
 }
 
 void unpack_row_q4_k_r8(const void* src, void* dst, size_t n) noexcept {
-  const size_t blocks = n / QK_K, groups = blocks / kK8Blocks;
-  const auto* g = static_cast<const WeightGroupK8*>(src);
-  auto* b = static_cast<BlockQ4_K*>(dst);
-  for (size_t i = 0; i < groups; ++i) unpack_group(g[i], b + i * kK8Blocks);
-  std::memcpy(b + groups * kK8Blocks, g + groups,
-              (blocks - groups * kK8Blocks) * sizeof(BlockQ4_K));
+  Rows::unpack(src, dst, n);
 }
 
 void dequantize_row_q4_k_r8(const void* src, float* dst, size_t n) noexcept {
-  const size_t blocks = n / QK_K, groups = blocks / kK8Blocks;
-  const RowDecoder q4_k = row_decoder(DType::Q4_K);
-  const auto* g = static_cast<const WeightGroupK8*>(src);
-  for (size_t i = 0; i < groups; ++i, dst += kGroupElems) {
-    BlockQ4_K b[kK8Blocks];
-    unpack_group(g[i], b);
-    q4_k(b, dst, kGroupElems);
-  }
-  q4_k(g + groups, dst, n - groups * kGroupElems);
+  Rows::dequantize(src, dst, n);
 }
 
 void quantize_row_q4_k_r8(const float* src, void* dst, size_t n) noexcept {
-  const size_t blocks = n / QK_K, groups = blocks / kK8Blocks;
-  const RowEncoder q4_k = row_encoder(DType::Q4_K);
-  auto* g = static_cast<WeightGroupK8*>(dst);
-  for (size_t i = 0; i < groups; ++i, src += kGroupElems) {
-    BlockQ4_K b[kK8Blocks];
-    q4_k(src, b, kGroupElems);
-    pack_group(b, g[i]);
-  }
-  q4_k(src, g + groups, n - groups * kGroupElems);
+  Rows::quantize(src, dst, n);
 }
 
 }  // namespace oxi::kernels
