@@ -262,6 +262,9 @@ def main():
                     help="share of utterances with white/pink noise added")
     ap.add_argument("--specaug-prob", type=float, default=0.8,
                     help="share of utterances with SpecAugment masks")
+    ap.add_argument("--half-batch-until", type=float, default=0.0,
+                    help="schedule progress (0-1) until which each batch is split into two "
+                         "updates of half the batch size. 0 = off")
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--new-schedule", action="store_true",
                     help="with --resume: keep the weights and optimizer state but start a new "
@@ -330,6 +333,7 @@ def main():
         log(f"resumed at step {step}, schedule from step {step0}")
 
     n_bad = 0
+    n_updates = 0
     epochs = {}
 
     def batch_ids(s):
@@ -345,23 +349,9 @@ def main():
             prog = max(prog, (time.time() - t0) / 60 / a.time_budget)
         return prog
 
-    per_epoch = len(batcher.epoch_batches(0, a.batch))
-    t0 = time.time() - minutes0 * 60  # a resumed run keeps the schedule clock
-    train_time = 0.0
-    model.train()
-    while step < a.steps:
-        if a.threads == 0 and step % 10 == 0:
-            # adaptive: under heavy CPU contention (other jobs) one thread is much faster
-            torch.set_num_threads(2 if os.getloadavg()[0] < 3.5 else 1)
-        epoch = step // per_epoch
-        prog = progress(step)
-        if prog >= 1.0:
-            break
-        ts = time.time()
-        mel, inp, tgt = prefetch.get(step, lambda s: (batch_ids(s),
-                                                      progress(s) >= a.full_window_from))
-        for g in opt.param_groups:
-            g["lr"] = lr_at_prog(step - step0, prog, a.lr, a.warmup)
+    def update(mel, inp, tgt):
+        """One optimizer update on (mel, inp, tgt); returns loss, logits, grad norm and the
+        names of tensors whose gradient was dropped."""
         enc = model.model.encoder(mel)
         logits = model.model.decoder(inp, enc)
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1),
@@ -388,21 +378,49 @@ def main():
                 if not torch.isfinite(g_) or g_ > 1e3:
                     bad.append(n_)
                     p_.grad.zero_()
-        if bad:
-            n_bad += 1
-            log(f"step {step}: dropped garbage gradient of {bad}")
         gn = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         if torch.isfinite(gn):
             opt.step()
-        else:
-            log(f"step {step}: non-finite gradient norm, update skipped")
+        return loss, logits, gn, bad
+
+    per_epoch = len(batcher.epoch_batches(0, a.batch))
+    t0 = time.time() - minutes0 * 60  # a resumed run keeps the schedule clock
+    train_time = 0.0
+    model.train()
+    while step < a.steps:
+        if a.threads == 0 and step % 10 == 0:
+            # adaptive: under heavy CPU contention (other jobs) one thread is much faster
+            torch.set_num_threads(2 if os.getloadavg()[0] < 3.5 else 1)
+        epoch = step // per_epoch
+        prog = progress(step)
+        if prog >= 1.0:
+            break
+        ts = time.time()
+        mel, inp, tgt = prefetch.get(step, lambda s: (batch_ids(s),
+                                                      progress(s) >= a.full_window_from))
+        for g in opt.param_groups:
+            g["lr"] = lr_at_prog(step - step0, prog, a.lr, a.warmup)
+        # Early on, each batch is split into two updates of half the size: what the model
+        # first needs is many updates (the decoder takes ~2000 before it follows the audio),
+        # and half batches cost about half as much.
+        halves = prog < a.half_batch_until
+        parts = [(mel[h::2], inp[h::2], tgt[h::2]) for h in (0, 1)] if halves else [(mel, inp, tgt)]
+        for mel_, inp_, tgt_ in parts:
+            loss, logits, gn, bad = update(mel_, inp_, tgt_)
+            n_updates += 1
+            if bad:
+                n_bad += 1
+                log(f"step {step}: dropped garbage gradient of {bad}")
+            if not torch.isfinite(gn):
+                log(f"step {step}: non-finite gradient norm, update skipped")
+        tgt = tgt_
         step += 1
         train_time += time.time() - ts
         if step % 10 == 0 or step == 1:
             with torch.no_grad():
                 m = tgt != -100
                 acc = (logits.argmax(-1)[m] == tgt[m]).float().mean().item()
-            log(f"step {step}/{a.steps} ep {epoch} loss {loss.item():.3f} acc {acc:.3f} "
+            log(f"step {step}/{a.steps} upd {n_updates} ep {epoch} loss {loss.item():.3f} acc {acc:.3f} "
                 f"gn {gn:.2f} lr {opt.param_groups[0]['lr']:.2e} frames {mel.shape[-1]} "
                 f"thr {torch.get_num_threads()} "
                 f"{(time.time() - t0) / 60:.1f} min")
@@ -414,7 +432,8 @@ def main():
                 "cfg": cfg, "minutes": (time.time() - t0) / 60, "step0": step0}, ckpt_path)
     info = {"steps": step, "planned_steps": a.steps, "time_budget_min": a.time_budget,
             "train_minutes": round((time.time() - t0) / 60, 1), "n_train": len(meta),
-            "batch": a.batch, "n_params": n_params, "steps_with_dropped_gradients": n_bad,
+            "batch": a.batch, "updates": n_updates,
+            "half_batch_until": a.half_batch_until, "n_params": n_params, "steps_with_dropped_gradients": n_bad,
             "minutes_since_start": round((time.time() - t_start) / 60, 1)}
     with open(os.path.join(a.data, "train_info.json"), "w") as f:
         json.dump(info, f, indent=1)
