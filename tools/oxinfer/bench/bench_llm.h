@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lib/llm/session.h"
+#include "tools/oxinfer/bench/machine_limits.h"
 
 namespace oxi::bench {
 
@@ -26,6 +27,10 @@ struct LlmBenchResult {
 // Bytes of weight matrices one decode step reads: every layer matrix, the output projection
 // and one embedding row (the KV cache is not counted).
 double decode_weight_bytes(const llm::Model& model);
+
+// The weight matrices one decode step reads, grouped into its parallel regions in its order:
+// per layer {q, k, v} (one shared-input region), {o}, {gate, up}, {down}; then the output.
+std::vector<ReadRegion> decode_read_regions(const llm::Model& model);
 
 // Runs pp and tg `reps` times each on `session` (its cache is cleared before each run; it needs
 // n_ctx >= max(pp, tg)). Random ids from a fixed seed. `read_bandwidth` (GB/s) is measured
