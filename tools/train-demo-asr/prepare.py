@@ -39,31 +39,15 @@ def prepare(data_dir, n_train, seed=1234, workers=2, log=print):
     train_auds, train_meta = synth_groups(train_jobs, workers, log)
     log(f"synthesis done in {time.time() - t0:.0f} s")
 
-    def pack(jobs, max_sec, use_speech):
-        auds, meta = [], []
-        for (v, sp, pi, s, path) in jobs:
-            x = D.read_wav(path)
-            b0, b1 = D.speech_bounds(x)
-            dur = (b1 - b0) / D.SR if use_speech else len(x) / D.SR
-            if dur > max_sec:
-                continue
-            auds.append(x)
-            meta.append((os.path.basename(path)[:-4], v, sp, pi, s, b0, b1))
-        lens = np.array([len(a) for a in auds], dtype=np.int64)
-        offs = np.concatenate([[0], np.cumsum(lens)])
-        audio = (np.concatenate(auds) * 32768.0).round().clip(-32768, 32767).astype(np.int16)
-        return audio, offs, meta
-
-    a, o, m = pack(test_jobs, MAX_TEST_SEC, False)
-    m = m[:N_TEST]
-    a = a[: o[len(m)]]
-    o = o[: len(m) + 1]
-    np.savez(os.path.join(data_dir, "test.npz"), audio=a, offs=o,
-             meta=np.array(m, dtype=object), allow_pickle=True)
-    with open(os.path.join(data_dir, "testset.tsv"), "w") as f:
-        f.write("id\tvoice\tspeed\tpitch\ttext\n")
-        for (i, v, sp, pi, s, _, _) in m:
-            f.write(f"{i}\t{v}\t{sp}\t{pi}\t{s}\n")
+    auds, meta = [], []
+    for (v, sp, pi, s, path) in test_jobs:
+        x = D.read_wav(path)
+        b0, b1 = D.speech_bounds(x)
+        if len(x) / D.SR > MAX_TEST_SEC:
+            continue
+        auds.append(x)
+        meta.append((os.path.basename(path)[:-4], v, sp, pi, s, b0, b1))
+    save_test(data_dir, auds[:N_TEST], meta[:N_TEST])
     save_train(data_dir, train_auds, train_meta, log)
     log(f"{N_TEST} test utterances")
 
@@ -77,10 +61,7 @@ def prepare_with_testset(data_dir, testset_tsv, n_train, seed=1234, workers=2, l
     equal a test sentence, and no training group uses a test (voice, speed, pitch) setting.
     Training voices are every training variant plus EXTRA_VARIANTS, never a held-out one."""
     os.makedirs(os.path.join(data_dir, "wav"), exist_ok=True)
-    words = D.load_words()
     test = D.read_testset(testset_tsv)
-    test_sentences = {text for (_, _, _, _, text) in test}
-    test_settings = {(v, sp, pi) for (_, v, sp, pi, _) in test}
     t0 = time.time()
     test_jobs = [(v, sp, pi, text, os.path.join(data_dir, "wav", f"{i}.wav"))
                  for (i, v, sp, pi, text) in test]
@@ -91,28 +72,10 @@ def prepare_with_testset(data_dir, testset_tsv, n_train, seed=1234, workers=2, l
         b0, b1 = D.speech_bounds(x)
         auds.append(x)
         meta.append((i, v, sp, pi, text, b0, b1))
-    lens = np.array([len(x) for x in auds], dtype=np.int64)
-    offs = np.concatenate([[0], np.cumsum(lens)])
-    audio = to_int16(np.concatenate(auds))
-    np.savez(os.path.join(data_dir, "test.npz"), audio=audio, offs=offs,
-             meta=np.array(meta, dtype=object), allow_pickle=True)
-    with open(os.path.join(data_dir, "testset.tsv"), "w") as f:
-        f.write("id\tvoice\tspeed\tpitch\ttext\n")
-        for (i, v, sp, pi, text) in test:
-            f.write(f"{i}\t{v}\t{sp}\t{pi}\t{text}\n")
+    save_test(data_dir, auds, meta)
     log(f"{len(test)} test utterances synthesised in {time.time() - t0:.0f} s")
-    rng = random.Random(seed)
-    sentences = []
-    while len(sentences) < n_train:
-        s = D.make_sentence(rng, words, D.TEMPLATES + D.CLOCK_TEMPLATES)
-        if s not in test_sentences:
-            sentences.append(s)
-    jobs = group_jobs(data_dir, sentences, random.Random(seed + 1),
-                      variants=variants or D.TRAIN_VARIANTS + D.EXTRA_VARIANTS,
-                      avoid=test_settings)
-    train_auds, train_meta = synth_groups(jobs, workers, log)
-    log(f"synthesis done in {time.time() - t0:.0f} s")
-    save_train(data_dir, train_auds, train_meta, log)
+    save_train_avoiding(data_dir, test, n_train, seed, workers, log,
+                        templates=D.TEMPLATES + D.CLOCK_TEMPLATES, variants=variants, t0=t0)
 
 
 def group_jobs(data_dir, sentences, rng, variants=None, avoid=()):
@@ -153,14 +116,53 @@ def to_int16(x):
     return (x * 32768.0).round().clip(-32768, 32767).astype(np.int16)
 
 
+def concat_utterances(auds):
+    """int16 utterances -> one int16 array and the offsets of each utterance in it."""
+    lens = np.array([len(x) for x in auds], dtype=np.int64)
+    return np.concatenate(auds), np.concatenate([[0], np.cumsum(lens)])
+
+
 def save_train(data_dir, auds, meta, log):
     """auds: int16 arrays (synth_groups)."""
-    lens = np.array([len(x) for x in auds], dtype=np.int64)
-    o = np.concatenate([[0], np.cumsum(lens)])
-    a = np.concatenate(auds)
+    a, o = concat_utterances(auds)
     np.savez(os.path.join(data_dir, "train.npz"), audio=a, offs=o,
              meta=np.array(meta, dtype=object), allow_pickle=True)
     log(f"packed {len(meta)} train utterances ({len(a) / D.SR / 3600:.2f} h)")
+
+
+def save_test(data_dir, auds, meta):
+    """DATA/test.npz and DATA/testset.tsv; auds: float arrays, meta: (id, voice, speed, pitch,
+    text, speech start, speech end) per utterance."""
+    a, o = concat_utterances([to_int16(x) for x in auds])
+    np.savez(os.path.join(data_dir, "test.npz"), audio=a, offs=o,
+             meta=np.array(meta, dtype=object), allow_pickle=True)
+    with open(os.path.join(data_dir, "testset.tsv"), "w") as f:
+        f.write("id\tvoice\tspeed\tpitch\ttext\n")
+        for (i, v, sp, pi, text, _, _) in meta:
+            f.write(f"{i}\t{v}\t{sp}\t{pi}\t{text}\n")
+
+
+def save_train_avoiding(data_dir, test, n_train, seed, workers, log, templates=D.TEMPLATES,
+                        variants=None, t0=None):
+    """DATA/train.npz: n_train new sentences (never one of the test rows' sentences), spoken
+    by the training voice variants plus EXTRA_VARIANTS (never a held-out one) with no
+    (voice, speed, pitch) setting of the test rows (id, voice, speed, pitch, text)."""
+    words = D.load_words()
+    test_sentences = {text for (_, _, _, _, text) in test}
+    test_settings = {(v, sp, pi) for (_, v, sp, pi, _) in test}
+    rng = random.Random(seed)
+    sentences = []
+    while len(sentences) < n_train:
+        s = D.make_sentence(rng, words, templates)
+        if s not in test_sentences:
+            sentences.append(s)
+    jobs = group_jobs(data_dir, sentences, random.Random(seed + 1),
+                      variants=variants or D.TRAIN_VARIANTS + D.EXTRA_VARIANTS,
+                      avoid=test_settings)
+    t0 = time.time() if t0 is None else t0
+    auds, meta = synth_groups(jobs, workers, log)
+    log(f"synthesis done in {time.time() - t0:.0f} s")
+    save_train(data_dir, auds, meta, log)
 
 
 def prepare_extra(data_dir, base_dir, n_train, seed, workers=2, log=print):
@@ -169,22 +171,8 @@ def prepare_extra(data_dir, base_dir, n_train, seed, workers=2, log=print):
     one), and no (voice, speed, pitch) setting of BASE_DIR's test set.  train.py takes it
     with --extra-data; the tokenizer stays the one trained on BASE_DIR's sentences."""
     os.makedirs(os.path.join(data_dir, "wav"), exist_ok=True)
-    words = D.load_words()
     test = D.read_testset(os.path.join(base_dir, "testset.tsv"))
-    test_sentences = {text for (_, _, _, _, text) in test}
-    test_settings = {(v, sp, pi) for (_, v, sp, pi, _) in test}
-    rng = random.Random(seed)
-    sentences = []
-    while len(sentences) < n_train:
-        s = D.make_sentence(rng, words)
-        if s not in test_sentences:
-            sentences.append(s)
-    jobs = group_jobs(data_dir, sentences, random.Random(seed + 1),
-                      variants=D.TRAIN_VARIANTS + D.EXTRA_VARIANTS, avoid=test_settings)
-    t0 = time.time()
-    auds, meta = synth_groups(jobs, workers, log)
-    log(f"synthesis done in {time.time() - t0:.0f} s")
-    save_train(data_dir, auds, meta, log)
+    save_train_avoiding(data_dir, test, n_train, seed, workers, log)
 
 
 if __name__ == "__main__":
