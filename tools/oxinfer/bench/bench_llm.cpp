@@ -26,10 +26,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-double matrix_bytes(const backends::WeightMatrix& w) {
-  return static_cast<double>(w.rows) * static_cast<double>(w.row_bytes);
-}
-
 void mean_sd(const std::vector<double>& v, double& mean, double& sd) {
   mean = 0;
   for (double x : v) mean += x;
@@ -40,17 +36,6 @@ void mean_sd(const std::vector<double>& v, double& mean, double& sd) {
 }
 
 }  // namespace
-
-double decode_weight_bytes(const llm::Model& model) {
-  const llm::ModelWeights& w = model.weights();
-  double bytes = matrix_bytes(w.output) + static_cast<double>(w.token_embd.row_bytes);
-  for (const llm::LayerWeights& l : w.layers) {
-    for (const backends::WeightMatrix* m :
-         {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-      bytes += matrix_bytes(*m);
-  }
-  return bytes;
-}
 
 std::vector<ReadRegion> decode_read_regions(const llm::Model& model) {
   const llm::ModelWeights& w = model.weights();
@@ -66,6 +51,14 @@ std::vector<ReadRegion> decode_read_regions(const llm::Model& model) {
   }
   regions.push_back({bytes(w.output)});
   return regions;
+}
+
+double decode_weight_bytes(const llm::Model& model) {
+  double bytes = static_cast<double>(model.weights().token_embd.row_bytes);  // one lookup
+  for (const ReadRegion& region : decode_read_regions(model))
+    for (const std::span<const std::byte> range : region)
+      bytes += static_cast<double>(range.size());
+  return bytes;
 }
 
 LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps,
