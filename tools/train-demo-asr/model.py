@@ -82,9 +82,21 @@ class DecoderLayer(nn.Module):
         return (x, w) if return_weights else x
 
 
+def conv1d_as_matmul(conv, x):
+    """conv(x) for x (B, C, T) computed as one matrix product over the unfolded input (same
+    weights, same result up to rounding). Training in bf16 uses it: oneDNN's bf16 matrix
+    product is fast here, while its conv1d backward gave garbage gradients (see train.py)."""
+    k, s, p = conv.kernel_size[0], conv.stride[0], conv.padding[0]
+    cols = F.pad(x, (p, p)).unfold(2, k, s)  # (B, C, T', k)
+    cols = cols.permute(0, 2, 1, 3).reshape(x.shape[0], cols.shape[2], -1)  # (B, T', C*k)
+    w = conv.weight.reshape(conv.weight.shape[0], -1)  # (out, C*k), same (C, k) order
+    return F.linear(cols, w, conv.bias).transpose(1, 2)
+
+
 class Encoder(nn.Module):
     def __init__(self, cfg):
         super().__init__()
+        self.conv_as_matmul = False
         d = cfg["d_model"]
         self.conv1 = nn.Conv1d(cfg["num_mel_bins"], d, 3, padding=1)
         self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
@@ -96,8 +108,9 @@ class Encoder(nn.Module):
         self.layer_norm = nn.LayerNorm(d)
 
     def forward(self, mel):  # (B, n_mels, frames); frames may be < full window in training
-        x = F.gelu(self.conv1(mel))
-        x = F.gelu(self.conv2(x)).transpose(1, 2)
+        conv = conv1d_as_matmul if self.conv_as_matmul else (lambda c, x: c(x))
+        x = F.gelu(conv(self.conv1, mel))
+        x = F.gelu(conv(self.conv2, x)).transpose(1, 2)
         x = x + self.embed_positions.weight[: x.shape[1]]
         for l in self.layers:
             x = l(x)
