@@ -9,7 +9,8 @@ embedding; k projections without bias) in one of the formats the engine loads:
   hf    a Hugging Face directory: config.json, preprocessor_config.json and model.safetensors
         (written by hand, f32 or f16) with transformers' keys and tensor names; the tokenizer
         files and generation_config.json of examples/demo-asr (the project's own HF Whisper
-        checkpoint: 997 ranks, one language, 401 timestamps), so vocab_size is 1407;
+        checkpoint: its own BPE ranks, one language, 401 timestamps; 1401 tokens today), so
+        vocab_size is whatever those files give;
   pt    an OpenAI checkpoint written by torch.save itself: {"dims": {...},
         "model_state_dict": OrderedDict of fp16 tensors under OpenAI's names}, as openai-whisper
         ships them, with Whisper's tiktoken rank file beside it, so n_vocab is a real one:
