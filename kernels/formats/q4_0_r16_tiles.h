@@ -54,7 +54,7 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
         wg[p] = reinterpret_cast<const WeightGroupR16*>(w + p * w_row_bytes) + g;
         if constexpr (T == 1)
           prefetch_lines<sizeof(WeightGroupR16)>(reinterpret_cast<const uint8_t*>(wg[p]) +
-                                                 P * w_row_bytes);
+                                                 kPrefetchTiles * P * w_row_bytes);
       }
       for (int c = 0; c < 2; ++c) {  // blocks 8c .. 8c + 7
         for (int p = 0; p < P; ++p) {

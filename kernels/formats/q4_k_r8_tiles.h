@@ -61,7 +61,7 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
         const WeightGroupK8* wg = reinterpret_cast<const WeightGroupK8*>(w + p * w_row_bytes) + g;
         if constexpr (T == 1)
           prefetch_lines<sizeof(WeightGroupK8)>(reinterpret_cast<const uint8_t*>(wg) +
-                                                P * w_row_bytes);
+                                                kPrefetchTiles * P * w_row_bytes);
         // Scales and mins of the 8 blocks: byte k of lane b = sub-block k (s03, m03) or k + 4.
         const __m256i lo_s = simd::load256(wg->sc_lo), lo_m = simd::load256(wg->mn_lo);
         const __m256i hi = simd::load256(wg->hi);

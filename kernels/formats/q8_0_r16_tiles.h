@@ -64,8 +64,8 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
         for (int p = 0; p < P; ++p) {
           if constexpr (T == 1) {
             constexpr size_t kHalf = sizeof(WeightGroupQ8R16) / 2;
-            prefetch_lines<kHalf>(reinterpret_cast<const uint8_t*>(wg[p]) + P * w_row_bytes +
-                                  kHalf * c);
+            prefetch_lines<kHalf>(reinterpret_cast<const uint8_t*>(wg[p]) +
+                                  kPrefetchTiles * P * w_row_bytes + kHalf * c);
           }
           const __m256 dw =
               _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg[p]->d + 8 * c)));

@@ -34,7 +34,7 @@ struct QuantTile {
       for (int r = 0; r < R; ++r) {
         if constexpr (T == 1) {
           prefetch_lines<sizeof(WBlock)>(reinterpret_cast<const uint8_t*>(rows[r] + b) +
-                                         R * w_row_bytes);
+                                         kPrefetchTiles * R * w_row_bytes);
         }
         const typename F::W wb = F::load_w(rows[r][b]);
         for (int t = 0; t < T; ++t) F::step(acc[t][r], wb, a[t]);
