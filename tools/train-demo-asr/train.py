@@ -266,10 +266,10 @@ def main():
                     help="schedule progress (0-1) until which each batch is split into two "
                          "updates of half the batch size. 0 = off")
     ap.add_argument("--bf16", action="store_true",
-                    help="matrix products in bfloat16 (torch.autocast; weights, optimizer "
-                         "state and losses stay float32) through oneDNN: training steps ~1.7x faster "
-                         "on the 2-core AMD Zen 4 (AVX512-BF16); much "
-                         "slower on CPUs without AVX512-BF16 or AMX")
+                    help="matrix products in bfloat16 (torch.autocast through oneDNN; weights, "
+                         "optimizer state and losses stay float32): ~1.7x faster training "
+                         "steps on the 2-core AMD Zen 4 (AVX512-BF16), much slower on CPUs "
+                         "without AVX512-BF16 or AMX")
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--new-schedule", action="store_true",
                     help="with --resume: keep the weights and optimizer state but start a new "
