@@ -89,7 +89,7 @@ struct FloatTile {
       if constexpr (T == 1) {  // the next tile's rows, once per cache line (prefetch.h)
         if ((i * Load::kBytes) % kCacheLine < B::size * Load::kBytes) {
           for (int r = 0; r < R; ++r)
-            prefetch_lines<1>(w + (r + R) * w_row_bytes + i * Load::kBytes);
+            prefetch_lines<1>(w + (r + kPrefetchTiles * R) * w_row_bytes + i * Load::kBytes);
         }
       }
       for (int r = 0; r < R; ++r) {
