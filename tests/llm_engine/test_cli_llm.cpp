@@ -196,6 +196,13 @@ TEST_F(CliLlm, BenchLlmJson) {
   EXPECT_GT(j.at("tg8_tok_s").get<double>(), 0);
   EXPECT_GT(j.at("decode_bandwidth_pct").get<double>(), 0);
   EXPECT_EQ(j.at("threads").get<int>(), 2);
+  // The limit decode is compared with (read passes between its tokens) and the best pass.
+  EXPECT_GT(j.at("read_bandwidth_gbs").get<double>(), 0);
+  EXPECT_GT(j.at("read_bandwidth_peak_gbs").get<double>(), 0);
+  EXPECT_NEAR(
+      j.at("decode_pct_of_peak_read").get<double>(),
+      100 * j.at("decode_gbs").get<double>() / j.at("read_bandwidth_peak_gbs").get<double>(),
+      1e-6 * j.at("decode_pct_of_peak_read").get<double>());
   // The tiny model's matrices: 2 layers x (q 64x64, k/v 32x64, o 64x64, 3 x 128x64) + output
   // 300x64 + one embedding row, all f32.
   const double per_layer = (64 * 64 + 2 * 32 * 64 + 64 * 64 + 3 * 128 * 64) * 4.0;

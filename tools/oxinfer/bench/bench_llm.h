@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstddef>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,8 +19,8 @@ struct LlmBenchResult {
   double tg_tok_s = 0, tg_tok_s_sd = 0;
   double weight_bytes_per_token = 0;  // weight matrices read by one decode step
   double decode_gbs = 0;              // weight_bytes_per_token x tg tok/s
-  double read_bandwidth_gbs = 0;      // mean of the measurements taken before each tg run
-  double decode_bandwidth_pct = 0;    // mean over tg runs of decode GB/s / the one before it
+  double read_bandwidth_gbs = 0;      // mean over tg runs of the interleaved passes' rate
+  double decode_bandwidth_pct = 0;    // mean over tg runs of decode GB/s / that run's passes
 };
 
 // Bytes of weight matrices one decode step reads: every layer matrix, the output projection
@@ -33,11 +32,14 @@ double decode_weight_bytes(const llm::Model& model);
 std::vector<ReadRegion> decode_read_regions(const llm::Model& model);
 
 // Runs pp and tg `reps` times each on `session` (its cache is cleared before each run; it needs
-// n_ctx >= max(pp, tg)). Random ids from a fixed seed. `read_bandwidth` (GB/s) is measured
-// just before each tg run and is that run's limit: on a shared VM the bandwidth drifts by a
-// third within minutes, and a ratio to a figure taken earlier measured the drift.
+// n_ctx >= max(pp, tg)). Random ids from a fixed seed. In a tg run every generated token is
+// followed by one pass of `read_pass` (not counted as decode time), and the run's read
+// bandwidth is the passes' bytes over their time: the limit of the same seconds as the decode
+// it is compared with. On a shared VM single passes range over 2x (20-48 GB/s on the
+// development VM, minutes apart and from one 15 ms pass to the next), so a best pass compared
+// with decode's mean over seconds, or a figure taken before the run, measured the noise.
 LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps,
-                         const std::function<double()>& read_bandwidth);
+                         ReadPass& read_pass);
 
 }  // namespace oxi::bench
 

@@ -12,7 +12,6 @@
 namespace oxi::bench {
 namespace {
 
-constexpr size_t kBufferBytes = size_t{512} << 20;
 constexpr int kRuns = 16;  // best of many: single runs on a shared VM vary by +-15 %
 
 // Sum with several independent accumulators so the loop is limited by loads, not by adds.
@@ -30,42 +29,61 @@ uint64_t sum_words(const uint64_t* p, size_t n) noexcept {
 
 }  // namespace
 
-double measure_read_bandwidth_gbs(int threads) {
-  threads = std::max(threads, 1);
-  const size_t words = kBufferBytes / sizeof(uint64_t);
-  const auto buffer = std::make_unique_for_overwrite<uint64_t[]>(words);
-  tbb::task_arena arena(threads);
-  // Chunks of 1 MiB: small enough to balance, large enough to stream.
-  const size_t chunk = (size_t{1} << 20) / sizeof(uint64_t);
-  const tbb::blocked_range<size_t> range(0, words / chunk);
-  // Touch every page from the threads that read it later (first-touch NUMA placement).
-  arena.execute([&] {
-    tbb::parallel_for(
-        range,
-        [&](const tbb::blocked_range<size_t>& r) {
-          for (size_t c = r.begin(); c != r.end(); ++c) {
-            for (size_t i = c * chunk; i < (c + 1) * chunk; ++i) buffer[i] = i;
-          }
-        },
-        tbb::static_partitioner());
-  });
-  double best = 0;
+struct ReadPass::Impl {
+  size_t words;
+  std::unique_ptr<uint64_t[]> buffer;
+  tbb::task_arena arena;
+  tbb::blocked_range<size_t> chunks;
   volatile uint64_t sink = 0;
-  for (int run = 0; run < kRuns; ++run) {
-    const auto t0 = std::chrono::steady_clock::now();
+
+  // Chunks of 1 MiB: small enough to balance, large enough to stream.
+  static constexpr size_t kChunkWords = (size_t{1} << 20) / sizeof(uint64_t);
+
+  Impl(int threads, size_t bytes)
+      : words(std::max(bytes / sizeof(uint64_t) / kChunkWords, size_t{1}) * kChunkWords),
+        buffer(std::make_unique_for_overwrite<uint64_t[]>(words)),
+        arena(std::max(threads, 1)),
+        chunks(0, words / kChunkWords) {
+    // Touch every page from the threads that read it later (first-touch NUMA placement).
     arena.execute([&] {
       tbb::parallel_for(
-          range,
+          chunks,
           [&](const tbb::blocked_range<size_t>& r) {
-            const uint64_t s = sum_words(buffer.get() + r.begin() * chunk, r.size() * chunk);
-            sink = sink + s;
+            for (size_t i = r.begin() * kChunkWords; i < r.end() * kChunkWords; ++i) buffer[i] = i;
           },
           tbb::static_partitioner());
     });
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, static_cast<double>(kBufferBytes) / seconds / 1e9);
   }
+};
+
+ReadPass::ReadPass(int threads, size_t bytes) : impl_(std::make_unique<Impl>(threads, bytes)) {}
+ReadPass::~ReadPass() = default;
+
+size_t ReadPass::bytes() const {
+  return impl_->words * sizeof(uint64_t);
+}
+
+double ReadPass::seconds() {
+  Impl& m = *impl_;
+  const auto t0 = std::chrono::steady_clock::now();
+  m.arena.execute([&] {
+    tbb::parallel_for(
+        m.chunks,
+        [&](const tbb::blocked_range<size_t>& r) {
+          const uint64_t s = sum_words(m.buffer.get() + r.begin() * Impl::kChunkWords,
+                                       r.size() * Impl::kChunkWords);
+          m.sink = m.sink + s;
+        },
+        tbb::static_partitioner());
+  });
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double measure_read_bandwidth_gbs(int threads) {
+  ReadPass pass(threads);
+  double best = 0;
+  for (int run = 0; run < kRuns; ++run)
+    best = std::max(best, static_cast<double>(pass.bytes()) / pass.seconds() / 1e9);
   return best;
 }
 

@@ -2,13 +2,32 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <vector>
 
 namespace oxi::bench {
 
-// Streaming read bandwidth from memory (GB/s, 1e9 bytes) with `threads` threads: each sums its
-// share of a buffer far larger than the caches (512 MiB); best of a few runs.
+// A buffer far larger than the caches, allocated and touched once, that `threads` threads read
+// in whole passes (each sums its share): the streaming read, timed one pass at a time so that
+// passes can be interleaved with other work.
+class ReadPass {
+ public:
+  explicit ReadPass(int threads, size_t bytes = size_t{512} << 20);
+  ~ReadPass();
+  ReadPass(const ReadPass&) = delete;
+  ReadPass& operator=(const ReadPass&) = delete;
+
+  size_t bytes() const;
+  double seconds();  // one pass over the whole buffer
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Streaming read bandwidth from memory (GB/s, 1e9 bytes) with `threads` threads: the best of 16
+// ReadPass passes over 512 MiB.
 double measure_read_bandwidth_gbs(int threads);
 
 // A parallel region's byte ranges: read together, cut into 32 KB pieces as a matvec cuts its
