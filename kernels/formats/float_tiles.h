@@ -70,6 +70,10 @@ using LoadBF16 = LoadHalf<bf16_to_f32, false>;
 // T tokens x R rows of float weights; activation t is x + t * x_stride bytes of f32.
 template <class Load>
 struct FloatTile {
+  // matvec: 4 rows per tile share each activation load (float rows are limited by loads more
+  // than by the stream), prefetching the rows kPrefetchTiles tiles on (prefetch.h).
+  static constexpr int kMatvecRows = 4;
+
   template <int T, int R>
   static void tile(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {

@@ -1,17 +1,26 @@
-// Software prefetch for matrix-vector products. A matvec tile streams R weight rows at once
-// and the next tile reads the R rows after them; the tile asks for the same position of the
-// rows kPrefetchTiles tiles later while it reads its own, so each row is already on its way
-// when its tile starts. On the 2-vCPU development VM the hardware prefetcher alone held q4_0 / q8_0
-// matvec at 20-40 % of the read bandwidth (worse on the short rows of a 2048-wide model); with
-// this, 55-100 % (docs/benchmarks.md). Prefetching further along the same row helped long rows
-// only. The GEMM tiles reuse each weight tile across many tokens and do not prefetch.
+// Software prefetch for matrix-vector products (one token: every weight byte is read once).
 //
-// The requests go to L2 (locality hint 2, prefetcht1), kPrefetchTiles tiles ahead. Into L1
-// (prefetcht0, the default hint) they held the repacked matvecs of the eleventh session's Zen 4
-// VM to 7-9 GB/s a thread from memory while the same kernels ran at 28-47 GB/s in cache: L1's
-// few miss buffers (most likely), not the arithmetic, were the limit. Into L2 and 2-4 tiles
-// ahead: 19-22 GB/s a thread, and TinyLlama-shaped decode on 2 threads 1.6-1.9x faster for
-// q4_0 / q8_0, 1.1-1.2x for q4_K (docs/benchmarks.md, eleventh session).
+// The quantized formats' matvec (tiles.h, repacked_tiles.h) reads one row at a time, so a matvec
+// piece is a single sequential stream that the hardware prefetcher follows too, and asks for the
+// bytes kPrefetchBytes ahead of its position. On TinyLlama-shaped decode with 2 threads
+// (twelfth session, tokens alternating between the variants, each followed by a read pass), one
+// row against 4 interleaved rows prefetched 16 rows on: q8_0 49 vs 41 GB/s, q4_0 45 vs 40 and
+// q6_K 44 vs 35-39 when the passes read 36-48 GB/s, equal when they read ~31; 4 KB ahead was
+// worse than 8-16 KB.
+//
+// The float tiles (float_tiles.h) stream 4 interleaved rows, which share each activation load;
+// such a tile asks for the same position of the rows kPrefetchTiles tiles later while it reads
+// its own. On the 2-vCPU development VM the hardware prefetcher alone held the interleaved
+// q4_0 / q8_0 matvecs of the first sessions at 20-40 % of the read bandwidth; with this,
+// 55-100 % (docs/benchmarks.md). The GEMM tiles reuse each weight tile across many tokens and
+// do not prefetch.
+//
+// The requests go to L2 (locality hint 2, prefetcht1). Into L1 (prefetcht0, the default hint)
+// they held the repacked matvecs of the eleventh session's Zen 4 VM to 7-9 GB/s a thread from
+// memory while the same kernels ran at 28-47 GB/s in cache: L1's few miss buffers (most
+// likely), not the arithmetic, were the limit. Into L2: 19-22 GB/s a thread, and
+// TinyLlama-shaped decode on 2 threads 1.6-1.9x faster for q4_0 / q8_0, 1.1-1.2x for q4_K
+// (docs/benchmarks.md, eleventh session).
 #pragma once
 
 #include <cstddef>
@@ -19,8 +28,11 @@
 namespace oxi::kernels {
 
 inline constexpr size_t kCacheLine = 64;
-// How many tiles ahead a matvec tile prefetches (the rows kPrefetchTiles tiles after its own).
+// How many tiles ahead an interleaved-rows matvec tile prefetches (the rows kPrefetchTiles
+// tiles after its own).
 inline constexpr size_t kPrefetchTiles = 4;
+// How far ahead of its position a one-row pass prefetches.
+inline constexpr size_t kPrefetchBytes = 16 * 1024;
 
 // Prefetches [p, p + kSpan): one request per cache line, or one per call when the caller
 // steps by less than a line (its consecutive calls then touch every line).

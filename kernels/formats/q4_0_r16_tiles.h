@@ -54,7 +54,7 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
         wg[p] = reinterpret_cast<const WeightGroupR16*>(w + p * w_row_bytes) + g;
         if constexpr (T == 1)
           prefetch_lines<sizeof(WeightGroupR16)>(reinterpret_cast<const uint8_t*>(wg[p]) +
-                                                 kPrefetchTiles * P * w_row_bytes);
+                                                 kPrefetchBytes);
       }
       for (int c = 0; c < 2; ++c) {  // blocks 8c .. 8c + 7
         for (int p = 0; p < P; ++p) {
@@ -90,6 +90,7 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
 
 // The reference: one f32 sum per (token, row), block after block.
 struct Q4_0R16Tile {
+  static constexpr int kMatvecRows = 1;
   using Tail = ref::Q4_0;
   using Rows = RepackedRows<Tail, WeightGroupR16, ActGroupR16, kR16Blocks>;
 

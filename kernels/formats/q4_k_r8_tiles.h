@@ -61,7 +61,7 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
         const WeightGroupK8* wg = reinterpret_cast<const WeightGroupK8*>(w + p * w_row_bytes) + g;
         if constexpr (T == 1)
           prefetch_lines<sizeof(WeightGroupK8)>(reinterpret_cast<const uint8_t*>(wg) +
-                                                kPrefetchTiles * P * w_row_bytes);
+                                                kPrefetchBytes);
         // Scales and mins of the 8 blocks: byte k of lane b = sub-block k (s03, m03) or k + 4.
         const __m256i lo_s = simd::load256(wg->sc_lo), lo_m = simd::load256(wg->mn_lo);
         const __m256i hi = simd::load256(wg->hi);
@@ -125,6 +125,7 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
 
 // The reference: one f32 sum per (token, row), block after block, as ref::KQuant combines them.
 struct Q4KR8Tile {
+  static constexpr int kMatvecRows = 1;
   using Tail = ref::Q4_K;
   using Rows = RepackedRows<Tail, WeightGroupK8, ActGroupK8, kK8Blocks>;
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "kernels/arch.h"
+#include "kernels/formats/prefetch.h"
 
 namespace oxi::kernels::OXI_ARCH_NS {
 
@@ -26,8 +27,11 @@ inline void plain_tail(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, s
       a[t] = Trait::load_act(reinterpret_cast<const ABlock*>(x + t * x_stride + x_offset)[b]);
     }
     for (int p = 0; p < P; ++p) {
-      const typename Trait::W wb =
-          Trait::load_w(reinterpret_cast<const WBlock*>(w + p * w_row_bytes + w_offset)[b]);
+      const WBlock* block = reinterpret_cast<const WBlock*>(w + p * w_row_bytes + w_offset) + b;
+      // One token streams its row (prefetch.h); the groups' requests stop short of the tail.
+      if constexpr (T == 1)
+        prefetch_lines<sizeof(WBlock)>(reinterpret_cast<const uint8_t*>(block) + kPrefetchBytes);
+      const typename Trait::W wb = Trait::load_w(*block);
       for (int t = 0; t < T; ++t) Trait::step(acc[t][p], wb, a[t]);
     }
   }
@@ -56,6 +60,9 @@ struct RepackedRows {
 // (Tile::pass<T, P>, P = Tile::kRowsPerPass<T>, so its accumulators fit the registers).
 template <class Tile>
 struct RowPasses {
+  // matvec: one row per tile, so one token's weights are a single sequential stream.
+  static constexpr int kMatvecRows = 1;
+
   template <int T, int R>
   static void tile(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {

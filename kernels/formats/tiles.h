@@ -17,6 +17,10 @@ namespace oxi::kernels::OXI_ARCH_NS {
 
 template <class F>
 struct QuantTile {
+  // matvec: one row per tile, so one token's weights are a single sequential stream that the
+  // tile prefetches kPrefetchBytes ahead of (prefetch.h).
+  static constexpr int kMatvecRows = 1;
+
   template <int T, int R>
   static void tile(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
@@ -34,7 +38,7 @@ struct QuantTile {
       for (int r = 0; r < R; ++r) {
         if constexpr (T == 1) {
           prefetch_lines<sizeof(WBlock)>(reinterpret_cast<const uint8_t*>(rows[r] + b) +
-                                         kPrefetchTiles * R * w_row_bytes);
+                                         kPrefetchBytes);
         }
         const typename F::W wb = F::load_w(rows[r][b]);
         for (int t = 0; t < T; ++t) F::step(acc[t][r], wb, a[t]);
@@ -46,9 +50,6 @@ struct QuantTile {
   }
 };
 
-// Rows per pass of matvec: enough to reuse each activation block several times while every
-// row stays one sequential stream for the hardware prefetcher.
-inline constexpr int kMatvecRows = 4;
 inline constexpr int kGemmTokens = 4;
 inline constexpr int kGemmRows = 4;
 // Tokens whose activations a weight row tile meets before the next row tile is loaded.
@@ -59,10 +60,10 @@ void matvec_driver(const void* w, size_t w_row_bytes, size_t rows, size_t n, con
                    float* y) noexcept {
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* xb = static_cast<const uint8_t*>(x_act);
+  constexpr int R = K::kMatvecRows;
   size_t r = 0;
-  for (; r + kMatvecRows <= rows; r += kMatvecRows) {
-    K::template tile<1, kMatvecRows>(wb + r * w_row_bytes, w_row_bytes, xb, 0, n, y + r, 0);
-  }
+  for (; r + R <= rows; r += R)
+    K::template tile<1, R>(wb + r * w_row_bytes, w_row_bytes, xb, 0, n, y + r, 0);
   for (; r < rows; ++r)
     K::template tile<1, 1>(wb + r * w_row_bytes, w_row_bytes, xb, 0, n, y + r, 0);
 }
