@@ -21,9 +21,11 @@ namespace {
 struct F32Rows {
   const float* base;
   const float* row(size_t offset, float*) const noexcept { return base + offset; }
+  simd::F lanes(size_t offset, size_t i) const noexcept { return simd::load(base + offset + i); }
 };
 
-// Rows of an f16 cache are widened into the caller's buffer (head_dim floats).
+// Rows of an f16 cache are widened into the caller's buffer (head_dim floats), or a vector at
+// a time.
 struct F16Rows {
   const uint16_t* base;
   size_t n;
@@ -37,7 +39,48 @@ struct F16Rows {
     for (; i < n; ++i) buffer[i] = LoadF16::one(src, i);
     return buffer;
   }
+  simd::F lanes(size_t offset, size_t i) const noexcept {
+    const auto* src = reinterpret_cast<const uint8_t*>(base + offset);
+#if OXI_ARCH_SIMD
+    return LoadF16::batch(src, i);
+#else
+    return simd::F(LoadF16::one(src, i));
+#endif
+  }
 };
+
+// out[0, hd) += sum_j p[j] * v_j over `count` value rows (row j at offset first + j * stride),
+// key after key for every element, as an axpy per row would do, so the sums are the same; but
+// a block of kBlockVectors vectors of out stays in registers across the rows instead of being
+// loaded and stored once per row. Dims past the last whole vector take the axpy.
+template <class Rows>
+void accumulate_values(const Rows& rows, size_t first, size_t stride, const float* p, size_t count,
+                       float* out, size_t hd, float* buffer) noexcept {
+  using simd::F;
+  constexpr size_t kBlockVectors = 8, kLanes = simd::kLanes;
+  size_t d = 0;
+  for (; d + kBlockVectors * kLanes <= hd; d += kBlockVectors * kLanes) {
+    F o[kBlockVectors];
+    for (size_t b = 0; b < kBlockVectors; ++b) o[b] = simd::load(out + d + b * kLanes);
+    for (size_t j = 0; j < count; ++j) {
+      const F pj = simd::splat(p[j]);
+      const size_t offset = first + j * stride;
+      for (size_t b = 0; b < kBlockVectors; ++b)
+        o[b] = simd::fma(pj, rows.lanes(offset, d + b * kLanes), o[b]);
+    }
+    for (size_t b = 0; b < kBlockVectors; ++b) simd::store(out + d + b * kLanes, o[b]);
+  }
+  for (; d + kLanes <= hd; d += kLanes) {
+    F o = simd::load(out + d);
+    for (size_t j = 0; j < count; ++j)
+      o = simd::fma(simd::splat(p[j]), rows.lanes(first + j * stride, d), o);
+    simd::store(out + d, o);
+  }
+  if (d < hd) {
+    for (size_t j = 0; j < count; ++j)
+      simd::axpy(p[j], rows.row(first + j * stride, buffer) + d, out + d, hd - d);
+  }
+}
 
 template <class Rows>
 void attention_rows(const AttentionParams& p, Rows k_rows, Rows v_rows, size_t head_begin,
@@ -79,11 +122,9 @@ void attention_rows(const AttentionParams& p, Rows k_rows, Rows v_rows, size_t h
         }
         const simd::F shift = simd::splat(m_new);
         simd::map_unary(scores, scores, count, [&](simd::F s) { return simd::exp(s - shift); });
-        for (size_t j = 0; j < count; ++j) {
-          l += scores[j];
-          const float* v = v_rows.row(head_offset + (c0 + j) * p.kv_token_stride, v_buffer);
-          simd::axpy(scores[j], v, out, hd);
-        }
+        for (size_t j = 0; j < count; ++j) l += scores[j];
+        accumulate_values(v_rows, head_offset + c0 * p.kv_token_stride, p.kv_token_stride, scores,
+                          count, out, hd, v_buffer);
         m = m_new;
       }
       if (l > 0.0f) simd::affine(out, 1.0f / l, 0.0f, out, hd);
