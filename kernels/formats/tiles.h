@@ -15,11 +15,19 @@
 
 namespace oxi::kernels::OXI_ARCH_NS {
 
+// Rows per matvec tile of a plain format's trait F: F::kMatvecRows where F sets it, else one
+// row, so that one token's weights are a single sequential stream (prefetch.h).
+template <class F>
+constexpr int trait_matvec_rows() {
+  if constexpr (requires { F::kMatvecRows; })
+    return F::kMatvecRows;
+  else
+    return 1;
+}
+
 template <class F>
 struct QuantTile {
-  // matvec: one row per tile, so one token's weights are a single sequential stream that the
-  // tile prefetches kPrefetchBytes ahead of (prefetch.h).
-  static constexpr int kMatvecRows = 1;
+  static constexpr int kMatvecRows = trait_matvec_rows<F>();
 
   template <int T, int R>
   static void tile(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
@@ -37,8 +45,11 @@ struct QuantTile {
       for (int t = 0; t < T; ++t) a[t] = F::load_act(acts[t][b]);
       for (int r = 0; r < R; ++r) {
         if constexpr (T == 1) {
-          prefetch_lines<sizeof(WBlock)>(reinterpret_cast<const uint8_t*>(rows[r] + b) +
-                                         kPrefetchBytes);
+          // One row: the bytes kPrefetchBytes on; interleaved rows: the same position of the
+          // rows kPrefetchTiles tiles on (prefetch.h).
+          prefetch_lines<sizeof(WBlock)>(
+              reinterpret_cast<const uint8_t*>(rows[r] + b) +
+              (R == 1 ? kPrefetchBytes : kPrefetchTiles * R * w_row_bytes));
         }
         const typename F::W wb = F::load_w(rows[r][b]);
         for (int t = 0; t < T; ++t) F::step(acc[t][r], wb, a[t]);

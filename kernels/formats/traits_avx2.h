@@ -71,6 +71,9 @@ struct Sym32 {
   using WBlock = Block;
   using ABlock = BlockQ8_0;
   static constexpr size_t kElems = QK;
+  // load_act's zero-point sums cost about a row's step: matvec shares them across 4 rows (one
+  // row per tile: plain q4_0 matvec 27 -> 20 GB/s on two threads).
+  static constexpr int kMatvecRows = 4;
   struct Act {
     __m256i q;
     __m256i zero_sum;  // kZero * (sums of 4 adjacent q): the lanes dot_u8s8 produces
@@ -135,6 +138,7 @@ struct Min32 {
   using WBlock = Block;
   using ABlock = BlockQ8_1;
   static constexpr size_t kElems = QK;
+  static constexpr int kMatvecRows = 4;  // two scale conversions per activation block (Sym32)
   struct Act {
     __m256i q;
     float d;
