@@ -67,8 +67,11 @@ RowEncoder row_encoder(DType t) noexcept;
 // q4_0_r16 and q8_0_r16, Q8_0 values in that layout's own arrangement; for q4_K_r8, Q8_K values
 // in its own arrangement).
 DType activation_dtype(DType weight) noexcept;
-// Bytes of one prepared activation vector of n values (row_bytes(activation_dtype(weight), n),
-// or more for a repacked weight layout).
+// Bytes of one prepared activation vector of n values: row_bytes(activation_dtype(weight), n),
+// or for a repacked weight layout its own arrangement's bytes rounded up to a multiple of
+// kActivationAlign (the padding is never written or read), so that activations placed one
+// after another are as aligned as the first (their groups hold f32 fields).
+inline constexpr size_t kActivationAlign = 64;
 size_t activation_bytes(DType weight, size_t n) noexcept;
 // Writes activation_bytes(weight, n) bytes to out.
 void quantize_activation(DType weight, const float* x, void* out, size_t n) noexcept;
