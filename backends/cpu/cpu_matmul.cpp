@@ -148,9 +148,8 @@ void CpuBackend::matmul_shared_input(std::span<const float> x, size_t m,
       job.act_offset = job.prepares_act ? act_bytes : same->act_offset;
       // Each layout's activation starts aligned (a plain q8_0 one may end on 2 mod 4).
       if (job.prepares_act)
-        act_bytes = ceil_div(act_bytes + kernels::activation_bytes(w.dtype, w.cols),
-                             kernels::kActivationAlign) *
-                    kernels::kActivationAlign;
+        act_bytes =
+            kernels::align_activation_bytes(act_bytes + kernels::activation_bytes(w.dtype, w.cols));
     }
     pieces += ceil_div(w.rows, job.rows_per_piece);
     jobs.push_back(job);

@@ -89,12 +89,9 @@ size_t activation_bytes(DType weight, size_t n) noexcept {
   // The repacked layouts' groups hold f32 and int32 fields, while their plain tail blocks may
   // leave a byte count that is not a multiple of 4: rounded up, so that activations laid one
   // after another (a token's at t * activation_bytes) stay aligned.
-  const auto padded = [](size_t bytes) {
-    return (bytes + kActivationAlign - 1) / kActivationAlign * kActivationAlign;
-  };
-  if (weight == DType::Q4_0_R16) return padded(q4_0_r16_activation_bytes(n));
-  if (weight == DType::Q8_0_R16) return padded(q8_0_r16_activation_bytes(n));
-  if (weight == DType::Q4_K_R8) return padded(q4_k_r8_activation_bytes(n));
+  if (weight == DType::Q4_0_R16) return align_activation_bytes(q4_0_r16_activation_bytes(n));
+  if (weight == DType::Q8_0_R16) return align_activation_bytes(q8_0_r16_activation_bytes(n));
+  if (weight == DType::Q4_K_R8) return align_activation_bytes(q4_k_r8_activation_bytes(n));
   return row_bytes(activation_dtype(weight), n);
 }
 

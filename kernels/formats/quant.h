@@ -73,6 +73,11 @@ DType activation_dtype(DType weight) noexcept;
 // after another are as aligned as the first (their groups hold f32 fields).
 inline constexpr size_t kActivationAlign = 64;
 size_t activation_bytes(DType weight, size_t n) noexcept;
+// `bytes` rounded up to a multiple of kActivationAlign: where activations of several layouts
+// share one buffer, each starts at such an offset.
+inline constexpr size_t align_activation_bytes(size_t bytes) noexcept {
+  return (bytes + kActivationAlign - 1) / kActivationAlign * kActivationAlign;
+}
 // Writes activation_bytes(weight, n) bytes to out.
 void quantize_activation(DType weight, const float* x, void* out, size_t n) noexcept;
 
