@@ -170,10 +170,11 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   }
   // The peak: best single pass, before the runs. The limit decode is compared with: the mean of
   // the passes interleaved with its tokens (bench_llm.h says why).
-  const double read_peak = bench::measure_read_bandwidth_gbs(static_cast<int>(threads));
+  double read_peak = 0;
   bench::LlmBenchResult r;
-  {
+  {  // one buffer for both (freed before the memory figures below)
     bench::ReadPass read_pass(static_cast<int>(threads));
+    read_peak = bench::measure_read_bandwidth_gbs(read_pass);
     r = bench::bench_llm(session, static_cast<size_t>(pp), static_cast<size_t>(tg),
                          static_cast<int>(reps), read_pass);
   }

@@ -79,12 +79,16 @@ double ReadPass::seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-double measure_read_bandwidth_gbs(int threads) {
-  ReadPass pass(threads);
+double measure_read_bandwidth_gbs(ReadPass& pass) {
   double best = 0;
   for (int run = 0; run < kRuns; ++run)
     best = std::max(best, static_cast<double>(pass.bytes()) / pass.seconds() / 1e9);
   return best;
+}
+
+double measure_read_bandwidth_gbs(int threads) {
+  ReadPass pass(threads);
+  return measure_read_bandwidth_gbs(pass);
 }
 
 double measure_regions_read_gbs(const std::vector<ReadRegion>& regions, int threads, int runs) {

@@ -26,8 +26,9 @@ class ReadPass {
   std::unique_ptr<Impl> impl_;
 };
 
-// Streaming read bandwidth from memory (GB/s, 1e9 bytes) with `threads` threads: the best of 16
-// ReadPass passes over 512 MiB.
+// Streaming read bandwidth from memory (GB/s, 1e9 bytes): the best of 16 passes of `pass`, or
+// of a ReadPass over 512 MiB with `threads` threads.
+double measure_read_bandwidth_gbs(ReadPass& pass);
 double measure_read_bandwidth_gbs(int threads);
 
 // A parallel region's byte ranges: read together, cut into 32 KB pieces as a matvec cuts its
