@@ -32,34 +32,6 @@ void quantize_q8_1(const float* x, void* dst, size_t n) noexcept {
   }
 }
 
-void quantize_q8_K(const float* x, void* dst, size_t n) noexcept {
-  auto* b = static_cast<BlockQ8_K*>(dst);
-  for (size_t i = 0; i < n / QK_K; ++i, x += QK_K) {
-    float amax = 0, vmax = 0;
-    for (size_t j = 0; j < QK_K; ++j) {
-      if (std::fabs(x[j]) > amax) {
-        amax = std::fabs(x[j]);
-        vmax = x[j];
-      }
-    }
-    if (amax == 0) {
-      std::memset(&b[i], 0, sizeof(b[i]));
-      continue;
-    }
-    // Maps the value of largest magnitude to -127 so every q fits a signed byte symmetrically.
-    const float iscale = -127.0f / vmax;
-    for (size_t j = 0; j < QK_K; ++j) {
-      b[i].qs[j] = static_cast<int8_t>(std::clamp(std::lrintf(iscale * x[j]), -127L, 127L));
-    }
-    for (size_t g = 0; g < QK_K / 16; ++g) {
-      int sum = 0;
-      for (size_t l = 0; l < 16; ++l) sum += b[i].qs[16 * g + l];
-      b[i].bsums[g] = static_cast<int16_t>(sum);
-    }
-    b[i].d = 1.0f / iscale;
-  }
-}
-
 }  // namespace
 
 DType activation_dtype(DType weight) noexcept {
@@ -107,7 +79,7 @@ void quantize_activation(DType weight, const float* x, void* out, size_t n) noex
       quantize_q8_1(x, out, n);
       break;
     case DType::Q8_K:
-      quantize_q8_K(x, out, n);
+      format_kernels().quantize_q8_K(x, out, n);
       break;
     default:
       std::memcpy(out, x, n * sizeof(float));

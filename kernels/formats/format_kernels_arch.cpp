@@ -6,6 +6,7 @@
 #include "kernels/formats/q8_0_r16_tiles.h"
 #include "kernels/formats/quant.h"
 #include "kernels/formats/quantize_q8_0_simd.h"
+#include "kernels/formats/quantize_q8_k_simd.h"
 #include "kernels/formats/tiles.h"
 #include "kernels/formats/traits_avx2.h"
 #include "kernels/formats/traits_scalar.h"
@@ -49,6 +50,7 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   set<Q8_0R16Tile>(k, DType::Q8_0_R16);
   set<Q4KR8Tile>(k, DType::Q4_K_R8);
   k.quantize_q8_0 = quantize_q8_0;
+  k.quantize_q8_K = quantize_q8_K;
 #if defined(OXI_ARCH_AVX2)
   k.fast_q4_0_r16 = true;
   k.fast_q8_0_r16 = true;

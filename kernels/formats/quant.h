@@ -105,6 +105,9 @@ struct FormatKernels {
   // q8_0 activation blocks of x[0..n), bit-identical to quantize_row_q8_0 for finite x (what
   // quantize_activation uses for every q8_0-based layout).
   RowEncoder quantize_q8_0 = nullptr;
+  // q8_K activation blocks of x[0..n), bit-identical to quantize_row_q8_K (the activation of
+  // every K-quant layout).
+  RowEncoder quantize_q8_K = nullptr;
 
   MatvecFn matvec_for(DType t) const noexcept { return slot(matvec, t); }
   GemmQFn gemm_q_for(DType t) const noexcept { return slot(gemm_q, t); }

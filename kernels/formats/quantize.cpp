@@ -133,6 +133,34 @@ void quantize_row_q8_0(const float* x, void* dst, size_t n) noexcept {
   }
 }
 
+void quantize_row_q8_K(const float* x, void* dst, size_t n) noexcept {
+  auto* b = blocks<BlockQ8_K>(dst);
+  for (size_t i = 0; i < n / QK_K; ++i, x += QK_K) {
+    float amax = 0, vmax = 0;
+    for (size_t j = 0; j < QK_K; ++j) {
+      if (std::fabs(x[j]) > amax) {
+        amax = std::fabs(x[j]);
+        vmax = x[j];
+      }
+    }
+    if (amax == 0) {
+      std::memset(&b[i], 0, sizeof(b[i]));
+      continue;
+    }
+    // Maps the value of largest magnitude to -127 so every q fits a signed byte symmetrically.
+    const float iscale = -127.0f / vmax;
+    for (size_t j = 0; j < QK_K; ++j) {
+      b[i].qs[j] = static_cast<int8_t>(std::clamp(std::lrintf(iscale * x[j]), -127L, 127L));
+    }
+    for (size_t g = 0; g < QK_K / 16; ++g) {
+      int sum = 0;
+      for (size_t l = 0; l < 16; ++l) sum += b[i].qs[16 * g + l];
+      b[i].bsums[g] = static_cast<int16_t>(sum);
+    }
+    b[i].d = 1.0f / iscale;
+  }
+}
+
 RowEncoder row_encoder(DType t) noexcept {
   switch (t) {
     case DType::F32:

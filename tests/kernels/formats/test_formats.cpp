@@ -371,6 +371,42 @@ TEST(ActivationQuantization, Q8_0IsBitIdenticalToTheReferenceOnEveryIsa) {
   }
 }
 
+// The same for the q8_K quantizer of the K-quant formats, whose scale maps the value of largest
+// magnitude to -127: random blocks from 1e-30 to 1e30, blocks whose scale overflows to inf
+// (maximum 1e-39; the reference's lrintf gives LONG_MIN, clamped to -127), an all-zero block,
+// ties of magnitude of both signs (the first value's sign is kept), a NaN among finite values
+// (skipped when finding the maximum), and values scaled exactly onto .5 (half to even).
+TEST(ActivationQuantization, Q8_KIsBitIdenticalToTheReferenceOnEveryIsa) {
+  std::vector<float> x;
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int e = -30; e <= 30; e += 6) {
+    for (int j = 0; j < 256; ++j) x.push_back(u(rng) * std::pow(10.0f, static_cast<float>(e)));
+  }
+  for (int j = 0; j < 256; ++j) x.push_back(u(rng) * 1e-39f);
+  x.insert(x.end(), 256, 0.0f);
+  for (float sign : {1.0f, -1.0f}) {
+    for (int j = 0; j < 256; ++j) x.push_back(u(rng));
+    x[x.size() - 200] = 3.0f * sign;  // a tie: the first of +-3 decides the sign of the scale
+    x[x.size() - 100] = -3.0f * sign;
+  }
+  for (int j = 0; j < 256; ++j) x.push_back(j == 7 ? std::nanf("") : u(rng));
+  for (float sign :
+       {1.0f, -1.0f}) {  // vmax -127 gives iscale 1: the values are the rounding inputs
+    for (int j = 0; j < 256; ++j)
+      x.push_back(j == 0 ? -127.0f * sign : sign * ((j % 64) - 32 + 0.5f));
+  }
+  const size_t n = x.size(), bytes = kernels::row_bytes(DType::Q8_K, n);
+  std::vector<uint8_t> want(bytes);
+  kernels::quantize_row_q8_K(x.data(), want.data(), n);
+  for (Isa isa : available_isas()) {
+    std::vector<uint8_t> got(bytes, 0xAA);
+    ASSERT_NE(kernels::format_kernels(isa).quantize_q8_K, nullptr);
+    kernels::format_kernels(isa).quantize_q8_K(x.data(), got.data(), n);
+    EXPECT_EQ(got, want) << kernels::isa_name(isa);
+  }
+}
+
 TEST(Dispatch, TablesCoverEveryWeightType) {
   for (Isa isa : available_isas()) {
     const kernels::FormatKernels& k = kernels::format_kernels(isa);
