@@ -82,6 +82,31 @@ void accumulate_values(const Rows& rows, size_t first, size_t stride, const floa
   }
 }
 
+// scores[j] = scale * q . k_j for `count` key rows (row j at offset first + j * stride). With
+// head_dim a whole number of vectors, kLanes keys at a time: one accumulator per key, each q
+// vector loaded once for all of them, and one transposing reduction for their sums (at
+// head_dim 64 a dot product's own horizontal sum cost about as much as its multiplies).
+template <class Rows>
+void score_keys(const Rows& rows, size_t first, size_t stride, const float* q, size_t hd,
+                float scale, size_t count, float* scores, float* buffer) noexcept {
+  using simd::F;
+  constexpr size_t kLanes = simd::kLanes;
+  size_t j = 0;
+  if (hd % kLanes == 0) {
+    for (; j + kLanes <= count; j += kLanes) {
+      F acc[kLanes];
+      for (size_t r = 0; r < kLanes; ++r) acc[r] = simd::splat(0.0f);
+      for (size_t d = 0; d < hd; d += kLanes) {
+        const F qd = simd::load(q + d);
+        for (size_t r = 0; r < kLanes; ++r)
+          acc[r] = simd::fma(qd, rows.lanes(first + (j + r) * stride, d), acc[r]);
+      }
+      simd::store(scores + j, simd::sums(acc) * simd::splat(scale));
+    }
+  }
+  for (; j < count; ++j) scores[j] = simd::dot(q, rows.row(first + j * stride, buffer), hd) * scale;
+}
+
 template <class Rows>
 void attention_rows(const AttentionParams& p, Rows k_rows, Rows v_rows, size_t head_begin,
                     size_t head_end, size_t q_begin, size_t q_end) noexcept {
@@ -107,12 +132,10 @@ void attention_rows(const AttentionParams& p, Rows k_rows, Rows v_rows, size_t h
       float m = kNegInf, l = 0.0f;
       for (size_t c0 = lo; c0 < hi; c0 += kChunk) {
         const size_t count = std::min(kChunk, hi - c0);
+        score_keys(k_rows, head_offset + c0 * p.kv_token_stride, p.kv_token_stride, q, hd, p.scale,
+                   count, scores, k_buffer);
         float chunk_max = kNegInf;
-        for (size_t j = 0; j < count; ++j) {
-          const float* k = k_rows.row(head_offset + (c0 + j) * p.kv_token_stride, k_buffer);
-          scores[j] = simd::dot(q, k, hd) * p.scale;
-          chunk_max = std::max(chunk_max, scores[j]);
-        }
+        for (size_t j = 0; j < count; ++j) chunk_max = std::max(chunk_max, scores[j]);
         const float m_new = std::max(m, chunk_max);
         if (m_new == kNegInf) continue;  // every score -inf so far: nothing to weigh yet
         if (m != kNegInf && m_new > m) {

@@ -42,6 +42,11 @@ inline F tanh(F v) noexcept {
 inline float sum(F v) noexcept {
   return xsimd::hadd(v);
 }
+// Lane i: the sum of rows[i]'s lanes, for kLanes rows (one transposing reduction instead of
+// kLanes horizontal sums).
+inline F sums(const F* rows) noexcept {
+  return xsimd::haddp(rows);
+}
 inline float max_lane(F v) noexcept {
   alignas(64) float lanes[kLanes];
   v.store_aligned(lanes);
@@ -90,6 +95,9 @@ inline F tanh(F v) noexcept {
 }
 inline float sum(F v) noexcept {
   return v.v;
+}
+inline F sums(const F* rows) noexcept {
+  return rows[0];
 }
 inline float max_lane(F v) noexcept {
   return v.v;
