@@ -346,6 +346,23 @@ TEST_P(Formats, GemmQMatchesPerTokenMatvec) {
 
 INSTANTIATE_TEST_SUITE_P(All, Formats, testing::ValuesIn(kWeightTypes), type_name);
 
+// Every instruction set's activation quantizer `encoder` writes the bytes `reference` writes
+// for x as `dtype` blocks.
+void expect_every_isa_writes(kernels::RowEncoder kernels::FormatKernels::*encoder,
+                             kernels::RowEncoder reference, DType dtype,
+                             const std::vector<float>& x) {
+  const size_t n = x.size(), bytes = kernels::row_bytes(dtype, n);
+  std::vector<uint8_t> want(bytes);
+  reference(x.data(), want.data(), n);
+  for (Isa isa : available_isas()) {
+    std::vector<uint8_t> got(bytes, 0xAA);
+    const kernels::RowEncoder quantize = kernels::format_kernels(isa).*encoder;
+    ASSERT_NE(quantize, nullptr) << kernels::isa_name(isa);
+    quantize(x.data(), got.data(), n);
+    EXPECT_EQ(got, want) << kernels::isa_name(isa);
+  }
+}
+
 // Every instruction set's q8_0 activation quantizer writes the reference's bytes: blocks of
 // random values at scales from 1e-38 (subnormal f16 scales) to 1e30, an all-zero block, and
 // blocks whose scaled values sit exactly on .5 (round half to even, as std::nearbyint).
@@ -360,15 +377,8 @@ TEST(ActivationQuantization, Q8_0IsBitIdenticalToTheReferenceOnEveryIsa) {
   for (float sign : {1.0f, -1.0f}) {  // amax 127 gives d = 1: the values are the rounding inputs
     for (int j = 0; j < 32; ++j) x.push_back(j == 0 ? 127.0f * sign : sign * (j - 16 + 0.5f));
   }
-  const size_t n = x.size(), bytes = kernels::row_bytes(DType::Q8_0, n);
-  std::vector<uint8_t> want(bytes);
-  kernels::quantize_row_q8_0(x.data(), want.data(), n);
-  for (Isa isa : available_isas()) {
-    std::vector<uint8_t> got(bytes, 0xAA);
-    ASSERT_NE(kernels::format_kernels(isa).quantize_q8_0, nullptr);
-    kernels::format_kernels(isa).quantize_q8_0(x.data(), got.data(), n);
-    EXPECT_EQ(got, want) << kernels::isa_name(isa);
-  }
+  expect_every_isa_writes(&kernels::FormatKernels::quantize_q8_0, kernels::quantize_row_q8_0,
+                          DType::Q8_0, x);
 }
 
 // The same for the q8_K quantizer of the K-quant formats, whose scale maps the value of largest
@@ -391,20 +401,13 @@ TEST(ActivationQuantization, Q8_KIsBitIdenticalToTheReferenceOnEveryIsa) {
     x[x.size() - 100] = -3.0f * sign;
   }
   for (int j = 0; j < 256; ++j) x.push_back(j == 7 ? std::nanf("") : u(rng));
-  for (float sign :
-       {1.0f, -1.0f}) {  // vmax -127 gives iscale 1: the values are the rounding inputs
+  // vmax -127 gives iscale 1 (127: -1): the values are the rounding inputs
+  for (float sign : {1.0f, -1.0f}) {
     for (int j = 0; j < 256; ++j)
       x.push_back(j == 0 ? -127.0f * sign : sign * ((j % 64) - 32 + 0.5f));
   }
-  const size_t n = x.size(), bytes = kernels::row_bytes(DType::Q8_K, n);
-  std::vector<uint8_t> want(bytes);
-  kernels::quantize_row_q8_K(x.data(), want.data(), n);
-  for (Isa isa : available_isas()) {
-    std::vector<uint8_t> got(bytes, 0xAA);
-    ASSERT_NE(kernels::format_kernels(isa).quantize_q8_K, nullptr);
-    kernels::format_kernels(isa).quantize_q8_K(x.data(), got.data(), n);
-    EXPECT_EQ(got, want) << kernels::isa_name(isa);
-  }
+  expect_every_isa_writes(&kernels::FormatKernels::quantize_q8_K, kernels::quantize_row_q8_K,
+                          DType::Q8_K, x);
 }
 
 TEST(Dispatch, TablesCoverEveryWeightType) {
