@@ -134,9 +134,14 @@ void attention_rows(const AttentionParams& p, Rows k_rows, Rows v_rows, size_t h
         const size_t count = std::min(kChunk, hi - c0);
         score_keys(k_rows, head_offset + c0 * p.kv_token_stride, p.kv_token_stride, q, hd, p.scale,
                    count, scores, k_buffer);
-        float chunk_max = kNegInf;
-        for (size_t j = 0; j < count; ++j) chunk_max = std::max(chunk_max, scores[j]);
-        const float m_new = std::max(m, chunk_max);
+        // The maximum and the sum in vectors: a scalar loop is one dependent max or add a key.
+        // Padding to whole vectors with -inf gives the missing lanes no weight in either.
+        const size_t padded = (count + simd::kLanes - 1) / simd::kLanes * simd::kLanes;
+        std::fill(scores + count, scores + padded, kNegInf);
+        simd::F lane_max = simd::splat(kNegInf);
+        for (size_t j = 0; j < padded; j += simd::kLanes)
+          lane_max = simd::max(lane_max, simd::load_aligned(scores + j));
+        const float m_new = std::max(m, simd::max_lane(lane_max));
         if (m_new == kNegInf) continue;  // every score -inf so far: nothing to weigh yet
         if (m != kNegInf && m_new > m) {
           const float alpha = std::exp(m - m_new);
@@ -144,8 +149,13 @@ void attention_rows(const AttentionParams& p, Rows k_rows, Rows v_rows, size_t h
           l *= alpha;
         }
         const simd::F shift = simd::splat(m_new);
-        simd::map_unary(scores, scores, count, [&](simd::F s) { return simd::exp(s - shift); });
-        for (size_t j = 0; j < count; ++j) l += scores[j];
+        simd::F lane_sum = simd::splat(0.0f);
+        for (size_t j = 0; j < padded; j += simd::kLanes) {
+          const simd::F e = simd::exp(simd::load_aligned(scores + j) - shift);
+          simd::store(scores + j, e);
+          lane_sum = lane_sum + e;
+        }
+        l += simd::sum(lane_sum);
         accumulate_values(v_rows, head_offset + c0 * p.kv_token_stride, p.kv_token_stride, scores,
                           count, out, hd, v_buffer);
         m = m_new;
