@@ -67,8 +67,12 @@ int read_int_file(const fs::path& path, int fallback) {
 std::vector<std::string> feature_names(const kernels::CpuFeatures& f) {
   std::vector<std::string> names;
   const std::pair<bool, const char*> all[] = {
-      {f.sse42, "sse4.2"}, {f.avx, "avx"},         {f.avx2, "avx2"}, {f.fma, "fma"},
-      {f.f16c, "f16c"},    {f.avx512f, "avx512f"}, {f.neon, "neon"},
+      {f.sse42, "sse4.2"},      {f.avx, "avx"},
+      {f.avx2, "avx2"},         {f.fma, "fma"},
+      {f.f16c, "f16c"},         {f.avx512f, "avx512f"},
+      {f.avx512bw, "avx512bw"}, {f.avx512vl, "avx512vl"},
+      {f.avx512dq, "avx512dq"}, {f.avx512vnni, "avx512vnni"},
+      {f.neon, "neon"},
   };
   for (const auto& [present, name] : all)
     if (present) names.emplace_back(name);

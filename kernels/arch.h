@@ -6,7 +6,21 @@
 // dispatch code picks one copy at run time from cpu_features().
 #pragma once
 
-#if defined(OXI_ARCH_AVX2)
+#if defined(OXI_ARCH_AVX512)
+// The AVX2 code (OXI_ARCH_AVX2 is defined too) compiled with AVX-512 F/BW/VL/DQ/VNNI enabled.
+// Vectors stay 256 bits wide; what changes is that the compiler has 32 vector registers (the
+// K-quant kernels spill accumulators with 16) and EVEX-only instructions such as ternary logic,
+// and kernels may use VNNI dot products under `#if defined(OXI_ARCH_AVX512)`.
+#if !defined(OXI_ARCH_AVX2)
+#error "the avx512 instruction set is built as AVX2 plus AVX-512: define OXI_ARCH_AVX2 too"
+#endif
+#include <xsimd/xsimd.hpp>
+#define OXI_ARCH_NS avx512
+#define OXI_ARCH_SIMD 1
+namespace oxi::kernels::avx512 {
+using Arch = xsimd::fma3<xsimd::avx2>;
+}
+#elif defined(OXI_ARCH_AVX2)
 #include <xsimd/xsimd.hpp>
 #define OXI_ARCH_NS avx2
 #define OXI_ARCH_SIMD 1

@@ -22,6 +22,11 @@ namespace avx2 {
 void fill_format_kernels(FormatKernels& k) noexcept;
 }
 #endif
+#if defined(OXI_HAVE_ARCH_AVX512)
+namespace avx512 {
+void fill_format_kernels(FormatKernels& k) noexcept;
+}
+#endif
 #if defined(OXI_HAVE_ARCH_NEON)
 namespace neon {
 void fill_format_kernels(FormatKernels& k) noexcept;
@@ -52,6 +57,12 @@ const FormatKernels& format_kernels(Isa isa) noexcept {
 #if defined(OXI_HAVE_ARCH_AVX2)
     case Isa::avx2: {
       static const FormatKernels t = make(Isa::avx2, avx2::fill_format_kernels);
+      return t;
+    }
+#endif
+#if defined(OXI_HAVE_ARCH_AVX512)
+    case Isa::avx512: {
+      static const FormatKernels t = make(Isa::avx512, avx512::fill_format_kernels);
       return t;
     }
 #endif

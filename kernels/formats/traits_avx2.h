@@ -12,7 +12,7 @@
 
 #include "kernels/formats/traits_scalar.h"
 
-namespace oxi::kernels::avx2::simd {
+namespace oxi::kernels::OXI_ARCH_NS::simd {
 
 inline float f16(uint16_t h) noexcept {
   return _cvtsh_ss(h);
@@ -410,6 +410,6 @@ struct Q6_K {
   static float finish(const Acc& acc) noexcept { return finish_k(acc); }
 };
 
-}  // namespace oxi::kernels::avx2::simd
+}  // namespace oxi::kernels::OXI_ARCH_NS::simd
 
 #endif  // OXI_ARCH_AVX2

@@ -11,6 +11,9 @@ namespace oxi::kernels {
 #if defined(OXI_HAVE_ARCH_AVX2)
 OXI_DECLARE_MATH_TABLE(avx2)
 #endif
+#if defined(OXI_HAVE_ARCH_AVX512)
+OXI_DECLARE_MATH_TABLE(avx512)
+#endif
 #if defined(OXI_HAVE_ARCH_SSE42)
 OXI_DECLARE_MATH_TABLE(sse42)
 #endif
@@ -26,6 +29,10 @@ const MathKernels& math_kernels(Isa isa) noexcept {
 #if defined(OXI_HAVE_ARCH_AVX2)
     case Isa::avx2:
       return avx2::math_table();
+#endif
+#if defined(OXI_HAVE_ARCH_AVX512)
+    case Isa::avx512:
+      return avx512::math_table();
 #endif
 #if defined(OXI_HAVE_ARCH_SSE42)
     case Isa::sse42:

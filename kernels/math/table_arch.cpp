@@ -5,7 +5,9 @@
 namespace oxi::kernels::OXI_ARCH_NS {
 
 const MathKernels& math_table() noexcept {
-#if defined(OXI_ARCH_AVX2)
+#if defined(OXI_ARCH_AVX512)
+  constexpr Isa kIsa = Isa::avx512;
+#elif defined(OXI_ARCH_AVX2)
   constexpr Isa kIsa = Isa::avx2;
 #elif defined(OXI_ARCH_SSE42)
   constexpr Isa kIsa = Isa::sse42;

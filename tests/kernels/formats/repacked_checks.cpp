@@ -17,14 +17,6 @@ namespace oxi::test::formats {
 using kernels::DType;
 using kernels::Isa;
 
-std::vector<Isa> available_isas() {
-  std::vector<Isa> out;
-  for (Isa isa : {Isa::scalar, Isa::sse42, Isa::avx2, Isa::neon}) {
-    if (kernels::isa_available(isa)) out.push_back(isa);
-  }
-  return out;
-}
-
 std::vector<uint8_t> repack_copy(DType plain, DType packed, const std::vector<uint8_t>& row,
                                  size_t n) {
   std::vector<uint8_t> out(row.size());

@@ -14,8 +14,12 @@
 
 namespace oxi::test::formats {
 
-// Every instruction set this machine runs, scalar first.
-std::vector<kernels::Isa> available_isas();
+using kernels::available_isas;
+
+// Whether `isa` has the hand-written AVX2 kernels (avx2, and avx512, which is built from them).
+inline bool has_avx2_kernels(kernels::Isa isa) {
+  return isa == kernels::Isa::avx2 || isa == kernels::Isa::avx512;
+}
 
 // `row` (n elements of type `plain`) repacked to `packed`; a failing repack_row fails the test.
 std::vector<uint8_t> repack_copy(kernels::DType plain, kernels::DType packed,

@@ -19,6 +19,7 @@
 namespace oxi::test::formats {
 namespace {
 
+using kernels::available_isas;
 using kernels::DType;
 using kernels::Isa;
 
@@ -28,14 +29,6 @@ const std::vector<DType> kWeightTypes = {
 
 std::string type_name(const testing::TestParamInfo<DType>& p) {
   return std::string(kernels::name(p.param));
-}
-
-std::vector<Isa> available_isas() {
-  std::vector<Isa> out;
-  for (Isa isa : {Isa::scalar, Isa::sse42, Isa::avx2, Isa::neon}) {
-    if (kernels::isa_available(isa)) out.push_back(isa);
-  }
-  return out;
 }
 
 // ---- dtype table ----

@@ -9,14 +9,7 @@
 
 namespace oxi::kernels::test_util {
 
-// Every instruction set this build and CPU can run (scalar first).
-inline std::vector<Isa> available_isas() {
-  std::vector<Isa> out;
-  for (Isa isa : {Isa::scalar, Isa::sse42, Isa::avx2, Isa::neon}) {
-    if (isa_available(isa)) out.push_back(isa);
-  }
-  return out;
-}
+using kernels::available_isas;
 
 inline std::string isa_label(Isa isa) {
   return std::string(isa_name(isa));
