@@ -4,7 +4,9 @@
 // Per group of 16 blocks, token and row, the AVX2 version does for each half (8 blocks, one
 // int32 lane each): 4 loads of 32 quant bytes, 3 ops to split nibbles, 8 maddubs summed in
 // int16, then one madd, the zero point, one convert and one FMA with the 8 scales converted by
-// one vcvtph2ps: about 5 instructions per block instead of plain q4_0's ~15.
+// one vcvtph2ps: about 5 instructions per block instead of plain q4_0's ~15. On avx512 the
+// maddubs pairs and their int16 sums become VNNI dot products into int32 (simd::ByteDots): same
+// sums, but no faster in cache (2048-wide rows, one core: 50-52 GB/s either way).
 //
 // The int16 sums cannot overflow: a maddubs lane is u0 * a0 + u1 * a1 with u <= 15 and
 // |a| <= 127 (q8_0 activations never hold -128), so 8 of them stay within 8 * 3810 = 30480.
@@ -42,7 +44,7 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
   static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
     const size_t blocks = n / QK, groups = blocks / kR16Blocks;
-    const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
     __m256 acc[T][P];
     for (int t = 0; t < T; ++t)
       for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
@@ -60,21 +62,19 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
         for (int p = 0; p < P; ++p) {
           const __m256 dw =
               _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg[p]->d + 8 * c)));
-          __m256i s16[T];
-          for (int t = 0; t < T; ++t) s16[t] = _mm256_setzero_si256();
+          simd::ByteDots dots[T];
           for (int k = 0; k < 4; ++k) {
             const __m256i q = simd::load256(wg[p]->qs[k] + 32 * c);
             const __m256i lo = _mm256_and_si256(q, low4);
             const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
             for (int t = 0; t < T; ++t) {
-              const __m256i plo = _mm256_maddubs_epi16(lo, simd::load256(a[t]->q[k][0] + 32 * c));
-              const __m256i phi = _mm256_maddubs_epi16(hi, simd::load256(a[t]->q[k][1] + 32 * c));
-              s16[t] = _mm256_add_epi16(s16[t], _mm256_add_epi16(plo, phi));
+              dots[t].add(lo, simd::load256(a[t]->q[k][0] + 32 * c));
+              dots[t].add(hi, simd::load256(a[t]->q[k][1] + 32 * c));
             }
           }
           for (int t = 0; t < T; ++t) {
             const __m256i zero = simd::load256(a[t]->zero + 8 * c);
-            const __m256i s32 = _mm256_sub_epi32(_mm256_madd_epi16(s16[t], ones), zero);
+            const __m256i s32 = _mm256_sub_epi32(dots[t].lanes(), zero);
             const __m256 scale = _mm256_mul_ps(dw, _mm256_loadu_ps(a[t]->d + 8 * c));
             acc[t][p] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(s32), acc[t][p]);
           }

@@ -5,7 +5,8 @@
 // int32 lane each): 8 loads of 32 quant bytes, each with the sign trick of plain q8_0 (|w| as
 // the unsigned operand of maddubs, w's sign moved onto the activation), maddubs, madd with
 // ones and an int32 add; then one convert and one FMA with the 8 scales converted by one
-// vcvtph2ps: about 6.5 instructions per block instead of plain q8_0's ~12.
+// vcvtph2ps: about 6.5 instructions per block instead of plain q8_0's ~12. On avx512 maddubs,
+// madd and add are one VNNI vpdpbusd (same sums): in cache, one core, 70 -> 87-91 GB/s.
 //
 // Each k goes to int32 on its own: a maddubs lane is |w0| * a0 + |w1| * a1 with |w| <= 128 (a
 // weight of -128 reads as unsigned 128) and |a| <= 127 (q8_0 activations never hold -128), so
@@ -45,7 +46,6 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
   static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
     const size_t blocks = n / QK, groups = blocks / kR16Blocks;
-    const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[T][P];
     for (int t = 0; t < T; ++t)
       for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
@@ -76,8 +76,7 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
             const __m256i u = _mm256_sign_epi8(q, q);
             for (int t = 0; t < T; ++t) {
               const __m256i s = _mm256_sign_epi8(simd::load256(a[t]->q[k] + 32 * c), q);
-              s32[t] =
-                  _mm256_add_epi32(s32[t], _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones));
+              s32[t] = simd::add_dot_u8s8(s32[t], u, s);
             }
           }
           for (int t = 0; t < T; ++t) {
