@@ -106,8 +106,10 @@ static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 
-// The 6-bit scale and min of group j (0..7) of a q4_K / q5_K super-block.
-inline void k4_scale_min(const uint8_t* q, int j, uint8_t& sc, uint8_t& mn) noexcept {
+// The 6-bit scale and min of group j (0..7) of a q4_K / q5_K super-block. (Always inlined, like
+// fp16.h's conversions: arch sources use it.)
+[[gnu::always_inline]] inline void k4_scale_min(const uint8_t* q, int j, uint8_t& sc,
+                                                uint8_t& mn) noexcept {
   if (j < 4) {
     sc = q[j] & 63;
     mn = q[j + 4] & 63;
@@ -118,7 +120,7 @@ inline void k4_scale_min(const uint8_t* q, int j, uint8_t& sc, uint8_t& mn) noex
 }
 
 // The 6-bit (unsigned, biased by 32) scale of group g (0..15) of a q3_K super-block.
-inline int k3_scale(const uint8_t* s, int g) noexcept {
+[[gnu::always_inline]] inline int k3_scale(const uint8_t* s, int g) noexcept {
   const int low = g < 8 ? (s[g] & 0xF) : (s[g - 8] >> 4);
   const int high = (s[8 + (g % 4)] >> (2 * (g / 4))) & 3;
   return low | (high << 4);

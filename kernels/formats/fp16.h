@@ -9,7 +9,10 @@
 
 namespace oxi::kernels {
 
-inline float f16_to_f32(uint16_t h) noexcept {
+// Always inlined: the kernels' arch sources include this with each instruction set's flags, and
+// an out-of-line copy from one of them could be the one the linker keeps for all
+// (tests/kernels/arch_symbols.py).
+[[gnu::always_inline]] inline float f16_to_f32(uint16_t h) noexcept {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu;
   const uint32_t mant = h & 0x3ffu;
@@ -22,7 +25,7 @@ inline float f16_to_f32(uint16_t h) noexcept {
   return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
 }
 
-inline uint16_t f32_to_f16(float f) noexcept {
+[[gnu::always_inline]] inline uint16_t f32_to_f16(float f) noexcept {
   const uint32_t x = std::bit_cast<uint32_t>(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t ax = x & 0x7fffffffu;
@@ -41,11 +44,11 @@ inline uint16_t f32_to_f16(float f) noexcept {
   return static_cast<uint16_t>(sign | (r >> 13));
 }
 
-inline float bf16_to_f32(uint16_t h) noexcept {
+[[gnu::always_inline]] inline float bf16_to_f32(uint16_t h) noexcept {
   return std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
 }
 
-inline uint16_t f32_to_bf16(float f) noexcept {
+[[gnu::always_inline]] inline uint16_t f32_to_bf16(float f) noexcept {
   const uint32_t x = std::bit_cast<uint32_t>(f);
   if ((x & 0x7fffffffu) > 0x7f800000u)
     return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
