@@ -194,7 +194,9 @@ void check_tiny(const std::filesystem::path& path, bool english) {
   EXPECT_EQ(r.vocab().size(), 50257u);
   EXPECT_EQ(r.vocab().back(), english ? "<|endoftext|>" : "");
   EXPECT_EQ(r.vocab()[0], "!");
-  if (english) EXPECT_EQ(r.vocab()[262], " the");  // GPT-2's id
+  if (english) {
+    EXPECT_EQ(r.vocab()[262], " the");  // GPT-2's id
+  }
 
   const auto mel80 = npy::load_npz(path.parent_path() / "mel_filters.npz").at("mel_80").to_f32();
   ASSERT_EQ(r.mel_filters().n_mel, 80);
