@@ -65,14 +65,21 @@ inline __m256i dot_u8s8(__m256i u, __m256i x) noexcept {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
 }
 
+// Whether this build has VNNI dot products (the avx512 instruction set, kernels/arch.h). The
+// helpers below branch on it with `if constexpr`: the other branch is never compiled to code.
+#if defined(OXI_ARCH_AVX512)
+inline constexpr bool kVnni = true;
+#else
+inline constexpr bool kVnni = false;
+#endif
+
 // acc + dot_u8s8(u, x): one VNNI instruction on avx512 (maddubs, madd and add in one). The sums
 // are the same wherever maddubs does not saturate, which every caller's operand ranges ensure.
 inline __m256i add_dot_u8s8(__m256i acc, __m256i u, __m256i x) noexcept {
-#if defined(OXI_ARCH_AVX512)
-  return _mm256_dpbusd_epi32(acc, u, x);
-#else
-  return _mm256_add_epi32(acc, dot_u8s8(u, x));
-#endif
+  if constexpr (kVnni)
+    return _mm256_dpbusd_epi32(acc, u, x);
+  else
+    return _mm256_add_epi32(acc, dot_u8s8(u, x));
 }
 
 // A running sum of byte products u * x (u unsigned, x signed) per 4-byte lane, over the few
@@ -80,11 +87,7 @@ inline __m256i add_dot_u8s8(__m256i acc, __m256i u, __m256i x) noexcept {
 // step. Else the maddubs int16 pairs, added as int16 (the callers' ranges keep every pair sum
 // below 2^15) and widened once at the end: two instructions a step instead of three.
 struct ByteDots {
-#if defined(OXI_ARCH_AVX512)
-  static constexpr bool kInt32 = true;
-#else
-  static constexpr bool kInt32 = false;
-#endif
+  static constexpr bool kInt32 = kVnni;
   __m256i v = _mm256_setzero_si256();
 
   void add(__m256i u, __m256i x) noexcept {
@@ -112,11 +115,10 @@ struct ByteDots {
 
 // acc + _mm256_madd_epi16(a, b): one VNNI instruction on avx512 (both wrap alike).
 inline __m256i add_madd_i16(__m256i acc, __m256i a, __m256i b) noexcept {
-#if defined(OXI_ARCH_AVX512)
-  return _mm256_dpwssd_epi32(acc, a, b);
-#else
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
-#endif
+  if constexpr (kVnni)
+    return _mm256_dpwssd_epi32(acc, a, b);
+  else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
 }
 
 // Unsigned 32-element weights with a zero point `kZero` against q8_0 activations.

@@ -15,4 +15,19 @@ case "$("$oxinfer" devices | sed -n 's/^ *features: *//p')" in
     expect sse4.2 sse4.2
     ;;
 esac
+features="$("$oxinfer" devices | sed -n 's/^ *features: *//p')"
+case "$features" in
+  *"avx2 fma f16c"*)
+    expect avx2 avx2+fma+f16c
+    expect avx2+fma+f16c avx2+fma+f16c
+    ;;
+esac
+# the avx512 set, where this CPU has it, is the default and lowers to avx2
+case "$features" in
+  *avx512f*avx512bw*avx512vl*avx512dq*avx512vnni*)
+    expect "" avx512+vnni
+    expect avx512 avx512+vnni
+    expect avx2 avx2+fma+f16c
+    ;;
+esac
 echo "OXI_ISA names: ok"
