@@ -2,6 +2,8 @@
 // cpu_attention.cpp: attention; cpu_matmul.cpp: matrix products). Not for use outside backends/cpu.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <vector>
 
@@ -12,6 +14,8 @@
 #include <tbb/task_arena.h>
 
 #include "backends/backend.h"
+#include "backends/cpu/piece_ranges.h"
+#include "lib/core/error.h"
 
 namespace oxi::backends {
 
@@ -63,13 +67,24 @@ inline void CpuBackend::run_pieces(size_t count, const Body& body) {
     for (size_t piece = 0; piece < count; ++piece) body(piece);
     return;
   }
-  // simple_partitioner with grain 1: every piece is its own task, so which thread runs it is
-  // the only thing the thread count changes.
+  if (count >= (size_t{1} << 32)) throw Error("cpu backend", "too many pieces in one region");
+  // One task per thread, each working through its share of the pieces (piece_ranges.h). The
+  // first exception stops the others' claims; TBB rethrows it here.
+  const size_t ranges = std::min(count, static_cast<size_t>(threads_));
+  PieceRanges pieces(count, ranges);
+  std::atomic<bool> stop{false};
   arena_.execute([&] {
     tbb::parallel_for(
-        tbb::blocked_range<size_t>(0, count, 1),
+        tbb::blocked_range<size_t>(0, ranges, 1),
         [&](const tbb::blocked_range<size_t>& r) {
-          for (size_t piece = r.begin(); piece != r.end(); ++piece) body(piece);
+          for (size_t self = r.begin(); self != r.end(); ++self) {
+            try {
+              pieces.run(self, body, stop);
+            } catch (...) {
+              stop.store(true, std::memory_order_relaxed);
+              throw;
+            }
+          }
         },
         tbb::simple_partitioner());
   });

@@ -1,6 +1,7 @@
 #include "tools/oxinfer/bench/machine_limits.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -8,6 +9,8 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
+
+#include "backends/cpu/piece_ranges.h"
 
 namespace oxi::bench {
 namespace {
@@ -116,18 +119,27 @@ double measure_regions_read_gbs(const std::vector<ReadRegion>& regions, int thre
   std::vector<std::vector<uint64_t>> sums(pieces.size());
   for (size_t k = 0; k < pieces.size(); ++k) sums[k].resize(pieces[k].size());
   volatile uint64_t sink = 0;
+  const std::atomic<bool> no_stop{false};
   for (int run = 0; run < std::max(runs, 1); ++run) {
     const auto t0 = std::chrono::steady_clock::now();
     arena.execute([&] {
       for (size_t k = 0; k < pieces.size(); ++k) {
         const std::vector<Piece>& p = pieces[k];
+        // Handed out as the CPU backend hands out a region's pieces.
+        const size_t ranges = std::min(p.size(), static_cast<size_t>(std::max(threads, 1)));
+        backends::PieceRanges claims(p.size(), ranges);
         tbb::parallel_for(
-            tbb::blocked_range<size_t>(0, p.size(), 1),
+            tbb::blocked_range<size_t>(0, ranges, 1),
             [&](const tbb::blocked_range<size_t>& r) {
-              for (size_t i = r.begin(); i != r.end(); ++i) {
-                // Whole words only: the few tail bytes of a range do not change the rate.
-                const auto* words = reinterpret_cast<const uint64_t*>(p[i].begin);
-                sums[k][i] = sum_words(words, p[i].bytes / sizeof(uint64_t));
+              for (size_t self = r.begin(); self != r.end(); ++self) {
+                claims.run(
+                    self,
+                    [&](size_t i) {
+                      // Whole words only: the few tail bytes of a range do not change the rate.
+                      const auto* words = reinterpret_cast<const uint64_t*>(p[i].begin);
+                      sums[k][i] = sum_words(words, p[i].bytes / sizeof(uint64_t));
+                    },
+                    no_stop);
               }
             },
             tbb::simple_partitioner());

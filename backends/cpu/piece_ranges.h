@@ -1,0 +1,84 @@
+// How the CPU backend hands out the pieces of one parallel region (CpuBackend::run_pieces).
+//
+// The pieces 0..count are split into one contiguous range per thread. Each thread takes its own
+// range front to back, so its weight reads stay one sequential stream (what the matvec
+// prefetch assumes), then takes pieces from the back of the others' ranges until none is left:
+// balanced at the end whatever a slow or late thread does. A claim is one compare-and-swap on
+// the range's (front, back) pair.
+//
+// Why not a task per piece: a decode matvec piece is ~32 KB, about 1.5 us of work. A
+// simple_partitioner task per piece cost ~0.5 us of splitting, spawning and stealing each, a
+// quarter of each thread's time inside the region (docs/benchmarks.md, sixteenth session).
+//
+// Which thread runs a piece is the only thing that changes with the thread count: piece
+// boundaries are the caller's, so results do not depend on it.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+namespace oxi::backends {
+
+class PieceRanges {
+ public:
+  // count < 2^32 pieces over `ranges` >= 1 ranges.
+  PieceRanges(size_t count, size_t ranges)
+      : ranges_(std::make_unique<Range[]>(ranges)), count_(ranges) {
+    for (size_t i = 0; i < ranges; ++i)
+      ranges_[i].front_back.store(pack(count * i / ranges, count * (i + 1) / ranges),
+                                  std::memory_order_relaxed);
+  }
+
+  // Runs body(piece) on the pieces range `self` claims: its own from the front, then the other
+  // ranges' from their backs. Stops claiming once `stop` is set (another thread threw).
+  template <typename Body>
+  void run(size_t self, const Body& body, const std::atomic<bool>& stop) {
+    while (const auto piece = claim_front(ranges_[self])) {
+      if (stop.load(std::memory_order_relaxed)) return;
+      body(*piece);
+    }
+    for (size_t k = 1; k < count_; ++k) {
+      Range& other = ranges_[(self + k) % count_];
+      while (const auto piece = claim_back(other)) {
+        if (stop.load(std::memory_order_relaxed)) return;
+        body(*piece);
+      }
+    }
+  }
+
+ private:
+  // [front, back) still unclaimed, packed in one word so that both ends move atomically.
+  struct alignas(64) Range {
+    std::atomic<uint64_t> front_back{0};
+  };
+
+  static uint64_t pack(uint64_t front, uint64_t back) { return front | back << 32; }
+
+  static std::optional<size_t> claim_front(Range& r) {
+    uint64_t v = r.front_back.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t front = v & 0xFFFFFFFFu, back = v >> 32;
+      if (front >= back) return std::nullopt;
+      if (r.front_back.compare_exchange_weak(v, pack(front + 1, back), std::memory_order_relaxed))
+        return front;
+    }
+  }
+
+  static std::optional<size_t> claim_back(Range& r) {
+    uint64_t v = r.front_back.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t front = v & 0xFFFFFFFFu, back = v >> 32;
+      if (front >= back) return std::nullopt;
+      if (r.front_back.compare_exchange_weak(v, pack(front, back - 1), std::memory_order_relaxed))
+        return back - 1;
+    }
+  }
+
+  std::unique_ptr<Range[]> ranges_;
+  size_t count_;  // ranges
+};
+
+}  // namespace oxi::backends
