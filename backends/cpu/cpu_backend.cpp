@@ -20,7 +20,8 @@ int resolve_threads(int threads) {
 
 }  // namespace
 
-CpuBackend::CpuBackend(int threads) : threads_(resolve_threads(threads)), arena_(threads_) {
+CpuBackend::CpuBackend(int threads)
+    : threads_(resolve_threads(threads)), arena_(threads_), team_(arena_, threads_ - 1) {
   arena_.initialize();
 }
 

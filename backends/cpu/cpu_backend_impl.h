@@ -5,16 +5,16 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <exception>
+#include <mutex>
 #include <vector>
 
-#include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
-#include <tbb/parallel_for.h>
-#include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
 
 #include "backends/backend.h"
 #include "backends/cpu/piece_ranges.h"
+#include "backends/cpu/worker_team.h"
 #include "lib/core/error.h"
 
 namespace oxi::backends {
@@ -36,7 +36,8 @@ class CpuBackend final : public Backend {
   void release_scratch() override;
 
  private:
-  // Runs body(piece) for every piece < count on the arena; runs inline when there is one.
+  // Runs body(piece) for every piece < count on this thread and the team's helpers; inline
+  // when there is one.
   template <typename Body>
   void run_pieces(size_t count, const Body& body);
 
@@ -52,7 +53,8 @@ class CpuBackend final : public Backend {
   std::byte* activation_buffer(size_t bytes);
 
   int threads_;
-  tbb::task_arena arena_;
+  tbb::task_arena arena_;  // the helper threads come from here
+  WorkerTeam team_;
   std::vector<std::byte> activations_;
   // GEMM packing scratch of each worker thread, grown once to the largest tile it has seen.
   tbb::enumerable_thread_specific<std::vector<float>> gemm_scratch_;
@@ -68,26 +70,23 @@ inline void CpuBackend::run_pieces(size_t count, const Body& body) {
     return;
   }
   if (count >= (size_t{1} << 32)) throw Error("cpu backend", "too many pieces in one region");
-  // One task per thread, each working through its share of the pieces (piece_ranges.h). The
-  // first exception stops the others' claims; TBB rethrows it here.
+  // Every participant works through its share of the pieces and then the others'
+  // (piece_ranges.h); the first exception stops the others' claims and is rethrown here.
   const size_t ranges = std::min(count, static_cast<size_t>(threads_));
   PieceRanges pieces(count, ranges);
   std::atomic<bool> stop{false};
-  arena_.execute([&] {
-    tbb::parallel_for(
-        tbb::blocked_range<size_t>(0, ranges, 1),
-        [&](const tbb::blocked_range<size_t>& r) {
-          for (size_t self = r.begin(); self != r.end(); ++self) {
-            try {
-              pieces.run(self, body, stop);
-            } catch (...) {
-              stop.store(true, std::memory_order_relaxed);
-              throw;
-            }
-          }
-        },
-        tbb::simple_partitioner());
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  team_.run([&](size_t participant) {
+    try {
+      pieces.run(participant % ranges, body, stop);
+    } catch (...) {
+      stop.store(true, std::memory_order_relaxed);
+      const std::lock_guard lock(error_mutex);
+      if (!error) error = std::current_exception();
+    }
   });
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace oxi::backends

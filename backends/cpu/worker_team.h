@@ -1,0 +1,50 @@
+// The helper threads of the CPU backend's parallel regions (CpuBackend::run_pieces).
+//
+// A decode step is ~100 short regions in a row (a matvec of 50-300 us, attention of ~10 us),
+// with a few microseconds of serial work between them. Through tbb::parallel_for each region
+// started its second thread ~1-5 us late (the worker had left the arena and had to be brought
+// back) and ended with a join: 5-10 % of a decode step on two threads (docs/benchmarks.md,
+// sixteenth session). Here the helpers are tasks enqueued in the backend's arena that, once a
+// region is done, spin for a short while (kSpin) waiting for the next one, so they join it within
+// a fraction of a microsecond; then they leave, and the TBB worker is free for other arenas.
+//
+// The calling thread always takes part, and a job must be correct with any number of helpers
+// joining (0..helpers), at any time while it is open: a helper that comes late or not at all
+// only costs speed. PieceRanges jobs are: whatever a missing thread would have taken is taken
+// by the others.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+#include <tbb/task_arena.h>
+
+namespace oxi::backends {
+
+class WorkerTeam {
+ public:
+  // Up to `helpers` helper threads from `arena` (which must outlive the team's calls to run).
+  WorkerTeam(tbb::task_arena& arena, size_t helpers);
+  ~WorkerTeam();
+  WorkerTeam(const WorkerTeam&) = delete;
+  WorkerTeam& operator=(const WorkerTeam&) = delete;
+
+  // Calls job(0) on this thread and job(i), 1 <= i <= helpers, on each helper that joins while
+  // job(0) runs; returns once every call has returned. job must not throw. Called from inside
+  // a job (nested), it runs job(0) alone. One caller at a time.
+  void run(const std::function<void(size_t participant)>& job);
+
+  size_t helpers() const { return helpers_; }
+
+ private:
+  struct State;
+  static void helper_loop(const std::shared_ptr<State>& state);
+  void ensure_helpers();
+
+  tbb::task_arena& arena_;
+  size_t helpers_;
+  std::shared_ptr<State> state_;  // shared with the helper tasks, which may outlive the team
+};
+
+}  // namespace oxi::backends
