@@ -173,7 +173,7 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   double read_peak = 0;
   bench::LlmBenchResult r;
   {  // one buffer for both (freed before the memory figures below)
-    bench::ReadPass read_pass(static_cast<int>(threads));
+    bench::ReadPass read_pass(*backend);
     read_peak = bench::measure_read_bandwidth_gbs(read_pass);
     r = bench::bench_llm(session, static_cast<size_t>(pp), static_cast<size_t>(tg),
                          static_cast<int>(reps), read_pass);
@@ -183,8 +183,7 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   // The same weight bytes read without arithmetic, in decode's order and parallel regions:
   // where decode falls short of the read bandwidth, how much the access pattern itself loses.
   const double weights_read_gbs =
-      tg > 0 ? bench::measure_regions_read_gbs(bench::decode_read_regions(*model),
-                                               static_cast<int>(threads), 8)
+      tg > 0 ? bench::measure_regions_read_gbs(bench::decode_read_regions(*model), *backend, 8)
              : 0.0;
   // Memory after the run (the bandwidth buffer is freed by then): every weight page has been
   // read, the KV cache and the scratch buffers are allocated. Budget: file + KV cache (f32).

@@ -13,8 +13,6 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
-#include "backends/cpu/piece_ranges.h"
-
 namespace oxi::bench {
 namespace {
 
@@ -57,29 +55,43 @@ struct ReadPass::Impl {
   std::unique_ptr<uint64_t[], Free> buffer;
   tbb::task_arena arena;
   tbb::blocked_range<size_t> chunks;
-  volatile uint64_t sink = 0;
+  backends::Backend* backend = nullptr;  // runs the passes when set (the arena otherwise)
+  std::atomic<uint64_t> sink{0};         // the sums, so that the reads cannot be optimised away
 
   // Chunks of 1 MiB: small enough to balance, large enough to stream.
   static constexpr size_t kChunkWords = (size_t{1} << 20) / sizeof(uint64_t);
 
-  Impl(int threads, size_t bytes)
+  Impl(int threads, size_t bytes, backends::Backend* on)
       : words(std::max(bytes / sizeof(uint64_t) / kChunkWords, size_t{1}) * kChunkWords),
         buffer(allocate(words)),
         arena(std::max(threads, 1)),
-        chunks(0, words / kChunkWords) {
+        chunks(0, words / kChunkWords),
+        backend(on) {
     // Touch every page from the threads that read it later (first-touch NUMA placement).
+    for_chunks([&](size_t begin, size_t end) {
+      for (size_t i = begin * kChunkWords; i < end * kChunkWords; ++i) buffer[i] = i;
+    });
+  }
+
+  // fn(begin, end) over the chunks, each thread a contiguous share.
+  template <typename Fn>
+  void for_chunks(const Fn& fn) {
+    if (backend != nullptr) {
+      backend->parallel_for(chunks.size(), 1, fn);
+      return;
+    }
     arena.execute([&] {
       tbb::parallel_for(
-          chunks,
-          [&](const tbb::blocked_range<size_t>& r) {
-            for (size_t i = r.begin() * kChunkWords; i < r.end() * kChunkWords; ++i) buffer[i] = i;
-          },
+          chunks, [&](const tbb::blocked_range<size_t>& r) { fn(r.begin(), r.end()); },
           tbb::static_partitioner());
     });
   }
 };
 
-ReadPass::ReadPass(int threads, size_t bytes) : impl_(std::make_unique<Impl>(threads, bytes)) {}
+ReadPass::ReadPass(int threads, size_t bytes)
+    : impl_(std::make_unique<Impl>(threads, bytes, nullptr)) {}
+ReadPass::ReadPass(backends::Backend& backend, size_t bytes)
+    : impl_(std::make_unique<Impl>(backend.threads(), bytes, &backend)) {}
 ReadPass::~ReadPass() = default;
 
 size_t ReadPass::bytes() const {
@@ -89,15 +101,10 @@ size_t ReadPass::bytes() const {
 double ReadPass::seconds() {
   Impl& m = *impl_;
   const auto t0 = std::chrono::steady_clock::now();
-  m.arena.execute([&] {
-    tbb::parallel_for(
-        m.chunks,
-        [&](const tbb::blocked_range<size_t>& r) {
-          const uint64_t s = sum_words(m.buffer.get() + r.begin() * Impl::kChunkWords,
-                                       r.size() * Impl::kChunkWords);
-          m.sink = m.sink + s;
-        },
-        tbb::static_partitioner());
+  m.for_chunks([&](size_t begin, size_t end) {
+    const uint64_t s =
+        sum_words(m.buffer.get() + begin * Impl::kChunkWords, (end - begin) * Impl::kChunkWords);
+    m.sink.fetch_add(s, std::memory_order_relaxed);
   });
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -114,7 +121,8 @@ double measure_read_bandwidth_gbs(int threads) {
   return measure_read_bandwidth_gbs(pass);
 }
 
-double measure_regions_read_gbs(const std::vector<ReadRegion>& regions, int threads, int runs) {
+double measure_regions_read_gbs(const std::vector<ReadRegion>& regions, backends::Backend& backend,
+                                int runs) {
   constexpr size_t kPieceBytes = 32 * 1024;
   struct Piece {
     const std::byte* begin;
@@ -132,39 +140,22 @@ double measure_regions_read_gbs(const std::vector<ReadRegion>& regions, int thre
       total_bytes += static_cast<double>(range.size());
     }
   }
-  tbb::task_arena arena(std::max(threads, 1));
   double best = 0;
   // Each piece's sum goes to its own slot (no shared counter between the threads); the sums
   // are added afterwards so that the reads cannot be optimised away.
   std::vector<std::vector<uint64_t>> sums(pieces.size());
   for (size_t k = 0; k < pieces.size(); ++k) sums[k].resize(pieces[k].size());
   volatile uint64_t sink = 0;
-  const std::atomic<bool> no_stop{false};
   for (int run = 0; run < std::max(runs, 1); ++run) {
     const auto t0 = std::chrono::steady_clock::now();
-    arena.execute([&] {
-      for (size_t k = 0; k < pieces.size(); ++k) {
-        const std::vector<Piece>& p = pieces[k];
-        // Handed out as the CPU backend hands out a region's pieces.
-        const size_t ranges = std::min(p.size(), static_cast<size_t>(std::max(threads, 1)));
-        backends::PieceRanges claims(p.size(), ranges);
-        tbb::parallel_for(
-            tbb::blocked_range<size_t>(0, ranges, 1),
-            [&](const tbb::blocked_range<size_t>& r) {
-              for (size_t self = r.begin(); self != r.end(); ++self) {
-                claims.run(
-                    self,
-                    [&](size_t i) {
-                      // Whole words only: the few tail bytes of a range do not change the rate.
-                      const auto* words = reinterpret_cast<const uint64_t*>(p[i].begin);
-                      sums[k][i] = sum_words(words, p[i].bytes / sizeof(uint64_t));
-                    },
-                    no_stop);
-              }
-            },
-            tbb::simple_partitioner());
-      }
-    });
+    for (size_t k = 0; k < pieces.size(); ++k) {
+      const std::vector<Piece>& p = pieces[k];
+      backend.parallel_for(p.size(), 1, [&](size_t i, size_t) {
+        // Whole words only: the few tail bytes of a range do not change the rate.
+        const auto* words = reinterpret_cast<const uint64_t*>(p[i].begin);
+        sums[k][i] = sum_words(words, p[i].bytes / sizeof(uint64_t));
+      });
+    }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     best = std::max(best, total_bytes / seconds / 1e9);

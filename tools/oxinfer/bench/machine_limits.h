@@ -6,14 +6,19 @@
 #include <span>
 #include <vector>
 
+#include "backends/backend.h"
+
 namespace oxi::bench {
 
 // A buffer far larger than the caches, allocated and touched once, that `threads` threads read
 // in whole passes (each sums its share): the streaming read, timed one pass at a time so that
-// passes can be interleaved with other work.
+// passes can be interleaved with other work. Given a backend, its parallel_for runs the passes:
+// a benchmark that interleaves passes with that backend's work (bench llm) keeps the same
+// threads for both, instead of handing TBB's workers between two arenas at every switch.
 class ReadPass {
  public:
   explicit ReadPass(int threads, size_t bytes = size_t{512} << 20);
+  explicit ReadPass(backends::Backend& backend, size_t bytes = size_t{512} << 20);
   ~ReadPass();
   ReadPass(const ReadPass&) = delete;
   ReadPass& operator=(const ReadPass&) = delete;
@@ -36,8 +41,9 @@ double measure_read_bandwidth_gbs(int threads);
 using ReadRegion = std::vector<std::span<const std::byte>>;
 
 // Read bandwidth (GB/s) of a sequence of parallel regions over existing memory (a model's
-// weights, in the order decode reads them): the same loads as decode without its arithmetic.
-// Best of `runs` passes over all regions.
-double measure_regions_read_gbs(const std::vector<ReadRegion>& regions, int threads, int runs);
+// weights, in the order decode reads them), each region one backend.parallel_for over its
+// pieces: the same loads and threads as decode without its arithmetic. Best of `runs` passes.
+double measure_regions_read_gbs(const std::vector<ReadRegion>& regions, backends::Backend& backend,
+                                int runs);
 
 }  // namespace oxi::bench
