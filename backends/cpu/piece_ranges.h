@@ -2,9 +2,9 @@
 //
 // The pieces 0..count are split into one contiguous range per thread. Each thread takes its own
 // range front to back, so its weight reads stay one sequential stream (what the matvec
-// prefetch assumes), then takes pieces from the back of the others' ranges until none is left:
-// balanced at the end whatever a slow or late thread does. A claim is one compare-and-swap on
-// the range's (front, back) pair.
+// prefetch assumes), then takes the back half of what another range has left, again front to
+// back, until none is left: balanced at the end whatever a slow or late thread does. A claim
+// is one compare-and-swap on the range's (front, back) pair.
 //
 // Why not a task per piece: a decode matvec piece is ~32 KB, about 1.5 us of work. A
 // simple_partitioner task per piece cost ~0.5 us of splitting, spawning and stealing each, a
@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 
 namespace oxi::backends {
 
@@ -32,19 +33,24 @@ class PieceRanges {
                                   std::memory_order_relaxed);
   }
 
-  // Runs body(piece) on the pieces range `self` claims: its own from the front, then the other
-  // ranges' from their backs. Stops claiming once `stop` is set (another thread threw).
+  // Runs body(piece) on the pieces range `self` claims: its own from the front, then the back
+  // half of what another range has left, front to back, until no range has any.
+  // Stops claiming once `stop` is set (another thread threw).
   template <typename Body>
   void run(size_t self, const Body& body, const std::atomic<bool>& stop) {
     while (const auto piece = claim_front(ranges_[self])) {
       if (stop.load(std::memory_order_relaxed)) return;
       body(*piece);
     }
-    for (size_t k = 1; k < count_; ++k) {
-      Range& other = ranges_[(self + k) % count_];
-      while (const auto piece = claim_back(other)) {
+    for (size_t k = 1; k < count_;) {
+      const auto [begin, end] = claim_back_half(ranges_[(self + k) % count_]);
+      if (begin == end) {
+        ++k;  // that range is done
+        continue;
+      }
+      for (size_t piece = begin; piece < end; ++piece) {
         if (stop.load(std::memory_order_relaxed)) return;
-        body(*piece);
+        body(piece);
       }
     }
   }
@@ -67,13 +73,16 @@ class PieceRanges {
     }
   }
 
-  static std::optional<size_t> claim_back(Range& r) {
+  // The back half of what is left, rounded up ([front, back) -> [mid, back)): its owner keeps
+  // streaming the front half while the thief streams this one, each in order.
+  static std::pair<size_t, size_t> claim_back_half(Range& r) {
     uint64_t v = r.front_back.load(std::memory_order_relaxed);
     for (;;) {
       const uint64_t front = v & 0xFFFFFFFFu, back = v >> 32;
-      if (front >= back) return std::nullopt;
-      if (r.front_back.compare_exchange_weak(v, pack(front, back - 1), std::memory_order_relaxed))
-        return back - 1;
+      if (front >= back) return {0, 0};
+      const uint64_t mid = front + (back - front) / 2;
+      if (r.front_back.compare_exchange_weak(v, pack(front, mid), std::memory_order_relaxed))
+        return {mid, back};
     }
   }
 

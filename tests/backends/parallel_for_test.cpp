@@ -1,6 +1,6 @@
 // Backend::parallel_for: covers the range once, in pieces at multiples of the grain, with any
 // thread count; exceptions reach the caller. PieceRanges (how the CPU backend hands out a
-// region's pieces): every piece once, owners in order, late threads' ranges taken by the others.
+// region's pieces): every piece once, each run in order, late threads' ranges taken by others.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -67,9 +67,13 @@ TEST(PieceRanges, OneThreadTakesEveryRange) {
     // Its own range first, front to back: [count * self / ranges, count * (self + 1) / ranges).
     const size_t self = 1 % ranges, own = count * (self + 1) / ranges - count * self / ranges;
     for (size_t k = 0; k < own; ++k) EXPECT_EQ(order[k], count * self / ranges + k);
-    // Then the next range's pieces from its back.
-    if (ranges > 1 && own < count)
-      EXPECT_EQ(order[own], count * (self + 2 > ranges ? 1 : self + 2) / ranges - 1);
+    // Then the back half of the next range, front to back.
+    if (ranges > 1 && own < count) {
+      const size_t next = (self + 1) % ranges;
+      const size_t begin = count * next / ranges, end = count * (next + 1) / ranges;
+      const size_t mid = begin + (end - begin) / 2;
+      for (size_t k = 0; k < end - mid; ++k) EXPECT_EQ(order[own + k], mid + k);
+    }
   }
 }
 
@@ -99,7 +103,9 @@ TEST(PieceRanges, ConcurrentThreadsTakeEachPieceOnce) {
       bool first = true;
       for (size_t piece : taken[t]) {
         if (piece < begin || piece >= end) continue;
-        if (!first) EXPECT_GT(piece, last);
+        if (!first) {
+          EXPECT_GT(piece, last);
+        }
         last = piece, first = false;
       }
     }
