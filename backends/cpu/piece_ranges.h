@@ -6,9 +6,10 @@
 // back, until none is left: balanced at the end whatever a slow or late thread does. A claim
 // is one compare-and-swap on the range's (front, back) pair.
 //
-// Why not a task per piece: a decode matvec piece is ~32 KB, about 1.5 us of work. A
-// simple_partitioner task per piece cost ~0.5 us of splitting, spawning and stealing each, a
-// quarter of each thread's time inside the region (docs/benchmarks.md, sixteenth session).
+// Why not a task per piece: a decode matvec piece is ~32 KB, 1.2-1.6 us of work. A
+// simple_partitioner task per piece left ~0.3 us between pieces (splitting, spawning,
+// stealing); the kernels ran 81-85 % of the threads' time in a region, 88-92 % now
+// (docs/benchmarks.md, sixteenth session).
 //
 // Which thread runs a piece is the only thing that changes with the thread count: piece
 // boundaries are the caller's, so results do not depend on it.

@@ -1,12 +1,13 @@
 // The helper threads of the CPU backend's parallel regions (CpuBackend::run_pieces).
 //
 // A decode step is ~100 short regions in a row (a matvec of 50-300 us, attention of ~10 us),
-// with a few microseconds of serial work between them. Through tbb::parallel_for each region
-// started its second thread ~1-5 us late (the worker had left the arena and had to be brought
-// back) and ended with a join: 5-10 % of a decode step on two threads (docs/benchmarks.md,
-// sixteenth session). Here the helpers are tasks enqueued in the backend's arena that, once a
-// region is done, spin for a short while (kSpin) waiting for the next one, so they join it within
-// a fraction of a microsecond; then they leave, and the TBB worker is free for other arenas.
+// with a few microseconds of serial work between them. Through tbb::parallel_for a region's
+// second thread had to be brought back into the arena each time. Here the helpers are tasks
+// enqueued in the backend's arena that, once a region is done, spin for a short while (kSpin)
+// waiting for the next one, so they join it about a microsecond after it opens (this VM's
+// cross-core latency); then they leave, and the TBB worker is free for other arenas. Decode
+// +2-3 % on the short Q4_0 / Q4_K_M tokens, Q8_0 unchanged (docs/benchmarks.md, sixteenth
+// session).
 //
 // The calling thread always takes part, and a job must be correct with any number of helpers
 // joining (0..helpers), at any time while it is open: a helper that comes late or not at all
