@@ -18,10 +18,15 @@ int resolve_threads(int threads) {
   return threads == 0 ? tbb::info::default_concurrency() : threads;
 }
 
+// Helpers beyond the cores TBB runs workers on would only take turns spinning on them.
+size_t helper_count(int threads) {
+  return static_cast<size_t>(std::min(threads, tbb::info::default_concurrency()) - 1);
+}
+
 }  // namespace
 
 CpuBackend::CpuBackend(int threads)
-    : threads_(resolve_threads(threads)), arena_(threads_), team_(arena_, threads_ - 1) {
+    : threads_(resolve_threads(threads)), arena_(threads_), team_(arena_, helper_count(threads_)) {
   arena_.initialize();
 }
 
