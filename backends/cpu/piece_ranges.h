@@ -28,7 +28,7 @@ class PieceRanges {
  public:
   // count < 2^32 pieces over `ranges` >= 1 ranges.
   PieceRanges(size_t count, size_t ranges)
-      : ranges_(std::make_unique<Range[]>(ranges)), count_(ranges) {
+      : ranges_(std::make_unique<Range[]>(ranges)), n_ranges_(ranges) {
     for (size_t i = 0; i < ranges; ++i)
       ranges_[i].front_back.store(pack(count * i / ranges, count * (i + 1) / ranges),
                                   std::memory_order_relaxed);
@@ -43,8 +43,8 @@ class PieceRanges {
       if (stop.load(std::memory_order_relaxed)) return;
       body(*piece);
     }
-    for (size_t k = 1; k < count_;) {
-      const auto [begin, end] = claim_back_half(ranges_[(self + k) % count_]);
+    for (size_t k = 1; k < n_ranges_;) {
+      const auto [begin, end] = claim_back_half(ranges_[(self + k) % n_ranges_]);
       if (begin == end) {
         ++k;  // that range is done
         continue;
@@ -88,7 +88,7 @@ class PieceRanges {
   }
 
   std::unique_ptr<Range[]> ranges_;
-  size_t count_;  // ranges
+  size_t n_ranges_;
 };
 
 }  // namespace oxi::backends

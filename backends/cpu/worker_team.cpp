@@ -59,10 +59,12 @@ struct WorkerTeam::State {
 };
 
 WorkerTeam::WorkerTeam(tbb::task_arena& arena, size_t helpers)
-    : arena_(arena),
-      helpers_(std::min<size_t>(helpers, 0xFFFF)),
-      state_(std::make_shared<State>()) {
-  state_->helpers = helpers_;
+    : arena_(arena), state_(std::make_shared<State>()) {
+  state_->helpers = std::min<size_t>(helpers, 0xFFFF);  // the slot counts joins in 16 bits
+}
+
+size_t WorkerTeam::helpers() const {
+  return state_->helpers;
 }
 
 WorkerTeam::~WorkerTeam() {
@@ -71,14 +73,14 @@ WorkerTeam::~WorkerTeam() {
 
 void WorkerTeam::ensure_helpers() {
   State& s = *state_;
-  for (size_t alive = s.alive.load(); alive < helpers_; alive = s.alive.load()) {
+  for (size_t alive = s.alive.load(); alive < s.helpers; alive = s.alive.load()) {
     if (s.alive.compare_exchange_strong(alive, alive + 1))
       arena_.enqueue([state = state_] { helper_loop(state); });
   }
 }
 
 void WorkerTeam::run(const std::function<void(size_t participant)>& job) {
-  if (helpers_ == 0 || t_in_job) {
+  if (state_->helpers == 0 || t_in_job) {
     job(0);
     return;
   }

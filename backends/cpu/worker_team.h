@@ -36,7 +36,7 @@ class WorkerTeam {
   // a job (nested), it runs job(0) alone. One caller at a time.
   void run(const std::function<void(size_t participant)>& job);
 
-  size_t helpers() const { return helpers_; }
+  size_t helpers() const;
 
  private:
   struct State;
@@ -44,7 +44,6 @@ class WorkerTeam {
   void ensure_helpers();
 
   tbb::task_arena& arena_;
-  size_t helpers_;
   std::shared_ptr<State> state_;  // shared with the helper tasks, which may outlive the team
 };
 

@@ -42,8 +42,11 @@ TEST(WorkerTeam, CallerIsParticipantZeroAndHelpersJoinOnce) {
       const auto caller = std::this_thread::get_id();
       team.run([&](size_t participant) {
         ++inside;
-        if (participant == 0) EXPECT_EQ(std::this_thread::get_id(), caller);
-        if (participant != 0) EXPECT_NE(std::this_thread::get_id(), caller);
+        if (participant == 0) {
+          EXPECT_EQ(std::this_thread::get_id(), caller);
+        } else {
+          EXPECT_NE(std::this_thread::get_id(), caller);
+        }
         busy_wait(std::chrono::microseconds(participant == 0 ? 200 : 20));
         {
           const std::lock_guard lock(mutex);
@@ -61,8 +64,11 @@ TEST(WorkerTeam, CallerIsParticipantZeroAndHelpersJoinOnce) {
     }
     // Helpers come from TBB's workers, which start when TBB gets to it (and there are only
     // hardware threads - 1 of them): some job has one, not every job.
-    if (helpers == 0) EXPECT_EQ(jobs_with_helpers, 0u);
-    if (helpers > 0 && std::thread::hardware_concurrency() > 1) EXPECT_GT(jobs_with_helpers, 0u);
+    if (helpers == 0) {
+      EXPECT_EQ(jobs_with_helpers, 0u);
+    } else if (std::thread::hardware_concurrency() > 1) {
+      EXPECT_GT(jobs_with_helpers, 0u);
+    }
   }
 }
 

@@ -8,14 +8,14 @@ expect() {
   got="$(isa_of "$1")"
   [ "$got" = "$2" ] || { echo "OXI_ISA=$1: kernel ISA '$got', expected '$2'"; exit 1; }
 }
+features="$("$oxinfer" devices | sed -n 's/^ *features: *//p')"
 expect scalar scalar
-case "$("$oxinfer" devices | sed -n 's/^ *features: *//p')" in
+case "$features" in
   *sse4.2*)
     expect sse42 sse4.2
     expect sse4.2 sse4.2
     ;;
 esac
-features="$("$oxinfer" devices | sed -n 's/^ *features: *//p')"
 case "$features" in
   *"avx2 fma f16c"*)
     expect avx2 avx2+fma+f16c
