@@ -104,6 +104,49 @@ BenchRow bench_matvec(DType t, DType layout, const std::string& label, tbb::task
   return row;
 }
 
+// The same product on one thread over a matrix that stays in the core's L2 (128 KiB), run over
+// and over: what the kernel's arithmetic allows a core, with memory out of the way. Its limit is
+// the share of the read bandwidth one of `threads` cores has to stream during decode: a kernel
+// near or below 100 % of it sets decode's pace, not the memory.
+BenchRow bench_matvec_in_cache(DType t, DType layout, const std::string& label,
+                               double core_share_gbs) {
+  constexpr size_t kCacheBytes = size_t{128} << 10;
+  constexpr size_t kBytesPerRun = size_t{512} << 20;
+  const size_t row_bytes = kernels::row_bytes(t, kCols);
+  const size_t n_rows = std::max<size_t>(kCacheBytes / row_bytes / 4 * 4, 4);
+  std::vector<uint8_t> w(row_bytes * n_rows);
+  for (size_t r = 0; r < n_rows; ++r) {
+    const std::vector<float> x = gaussian(kCols, static_cast<uint32_t>(r));
+    uint8_t* row = w.data() + r * row_bytes;
+    kernels::quantize_row(t, x.data(), row, kCols);
+    if (layout != t) {
+      const std::vector<uint8_t> plain(row, row + row_bytes);
+      kernels::repack_row(t, layout, plain.data(), row, kCols);
+    }
+  }
+  const std::vector<float> x = gaussian(kCols, 99);
+  std::vector<uint8_t> act(kernels::activation_bytes(layout, kCols));
+  kernels::quantize_activation(layout, x.data(), act.data(), kCols);
+  std::vector<float> y(n_rows);
+  const kernels::MatvecFn matvec = kernels::format_kernels().matvec_for(layout);
+  const size_t reps = std::max<size_t>(kBytesPerRun / w.size(), 1);
+  double best = 0;
+  for (int run = 0; run <= kRuns; ++run) {  // run 0 warms up
+    const auto t0 = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < reps; ++i)
+      matvec(w.data(), row_bytes, n_rows, kCols, act.data(), y.data());
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (run > 0) best = std::max(best, static_cast<double>(w.size() * reps) / seconds / 1e9);
+  }
+  BenchRow row;
+  row.kernel = "matvec " + label + " in L2, 1 thread (" + std::to_string(w.size() >> 10) + " KiB)";
+  row.unit = "GB/s";
+  row.value = best;
+  row.limit = core_share_gbs;
+  return row;
+}
+
 }  // namespace
 
 std::vector<BenchRow> bench_format_kernels(int threads) {
@@ -126,6 +169,11 @@ std::vector<BenchRow> bench_format_kernels(int threads) {
     matvec_row(t, layout, name);
     if (layout != t) matvec_row(t, t, name + " (plain)");
   }
+  // The arithmetic's ceiling on one core, for the layouts decode multiplies.
+  const double core_share = measure_read_bandwidth_gbs(threads) / threads;
+  for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::F16})
+    out.push_back(
+        bench_matvec_in_cache(t, k.preferred_layout(t), std::string(kernels::name(t)), core_share));
   return out;
 }
 
