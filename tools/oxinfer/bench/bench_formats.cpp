@@ -39,6 +39,23 @@ std::vector<float> gaussian(size_t n, uint32_t seed) {
   return v;
 }
 
+// `rows` rows of kCols gaussian values quantized to t, then repacked to `layout` (row r from
+// seed r).
+std::vector<uint8_t> quantized_rows(DType t, DType layout, size_t rows) {
+  const size_t row_bytes = kernels::row_bytes(t, kCols);
+  std::vector<uint8_t> out(row_bytes * rows);
+  for (size_t r = 0; r < rows; ++r) {
+    const std::vector<float> x = gaussian(kCols, static_cast<uint32_t>(r));
+    uint8_t* row = out.data() + r * row_bytes;
+    kernels::quantize_row(t, x.data(), row, kCols);
+    if (layout != t) {
+      const std::vector<uint8_t> plain(row, row + row_bytes);
+      kernels::repack_row(t, layout, plain.data(), row, kCols);
+    }
+  }
+  return out;
+}
+
 // Weights of type t, multiplied in `layout`: t itself, or the repacked layout decode holds t in
 // (Q4_0 -> Q4_0_R16, Q8_0 -> Q8_0_R16, Q4_K -> Q4_K_R8; same bytes per row, so GB/s count the
 // same t bytes).
@@ -48,16 +65,7 @@ BenchRow bench_matvec(DType t, DType layout, const std::string& label, tbb::task
   const size_t n_rows = (kMatrixBytes + row_bytes - 1) / row_bytes;
   const auto w_data = std::make_unique_for_overwrite<uint8_t[]>(row_bytes * n_rows);
   const std::span<uint8_t> w(w_data.get(), row_bytes * n_rows);
-  std::vector<uint8_t> seed_rows(row_bytes * kDistinctRows);
-  for (size_t r = 0; r < kDistinctRows; ++r) {
-    const std::vector<float> x = gaussian(kCols, static_cast<uint32_t>(r));
-    uint8_t* row = seed_rows.data() + r * row_bytes;
-    kernels::quantize_row(t, x.data(), row, kCols);
-    if (layout != t) {
-      const std::vector<uint8_t> plain(row, row + row_bytes);
-      kernels::repack_row(t, layout, plain.data(), row, kCols);
-    }
-  }
+  const std::vector<uint8_t> seed_rows = quantized_rows(t, layout, kDistinctRows);
   // Written by the threads that later read each part (first-touch NUMA placement).
   const size_t grain = std::max<size_t>(n_rows / (16 * static_cast<size_t>(threads)), 16);
   const tbb::blocked_range<size_t> rows(0, n_rows, grain);
@@ -114,16 +122,7 @@ BenchRow bench_matvec_in_cache(DType t, DType layout, const std::string& label,
   constexpr size_t kBytesPerRun = size_t{512} << 20;
   const size_t row_bytes = kernels::row_bytes(t, kCols);
   const size_t n_rows = std::max<size_t>(kCacheBytes / row_bytes / 4 * 4, 4);
-  std::vector<uint8_t> w(row_bytes * n_rows);
-  for (size_t r = 0; r < n_rows; ++r) {
-    const std::vector<float> x = gaussian(kCols, static_cast<uint32_t>(r));
-    uint8_t* row = w.data() + r * row_bytes;
-    kernels::quantize_row(t, x.data(), row, kCols);
-    if (layout != t) {
-      const std::vector<uint8_t> plain(row, row + row_bytes);
-      kernels::repack_row(t, layout, plain.data(), row, kCols);
-    }
-  }
+  const std::vector<uint8_t> w = quantized_rows(t, layout, n_rows);
   const std::vector<float> x = gaussian(kCols, 99);
   std::vector<uint8_t> act(kernels::activation_bytes(layout, kCols));
   kernels::quantize_activation(layout, x.data(), act.data(), kCols);
