@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <optional>
 
 #include <sys/mman.h>
 
@@ -53,10 +54,10 @@ struct ReadPass::Impl {
 
   size_t words;
   std::unique_ptr<uint64_t[], Free> buffer;
-  tbb::task_arena arena;
+  backends::Backend* backend = nullptr;  // runs the passes when set
+  std::optional<tbb::task_arena> arena;  // runs them otherwise
   tbb::blocked_range<size_t> chunks;
-  backends::Backend* backend = nullptr;  // runs the passes when set (the arena otherwise)
-  std::atomic<uint64_t> sink{0};         // the sums, so that the reads cannot be optimised away
+  std::atomic<uint64_t> sink{0};  // the sums, so that the reads cannot be optimised away
 
   // Chunks of 1 MiB: small enough to balance, large enough to stream.
   static constexpr size_t kChunkWords = (size_t{1} << 20) / sizeof(uint64_t);
@@ -64,9 +65,9 @@ struct ReadPass::Impl {
   Impl(int threads, size_t bytes, backends::Backend* on)
       : words(std::max(bytes / sizeof(uint64_t) / kChunkWords, size_t{1}) * kChunkWords),
         buffer(allocate(words)),
-        arena(std::max(threads, 1)),
-        chunks(0, words / kChunkWords),
-        backend(on) {
+        backend(on),
+        chunks(0, words / kChunkWords) {
+    if (backend == nullptr) arena.emplace(std::max(threads, 1));
     // Touch every page from the threads that read it later (first-touch NUMA placement).
     for_chunks([&](size_t begin, size_t end) {
       for (size_t i = begin * kChunkWords; i < end * kChunkWords; ++i) buffer[i] = i;
@@ -80,7 +81,7 @@ struct ReadPass::Impl {
       backend->parallel_for(chunks.size(), 1, fn);
       return;
     }
-    arena.execute([&] {
+    arena->execute([&] {
       tbb::parallel_for(
           chunks, [&](const tbb::blocked_range<size_t>& r) { fn(r.begin(), r.end()); },
           tbb::static_partitioner());
