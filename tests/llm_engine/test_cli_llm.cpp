@@ -203,6 +203,15 @@ TEST_F(CliLlm, BenchLlmJson) {
       j.at("decode_pct_of_peak_read").get<double>(),
       100 * j.at("decode_gbs").get<double>() / j.at("read_bandwidth_peak_gbs").get<double>(),
       1e-6 * j.at("decode_pct_of_peak_read").get<double>());
+  // The weights read alone after every token, in the same seconds (one rep: the run's figures).
+  const double weights_gbs = j.at("weights_read_gbs").get<double>();
+  EXPECT_GT(weights_gbs, 0);
+  EXPECT_NEAR(j.at("weights_read_pct_of_read").get<double>(),
+              100 * weights_gbs / j.at("read_bandwidth_gbs").get<double>(),
+              1e-6 * j.at("weights_read_pct_of_read").get<double>());
+  EXPECT_NEAR(j.at("decode_pct_of_weights_read").get<double>(),
+              100 * j.at("decode_gbs").get<double>() / weights_gbs,
+              1e-6 * j.at("decode_pct_of_weights_read").get<double>());
   // The tiny model's matrices: 2 layers x (q 64x64, k/v 32x64, o 64x64, 3 x 128x64) + output
   // 300x64 + one embedding row, all f32.
   const double per_layer = (64 * 64 + 2 * 32 * 64 + 64 * 64 + 3 * 128 * 64) * 4.0;

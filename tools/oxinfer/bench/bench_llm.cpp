@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -61,8 +62,8 @@ double decode_weight_bytes(const llm::Model& model) {
   return bytes;
 }
 
-LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps,
-                         ReadPass& read_pass) {
+LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps, ReadPass& read_pass,
+                         RegionsRead* weights_read) {
   const int n_vocab = session.model().config().n_vocab;
   if (std::max(pp, tg) > session.n_ctx())
     throw Error("bench llm", "pp/tg exceed the context of " + std::to_string(session.n_ctx()));
@@ -83,7 +84,7 @@ LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps,
   r.pp = pp;
   r.tg = tg;
   r.reps = reps;
-  std::vector<double> pp_rates, tg_rates, bandwidths, bandwidth_pcts;
+  std::vector<double> pp_rates, tg_rates, bandwidths, bandwidth_pcts, weights_rates, weights_pcts;
   for (int rep = 0; rep < reps; ++rep) {
     if (pp > 0) {
       session.truncate(0);
@@ -95,21 +96,29 @@ LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps,
     if (tg > 0) {
       session.truncate(0);
       const std::vector<int32_t> ids = random_ids(tg);
-      double decode_seconds = 0, read_seconds = 0;
+      double decode_seconds = 0, read_seconds = 0, weights_seconds = 0;
       for (size_t i = 0; i < tg; ++i) {
         const Clock::time_point start = Clock::now();
         session.eval(std::span<const int32_t>(&ids[i], 1));
         decode_seconds += seconds_since(start);
         read_seconds += read_pass.seconds();
+        if (weights_read) weights_seconds += weights_read->seconds();
       }
       tg_rates.push_back(static_cast<double>(tg) / decode_seconds);
       bandwidths.push_back(static_cast<double>(tg * read_pass.bytes()) / read_seconds / 1e9);
       bandwidth_pcts.push_back(100.0 * weight_bytes * tg_rates.back() / 1e9 / bandwidths.back());
+      if (weights_read) {
+        weights_rates.push_back(static_cast<double>(tg) * weights_read->bytes() / weights_seconds /
+                                1e9);
+        weights_pcts.push_back(100.0 * weight_bytes * tg_rates.back() / 1e9 / weights_rates.back());
+      }
     }
   }
   double sd = 0;
   if (!bandwidths.empty()) mean_sd(bandwidths, r.read_bandwidth_gbs, sd);
   if (!bandwidth_pcts.empty()) mean_sd(bandwidth_pcts, r.decode_bandwidth_pct, sd);
+  if (!weights_rates.empty()) mean_sd(weights_rates, r.weights_read_gbs, sd);
+  if (!weights_pcts.empty()) mean_sd(weights_pcts, r.decode_pct_of_weights_read, sd);
   session.truncate(0);
   if (!pp_rates.empty()) mean_sd(pp_rates, r.pp_tok_s, r.pp_tok_s_sd);
   if (!tg_rates.empty()) mean_sd(tg_rates, r.tg_tok_s, r.tg_tok_s_sd);
@@ -164,7 +173,8 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   }
   if (!json) {
     std::printf(
-        "running pp%lld / tg%lld x %lld (a read-bandwidth pass after each generated token)...\n",
+        "running pp%lld / tg%lld x %lld (after each generated token a read-bandwidth pass and a "
+        "pass reading the weights)...\n",
         pp, tg, reps);
     std::fflush(stdout);
   }
@@ -175,16 +185,18 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   {  // one buffer for both (freed before the memory figures below)
     bench::ReadPass read_pass(*backend);
     read_peak = bench::measure_read_bandwidth_gbs(read_pass);
+    // The same weight bytes read without arithmetic, in decode's order and parallel regions,
+    // after every token: where decode falls short of the read bandwidth, how much the access
+    // pattern itself loses and how much the arithmetic.
+    const std::vector<bench::ReadRegion> regions = bench::decode_read_regions(*model);
+    bench::RegionsRead weights_read(regions, *backend);
     r = bench::bench_llm(session, static_cast<size_t>(pp), static_cast<size_t>(tg),
-                         static_cast<int>(reps), read_pass);
+                         static_cast<int>(reps), read_pass, &weights_read);
   }
   const double read_bw = r.read_bandwidth_gbs, bandwidth_pct = r.decode_bandwidth_pct;
   const double pct_of_peak = read_peak > 0 ? 100.0 * r.decode_gbs / read_peak : 0.0;
-  // The same weight bytes read without arithmetic, in decode's order and parallel regions:
-  // where decode falls short of the read bandwidth, how much the access pattern itself loses.
-  const double weights_read_gbs =
-      tg > 0 ? bench::measure_regions_read_gbs(bench::decode_read_regions(*model), *backend, 8)
-             : 0.0;
+  const double weights_read_gbs = r.weights_read_gbs;
+  const double weights_read_pct = read_bw > 0 ? 100.0 * weights_read_gbs / read_bw : 0.0;
   // Memory after the run (the bandwidth buffer is freed by then): every weight page has been
   // read, the KV cache and the scratch buffers are allocated. Budget: file + KV cache (f32).
   const llm::ModelConfig& cfg = model->config();
@@ -213,6 +225,8 @@ int run_bench_llm(const std::vector<std::string>& argv) {
                                 {"read_bandwidth_peak_gbs", read_peak},
                                 {"decode_pct_of_peak_read", pct_of_peak},
                                 {"weights_read_gbs", weights_read_gbs},
+                                {"weights_read_pct_of_read", weights_read_pct},
+                                {"decode_pct_of_weights_read", r.decode_pct_of_weights_read},
                                 {"resident_bytes", resident},
                                 {"resident_before_load_bytes", baseline},
                                 {"model_file_bytes", file_bytes},
@@ -231,8 +245,10 @@ int run_bench_llm(const std::vector<std::string>& argv) {
       std::printf("%-28s %9.2f GB/s (decode: %.1f%% of it)\n", "read bandwidth, best pass",
                   read_peak, pct_of_peak);
     if (tg > 0)
-      std::printf("%-28s %9.2f GB/s (decode's regions and order, no arithmetic)\n",
-                  "weights read alone", weights_read_gbs);
+      std::printf(
+          "%-28s %9.2f GB/s = %.1f%% of the read bandwidth (decode's regions and order, no "
+          "arithmetic; decode: %.1f%% of it)\n",
+          "weights read alone", weights_read_gbs, weights_read_pct, r.decode_pct_of_weights_read);
     std::printf(
         "%-28s %9.1f MB = %.1f%% of file %.1f MB + KV cache %.1f MB (%.1f MB before "
         "loading)\n",

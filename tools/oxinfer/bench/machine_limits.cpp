@@ -122,48 +122,62 @@ double measure_read_bandwidth_gbs(int threads) {
   return measure_read_bandwidth_gbs(pass);
 }
 
-double measure_regions_read_gbs(const std::vector<ReadRegion>& regions, backends::Backend& backend,
-                                int runs) {
-  constexpr size_t kPieceBytes = 32 * 1024;
+struct RegionsRead::Impl {
+  static constexpr size_t kPieceBytes = 32 * 1024;
   struct Piece {
     const std::byte* begin;
     size_t bytes;
   };
+  backends::Backend& backend;
   std::vector<std::vector<Piece>> pieces;  // per region
-  double total_bytes = 0;
-  for (const ReadRegion& region : regions) {
-    std::vector<Piece>& p = pieces.emplace_back();
-    for (const std::span<const std::byte> range : region) {
-      // From the first 8-byte aligned word: the pieces are read as uint64_t.
-      const size_t skip = (8 - reinterpret_cast<uintptr_t>(range.data()) % 8) % 8;
-      for (size_t at = skip; at < range.size(); at += kPieceBytes)
-        p.push_back({range.data() + at, std::min(kPieceBytes, range.size() - at)});
-      total_bytes += static_cast<double>(range.size());
-    }
-  }
-  double best = 0;
   // Each piece's sum goes to its own slot (no shared counter between the threads); the sums
   // are added afterwards so that the reads cannot be optimised away.
-  std::vector<std::vector<uint64_t>> sums(pieces.size());
-  for (size_t k = 0; k < pieces.size(); ++k) sums[k].resize(pieces[k].size());
-  volatile uint64_t sink = 0;
-  for (int run = 0; run < std::max(runs, 1); ++run) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (size_t k = 0; k < pieces.size(); ++k) {
-      const std::vector<Piece>& p = pieces[k];
-      backend.parallel_for(p.size(), 1, [&](size_t i, size_t) {
-        // Whole words only: the few tail bytes of a range do not change the rate.
-        const auto* words = reinterpret_cast<const uint64_t*>(p[i].begin);
-        sums[k][i] = sum_words(words, p[i].bytes / sizeof(uint64_t));
-      });
+  std::vector<std::vector<uint64_t>> sums;
+  double total_bytes = 0;
+  std::atomic<uint64_t> sink{0};
+
+  Impl(const std::vector<ReadRegion>& regions, backends::Backend& on) : backend(on) {
+    for (const ReadRegion& region : regions) {
+      std::vector<Piece>& p = pieces.emplace_back();
+      for (const std::span<const std::byte> range : region) {
+        // From the first 8-byte aligned word: the pieces are read as uint64_t.
+        const size_t skip = (8 - reinterpret_cast<uintptr_t>(range.data()) % 8) % 8;
+        for (size_t at = skip; at < range.size(); at += kPieceBytes)
+          p.push_back({range.data() + at, std::min(kPieceBytes, range.size() - at)});
+        total_bytes += static_cast<double>(range.size());
+      }
+      sums.emplace_back(p.size());
     }
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, total_bytes / seconds / 1e9);
-    for (const std::vector<uint64_t>& region_sums : sums)
-      for (uint64_t v : region_sums) sink = sink + v;
   }
-  return best;
+};
+
+RegionsRead::RegionsRead(const std::vector<ReadRegion>& regions, backends::Backend& backend)
+    : impl_(std::make_unique<Impl>(regions, backend)) {}
+RegionsRead::~RegionsRead() = default;
+
+double RegionsRead::bytes() const {
+  return impl_->total_bytes;
+}
+
+double RegionsRead::seconds() {
+  Impl& m = *impl_;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t k = 0; k < m.pieces.size(); ++k) {
+    const std::vector<Impl::Piece>& p = m.pieces[k];
+    std::vector<uint64_t>& sums = m.sums[k];
+    m.backend.parallel_for(p.size(), 1, [&](size_t i, size_t) {
+      // Whole words only: the few tail bytes of a range do not change the rate.
+      sums[i] =
+          sum_words(reinterpret_cast<const uint64_t*>(p[i].begin), p[i].bytes / sizeof(uint64_t));
+    });
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  uint64_t total = 0;
+  for (const std::vector<uint64_t>& region_sums : m.sums)
+    for (uint64_t v : region_sums) total += v;
+  m.sink.fetch_add(total, std::memory_order_relaxed);
+  return seconds;
 }
 
 }  // namespace oxi::bench

@@ -40,10 +40,22 @@ double measure_read_bandwidth_gbs(int threads);
 // weight rows (backends/cpu/cpu_matmul.cpp).
 using ReadRegion = std::vector<std::span<const std::byte>>;
 
-// Read bandwidth (GB/s) of a sequence of parallel regions over existing memory (a model's
-// weights, in the order decode reads them), each region one backend.parallel_for over its
-// pieces: the same loads and threads as decode without its arithmetic. Best of `runs` passes.
-double measure_regions_read_gbs(const std::vector<ReadRegion>& regions, backends::Backend& backend,
-                                int runs);
+// Passes over a sequence of parallel regions of existing memory (a model's weights, in the
+// order decode reads them), each region one backend.parallel_for over its pieces: the same
+// loads and threads as decode without its arithmetic. The regions must outlive the object.
+class RegionsRead {
+ public:
+  RegionsRead(const std::vector<ReadRegion>& regions, backends::Backend& backend);
+  ~RegionsRead();
+  RegionsRead(const RegionsRead&) = delete;
+  RegionsRead& operator=(const RegionsRead&) = delete;
+
+  double bytes() const;  // of one pass
+  double seconds();      // one pass over every region, in order
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace oxi::bench
