@@ -42,7 +42,8 @@ using ReadRegion = std::vector<std::span<const std::byte>>;
 
 // Passes over a sequence of parallel regions of existing memory (a model's weights, in the
 // order decode reads them), each region one backend.parallel_for over its pieces: the same
-// loads and threads as decode without its arithmetic. The regions must outlive the object.
+// loads and threads as decode without its arithmetic. The memory the regions name must outlive
+// the object.
 class RegionsRead {
  public:
   RegionsRead(const std::vector<ReadRegion>& regions, backends::Backend& backend);
