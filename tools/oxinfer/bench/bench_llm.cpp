@@ -63,7 +63,7 @@ double decode_weight_bytes(const llm::Model& model) {
 }
 
 LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps, ReadPass& read_pass,
-                         RegionsRead* weights_read) {
+                         RegionsRead& weights_read) {
   const int n_vocab = session.model().config().n_vocab;
   if (std::max(pp, tg) > session.n_ctx())
     throw Error("bench llm", "pp/tg exceed the context of " + std::to_string(session.n_ctx()));
@@ -102,16 +102,15 @@ LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps, 
         session.eval(std::span<const int32_t>(&ids[i], 1));
         decode_seconds += seconds_since(start);
         read_seconds += read_pass.seconds();
-        if (weights_read) weights_seconds += weights_read->seconds();
+        weights_seconds += weights_read.seconds();
       }
       tg_rates.push_back(static_cast<double>(tg) / decode_seconds);
+      const double decode_gbs = weight_bytes * tg_rates.back() / 1e9;
       bandwidths.push_back(static_cast<double>(tg * read_pass.bytes()) / read_seconds / 1e9);
-      bandwidth_pcts.push_back(100.0 * weight_bytes * tg_rates.back() / 1e9 / bandwidths.back());
-      if (weights_read) {
-        weights_rates.push_back(static_cast<double>(tg) * weights_read->bytes() / weights_seconds /
-                                1e9);
-        weights_pcts.push_back(100.0 * weight_bytes * tg_rates.back() / 1e9 / weights_rates.back());
-      }
+      bandwidth_pcts.push_back(100.0 * decode_gbs / bandwidths.back());
+      weights_rates.push_back(static_cast<double>(tg) * weights_read.bytes() / weights_seconds /
+                              1e9);
+      weights_pcts.push_back(100.0 * decode_gbs / weights_rates.back());
     }
   }
   double sd = 0;
@@ -191,7 +190,7 @@ int run_bench_llm(const std::vector<std::string>& argv) {
     const std::vector<bench::ReadRegion> regions = bench::decode_read_regions(*model);
     bench::RegionsRead weights_read(regions, *backend);
     r = bench::bench_llm(session, static_cast<size_t>(pp), static_cast<size_t>(tg),
-                         static_cast<int>(reps), read_pass, &weights_read);
+                         static_cast<int>(reps), read_pass, weights_read);
   }
   const double read_bw = r.read_bandwidth_gbs, bandwidth_pct = r.decode_bandwidth_pct;
   const double pct_of_peak = read_peak > 0 ? 100.0 * r.decode_gbs / read_peak : 0.0;

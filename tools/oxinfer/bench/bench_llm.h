@@ -21,8 +21,8 @@ struct LlmBenchResult {
   double decode_gbs = 0;              // weight_bytes_per_token x tg tok/s
   double read_bandwidth_gbs = 0;      // mean over tg runs of the interleaved passes' rate
   double decode_bandwidth_pct = 0;    // mean over tg runs of decode GB/s / that run's passes
-  // With a weights-read pass after every token (bench_llm's weights_read): mean over tg runs of
-  // those passes' rate, and of decode GB/s / that rate (what the arithmetic costs decode).
+  // Mean over tg runs of the interleaved weights-read passes' rate (bench_llm's weights_read),
+  // and of decode GB/s / that rate (what the arithmetic costs decode).
   double weights_read_gbs = 0;
   double decode_pct_of_weights_read = 0;
 };
@@ -42,11 +42,11 @@ std::vector<ReadRegion> decode_read_regions(const llm::Model& model);
 // it is compared with. On a shared VM single passes range over 2x (20-48 GB/s on the
 // development VM, minutes apart and from one 15 ms pass to the next), so a best pass compared
 // with decode's mean over seconds, or a figure taken before the run, measured the noise.
-// Where `weights_read` is given (a RegionsRead over decode_read_regions), each read pass is
-// followed by one pass of it too: the same weight bytes read in decode's regions and order,
-// without arithmetic, in the same seconds.
+// Each read pass is followed by one pass of `weights_read` (a RegionsRead over
+// decode_read_regions): the same weight bytes read in decode's regions and order, without
+// arithmetic, in the same seconds.
 LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps, ReadPass& read_pass,
-                         RegionsRead* weights_read = nullptr);
+                         RegionsRead& weights_read);
 
 }  // namespace oxi::bench
 
