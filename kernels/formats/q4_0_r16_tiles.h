@@ -64,7 +64,7 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
               _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg[p]->d + 8 * c)));
           simd::ByteDots dots[T];
           for (int k = 0; k < 4; ++k) {
-            const __m256i q = simd::load256(wg[p]->qs[k] + 32 * c);
+            const __m256i q = simd::load256_once(wg[p]->qs[k] + 32 * c);
             const __m256i lo = _mm256_and_si256(q, low4);
             const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
             for (int t = 0; t < T; ++t) {

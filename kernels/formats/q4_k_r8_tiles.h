@@ -102,7 +102,7 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
         for (int j = 0; j < 8; ++j) {
           simd::ByteDots dots[T];
           for (int i = 0; i < 4; ++i) {
-            const __m256i q = simd::load256(wg->qs[j][i]);
+            const __m256i q = simd::load256_once(wg->qs[j][i]);
             const __m256i lo = _mm256_and_si256(q, low4);
             const __m256i hi4 = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
             for (int t = 0; t < T; ++t) {

@@ -36,6 +36,17 @@ inline __m256i load256(const void* p) noexcept {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }
 
+// A load the compiler keeps in one register. Where a loaded value feeds two or more
+// instructions, GCC folds the load into each of them (vpand mem, vpsrlw mem): the same bytes
+// loaded twice or four times, in loops whose weight and activation loads are most of the work.
+// In cache, one core: q4_K_r8 42 -> 44 GB/s, 32 -> 38 GB/s when the matrix is in L3
+// (docs/benchmarks.md, nineteenth session).
+inline __m256i load256_once(const void* p) noexcept {
+  __m256i v = load256(p);
+  asm("" : "+v"(v));
+  return v;
+}
+
 // Bytes 0..15: low nibbles of qs[0..15]; bytes 16..31: high nibbles (the 32-block order).
 // The 16 bytes are loaded into both halves and only the upper half is shifted: no cross-lane
 // shuffle, which made q4_0 matvec ~15 % slower.
@@ -432,9 +443,9 @@ struct Q6_K {
     W w;
     const __m256i low4 = _mm256_set1_epi8(0x0F), top2 = _mm256_set1_epi8(0x30);
     for (int half = 0; half < 2; ++half) {  // 128 elements: 4 chunks of 32 = 8 groups of 16
-      const __m256i ql0 = load256(b.ql + 64 * half);
-      const __m256i ql1 = load256(b.ql + 64 * half + 32);
-      const __m256i qh = load256(b.qh + 32 * half);
+      const __m256i ql0 = load256_once(b.ql + 64 * half);
+      const __m256i ql1 = load256_once(b.ql + 64 * half + 32);
+      const __m256i qh = load256_once(b.qh + 32 * half);
       // 4 low bits from ql, bits 4-5 from bit pair k of qh
       w.u[4 * half] = _mm256_or_si256(_mm256_and_si256(ql0, low4),
                                       _mm256_and_si256(_mm256_slli_epi16(qh, 4), top2));
