@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend_impl.h"
+#include "kernels/formats/prefetch.h"
 #include "kernels/formats/quant.h"
 #include "kernels/math/gemm.h"
 #include "lib/core/error.h"
@@ -36,6 +37,20 @@ size_t ceil_div(size_t a, size_t b) {
 size_t matvec_rows_per_piece(size_t row_bytes) {
   const size_t rows = std::clamp<size_t>(ceil_div(kMatvecPieceBytes, row_bytes), 4, 256);
   return ceil_div(rows, 4) * 4;
+}
+
+// Where this thread's last matvec piece ended: a piece that starts elsewhere starts a new
+// stream (the thread's range of a region, or half of another's that it took over).
+thread_local const std::byte* t_stream_end = nullptr;
+
+// A matvec kernel prefetches kPrefetchBytes ahead of where it reads (prefetch.h), so within a
+// thread's run of consecutive pieces each piece finds its first bytes requested by the one
+// before. The first piece of a stream would read its first kPrefetchBytes on demand, a few
+// cache lines in flight at a time; those are requested here first. A decode step starts
+// ~100 such streams per thread (Q4_K_M decode +1-2 %, docs/benchmarks.md, nineteenth session).
+void prime_stream(const std::byte* begin, size_t bytes) {
+  if (begin != t_stream_end) kernels::prefetch_lines<kernels::kPrefetchBytes>(begin);
+  t_stream_end = begin + bytes;
 }
 
 void add_bias(float* y, const float* bias, size_t count) {
@@ -105,6 +120,7 @@ void CpuBackend::matvec_path(const WeightMatrix& w, std::span<const float> x, si
   const auto* weights = static_cast<const std::byte*>(w.data);
   run_pieces(ceil_div(w.rows, rows_per_piece), [&](size_t piece) {
     const size_t r0 = piece * rows_per_piece, rows = std::min(w.rows - r0, rows_per_piece);
+    prime_stream(weights + r0 * w.row_bytes, rows * w.row_bytes);
     for (size_t t = 0; t < m; ++t) {
       float* out = y.data() + t * w.rows + r0;
       matvec(weights + r0 * w.row_bytes, w.row_bytes, rows, w.cols, act + t * act_stride, out);
@@ -170,6 +186,7 @@ void CpuBackend::matmul_shared_input(std::span<const float> x, size_t m,
     const void* act = job.act_offset == kAsIs ? static_cast<const void*>(x.data())
                                               : static_cast<const void*>(buffer + job.act_offset);
     float* out = job.p->y.data() + r0;
+    prime_stream(static_cast<const std::byte*>(w.data) + r0 * w.row_bytes, rows * w.row_bytes);
     job.matvec(static_cast<const std::byte*>(w.data) + r0 * w.row_bytes, w.row_bytes, rows, w.cols,
                act, out);
     if (job.p->bias) add_bias(out, job.p->bias + r0, rows);
