@@ -7,6 +7,35 @@
 namespace oxi::kernels {
 namespace {
 
+// Turns pairs [c0, c0 + count) of every head of one token by the angles whose cos / sin are
+// given (entry i for pair c0 + i).
+void rotate_pairs(float* x, size_t n_heads, size_t head_dim, size_t pairs, RopeLayout layout,
+                  size_t c0, size_t count, const float* cos_v, const float* sin_v) noexcept {
+  // adjacent: pair i is (2i, 2i+1); neox: pair i is (i, i + pairs).
+  const size_t first_stride = layout == RopeLayout::adjacent ? 2 : 1;
+  const size_t partner = layout == RopeLayout::adjacent ? 1 : pairs;
+  for (size_t h = 0; h < n_heads; ++h) {
+    float* head = x + h * head_dim;
+    for (size_t i = 0; i < count; ++i) {
+      float* a = head + (c0 + i) * first_stride;
+      float* b = a + partner;
+      const float x0 = *a, x1 = *b;
+      *a = x0 * cos_v[i] - x1 * sin_v[i];
+      *b = x0 * sin_v[i] + x1 * cos_v[i];
+    }
+  }
+}
+
+// cos and sin of pos * inv_freq[i] for i in [c0, c0 + count), times attn_factor.
+void angles(std::span<const float> inv_freq, double pos, float attn_factor, size_t c0, size_t count,
+            float* cos_v, float* sin_v) noexcept {
+  for (size_t i = 0; i < count; ++i) {
+    const double angle = pos * static_cast<double>(inv_freq[c0 + i]);
+    cos_v[i] = static_cast<float>(std::cos(angle)) * attn_factor;
+    sin_v[i] = static_cast<float>(std::sin(angle)) * attn_factor;
+  }
+}
+
 // Rotates every head of one token at angle pos * inv_freq[i], a chunk of pairs at a time so
 // each cos / sin is computed once per token and reused by every head.
 void rope_token(float* x, size_t n_heads, size_t head_dim, std::span<const float> inv_freq,
@@ -14,26 +43,10 @@ void rope_token(float* x, size_t n_heads, size_t head_dim, std::span<const float
   constexpr size_t kChunk = 128;
   float cos_v[kChunk], sin_v[kChunk];
   const size_t pairs = inv_freq.size();
-  // adjacent: pair i is (2i, 2i+1); neox: pair i is (i, i + pairs).
-  const size_t first_stride = layout == RopeLayout::adjacent ? 2 : 1;
-  const size_t partner = layout == RopeLayout::adjacent ? 1 : pairs;
   for (size_t c0 = 0; c0 < pairs; c0 += kChunk) {
     const size_t count = std::min(kChunk, pairs - c0);
-    for (size_t i = 0; i < count; ++i) {
-      const double angle = pos * static_cast<double>(inv_freq[c0 + i]);
-      cos_v[i] = static_cast<float>(std::cos(angle)) * attn_factor;
-      sin_v[i] = static_cast<float>(std::sin(angle)) * attn_factor;
-    }
-    for (size_t h = 0; h < n_heads; ++h) {
-      float* head = x + h * head_dim;
-      for (size_t i = 0; i < count; ++i) {
-        float* a = head + (c0 + i) * first_stride;
-        float* b = a + partner;
-        const float x0 = *a, x1 = *b;
-        *a = x0 * cos_v[i] - x1 * sin_v[i];
-        *b = x0 * sin_v[i] + x1 * cos_v[i];
-      }
-    }
+    angles(inv_freq, pos, attn_factor, c0, count, cos_v, sin_v);
+    rotate_pairs(x, n_heads, head_dim, pairs, layout, c0, count, cos_v, sin_v);
   }
 }
 
@@ -88,6 +101,27 @@ void rope(std::span<float> x, size_t n_tokens, size_t token_stride, size_t n_hea
   for (size_t t = 0; t < n_tokens; ++t) {
     rope_token(x.data() + t * token_stride, n_heads, head_dim, inv_freq, layout,
                static_cast<double>(pos0 + static_cast<int64_t>(t)), attn_factor);
+  }
+}
+
+void rope_table(std::span<const float> inv_freq, int64_t pos0, size_t n_tokens, float attn_factor,
+                RopeTable& table) {
+  const size_t pairs = inv_freq.size();
+  table.pairs = pairs;
+  table.cos.resize(n_tokens * pairs);
+  table.sin.resize(n_tokens * pairs);
+  for (size_t t = 0; t < n_tokens; ++t) {
+    angles(inv_freq, static_cast<double>(pos0 + static_cast<int64_t>(t)), attn_factor, 0, pairs,
+           table.cos.data() + t * pairs, table.sin.data() + t * pairs);
+  }
+}
+
+void rope(std::span<float> x, size_t n_tokens, size_t token_stride, size_t n_heads, size_t head_dim,
+          const RopeTable& table, RopeLayout layout) noexcept {
+  const size_t pairs = table.pairs;
+  for (size_t t = 0; t < n_tokens; ++t) {
+    rotate_pairs(x.data() + t * token_stride, n_heads, head_dim, pairs, layout, 0, pairs,
+                 table.cos.data() + t * pairs, table.sin.data() + t * pairs);
   }
 }
 

@@ -45,4 +45,20 @@ void rope(std::span<float> x, size_t n_tokens, size_t token_stride, size_t n_hea
           std::span<const float> inv_freq, RopeLayout layout, int64_t pos0,
           float attn_factor = 1.0f) noexcept;
 
+// The cos and sin of every (token, pair) angle of a batch at positions pos0, pos0 + 1, ...:
+// computed once and shared by q and k and by every layer with the same frequencies (a decode
+// step of a 22-layer model otherwise forms 44 times the same 32 double cos / sin pairs). The
+// rotation through a table is bit-identical to rope() with the same arguments.
+struct RopeTable {
+  size_t pairs = 0;
+  std::vector<float> cos, sin;  // (n_tokens, pairs), times attn_factor
+};
+
+void rope_table(std::span<const float> inv_freq, int64_t pos0, size_t n_tokens, float attn_factor,
+                RopeTable& table);
+
+// rope() over tokens 0 .. n_tokens - 1 of the table (n_tokens <= the table's).
+void rope(std::span<float> x, size_t n_tokens, size_t token_stride, size_t n_heads, size_t head_dim,
+          const RopeTable& table, RopeLayout layout) noexcept;
+
 }  // namespace oxi::kernels

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "kernels/math/rope.h"
 #include "lib/llm/kv_cache.h"
 #include "lib/llm/model.h"
 
@@ -26,12 +27,19 @@ struct Activations {
   std::vector<float> logits;  // (n_vocab), or (rows, n_vocab) once all logits were asked for
 };
 
-// Everything a forward pass writes: cache, activations, and each layer's RoPE frequencies.
+// Everything a forward pass writes: cache, activations, and the RoPE angles of the batch.
 struct ForwardState {
   ForwardState(const Model& model, size_t n_ctx, size_t batch_capacity);
   KvCache cache;
   Activations act;
-  std::vector<std::vector<float>> inv_freq;  // (n_layer, rope_dims / 2)
+  // The distinct RoPE frequency sets of the layers (one for most models; Gemma 3's local and
+  // global layers two), each set's cos / sin for the current batch, and each layer's set.
+  std::vector<std::vector<float>> inv_freq;
+  std::vector<kernels::RopeTable> rope_tables;
+  std::vector<size_t> rope_set_of_layer;
+  const kernels::RopeTable& rope_table(size_t layer) const {
+    return rope_tables[rope_set_of_layer[layer]];
+  }
 };
 
 // Runs tokens at positions pos0 .. pos0 + n - 1 (n <= act.capacity, pos0 + n <= n_ctx),

@@ -1,5 +1,6 @@
 // Building blocks shared by the architectures, and the forward() entry point: embed, run the
 // architecture's layers, final norm and output projection.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -25,10 +26,14 @@ ForwardState::ForwardState(const Model& model, size_t n_ctx, size_t batch_capaci
   const ModelConfig& c = model.config();
   for (int il = 0; il < c.n_layer; ++il) {
     const kernels::RopeScaling none;
-    inv_freq.push_back(kernels::rope_inv_freq(c.rope_dims, c.rope_base_of_layer(il),
-                                              c.rope_scaled_layer(il) ? c.rope_scaling : none,
-                                              model.weights().rope_freq_factors));
+    std::vector<float> f = kernels::rope_inv_freq(c.rope_dims, c.rope_base_of_layer(il),
+                                                  c.rope_scaled_layer(il) ? c.rope_scaling : none,
+                                                  model.weights().rope_freq_factors);
+    const auto same = std::find(inv_freq.begin(), inv_freq.end(), f);
+    rope_set_of_layer.push_back(static_cast<size_t>(same - inv_freq.begin()));
+    if (same == inv_freq.end()) inv_freq.push_back(std::move(f));
   }
+  rope_tables.resize(inv_freq.size());
 }
 
 std::span<const float> forward(const Model& model, backends::Backend& backend, ForwardState& state,
@@ -46,6 +51,9 @@ std::span<const float> forward(const Model& model, backends::Backend& backend, F
   // Gemma scales embeddings by sqrt(n_embd) (HF Gemma3TextScaledWordEmbedding).
   const float embed_scale = c.arch == "gemma3" ? std::sqrt(static_cast<float>(c.n_embd)) : 1.0f;
   embed_tokens(model.weights(), tokens, c.n_embd, embed_scale, state.act.x);
+  for (size_t set = 0; set < state.inv_freq.size(); ++set)
+    kernels::rope_table(state.inv_freq[set], static_cast<int64_t>(pos0), n, 1.0f,
+                        state.rope_tables[set]);
   if (c.arch == "gemma3")
     gemma3_layers(model, backend, state, n, pos0);
   else

@@ -38,8 +38,8 @@ void forward_layer(const Model& model, backends::Backend& backend, ForwardState&
     rms_norm_rows(backend, k, n * c.n_head_kv, c.head_dim, w.k_norm, c.rms_eps, k);
   }
   // 4. rotate q and k by their positions
-  kernels::rope(a.q, n, q_dim, c.n_head, c.head_dim, s.inv_freq[il], c.rope_layout, pos0);
-  kernels::rope(k, n, kv_dim, c.n_head_kv, c.head_dim, s.inv_freq[il], c.rope_layout, pos0);
+  kernels::rope(a.q, n, q_dim, c.n_head, c.head_dim, s.rope_table(il), c.rope_layout);
+  kernels::rope(k, n, kv_dim, c.n_head_kv, c.head_dim, s.rope_table(il), c.rope_layout);
   // 5. attn = softmax(q k^T / sqrt(head_dim) + causal mask) v, over the whole cache
   cached_attention(backend, c, s.cache, il, a.q, n, pos0, a.attn);
   // 6. x = x + attn Wo^T

@@ -235,6 +235,30 @@ TEST(Rope, RotatesBothLayoutsWithPartialDims) {
   }
 }
 
+// A table computed once for a batch turns q and k exactly as rope() does on its own, for the
+// table's first tokens too (a layer may rotate fewer rows than the table holds).
+TEST(Rope, TableMatchesDirectRotationBitForBit) {
+  const size_t n_tokens = 5, n_heads = 3, head_dim = 12, stride = n_heads * head_dim + 2;
+  for (size_t rot_dims : {12, 8}) {
+    for (RopeLayout layout : {RopeLayout::adjacent, RopeLayout::neox}) {
+      const auto inv = rope_inv_freq(rot_dims, 500000.0f);
+      RopeTable table;
+      rope_table(inv, 123456, n_tokens, 0.75f, table);
+      ASSERT_EQ(table.pairs, rot_dims / 2);
+      for (size_t used : {n_tokens, size_t{2}}) {
+        const auto x0 = test::random_floats(n_tokens * stride, 31);
+        auto direct = x0, by_table = x0;
+        rope(direct, used, stride, n_heads, head_dim, inv, layout, int64_t{123456}, 0.75f);
+        rope(by_table, used, stride, n_heads, head_dim, table, layout);
+        for (size_t i = 0; i < x0.size(); ++i) ASSERT_EQ(by_table[i], direct[i]) << i;
+        // Something turned, and only within the tokens asked for.
+        EXPECT_NE(by_table[0], x0[0]);
+        for (size_t i = used * stride; i < x0.size(); ++i) ASSERT_EQ(by_table[i], x0[i]);
+      }
+    }
+  }
+}
+
 struct AttnCase {
   size_t n_q, n_heads, n_kv_heads, head_dim, kv_len, q_pos0;
   bool causal;
