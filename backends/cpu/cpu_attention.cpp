@@ -99,10 +99,21 @@ void CpuBackend::attention(const AttentionArgs& a) {
   p.window = a.window;
   p.scale = scale;
 
+  // A piece is a run of query heads of one kv head (the kernel reads each chunk of their keys
+  // once for all of them) and a block of queries. The heads of a kv head are split only when
+  // there would be too few pieces to keep the threads busy; the results do not depend on it.
   const size_t q_blocks = (a.n_queries + kAttentionQueryBlock - 1) / kAttentionQueryBlock;
-  run_pieces(a.n_heads * q_blocks, [&](size_t piece) {
-    const size_t head = piece / q_blocks, q_begin = (piece % q_blocks) * kAttentionQueryBlock;
-    kernels::attention(p, head, head + 1, q_begin,
+  const size_t group = a.n_heads / a.n_kv_heads;
+  size_t heads_per_piece = group;
+  const auto runs_per_group = [&] { return (group + heads_per_piece - 1) / heads_per_piece; };
+  while (heads_per_piece > 1 &&
+         a.n_kv_heads * runs_per_group() * q_blocks < 2 * static_cast<size_t>(threads_))
+    heads_per_piece = (heads_per_piece + 1) / 2;
+  const size_t runs = runs_per_group();
+  run_pieces(a.n_kv_heads * runs * q_blocks, [&](size_t piece) {
+    const size_t head_run = piece / q_blocks, q_begin = (piece % q_blocks) * kAttentionQueryBlock;
+    const size_t g = head_run / runs, first = g * group + (head_run % runs) * heads_per_piece;
+    kernels::attention(p, first, std::min((g + 1) * group, first + heads_per_piece), q_begin,
                        std::min(a.n_queries, q_begin + kAttentionQueryBlock));
   });
 }

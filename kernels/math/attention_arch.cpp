@@ -5,6 +5,7 @@
 // already there by e^(m_old - m_new) whenever the maximum grows (flash-attention style).
 // An f16 cache is widened a row at a time into a small buffer, then scored and summed by the
 // same f32 code, so it gives the f32 result on the widened values exactly.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -107,61 +108,95 @@ void score_keys(const Rows& rows, size_t first, size_t stride, const float* q, s
   for (; j < count; ++j) scores[j] = simd::dot(q, rows.row(first + j * stride, buffer), hd) * scale;
 }
 
+// One (head, query)'s online softmax state: out (in place) and the running maximum and sum.
+struct HeadState {
+  const float* q;
+  float* out;
+  float m, l;
+};
+
+// Scores and weighs keys [c0, c0 + count) for one head (the step of the online softmax).
+template <class Rows>
+void attend_chunk(const AttentionParams& p, const Rows& k_rows, const Rows& v_rows,
+                  size_t head_offset, size_t c0, size_t count, HeadState& st, float* scores,
+                  float* k_buffer, float* v_buffer) noexcept {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const size_t hd = p.head_dim;
+  score_keys(k_rows, head_offset + c0 * p.kv_token_stride, p.kv_token_stride, st.q, hd, p.scale,
+             count, scores, k_buffer);
+  // The maximum and the sum in vectors: a scalar loop is one dependent max or add a key.
+  // Padding to whole vectors with -inf gives the missing lanes no weight in either.
+  const size_t padded = (count + simd::kLanes - 1) / simd::kLanes * simd::kLanes;
+  std::fill(scores + count, scores + padded, kNegInf);
+  simd::F lane_max = simd::splat(kNegInf);
+  for (size_t j = 0; j < padded; j += simd::kLanes)
+    lane_max = simd::max(lane_max, simd::load_aligned(scores + j));
+  const float m_new = std::max(st.m, simd::max_lane(lane_max));
+  if (m_new == kNegInf) return;  // every score -inf so far: nothing to weigh yet
+  if (st.m != kNegInf && m_new > st.m) {
+    const float alpha = std::exp(st.m - m_new);
+    simd::affine(st.out, alpha, 0.0f, st.out, hd);
+    st.l *= alpha;
+  }
+  const simd::F shift = simd::splat(m_new);
+  simd::F lane_sum = simd::splat(0.0f);
+  for (size_t j = 0; j < padded; j += simd::kLanes) {
+    const simd::F e = simd::exp(simd::load_aligned(scores + j) - shift);
+    simd::store(scores + j, e);
+    lane_sum = lane_sum + e;
+  }
+  st.l += simd::sum(lane_sum);
+  accumulate_values(v_rows, head_offset + c0 * p.kv_token_stride, p.kv_token_stride, scores, count,
+                    st.out, hd, v_buffer);
+  st.m = m_new;
+}
+
+// The heads of one kv head take each chunk of keys in turn, so the chunk's K and V rows come
+// from memory once for all of them and from L1 / L2 for the rest (a grouped-query model has
+// 4-8 query heads per kv head; decode's K / V are not in cache, the weights stream between).
+// Each head's steps are those it would take alone, so the result does not depend on how
+// heads are grouped. TinyLlama-shaped decode attention (32 / 4 heads of 64): at 512 keys one
+// thread 231-242 -> 180-184 us a layer; at 64-128 keys no change (docs/benchmarks.md,
+// nineteenth session).
 template <class Rows>
 void attention_rows(const AttentionParams& p, Rows k_rows, Rows v_rows, size_t head_begin,
                     size_t head_end, size_t q_begin, size_t q_end) noexcept {
-  constexpr size_t kChunk = 64;
+  constexpr size_t kChunk = 64, kMaxHeads = 16;  // heads that share a pass over the keys
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const size_t hd = p.head_dim;
   const size_t group = p.n_heads / p.n_kv_heads;
   alignas(64) float scores[kChunk];
   alignas(64) float k_buffer[kMaxF16HeadDim], v_buffer[kMaxF16HeadDim];
+  HeadState st[kMaxHeads];
 
-  // Heads outer: consecutive queries of one head reuse the same K / V rows from cache.
-  for (size_t h = head_begin; h < head_end; ++h) {
-    const size_t g = h / group;
+  // Query outer within a run of heads of one kv head: consecutive queries reuse its K / V rows
+  // from cache too.
+  for (size_t h0 = head_begin; h0 < head_end;) {
+    const size_t g = h0 / group;
+    const size_t h1 = std::min({head_end, (g + 1) * group, h0 + kMaxHeads});
     const size_t head_offset = g * hd;
     for (size_t t = q_begin; t < q_end; ++t) {
-      const float* q = p.q + t * p.q_token_stride + h * hd;
-      float* out = p.out + t * p.out_token_stride + h * hd;
       const size_t pos = p.q_pos0 + t;
       const size_t hi = p.causal ? std::min(p.kv_len, pos + 1) : p.kv_len;
       const size_t lo = (p.window > 0 && pos + 1 > p.window) ? pos + 1 - p.window : 0;
-
-      std::fill(out, out + hd, 0.0f);
-      float m = kNegInf, l = 0.0f;
+      for (size_t h = h0; h < h1; ++h) {
+        HeadState& s = st[h - h0];
+        s = {p.q + t * p.q_token_stride + h * hd, p.out + t * p.out_token_stride + h * hd, kNegInf,
+             0.0f};
+        std::fill(s.out, s.out + hd, 0.0f);
+      }
       for (size_t c0 = lo; c0 < hi; c0 += kChunk) {
         const size_t count = std::min(kChunk, hi - c0);
-        score_keys(k_rows, head_offset + c0 * p.kv_token_stride, p.kv_token_stride, q, hd, p.scale,
-                   count, scores, k_buffer);
-        // The maximum and the sum in vectors: a scalar loop is one dependent max or add a key.
-        // Padding to whole vectors with -inf gives the missing lanes no weight in either.
-        const size_t padded = (count + simd::kLanes - 1) / simd::kLanes * simd::kLanes;
-        std::fill(scores + count, scores + padded, kNegInf);
-        simd::F lane_max = simd::splat(kNegInf);
-        for (size_t j = 0; j < padded; j += simd::kLanes)
-          lane_max = simd::max(lane_max, simd::load_aligned(scores + j));
-        const float m_new = std::max(m, simd::max_lane(lane_max));
-        if (m_new == kNegInf) continue;  // every score -inf so far: nothing to weigh yet
-        if (m != kNegInf && m_new > m) {
-          const float alpha = std::exp(m - m_new);
-          simd::affine(out, alpha, 0.0f, out, hd);
-          l *= alpha;
-        }
-        const simd::F shift = simd::splat(m_new);
-        simd::F lane_sum = simd::splat(0.0f);
-        for (size_t j = 0; j < padded; j += simd::kLanes) {
-          const simd::F e = simd::exp(simd::load_aligned(scores + j) - shift);
-          simd::store(scores + j, e);
-          lane_sum = lane_sum + e;
-        }
-        l += simd::sum(lane_sum);
-        accumulate_values(v_rows, head_offset + c0 * p.kv_token_stride, p.kv_token_stride, scores,
-                          count, out, hd, v_buffer);
-        m = m_new;
+        for (size_t h = h0; h < h1; ++h)
+          attend_chunk(p, k_rows, v_rows, head_offset, c0, count, st[h - h0], scores, k_buffer,
+                       v_buffer);
       }
-      if (l > 0.0f) simd::affine(out, 1.0f / l, 0.0f, out, hd);
+      for (size_t h = h0; h < h1; ++h) {
+        const HeadState& s = st[h - h0];
+        if (s.l > 0.0f) simd::affine(s.out, 1.0f / s.l, 0.0f, s.out, hd);
+      }
     }
+    h0 = h1;
   }
 }
 

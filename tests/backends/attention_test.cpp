@@ -122,6 +122,9 @@ TEST(CpuAttention, PrefillGqaCausalMatchesNaiveDouble) {
 TEST(CpuAttention, DecodeOneQuery) {
   const auto backend = make_cpu_backend(2);
   expect_matches(*backend, {1, 77, 6, 3, 128, 76, true, 0}, 2);
+  // Multi-query: 20 heads on one kv head, more than the kernel takes through the keys at once,
+  // and split over the threads.
+  expect_matches(*backend, {1, 150, 20, 1, 64, 149, true, 0}, 13);
 }
 
 TEST(CpuAttention, NonCausalAndSlidingWindow) {
@@ -140,10 +143,11 @@ TEST(CpuAttention, LongNonCausalThroughTheGemmMatchesNaiveDouble) {
 
 TEST(CpuAttention, BitIdenticalAcrossThreadCounts) {
   for (const Shape& s :
-       {Shape{70, 90, 8, 2, 64, 20, true, 0}, Shape{130, 140, 4, 2, 32, 0, false, 0}}) {
+       {Shape{70, 90, 8, 2, 64, 20, true, 0}, Shape{130, 140, 4, 2, 32, 0, false, 0},
+        Shape{1, 90, 20, 1, 64, 89, true, 0}, Shape{1, 90, 8, 2, 64, 89, true, 0}}) {
     const Problem p = make_problem(s, 5);
     std::vector<float> first;
-    for (int threads : {1, 2, 3}) {
+    for (int threads : {1, 2, 3, 8}) {
       const auto backend = make_cpu_backend(threads);
       std::vector<float> out(p.s.n_queries * p.out_stride, 0.0f);
       backend->attention(p.args(out));
