@@ -23,6 +23,8 @@ struct F32Rows {
   const float* base;
   const float* row(size_t offset, float*) const noexcept { return base + offset; }
   simd::F lanes(size_t offset, size_t i) const noexcept { return simd::load(base + offset + i); }
+  const void* address(size_t offset) const noexcept { return base + offset; }
+  static constexpr size_t kElemBytes = sizeof(float);
 };
 
 // Rows of an f16 cache are widened into the caller's buffer (head_dim floats), or a vector at
@@ -48,7 +50,27 @@ struct F16Rows {
     return simd::F(LoadF16::one(src, i));
 #endif
   }
+  const void* address(size_t offset) const noexcept {
+    return base + offset;
+  }
+  static constexpr size_t kElemBytes = sizeof(uint16_t);
 };
+
+// Requests the K and V rows of keys [c0, c0 + count) of one kv head into the cache.
+template <class Rows>
+void prefetch_keys(const AttentionParams& p, const Rows& k_rows, const Rows& v_rows,
+                   size_t head_offset, size_t c0, size_t count) noexcept {
+  const size_t row_bytes = p.head_dim * Rows::kElemBytes;
+  for (size_t j = c0; j < c0 + count; ++j) {
+    const size_t offset = head_offset + j * p.kv_token_stride;
+    const auto* k = static_cast<const char*>(k_rows.address(offset));
+    const auto* v = static_cast<const char*>(v_rows.address(offset));
+    for (size_t b = 0; b < row_bytes; b += 64) {
+      __builtin_prefetch(k + b);
+      __builtin_prefetch(v + b);
+    }
+  }
+}
 
 // out[0, hd) += sum_j p[j] * v_j over `count` value rows (row j at offset first + j * stride),
 // key after key for every element, as an axpy per row would do, so the sums are the same; but
@@ -185,8 +207,14 @@ void attention_rows(const AttentionParams& p, Rows k_rows, Rows v_rows, size_t h
              0.0f};
         std::fill(s.out, s.out + hd, 0.0f);
       }
+      // Decode's K / V are in memory, the weights having streamed through the caches since
+      // the token before: each chunk is requested while the heads work on the one before.
+      prefetch_keys(p, k_rows, v_rows, head_offset, lo, std::min(kChunk, hi - lo));
       for (size_t c0 = lo; c0 < hi; c0 += kChunk) {
         const size_t count = std::min(kChunk, hi - c0);
+        if (c0 + kChunk < hi)
+          prefetch_keys(p, k_rows, v_rows, head_offset, c0 + kChunk,
+                        std::min(kChunk, hi - c0 - kChunk));
         for (size_t h = h0; h < h1; ++h)
           attend_chunk(p, k_rows, v_rows, head_offset, c0, count, st[h - h0], scores, k_buffer,
                        v_buffer);
