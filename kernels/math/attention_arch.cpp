@@ -209,7 +209,7 @@ void attention_rows(const AttentionParams& p, Rows k_rows, Rows v_rows, size_t h
       }
       // Decode's K / V are in memory, the weights having streamed through the caches since
       // the token before: each chunk is requested while the heads work on the one before.
-      prefetch_keys(p, k_rows, v_rows, head_offset, lo, std::min(kChunk, hi - lo));
+      if (lo < hi) prefetch_keys(p, k_rows, v_rows, head_offset, lo, std::min(kChunk, hi - lo));
       for (size_t c0 = lo; c0 < hi; c0 += kChunk) {
         const size_t count = std::min(kChunk, hi - c0);
         if (c0 + kChunk < hi)
