@@ -104,12 +104,12 @@ void CpuBackend::attention(const AttentionArgs& a) {
   // there would be too few pieces to keep the threads busy; the results do not depend on it.
   const size_t q_blocks = (a.n_queries + kAttentionQueryBlock - 1) / kAttentionQueryBlock;
   const size_t group = a.n_heads / a.n_kv_heads;
-  size_t heads_per_piece = group;
-  const auto runs_per_group = [&] { return (group + heads_per_piece - 1) / heads_per_piece; };
-  while (heads_per_piece > 1 &&
-         a.n_kv_heads * runs_per_group() * q_blocks < 2 * static_cast<size_t>(threads_))
-    heads_per_piece = (heads_per_piece + 1) / 2;
-  const size_t runs = runs_per_group();
+  // Runs per kv head for at least two pieces a thread, at most one head each.
+  const size_t kv_pieces = a.n_kv_heads * q_blocks;
+  const size_t wanted_runs =
+      std::min(group, (2 * static_cast<size_t>(threads_) + kv_pieces - 1) / kv_pieces);
+  const size_t heads_per_piece = (group + wanted_runs - 1) / wanted_runs;
+  const size_t runs = (group + heads_per_piece - 1) / heads_per_piece;
   run_pieces(a.n_kv_heads * runs * q_blocks, [&](size_t piece) {
     const size_t head_run = piece / q_blocks, q_begin = (piece % q_blocks) * kAttentionQueryBlock;
     const size_t g = head_run / runs, first = g * group + (head_run % runs) * heads_per_piece;

@@ -12,6 +12,7 @@
 
 #include "kernels/arch.h"
 #include "kernels/formats/float_tiles.h"
+#include "kernels/formats/prefetch.h"
 #include "kernels/math/arch_math.h"
 #include "kernels/math/simd.h"
 
@@ -65,7 +66,7 @@ void prefetch_keys(const AttentionParams& p, const Rows& k_rows, const Rows& v_r
     const size_t offset = head_offset + j * p.kv_token_stride;
     const auto* k = static_cast<const char*>(k_rows.address(offset));
     const auto* v = static_cast<const char*>(v_rows.address(offset));
-    for (size_t b = 0; b < row_bytes; b += 64) {
+    for (size_t b = 0; b < row_bytes; b += kCacheLine) {
       __builtin_prefetch(k + b);
       __builtin_prefetch(v + b);
     }
