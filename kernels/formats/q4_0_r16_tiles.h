@@ -5,8 +5,10 @@
 // int32 lane each): 4 loads of 32 quant bytes, 3 ops to split nibbles, 8 maddubs summed in
 // int16, then one madd, the zero point, one convert and one FMA with the 8 scales converted by
 // one vcvtph2ps: about 5 instructions per block instead of plain q4_0's ~15. On avx512 the
-// maddubs pairs and their int16 sums become VNNI dot products into int32 (simd::ByteDots): same
-// sums, but no faster in cache (2048-wide rows, one core: 50-52 GB/s either way).
+// maddubs pairs and their int16 sums become VNNI dot products into int32 (simd::ByteDots), and
+// the high nibbles enter as byte & 0xF0 into their own sums, divided by 16 once per half
+// (ByteDots::kHighInPlace): one op per 32 bytes instead of three; in cache (2048-wide rows,
+// one core) 57 -> 61 GB/s, same sums.
 //
 // The int16 sums cannot overflow: a maddubs lane is u0 * a0 + u1 * a1 with u <= 15 and
 // |a| <= 127 (q8_0 activations never hold -128), so 8 of them stay within 8 * 3810 = 30480.
@@ -40,6 +42,9 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
   template <int T>
   static constexpr int kRowsPerPass = T >= 4 ? 1 : (T >= 2 ? 2 : 4);
 
+  // VNNI int32 sums take the high nibbles in place (simd::ByteDots::kHighInPlace).
+  static constexpr bool kHighInPlace = simd::ByteDots::kHighInPlace;
+
   template <int T, int P>
   static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
@@ -62,16 +67,26 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
         for (int p = 0; p < P; ++p) {
           const __m256 dw =
               _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg[p]->d + 8 * c)));
-          simd::ByteDots dots[T];
+          simd::ByteDots dots[T], dots_hi[T];
           for (int k = 0; k < 4; ++k) {
             const __m256i q = simd::load256_once(wg[p]->qs[k] + 32 * c);
             const __m256i lo = _mm256_and_si256(q, low4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-            for (int t = 0; t < T; ++t) {
-              dots[t].add(lo, simd::load256(a[t]->q[k][0] + 32 * c));
-              dots[t].add(hi, simd::load256(a[t]->q[k][1] + 32 * c));
+            if constexpr (kHighInPlace) {
+              const __m256i hi = _mm256_andnot_si256(low4, q);  // 16 x the high nibble
+              for (int t = 0; t < T; ++t) {
+                dots[t].add(lo, simd::load256(a[t]->q[k][0] + 32 * c));
+                dots_hi[t].add(hi, simd::load256(a[t]->q[k][1] + 32 * c));
+              }
+            } else {
+              const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+              for (int t = 0; t < T; ++t) {
+                dots[t].add(lo, simd::load256(a[t]->q[k][0] + 32 * c));
+                dots[t].add(hi, simd::load256(a[t]->q[k][1] + 32 * c));
+              }
             }
           }
+          if constexpr (kHighInPlace)
+            for (int t = 0; t < T; ++t) dots[t].add_sixteenths(dots_hi[t]);
           for (int t = 0; t < T; ++t) {
             const __m256i zero = simd::load256(a[t]->zero + 8 * c);
             const __m256i s32 = _mm256_sub_epi32(dots[t].lanes(), zero);

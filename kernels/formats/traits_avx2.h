@@ -99,6 +99,11 @@ inline __m256i add_dot_u8s8(__m256i acc, __m256i u, __m256i x) noexcept {
 // below 2^15) and widened once at the end: two instructions a step instead of three.
 struct ByteDots {
   static constexpr bool kInt32 = kVnni;
+  // The high nibbles of packed 4-bit weights can enter unshifted, as 16 x their value (byte &
+  // 0xF0, one op instead of a shift and a mask), into a second ByteDots that add_sixteenths
+  // folds in once: its lanes are exact multiples of 16 (at most 240 x 127 x 4 per step in
+  // int32). Only with int32 lanes: maddubs' int16 pairs of such bytes would saturate.
+  static constexpr bool kHighInPlace = kInt32;
   __m256i v = _mm256_setzero_si256();
 
   void add(__m256i u, __m256i x) noexcept {
@@ -106,6 +111,10 @@ struct ByteDots {
       v = _mm256_dpbusd_epi32(v, u, x);
     else
       v = _mm256_add_epi16(v, _mm256_maddubs_epi16(u, x));
+  }
+  // += sixteen / 16, sixteen holding the products of (16 x nibble) bytes (kHighInPlace only)
+  void add_sixteenths(const ByteDots& sixteen) noexcept {
+    v = _mm256_add_epi32(v, _mm256_srai_epi32(sixteen.v, 4));
   }
   // int32 lanes: each the sum of its lane's products
   __m256i lanes() const noexcept {
