@@ -7,7 +7,7 @@
 // one vcvtph2ps: about 5 instructions per block instead of plain q4_0's ~15. On avx512 the
 // maddubs pairs and their int16 sums become VNNI dot products into int32 (simd::ByteDots), and
 // the high nibbles enter as byte & 0xF0 into their own sums, divided by 16 once per half
-// (ByteDots::kHighInPlace): one op per 32 bytes instead of three; in cache (2048-wide rows,
+// (simd::NibbleDots): one op per 32 bytes instead of three; in cache (2048-wide rows,
 // one core) 57 -> 61 GB/s, same sums.
 //
 // The int16 sums cannot overflow: a maddubs lane is u0 * a0 + u1 * a1 with u <= 15 and
@@ -42,14 +42,10 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
   template <int T>
   static constexpr int kRowsPerPass = T >= 4 ? 1 : (T >= 2 ? 2 : 4);
 
-  // VNNI int32 sums take the high nibbles in place (simd::ByteDots::kHighInPlace).
-  static constexpr bool kHighInPlace = simd::ByteDots::kHighInPlace;
-
   template <int T, int P>
   static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
     const size_t blocks = n / QK, groups = blocks / kR16Blocks;
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
     __m256 acc[T][P];
     for (int t = 0; t < T; ++t)
       for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
@@ -67,29 +63,17 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
         for (int p = 0; p < P; ++p) {
           const __m256 dw =
               _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg[p]->d + 8 * c)));
-          simd::ByteDots dots[T], dots_hi[T];
+          simd::NibbleDots dots[T];
           for (int k = 0; k < 4; ++k) {
-            const __m256i q = simd::load256_once(wg[p]->qs[k] + 32 * c);
-            const __m256i lo = _mm256_and_si256(q, low4);
-            if constexpr (kHighInPlace) {
-              const __m256i hi = _mm256_andnot_si256(low4, q);  // 16 x the high nibble
-              for (int t = 0; t < T; ++t) {
-                dots[t].add(lo, simd::load256(a[t]->q[k][0] + 32 * c));
-                dots_hi[t].add(hi, simd::load256(a[t]->q[k][1] + 32 * c));
-              }
-            } else {
-              const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-              for (int t = 0; t < T; ++t) {
-                dots[t].add(lo, simd::load256(a[t]->q[k][0] + 32 * c));
-                dots[t].add(hi, simd::load256(a[t]->q[k][1] + 32 * c));
-              }
+            const auto q = simd::NibbleDots::split(simd::load256_once(wg[p]->qs[k] + 32 * c));
+            for (int t = 0; t < T; ++t) {
+              dots[t].add(q, simd::load256(a[t]->q[k][0] + 32 * c),
+                          simd::load256(a[t]->q[k][1] + 32 * c));
             }
           }
-          if constexpr (kHighInPlace)
-            for (int t = 0; t < T; ++t) dots[t].add_sixteenths(dots_hi[t]);
           for (int t = 0; t < T; ++t) {
             const __m256i zero = simd::load256(a[t]->zero + 8 * c);
-            const __m256i s32 = _mm256_sub_epi32(dots[t].lanes(), zero);
+            const __m256i s32 = _mm256_sub_epi32(dots[t].sum().lanes(), zero);
             const __m256 scale = _mm256_mul_ps(dw, _mm256_loadu_ps(a[t]->d + 8 * c));
             acc[t][p] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(s32), acc[t][p]);
           }

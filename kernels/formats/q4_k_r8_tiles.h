@@ -8,7 +8,7 @@
 // group. About 35 instructions per block and row instead of ~60 for plain q4_K. On avx512 the
 // int16 sums become VNNI dot products into int32 and the scale a vpmulld (simd::ByteDots), and
 // the high nibbles enter as byte & 0xF0 into their own sums, divided by 16 once per sub-block
-// (ByteDots::kHighInPlace): one op per 32 bytes instead of three; in cache (2048-wide rows,
+// (simd::NibbleDots): one op per 32 bytes instead of three; in cache (2048-wide rows,
 // one core) 47 -> 50-51 GB/s, same sums.
 //
 // Each (token, row) accumulator sees the same steps whatever T and R are, and the blocks of a
@@ -39,9 +39,6 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
   // weights fit the 16 ymm registers.
   template <int T>
   static constexpr int kRowsPerPass = T >= 2 ? 1 : 4;
-
-  // VNNI int32 sums take the high nibbles in place (simd::ByteDots::kHighInPlace).
-  static constexpr bool kHighInPlace = simd::ByteDots::kHighInPlace;
 
   // k2 for lane_bytes: a zero high int16
   static constexpr int kNoByte = -1;
@@ -105,30 +102,16 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
         for (int t = 0; t < T; ++t) sum[t] = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int j = 0; j < 8; ++j) {
-          simd::ByteDots dots[T], dots_hi[T];
+          simd::NibbleDots dots[T];
           for (int i = 0; i < 4; ++i) {
-            const __m256i q = simd::load256_once(wg->qs[j][i]);
-            const __m256i lo = _mm256_and_si256(q, low4);
-            if constexpr (kHighInPlace) {
-              const __m256i hi = _mm256_andnot_si256(low4, q);  // 16 x the high nibble
-              for (int t = 0; t < T; ++t) {
-                dots[t].add(lo, simd::load256(a[t]->q[j][i][0]));
-                dots_hi[t].add(hi, simd::load256(a[t]->q[j][i][1]));
-              }
-            } else {
-              const __m256i hi4 = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-              for (int t = 0; t < T; ++t) {
-                dots[t].add(lo, simd::load256(a[t]->q[j][i][0]));
-                dots[t].add(hi4, simd::load256(a[t]->q[j][i][1]));
-              }
-            }
+            const auto q = simd::NibbleDots::split(simd::load256_once(wg->qs[j][i]));
+            for (int t = 0; t < T; ++t)
+              dots[t].add(q, simd::load256(a[t]->q[j][i][0]), simd::load256(a[t]->q[j][i][1]));
           }
-          if constexpr (kHighInPlace)
-            for (int t = 0; t < T; ++t) dots[t].add_sixteenths(dots_hi[t]);
           // the sub-block's scale in every lane, as ByteDots::times takes it
           const int k = j % 4, k2 = simd::ByteDots::kInt32 ? kNoByte : k;
           const __m256i sc = _mm256_shuffle_epi8(j < 4 ? s03 : s47, lane_bytes(k, k2));
-          for (int t = 0; t < T; ++t) sum[t] = _mm256_add_epi32(sum[t], dots[t].times(sc));
+          for (int t = 0; t < T; ++t) sum[t] = _mm256_add_epi32(sum[t], dots[t].sum().times(sc));
         }
         for (int t = 0; t < T; ++t) {
           const __m256 ad = _mm256_loadu_ps(a[t]->d);

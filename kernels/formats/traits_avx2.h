@@ -99,11 +99,6 @@ inline __m256i add_dot_u8s8(__m256i acc, __m256i u, __m256i x) noexcept {
 // below 2^15) and widened once at the end: two instructions a step instead of three.
 struct ByteDots {
   static constexpr bool kInt32 = kVnni;
-  // The high nibbles of packed 4-bit weights can enter unshifted, as 16 x their value (byte &
-  // 0xF0, one op instead of a shift and a mask), into a second ByteDots that add_sixteenths
-  // folds in once: its lanes are exact multiples of 16 (at most 240 x 127 x 4 per step in
-  // int32). Only with int32 lanes: maddubs' int16 pairs of such bytes would saturate.
-  static constexpr bool kHighInPlace = kInt32;
   __m256i v = _mm256_setzero_si256();
 
   void add(__m256i u, __m256i x) noexcept {
@@ -111,10 +106,6 @@ struct ByteDots {
       v = _mm256_dpbusd_epi32(v, u, x);
     else
       v = _mm256_add_epi16(v, _mm256_maddubs_epi16(u, x));
-  }
-  // += sixteen / 16, sixteen holding the products of (16 x nibble) bytes (kHighInPlace only)
-  void add_sixteenths(const ByteDots& sixteen) noexcept {
-    v = _mm256_add_epi32(v, _mm256_srai_epi32(sixteen.v, 4));
   }
   // int32 lanes: each the sum of its lane's products
   __m256i lanes() const noexcept {
@@ -130,6 +121,40 @@ struct ByteDots {
       return _mm256_mullo_epi32(v, scale);
     else
       return _mm256_madd_epi16(v, scale);
+  }
+};
+
+// ByteDots over packed 4-bit weights (q4_0_r16, q4_k_r8): each byte's low nibble against one
+// activation vector, its high nibble against another. With int32 lanes (kHighInPlace) the high
+// nibbles enter unshifted, as 16 x their value (byte & 0xF0: one op instead of a shift and a
+// mask), into sums of their own that sum() divides by 16 once: exact, their lanes are multiples
+// of 16 (at most 240 x 127 x 4 per step). Not with maddubs' int16 pairs: those would saturate.
+struct NibbleDots {
+  static constexpr bool kHighInPlace = ByteDots::kInt32;
+  // One weight vector split once, for every token's add.
+  struct Split {
+    __m256i low, high;  // high: 16 x the nibble when kHighInPlace, else the nibble
+  };
+  static Split split(__m256i q) noexcept {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    if constexpr (kHighInPlace)
+      return {_mm256_and_si256(q, low4), _mm256_andnot_si256(low4, q)};
+    else
+      return {_mm256_and_si256(q, low4), _mm256_and_si256(_mm256_srli_epi16(q, 4), low4)};
+  }
+
+  ByteDots low, high;  // high: only used when kHighInPlace
+
+  void add(const Split& q, __m256i x_low, __m256i x_high) noexcept {
+    low.add(q.low, x_low);
+    (kHighInPlace ? high : low).add(q.high, x_high);
+  }
+  // All products, as one ByteDots.
+  ByteDots sum() const noexcept {
+    if constexpr (!kHighInPlace) return low;
+    ByteDots s = low;
+    s.v = _mm256_add_epi32(s.v, _mm256_srai_epi32(high.v, 4));
+    return s;
   }
 };
 
