@@ -217,6 +217,21 @@ TEST_F(CliLlm, BenchLlmJson) {
   const double per_layer = (64 * 64 + 2 * 32 * 64 + 64 * 64 + 3 * 128 * 64) * 4.0;
   EXPECT_DOUBLE_EQ(j.at("weight_bytes_per_token").get<double>(),
                    2 * per_layer + 300 * 64 * 4.0 + 64 * 4.0);
+  // Where the extra timed tokens went: shares of their time that add up to all of it, and the
+  // products' weight bytes over the products' own seconds (faster than over the whole step).
+  const double products = j.at("decode_products_pct").get<double>();
+  const double attention = j.at("decode_attention_pct").get<double>();
+  const double other = j.at("decode_other_pct").get<double>();
+  EXPECT_GT(products, 0);
+  EXPECT_GT(attention, 0);
+  EXPECT_GE(other, 0);
+  EXPECT_NEAR(products + attention + other, 100.0, 1e-9);
+  const double step_ms = j.at("decode_split_ms_per_token").get<double>();
+  EXPECT_GT(step_ms, 0);
+  EXPECT_NEAR(
+      j.at("decode_products_gbs").get<double>(),
+      j.at("weight_bytes_per_token").get<double>() / (step_ms * 1e-3 * products / 100) / 1e9,
+      1e-6 * j.at("decode_products_gbs").get<double>());
 }
 
 }  // namespace

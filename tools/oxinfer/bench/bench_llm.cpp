@@ -17,6 +17,7 @@
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/bench/machine_limits.h"
 #include "tools/oxinfer/bench/process_memory.h"
+#include "tools/oxinfer/bench/timed_backend.h"
 
 namespace oxi::bench {
 namespace {
@@ -126,6 +127,35 @@ LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps, 
   return r;
 }
 
+DecodeSplit split_decode(std::shared_ptr<const llm::Model> model, backends::Backend& backend,
+                         size_t tg) {
+  TimedBackend timed(backend);
+  llm::Session session(model, timed, tg + 2);
+  std::mt19937 rng(4321);
+  std::uniform_int_distribution<int32_t> token(0, model->config().n_vocab - 1);
+  const int32_t first = token(rng);
+  session.eval(std::span<const int32_t>(&first, 1));  // warm-up, not timed
+  timed.reset();
+  double seconds = 0;
+  for (size_t i = 0; i < tg; ++i) {
+    const int32_t id = token(rng);
+    const Clock::time_point start = Clock::now();
+    session.eval(std::span<const int32_t>(&id, 1));
+    seconds += seconds_since(start);
+  }
+  DecodeSplit d;
+  d.tokens = tg;
+  if (tg == 0 || seconds <= 0) return d;
+  const TimedBackend::Seconds& s = timed.seconds();
+  d.ms_per_token = 1e3 * seconds / static_cast<double>(tg);
+  d.products_pct = 100.0 * s.products / seconds;
+  d.attention_pct = 100.0 * s.attention / seconds;
+  d.other_pct = 100.0 - d.products_pct - d.attention_pct;
+  if (s.products > 0)
+    d.products_gbs = decode_weight_bytes(*model) * static_cast<double>(tg) / s.products / 1e9;
+  return d;
+}
+
 }  // namespace oxi::bench
 
 namespace oxi::cli {
@@ -181,6 +211,7 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   // the passes interleaved with its tokens (bench_llm.h says why).
   double read_peak = 0;
   bench::LlmBenchResult r;
+  bench::DecodeSplit split;
   {  // one buffer for both (freed before the memory figures below)
     bench::ReadPass read_pass(*backend);
     read_peak = bench::measure_read_bandwidth_gbs(read_pass);
@@ -191,6 +222,7 @@ int run_bench_llm(const std::vector<std::string>& argv) {
     bench::RegionsRead weights_read(regions, *backend);
     r = bench::bench_llm(session, static_cast<size_t>(pp), static_cast<size_t>(tg),
                          static_cast<int>(reps), read_pass, weights_read);
+    if (tg > 0) split = bench::split_decode(model, *backend, static_cast<size_t>(tg));
   }
   const double read_bw = r.read_bandwidth_gbs, bandwidth_pct = r.decode_bandwidth_pct;
   const double pct_of_peak = read_peak > 0 ? 100.0 * r.decode_gbs / read_peak : 0.0;
@@ -226,6 +258,11 @@ int run_bench_llm(const std::vector<std::string>& argv) {
                                 {"weights_read_gbs", weights_read_gbs},
                                 {"weights_read_pct_of_read", weights_read_pct},
                                 {"decode_pct_of_weights_read", r.decode_pct_of_weights_read},
+                                {"decode_split_ms_per_token", split.ms_per_token},
+                                {"decode_products_pct", split.products_pct},
+                                {"decode_attention_pct", split.attention_pct},
+                                {"decode_other_pct", split.other_pct},
+                                {"decode_products_gbs", split.products_gbs},
                                 {"resident_bytes", resident},
                                 {"resident_before_load_bytes", baseline},
                                 {"model_file_bytes", file_bytes},
@@ -248,6 +285,12 @@ int run_bench_llm(const std::vector<std::string>& argv) {
           "%-28s %9.2f GB/s = %.1f%% of the read bandwidth (decode's regions and order, no "
           "arithmetic; decode: %.1f%% of it)\n",
           "weights read alone", weights_read_gbs, weights_read_pct, r.decode_pct_of_weights_read);
+    if (tg > 0)
+      std::printf(
+          "%-28s %9.2f ms a token: products %.1f%% (their weight reads %.2f GB/s), attention "
+          "%.1f%%, the rest %.1f%% (%lld more tokens, timed by call)\n",
+          "decode split", split.ms_per_token, split.products_pct, split.products_gbs,
+          split.attention_pct, split.other_pct, tg);
     std::printf(
         "%-28s %9.1f MB = %.1f%% of file %.1f MB + KV cache %.1f MB (%.1f MB before "
         "loading)\n",

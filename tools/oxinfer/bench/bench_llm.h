@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,19 @@ struct LlmBenchResult {
   double weights_read_gbs = 0;
   double decode_pct_of_weights_read = 0;
 };
+
+// Where a decode step's time goes: tg tokens generated one at a time through a TimedBackend
+// (timed_backend.h) over the session's backend, with nothing between them.
+struct DecodeSplit {
+  size_t tokens = 0;
+  double ms_per_token = 0;
+  double products_pct = 0;   // in the matrix products
+  double attention_pct = 0;  // in attention
+  double other_pct = 0;      // the rest: norms, RoPE, SwiGLU, residual adds, embedding
+  double products_gbs = 0;   // weight bytes per token / the products' seconds per token
+};
+DecodeSplit split_decode(std::shared_ptr<const llm::Model> model, backends::Backend& backend,
+                         size_t tg);
 
 // Bytes of weight matrices one decode step reads: every layer matrix, the output projection
 // and one embedding row (the KV cache is not counted).

@@ -1,0 +1,47 @@
+// A Backend that forwards every call to another one and adds up the seconds its calls take,
+// by kind: the matrix products and attention. What a decode step spends outside them (norms,
+// RoPE, SwiGLU, residual adds, the serial work between regions) is the step's time less those.
+// bench llm runs one extra generation through it to say where decode's time goes; the calls it
+// times take 50-1000 us each, so the two clock reads a call cost nothing measurable.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <string_view>
+
+#include "backends/backend.h"
+
+namespace oxi::bench {
+
+class TimedBackend final : public backends::Backend {
+ public:
+  explicit TimedBackend(backends::Backend& inner) : inner_(inner) {}
+
+  struct Seconds {
+    double products = 0;   // matmul and matmul_shared_input
+    double attention = 0;  // attention
+  };
+  const Seconds& seconds() const { return seconds_; }
+  void reset() { seconds_ = {}; }
+
+  std::string_view name() const override { return inner_.name(); }
+  int threads() const override { return inner_.threads(); }
+  void matmul(const backends::WeightMatrix& w, std::span<const float> x, size_t m,
+              std::span<float> y, const float* bias) override;
+  void matmul_shared_input(std::span<const float> x, size_t m,
+                           std::span<const SharedInputProduct> products) override;
+  void attention(const backends::AttentionArgs& args) override;
+  void release_scratch() override { inner_.release_scratch(); }
+  void parallel_for(size_t n, size_t grain,
+                    const std::function<void(size_t begin, size_t end)>& fn) override {
+    inner_.parallel_for(n, grain, fn);
+  }
+
+ private:
+  backends::Backend& inner_;
+  Seconds seconds_;
+};
+
+}  // namespace oxi::bench
