@@ -40,6 +40,9 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
   template <int T>
   static constexpr int kRowsPerPass = T >= 2 ? 1 : 4;
 
+  // The bytes of a group one sub-block's step requests ahead of itself.
+  static constexpr size_t kPrefetchSlice = sizeof(WeightGroupK8) / 8;
+
   // k2 for lane_bytes: a zero high int16
   static constexpr int kNoByte = -1;
 
@@ -67,9 +70,6 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
       for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const ActGroupK8*>(x + t * x_stride) + g;
       for (int p = 0; p < P; ++p) {
         const WeightGroupK8* wg = reinterpret_cast<const WeightGroupK8*>(w + p * w_row_bytes) + g;
-        if constexpr (T == 1)
-          prefetch_lines<sizeof(WeightGroupK8)>(reinterpret_cast<const uint8_t*>(wg) +
-                                                kPrefetchBytes);
         // Scales and mins of the 8 blocks: byte k of lane b = sub-block k (s03, m03) or k + 4.
         const __m256i lo_s = simd::load256(wg->sc_lo), lo_m = simd::load256(wg->mn_lo);
         const __m256i hi = simd::load256(wg->hi);
@@ -102,6 +102,13 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
         for (int t = 0; t < T; ++t) sum[t] = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int j = 0; j < 8; ++j) {
+          // One token streams its row (prefetch.h): an eighth of the group's bytes requested
+          // per sub-block, not all 18 lines at the group's start, so that the requests go out
+          // as evenly as the loads (TinyLlama-shaped Q4_K_M decode, 6 alternating pairs: decode
+          // / weights read alone +0.9 to +3.6 points, mean +2.0; in L2 unchanged).
+          if constexpr (T == 1)
+            prefetch_lines<kPrefetchSlice>(reinterpret_cast<const uint8_t*>(wg) + kPrefetchBytes +
+                                           j * kPrefetchSlice);
           simd::NibbleDots dots[T];
           for (int i = 0; i < 4; ++i) {
             const auto q = simd::NibbleDots::split(simd::load256_once(wg->qs[j][i]));
