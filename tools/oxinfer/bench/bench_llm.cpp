@@ -17,16 +17,11 @@
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/bench/machine_limits.h"
 #include "tools/oxinfer/bench/process_memory.h"
+#include "tools/oxinfer/bench/stopwatch.h"
 #include "tools/oxinfer/bench/timed_backend.h"
 
 namespace oxi::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 void mean_sd(const std::vector<double>& v, double& mean, double& sd) {
   mean = 0;
@@ -288,9 +283,9 @@ int run_bench_llm(const std::vector<std::string>& argv) {
     if (tg > 0)
       std::printf(
           "%-28s %9.2f ms a token: products %.1f%% (their weight reads %.2f GB/s), attention "
-          "%.1f%%, the rest %.1f%% (%lld more tokens, timed by call)\n",
+          "%.1f%%, the rest %.1f%% (%zu more tokens, timed by call)\n",
           "decode split", split.ms_per_token, split.products_pct, split.products_gbs,
-          split.attention_pct, split.other_pct, tg);
+          split.attention_pct, split.other_pct, split.tokens);
     std::printf(
         "%-28s %9.1f MB = %.1f%% of file %.1f MB + KV cache %.1f MB (%.1f MB before "
         "loading)\n",

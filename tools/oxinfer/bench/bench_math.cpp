@@ -15,15 +15,10 @@
 #include "kernels/math/fft.h"
 #include "kernels/math/gemm.h"
 #include "kernels/math/math_kernels.h"
+#include "tools/oxinfer/bench/stopwatch.h"
 
 namespace oxi::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // Runs body(thread_index) once on each of `threads` threads at the same time; returns seconds.
 template <class Body>

@@ -22,6 +22,7 @@
 #include "lib/whisper/transcriber.h"
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/bench/bench_args.h"
+#include "tools/oxinfer/bench/stopwatch.h"
 #include "tools/oxinfer/gst_support.h"
 
 #ifdef OXI_HAVE_GSTREAMER
@@ -41,11 +42,8 @@ int run_bench_pipeline(const std::vector<std::string>&) {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using bench::Clock;
+using bench::seconds_since;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
