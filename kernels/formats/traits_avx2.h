@@ -370,9 +370,10 @@ using Q5_K = ref::KQuant<BlockQ5_K, unpack_q5_K, kdot, true>;
 // decode repacks q4_K (q4_k_r8.h, 98-102 %, 31-36 GB/s in cache); this trait serves the rows'
 // tail blocks there and q4_K wherever it is not repacked.
 //
-// Built as avx512, q6_K's unpacked chunks and accumulators fit the 32 registers (on AVX2 the
-// accumulator spills to the stack), the bit merges become ternary logic and madd + add one
-// vpdpwssd: in cache, one core, 2048-wide rows, 32-34 -> 41-42 GB/s.
+// Built as avx512, the 256-bit q6_K trait's unpacked chunks and accumulators fit the 32
+// registers (on AVX2 the accumulator spills to the stack), the bit merges become ternary logic
+// and madd + add one vpdpwssd: in cache, one core, 2048-wide rows, 32-34 -> 41-42 GB/s. The
+// avx512 build now has its own q6_K trait on 512-bit vectors (below): 42 -> 54 GB/s.
 
 // Every int16 lane = lane k of the 8 int16 in each half of v.
 inline __m256i broadcast_i16(__m256i v, int k) noexcept {
@@ -456,6 +457,91 @@ struct Q4_K {
   static float finish(const Acc& acc) noexcept { return finish_k(acc); }
 };
 
+#if defined(OXI_ARCH_AVX512)
+
+// q6_K on avx512 (Zen 5 executes 512-bit ops at full width): a 64-byte vector holds two
+// 32-element chunks, so the unpack, the maddubs and the scaled VNNI sums run once per chunk
+// pair. The int32 lanes are folded to the 8 of the 256-bit trait below before the f32 part,
+// each lane the same integer sum, so results are bit-identical to it (test_formats.cpp,
+// Q6K.Avx512MatvecAndGemmAreBitIdenticalToAvx2). `bench kernels`, in L2, one core: 42 -> 54.5
+// GB/s; Q4_K_M decode (a quarter of its bytes q6_K) +1 point of the read bandwidth
+// (docs/benchmarks.md, twenty-third session).
+struct Q6_K {
+  using WBlock = BlockQ6_K;
+  using ABlock = BlockQ8_K;
+  static constexpr size_t kElems = QK_K;
+  using Act = const BlockQ8_K*;
+  // Unpacked once per row and block (gemm_q's tokens share it; matvec keeps it in registers).
+  struct W {
+    __m512i u[4];  // level + 32 (0..63) of chunks 2k (low 256 bits) and 2k + 1 (high)
+    // the group scales as int16: 128-bit lane L holds groups L, L + 4, L + 8, L + 12 in its
+    // int16 lanes 0..3, so that int16 k of every lane is the scale of u[k]'s four groups
+    __m512i scales;
+    const int8_t* group_scales;
+    float d;
+  };
+  using Acc = AccK;
+
+  static __m512i load512_once(const void* p) noexcept {
+    __m512i v = _mm512_loadu_si512(p);
+    asm("" : "+v"(v));
+    return v;
+  }
+
+  static Act load_act(const ABlock& a) noexcept { return &a; }
+  static W load_w(const WBlock& b) noexcept {
+    W w;
+    const __m512i low4 = _mm512_set1_epi8(0x0F), top2 = _mm512_set1_epi8(0x30);
+    // shift counts of qh per 256-bit half: bits 0-1 / 2-3 of a qh byte go to bits 4-5 of
+    // chunks 4h / 4h + 1 (left by 4 / 2), bits 4-5 / 6-7 to chunks 4h + 2 / 4h + 3 (right by
+    // 0 / 2)
+    // (masked forms throughout: GCC 12 warns about the undefined source of the plain
+    // broadcast, extract and cast intrinsics)
+    constexpr __mmask32 kHigh = 0xFFFF0000u;
+    const __m512i left = _mm512_mask_set1_epi16(_mm512_set1_epi16(4), kHigh, 2);
+    const __m512i right = _mm512_maskz_set1_epi16(kHigh, 2);
+    constexpr int kAOrB = 0xEC;             // ternary logic: (a & c) | b
+    for (int half = 0; half < 2; ++half) {  // 128 elements: ql 64 bytes, qh 32
+      const __m512i ql = load512_once(b.ql + 64 * half);
+      const __m512i qh = _mm512_maskz_broadcast_i64x4(0xFF, load256(b.qh + 32 * half));
+      const __m512i top_lo = _mm512_and_si512(_mm512_sllv_epi16(qh, left), top2);
+      const __m512i top_hi = _mm512_and_si512(_mm512_srlv_epi16(qh, right), top2);
+      w.u[2 * half] = _mm512_ternarylogic_epi32(ql, top_lo, low4, kAOrB);
+      w.u[2 * half + 1] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(ql, 4), top_hi, low4, kAOrB);
+    }
+    // scale bytes s[0..15] -> bytes 8L..8L+3 = s[L], s[L + 4], s[L + 8], s[L + 12], widened
+    const __m256i s =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+    const __m256i by_lane = _mm256_shuffle_epi8(
+        s, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, 1, 5, 9, 13, -1, -1, -1, -1, 2, 6, 10, 14,
+                            -1, -1, -1, -1, 3, 7, 11, 15, -1, -1, -1, -1));
+    w.scales = _mm512_cvtepi8_epi16(by_lane);
+    w.group_scales = b.scales;
+    w.d = f16(b.d);
+    return w;
+  }
+  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+    __m512i sum = _mm512_setzero_si512();
+    for (int k = 0; k < 4; ++k) {
+      const __m512i p = _mm512_maddubs_epi16(w.u[k], _mm512_loadu_si512(a->qs + 64 * k));
+      const __m512i sc = _mm512_shuffle_epi8(
+          w.scales, _mm512_set1_epi16(static_cast<int16_t>(0x0100 + 0x0202 * k)));
+      sum = _mm512_dpwssd_epi32(sum, p, sc);
+    }
+    __m256i sum8 = _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xF, sum, 0),
+                                    _mm512_maskz_extracti64x4_epi64(0xF, sum, 1));
+    // the +32 bias of every level: 32 * sum over groups of scale * bsum
+    const __m256i bias = _mm256_madd_epi16(
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.group_scales))),
+        load256(a->bsums));
+    sum8 = _mm256_sub_epi32(sum8, _mm256_slli_epi32(bias, 5));
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(w.d * a->d), _mm256_cvtepi32_ps(sum8), acc.v);
+  }
+  static float finish(const Acc& acc) noexcept { return finish_k(acc); }
+};
+
+#else
+
 struct Q6_K {
   using WBlock = BlockQ6_K;
   using ABlock = BlockQ8_K;
@@ -514,6 +600,8 @@ struct Q6_K {
   }
   static float finish(const Acc& acc) noexcept { return finish_k(acc); }
 };
+
+#endif  // OXI_ARCH_AVX512
 
 }  // namespace oxi::kernels::OXI_ARCH_NS::simd
 
