@@ -57,6 +57,53 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
     return _mm256_setr_epi32(c(0), c(1), c(2), c(3), c(0), c(1), c(2), c(3));
   }
 
+  // Each token's dot products of sub-block j (its 4 x 32 weight bytes qs) in the 8 blocks'
+  // lanes, as one ByteDots (simd::NibbleDots::sum()).
+  template <int T>
+  struct SubBlockDots {
+    simd::ByteDots v[T];
+  };
+  template <int T>
+  static SubBlockDots<T> sub_block_dots(const uint8_t (*qs)[4 * kK8Blocks],
+                                        const ActGroupK8* const* a, int j) noexcept {
+    SubBlockDots<T> out;
+#if defined(OXI_ARCH_AVX512)
+    if constexpr (T > 1) {
+      // 512 bits (Zen 5 runs them at full width): the 32 weight bytes in both halves, the low
+      // nibbles kept in the lower half and the high ones, as 16 x their value, in the upper,
+      // against the activation's low- and high-nibble bytes, which lie side by side (q[j][i][0],
+      // q[j][i][1]): one mask, one load and one VNNI op per 32 bytes and token instead of two
+      // of each. Folded, each lane is NibbleDots' integer: the same sums. Only in gemm_q's
+      // tiles (Q4_K_M pp512 +12 %): one token's matvec, which streams its weights from memory,
+      // decoded ~1.5 GB/s slower this way (docs/benchmarks.md, twenty-third session).
+      const __m512i nibble_mask = _mm512_mask_set1_epi8(
+          _mm512_set1_epi8(0x0F), 0xFFFFFFFF00000000ull, static_cast<char>(0xF0));
+      __m512i d[T];
+      for (int t = 0; t < T; ++t) d[t] = _mm512_setzero_si512();
+      for (int i = 0; i < 4; ++i) {
+        const __m512i q =
+            _mm512_and_si512(_mm512_maskz_broadcast_i64x4(0xFF, simd::load256(qs[i])), nibble_mask);
+        for (int t = 0; t < T; ++t)
+          d[t] = _mm512_dpbusd_epi32(d[t], q, _mm512_loadu_si512(a[t]->q[j][i][0]));
+      }
+      for (int t = 0; t < T; ++t) {
+        out.v[t].v =
+            _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xF, d[t], 0),
+                             _mm256_srai_epi32(_mm512_maskz_extracti64x4_epi64(0xF, d[t], 1), 4));
+      }
+      return out;
+    }
+#endif
+    simd::NibbleDots dots[T];
+    for (int i = 0; i < 4; ++i) {
+      const auto q = simd::NibbleDots::split(simd::load256_once(qs[i]));
+      for (int t = 0; t < T; ++t)
+        dots[t].add(q, simd::load256(a[t]->q[j][i][0]), simd::load256(a[t]->q[j][i][1]));
+    }
+    for (int t = 0; t < T; ++t) out.v[t] = dots[t].sum();
+    return out;
+  }
+
   template <int T, int P>
   static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
@@ -109,16 +156,11 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
           if constexpr (T == 1)
             prefetch_lines<kPrefetchSlice>(reinterpret_cast<const uint8_t*>(wg) + kPrefetchBytes +
                                            j * kPrefetchSlice);
-          simd::NibbleDots dots[T];
-          for (int i = 0; i < 4; ++i) {
-            const auto q = simd::NibbleDots::split(simd::load256_once(wg->qs[j][i]));
-            for (int t = 0; t < T; ++t)
-              dots[t].add(q, simd::load256(a[t]->q[j][i][0]), simd::load256(a[t]->q[j][i][1]));
-          }
+          const SubBlockDots<T> dots = sub_block_dots<T>(wg->qs[j], a, j);
           // the sub-block's scale in every lane, as ByteDots::times takes it
           const int k = j % 4, k2 = simd::ByteDots::kInt32 ? kNoByte : k;
           const __m256i sc = _mm256_shuffle_epi8(j < 4 ? s03 : s47, lane_bytes(k, k2));
-          for (int t = 0; t < T; ++t) sum[t] = _mm256_add_epi32(sum[t], dots[t].sum().times(sc));
+          for (int t = 0; t < T; ++t) sum[t] = _mm256_add_epi32(sum[t], dots.v[t].times(sc));
         }
         for (int t = 0; t < T; ++t) {
           const __m256 ad = _mm256_loadu_ps(a[t]->d);

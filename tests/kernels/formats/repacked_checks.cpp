@@ -36,7 +36,7 @@ Matrix make_matrix(DType plain, DType packed, size_t rows, size_t n, uint32_t se
   Matrix m{rows, n, kernels::row_bytes(plain, n), {}, {}, {}};
   for (size_t r = 0; r < rows; ++r) {
     const std::vector<uint8_t> row = random_row(plain, n, seed * 1000 + r);
-    const std::vector<uint8_t> p = repack_copy(plain, packed, row, n);
+    const std::vector<uint8_t> p = packed == plain ? row : repack_copy(plain, packed, row, n);
     m.plain.insert(m.plain.end(), row.begin(), row.end());
     m.packed.insert(m.packed.end(), p.begin(), p.end());
     m.deq.push_back(reference_dequantize(plain, row.data(), n));
@@ -147,6 +147,38 @@ void expect_gemm_q_matches_matvec(DType plain, DType packed, std::span<const siz
         }
       }
     }
+  }
+}
+
+void expect_avx512_bit_identical_to_avx2(DType plain, DType packed,
+                                         std::span<const size_t> lengths) {
+  const std::vector<Isa> isas = available_isas();
+  const auto have = [&](Isa isa) { return std::find(isas.begin(), isas.end(), isa) != isas.end(); };
+  if (!have(Isa::avx2) || !have(Isa::avx512)) GTEST_SKIP() << "needs avx2 and avx512";
+  constexpr size_t kRows = 9, kTokens = 5;
+  for (size_t n : lengths) {
+    const Matrix m = make_matrix(plain, packed, kRows, n, static_cast<uint32_t>(n + 77));
+    const size_t ab = kernels::activation_bytes(packed, n);
+    std::vector<uint8_t> acts(kTokens * ab);
+    for (size_t t = 0; t < kTokens; ++t) {
+      const std::vector<float> x = random_floats(n, static_cast<uint32_t>(5 + t), -3.0f, 3.0f);
+      kernels::quantize_activation(packed, x.data(), acts.data() + t * ab, n);
+    }
+    // gemm_q's outputs, then each token's matvec
+    std::vector<float> y[2];
+    for (int i = 0; i < 2; ++i) {
+      const kernels::FormatKernels& k = kernels::format_kernels(i == 0 ? Isa::avx2 : Isa::avx512);
+      y[i].assign(2 * kTokens * kRows, NAN);
+      k.gemm_q_for(packed)(m.packed.data(), m.row_bytes, kRows, n, acts.data(), ab, kTokens,
+                           y[i].data(), kRows);
+      for (size_t t = 0; t < kTokens; ++t)
+        k.matvec_for(packed)(m.packed.data(), m.row_bytes, kRows, n, acts.data() + t * ab,
+                             y[i].data() + (kTokens + t) * kRows);
+    }
+    for (size_t j = 0; j < y[0].size(); ++j)
+      ASSERT_EQ(std::bit_cast<uint32_t>(y[0][j]), std::bit_cast<uint32_t>(y[1][j]))
+          << kernels::name(packed) << " n " << n << " value " << j << ": avx2 " << y[0][j]
+          << ", avx512 " << y[1][j];
   }
 }
 

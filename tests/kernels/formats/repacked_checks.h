@@ -45,4 +45,11 @@ enum class GemmMatch {
 void expect_gemm_q_matches_matvec(kernels::DType plain, kernels::DType packed,
                                   std::span<const size_t> lengths, GemmMatch match);
 
+// Where the avx512 kernels of `packed` take 512-bit vectors but fold them to the 256-bit
+// kernel's int32 lanes before any f32 arithmetic (q6_K, q4_K_r8): for every n in `lengths`, 9
+// rows and 5 tokens, its matvec and gemm_q on avx512 give the bits they give on avx2. Skips
+// where this machine lacks either. `packed` may be `plain` (a type kept in its GGUF layout).
+void expect_avx512_bit_identical_to_avx2(kernels::DType plain, kernels::DType packed,
+                                         std::span<const size_t> lengths);
+
 }  // namespace oxi::test::formats

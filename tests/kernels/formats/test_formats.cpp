@@ -16,6 +16,7 @@
 #include "kernels/formats/quantize_k.h"
 #include "tests/common/test_data.h"
 #include "tests/kernels/formats/reference.h"
+#include "tests/kernels/formats/repacked_checks.h"
 
 namespace oxi::test::formats {
 namespace {
@@ -342,33 +343,9 @@ INSTANTIATE_TEST_SUITE_P(All, Formats, testing::ValuesIn(kWeightTypes), type_nam
 
 // q6_K's avx512 trait takes two 32-element chunks per 64-byte vector and folds its int32 lanes
 // to the 256-bit trait's before the f32 part: each lane the same integer, so the same floats.
-TEST(Q6K, Avx512MatvecAndGemmAreBitIdenticalToAvx2) {
-  const auto have = [](Isa isa) {
-    const std::vector<Isa> isas = available_isas();
-    return std::find(isas.begin(), isas.end(), isa) != isas.end();
-  };
-  if (!have(Isa::avx2) || !have(Isa::avx512)) GTEST_SKIP() << "needs avx2 and avx512";
-  const size_t n = 5 * 256, rows = 9, tokens = 5;
-  const Problem p = make_problem(DType::Q6_K, rows, n, 77);
-  const size_t ab = kernels::activation_bytes(DType::Q6_K, n);
-  std::vector<uint8_t> acts(tokens * ab);
-  for (size_t t = 0; t < tokens; ++t) {
-    const std::vector<float> x = random_floats(n, static_cast<uint32_t>(5 + t), -3.0f, 3.0f);
-    kernels::quantize_activation(DType::Q6_K, x.data(), acts.data() + t * ab, n);
-  }
-  std::vector<float> y[2];
-  for (int i = 0; i < 2; ++i) {
-    const kernels::FormatKernels& k = kernels::format_kernels(i == 0 ? Isa::avx2 : Isa::avx512);
-    y[i].assign(2 * tokens * rows, NAN);
-    k.gemm_q_for(DType::Q6_K)(p.w.data(), p.row_bytes, rows, n, acts.data(), ab, tokens,
-                              y[i].data(), rows);
-    for (size_t t = 0; t < tokens; ++t)
-      k.matvec_for(DType::Q6_K)(p.w.data(), p.row_bytes, rows, n, acts.data() + t * ab,
-                                y[i].data() + (tokens + t) * rows);
-  }
-  for (size_t j = 0; j < y[0].size(); ++j)
-    ASSERT_EQ(std::memcmp(&y[0][j], &y[1][j], sizeof(float)), 0)
-        << "value " << j << ": avx2 " << y[0][j] << ", avx512 " << y[1][j];
+TEST(Q6K, Avx512IsBitIdenticalToAvx2) {
+  const size_t lengths[] = {256, 5 * 256};
+  expect_avx512_bit_identical_to_avx2(DType::Q6_K, DType::Q6_K, lengths);
 }
 
 // Every instruction set's activation quantizer `encoder` writes the bytes `reference` writes

@@ -117,6 +117,14 @@ TEST(Q4_KR8, GemmQMatchesPerTokenMatvec) {
   expect_gemm_q_matches_matvec(DType::Q4_K, DType::Q4_K_R8, lengths, GemmMatch::kUpToContraction);
 }
 
+// avx512's gemm tiles take each sub-block's low and high nibbles in the two halves of a 512-bit
+// vector, folded to the 256-bit kernel's int32 lanes before the scales: the same bits (5 tokens:
+// a 4-token tile and a 1-token one, which stays 256-bit).
+TEST(Q4_KR8, Avx512IsBitIdenticalToAvx2) {
+  const size_t lengths[] = {256 * 8, 256 * 22};
+  expect_avx512_bit_identical_to_avx2(DType::Q4_K, DType::Q4_K_R8, lengths);
+}
+
 TEST(Q4_KR8, PreferredWhereAHandWrittenKernelExists) {
   for (Isa isa : available_isas()) {
     const kernels::FormatKernels& k = kernels::format_kernels(isa);
