@@ -25,6 +25,7 @@ void silu(std::span<const float> x, std::span<float> y) noexcept;
 void swiglu(std::span<const float> gate, std::span<const float> up, std::span<float> y) noexcept;
 void geglu(std::span<const float> gate, std::span<const float> up, std::span<float> y,
            GeluForm form) noexcept;
+uint64_t read_sum(std::span<const uint64_t> words) noexcept;
 void attention(const AttentionParams& p, size_t head_begin, size_t head_end, size_t q_begin,
                size_t q_end) noexcept;
 

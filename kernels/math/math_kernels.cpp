@@ -92,5 +92,8 @@ void attention(const AttentionParams& p, size_t head_begin, size_t head_end, siz
                size_t q_end) noexcept {
   math_kernels().attention(p, head_begin, head_end, q_begin, q_end);
 }
+uint64_t read_sum(std::span<const uint64_t> words) noexcept {
+  return math_kernels().read_sum(words);
+}
 
 }  // namespace oxi::kernels

@@ -9,6 +9,7 @@
 #include "kernels/math/gemm.h"
 #include "kernels/math/matvec.h"
 #include "kernels/math/norm.h"
+#include "kernels/math/read_sum.h"
 #include "kernels/math/softmax.h"
 
 namespace oxi::kernels {
@@ -28,6 +29,7 @@ struct MathKernels {
   decltype(&oxi::kernels::swiglu) swiglu = nullptr;
   decltype(&oxi::kernels::geglu) geglu = nullptr;
   decltype(&oxi::kernels::attention) attention = nullptr;
+  decltype(&oxi::kernels::read_sum) read_sum = nullptr;
 };
 
 // The table for `isa`; the scalar table when this build or CPU lacks it (see isa_available).

@@ -30,6 +30,7 @@ const MathKernels& math_table() noexcept {
       .swiglu = &swiglu,
       .geglu = &geglu,
       .attention = &attention,
+      .read_sum = &read_sum,
   };
   return table;
 }

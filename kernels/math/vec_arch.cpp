@@ -1,4 +1,5 @@
-// Row kernels for one instruction set (arch source): dot / matvec, norms, softmax, activations.
+// Row kernels for one instruction set (arch source): dot / matvec, norms, softmax, activations,
+// the memory read probe.
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -160,6 +161,35 @@ void gelu(std::span<const float> x, std::span<float> y, GeluForm form) noexcept 
 
 void silu(std::span<const float> x, std::span<float> y) noexcept {
   simd::map_unary(x.data(), y.data(), x.size(), [](F v) { return silu_of(v); });
+}
+
+uint64_t read_sum(std::span<const uint64_t> words) noexcept {
+  const uint64_t* p = words.data();
+  const size_t n = words.size();
+  size_t i = 0;
+  uint64_t total = 0;
+#if OXI_ARCH_SIMD
+  // Four independent accumulators, so the loop waits on loads, not on adds (read_sum.h).
+  using U = xsimd::batch<uint64_t, Arch>;
+  constexpr size_t kW = U::size;
+  U s0(uint64_t{0}), s1(uint64_t{0}), s2(uint64_t{0}), s3(uint64_t{0});
+  for (; i + 4 * kW <= n; i += 4 * kW) {
+    s0 += U::load_unaligned(p + i);
+    s1 += U::load_unaligned(p + i + kW);
+    s2 += U::load_unaligned(p + i + 2 * kW);
+    s3 += U::load_unaligned(p + i + 3 * kW);
+  }
+  alignas(64) uint64_t lanes[kW];
+  ((s0 + s1) + (s2 + s3)).store_aligned(lanes);
+  for (uint64_t v : lanes) total += v;
+#else
+  uint64_t s[4] = {};
+  for (; i + 4 <= n; i += 4)
+    for (int k = 0; k < 4; ++k) s[k] += p[i + k];
+  total = (s[0] + s[1]) + (s[2] + s[3]);
+#endif
+  for (; i < n; ++i) total += p[i];
+  return total;
 }
 
 void swiglu(std::span<const float> gate, std::span<const float> up, std::span<float> y) noexcept {

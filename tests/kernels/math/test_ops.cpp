@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <random>
 #include <vector>
 
 #include "kernels/math/conv.h"
@@ -147,6 +148,23 @@ TEST(Activations, MatchDoubleFormulasEveryIsa) {
       y = x;  // in place on the gate
       mk.geglu(y, up, y, GeluForm::tanh);
       expect_close(y, w_geglu, 1e-5, 1e-6, "geglu " + label);
+    }
+  }
+}
+
+// The read probe is a plain sum (wrapping at 2^64) on every instruction set, whatever the
+// length's remainder against the vector width and the four accumulators.
+TEST(ReadSum, SumsEveryWordEveryIsa) {
+  std::mt19937_64 rng(9);
+  std::vector<uint64_t> words(4099);
+  for (uint64_t& w : words) w = rng();
+  for (Isa isa : available_isas()) {
+    for (size_t n :
+         {size_t{0}, size_t{1}, size_t{3}, size_t{15}, size_t{17}, size_t{1000}, size_t{4099}}) {
+      uint64_t want = 0;
+      for (size_t i = 0; i < n; ++i) want += words[i];
+      EXPECT_EQ(math_kernels(isa).read_sum(std::span(words).first(n)), want)
+          << kernels::isa_name(isa) << " n " << n;
     }
   }
 }

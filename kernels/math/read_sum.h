@@ -1,0 +1,21 @@
+// The memory read probe: a sum of words read the way this CPU streams memory fastest. The
+// bench's read-bandwidth limit (tools/oxinfer/bench/machine_limits.h) is passes of it.
+//
+// Why a kernel: tools/ are built for the baseline ISA, where the plain loop is 16-byte SSE2
+// loads. On the development VM (Zen 5, two threads, 1 MiB pieces) 32-byte loads into four
+// accumulators stream 7-10 % faster; one 64-byte load per line into one accumulator (what GCC
+// makes of the loop with -march=native) ~5 % slower; software prefetch 16 KB ahead gained
+// nothing (docs/benchmarks.md, twenty-third session). So the SIMD builds read 32-byte vectors
+// (the avx512 build too) and the limit is the fastest read this project has, not a slow one
+// that decode could beat.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace oxi::kernels {
+
+// The sum of words, modulo 2^64 (the same on every instruction set).
+uint64_t read_sum(std::span<const uint64_t> words) noexcept;
+
+}  // namespace oxi::kernels
