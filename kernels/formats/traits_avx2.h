@@ -463,8 +463,8 @@ struct Q4_K {
 // 32-element chunks, so the unpack, the maddubs and the scaled VNNI sums run once per chunk
 // pair. The int32 lanes are folded to the 8 of the 256-bit trait below before the f32 part,
 // each lane the same integer sum, so results are bit-identical to it (test_formats.cpp,
-// Q6K.Avx512MatvecAndGemmAreBitIdenticalToAvx2). `bench kernels`, in L2, one core: 42 -> 54.5
-// GB/s; Q4_K_M decode (a quarter of its bytes q6_K) +1 point of the read bandwidth
+// Q6K.Avx512IsBitIdenticalToAvx2). `bench kernels`: in L2, one core, 42 -> 54.5 GB/s; from
+// memory 62-78 -> 81-89 GB/s. Q4_K_M pp512 +5 %, its decode unchanged within the noise
 // (docs/benchmarks.md, twenty-third session).
 struct Q6_K {
   using WBlock = BlockQ6_K;
