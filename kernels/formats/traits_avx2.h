@@ -457,6 +457,28 @@ struct Q4_K {
   static float finish(const Acc& acc) noexcept { return finish_k(acc); }
 };
 
+// What both q6_K traits below share: the blocks, the activation and the f32 part of a block.
+struct Q6_KBase {
+  using WBlock = BlockQ6_K;
+  using ABlock = BlockQ8_K;
+  static constexpr size_t kElems = QK_K;
+  using Act = const BlockQ8_K*;
+  using Acc = AccK;
+
+  static Act load_act(const ABlock& a) noexcept { return &a; }
+  // The block's integer sums (8 int32 lanes) less the +32 bias of every level (32 * the sum over
+  // groups of scale * bsum), times d * the activation's scale, into acc.
+  static void add_block(Acc& acc, __m256i sum, const int8_t* group_scales, float d,
+                        const BlockQ8_K& a) noexcept {
+    const __m256i bias = _mm256_madd_epi16(
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group_scales))),
+        load256(a.bsums));
+    sum = _mm256_sub_epi32(sum, _mm256_slli_epi32(bias, 5));
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d), _mm256_cvtepi32_ps(sum), acc.v);
+  }
+  static float finish(const Acc& acc) noexcept { return finish_k(acc); }
+};
+
 #if defined(OXI_ARCH_AVX512)
 
 // q6_K on avx512 (Zen 5 executes 512-bit ops at full width): a 64-byte vector holds two
@@ -466,11 +488,7 @@ struct Q4_K {
 // Q6K.Avx512IsBitIdenticalToAvx2). `bench kernels`: in L2, one core, 42 -> 54.5 GB/s; from
 // memory 62-78 -> 81-89 GB/s. Q4_K_M pp512 +5 %, its decode unchanged within the noise
 // (docs/benchmarks.md, twenty-third session).
-struct Q6_K {
-  using WBlock = BlockQ6_K;
-  using ABlock = BlockQ8_K;
-  static constexpr size_t kElems = QK_K;
-  using Act = const BlockQ8_K*;
+struct Q6_K : Q6_KBase {
   // Unpacked once per row and block (gemm_q's tokens share it; matvec keeps it in registers).
   struct W {
     __m512i u[4];  // level + 32 (0..63) of chunks 2k (low 256 bits) and 2k + 1 (high)
@@ -480,7 +498,6 @@ struct Q6_K {
     const int8_t* group_scales;
     float d;
   };
-  using Acc = AccK;
 
   static __m512i load512_once(const void* p) noexcept {
     __m512i v = _mm512_loadu_si512(p);
@@ -488,7 +505,6 @@ struct Q6_K {
     return v;
   }
 
-  static Act load_act(const ABlock& a) noexcept { return &a; }
   static W load_w(const WBlock& b) noexcept {
     W w;
     const __m512i low4 = _mm512_set1_epi8(0x0F), top2 = _mm512_set1_epi8(0x30);
@@ -528,25 +544,15 @@ struct Q6_K {
           w.scales, _mm512_set1_epi16(static_cast<int16_t>(0x0100 + 0x0202 * k)));
       sum = _mm512_dpwssd_epi32(sum, p, sc);
     }
-    __m256i sum8 = _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xF, sum, 0),
-                                    _mm512_maskz_extracti64x4_epi64(0xF, sum, 1));
-    // the +32 bias of every level: 32 * sum over groups of scale * bsum
-    const __m256i bias = _mm256_madd_epi16(
-        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.group_scales))),
-        load256(a->bsums));
-    sum8 = _mm256_sub_epi32(sum8, _mm256_slli_epi32(bias, 5));
-    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(w.d * a->d), _mm256_cvtepi32_ps(sum8), acc.v);
+    const __m256i sum8 = _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xF, sum, 0),
+                                          _mm512_maskz_extracti64x4_epi64(0xF, sum, 1));
+    add_block(acc, sum8, w.group_scales, w.d, *a);
   }
-  static float finish(const Acc& acc) noexcept { return finish_k(acc); }
 };
 
 #else
 
-struct Q6_K {
-  using WBlock = BlockQ6_K;
-  using ABlock = BlockQ8_K;
-  static constexpr size_t kElems = QK_K;
-  using Act = const BlockQ8_K*;
+struct Q6_K : Q6_KBase {
   // Unpacked once per row and block (gemm_q's tokens share it; matvec keeps it in registers).
   struct W {
     __m256i u[8];  // level + 32 (0..63) of the 32-element chunk c
@@ -556,9 +562,7 @@ struct Q6_K {
     const int8_t* group_scales;
     float d;
   };
-  using Acc = AccK;
 
-  static Act load_act(const ABlock& a) noexcept { return &a; }
   static W load_w(const WBlock& b) noexcept {
     W w;
     const __m256i low4 = _mm256_set1_epi8(0x0F), top2 = _mm256_set1_epi8(0x30);
@@ -591,14 +595,8 @@ struct Q6_K {
       // int16 lanes 0-7 hold group 2c, lanes 8-15 group 2c+1
       sum = add_madd_i16(sum, p, broadcast_i16(w.scales, c));
     }
-    // the +32 bias of every level: 32 * sum over groups of scale * bsum
-    const __m256i bias = _mm256_madd_epi16(
-        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.group_scales))),
-        load256(a->bsums));
-    sum = _mm256_sub_epi32(sum, _mm256_slli_epi32(bias, 5));
-    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(w.d * a->d), _mm256_cvtepi32_ps(sum), acc.v);
+    add_block(acc, sum, w.group_scales, w.d, *a);
   }
-  static float finish(const Acc& acc) noexcept { return finish_k(acc); }
 };
 
 #endif  // OXI_ARCH_AVX512
