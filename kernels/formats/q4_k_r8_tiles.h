@@ -74,8 +74,10 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
       // against the activation's low- and high-nibble bytes, which lie side by side (q[j][i][0],
       // q[j][i][1]): one mask, one load and one VNNI op per 32 bytes and token instead of two
       // of each. Folded, each lane is NibbleDots' integer: the same sums. Only in gemm_q's
-      // tiles (Q4_K_M pp512 +12 %): one token's matvec, which streams its weights from memory,
-      // decoded ~1.5 GB/s slower this way (docs/benchmarks.md, twenty-third session).
+      // tiles (Q4_K_M pp512 +12 %). One token's matvec decoded ~1.5 GB/s slower this way,
+      // mostly because these 64-byte activation loads start 32 bytes into a line (q at
+      // offset 160 of ActGroupK8); loaded as two 32-byte halves it was only as fast as the
+      // 256-bit form (docs/benchmarks.md, twenty-third session).
       const __m512i nibble_mask = _mm512_mask_set1_epi8(
           _mm512_set1_epi8(0x0F), 0xFFFFFFFF00000000ull, static_cast<char>(0xF0));
       __m512i d[T];

@@ -47,6 +47,15 @@ inline __m256i load256_once(const void* p) noexcept {
   return v;
 }
 
+#if defined(OXI_ARCH_AVX512)
+// load256_once for 64 bytes.
+inline __m512i load512_once(const void* p) noexcept {
+  __m512i v = _mm512_loadu_si512(p);
+  asm("" : "+v"(v));
+  return v;
+}
+#endif
+
 // Bytes 0..15: low nibbles of qs[0..15]; bytes 16..31: high nibbles (the 32-block order).
 // The 16 bytes are loaded into both halves and only the upper half is shifted: no cross-lane
 // shuffle, which made q4_0 matvec ~15 % slower.
@@ -498,12 +507,6 @@ struct Q6_K : Q6_KBase {
     const int8_t* group_scales;
     float d;
   };
-
-  static __m512i load512_once(const void* p) noexcept {
-    __m512i v = _mm512_loadu_si512(p);
-    asm("" : "+v"(v));
-    return v;
-  }
 
   static W load_w(const WBlock& b) noexcept {
     W w;

@@ -94,9 +94,10 @@ LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps, 
       const std::vector<int32_t> ids = random_ids(tg);
       double decode_seconds = 0, read_seconds = 0, weights_seconds = 0;
       for (size_t i = 0; i < tg; ++i) {
-        const Clock::time_point start = Clock::now();
-        session.eval(std::span<const int32_t>(&ids[i], 1));
-        decode_seconds += seconds_since(start);
+        {
+          const Stopwatch watch(decode_seconds);
+          session.eval(std::span<const int32_t>(&ids[i], 1));
+        }
         read_seconds += read_pass.seconds();
         weights_seconds += weights_read.seconds();
       }
@@ -134,9 +135,8 @@ DecodeSplit split_decode(std::shared_ptr<const llm::Model> model, backends::Back
   double seconds = 0;
   for (size_t i = 0; i < tg; ++i) {
     const int32_t id = token(rng);
-    const Clock::time_point start = Clock::now();
+    const Stopwatch watch(seconds);
     session.eval(std::span<const int32_t>(&id, 1));
-    seconds += seconds_since(start);
   }
   DecodeSplit d;
   d.tokens = tg;

@@ -21,11 +21,6 @@ namespace {
 
 constexpr int kRuns = 16;  // best of many: single runs on a shared VM vary by +-15 %
 
-// The words' sum, read by the kernels' read probe (kernels/math/read_sum.h says how and why).
-uint64_t sum_words(const uint64_t* p, size_t n) noexcept {
-  return kernels::read_sum({p, n});
-}
-
 }  // namespace
 
 struct ReadPass::Impl {
@@ -97,8 +92,9 @@ double ReadPass::seconds() {
   Impl& m = *impl_;
   const auto t0 = std::chrono::steady_clock::now();
   m.for_chunks([&](size_t begin, size_t end) {
-    const uint64_t s =
-        sum_words(m.buffer.get() + begin * Impl::kChunkWords, (end - begin) * Impl::kChunkWords);
+    // the kernels' read probe (kernels/math/read_sum.h says how it reads and why)
+    const uint64_t s = kernels::read_sum(
+        {m.buffer.get() + begin * Impl::kChunkWords, (end - begin) * Impl::kChunkWords});
     m.sink.fetch_add(s, std::memory_order_relaxed);
   });
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -161,8 +157,8 @@ double RegionsRead::seconds() {
     std::vector<uint64_t>& sums = m.sums[k];
     m.backend.parallel_for(p.size(), 1, [&](size_t i, size_t) {
       // Whole words only: the few tail bytes of a range do not change the rate.
-      sums[i] =
-          sum_words(reinterpret_cast<const uint64_t*>(p[i].begin), p[i].bytes / sizeof(uint64_t));
+      sums[i] = kernels::read_sum(
+          {reinterpret_cast<const uint64_t*>(p[i].begin), p[i].bytes / sizeof(uint64_t)});
     });
   }
   const double seconds =
