@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
+#include <optional>
 #include <random>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -59,7 +62,7 @@ double decode_weight_bytes(const llm::Model& model) {
 }
 
 LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps, ReadPass& read_pass,
-                         RegionsRead& weights_read) {
+                         ReadPass* buffer_pass, RegionsRead& weights_read) {
   const int n_vocab = session.model().config().n_vocab;
   if (std::max(pp, tg) > session.n_ctx())
     throw Error("bench llm", "pp/tg exceed the context of " + std::to_string(session.n_ctx()));
@@ -80,7 +83,8 @@ LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps, 
   r.pp = pp;
   r.tg = tg;
   r.reps = reps;
-  std::vector<double> pp_rates, tg_rates, bandwidths, bandwidth_pcts, weights_rates, weights_pcts;
+  std::vector<double> pp_rates, tg_rates, bandwidths, bandwidth_pcts, weights_rates, weights_pcts,
+      buffer_rates, buffer_pcts;
   for (int rep = 0; rep < reps; ++rep) {
     if (pp > 0) {
       session.truncate(0);
@@ -92,13 +96,14 @@ LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps, 
     if (tg > 0) {
       session.truncate(0);
       const std::vector<int32_t> ids = random_ids(tg);
-      double decode_seconds = 0, read_seconds = 0, weights_seconds = 0;
+      double decode_seconds = 0, read_seconds = 0, weights_seconds = 0, buffer_seconds = 0;
       for (size_t i = 0; i < tg; ++i) {
         {
           const Stopwatch watch(decode_seconds);
           session.eval(std::span<const int32_t>(&ids[i], 1));
         }
         read_seconds += read_pass.seconds();
+        if (buffer_pass) buffer_seconds += buffer_pass->seconds();
         weights_seconds += weights_read.seconds();
       }
       tg_rates.push_back(static_cast<double>(tg) / decode_seconds);
@@ -108,6 +113,11 @@ LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps, 
       weights_rates.push_back(static_cast<double>(tg) * weights_read.bytes() / weights_seconds /
                               1e9);
       weights_pcts.push_back(100.0 * decode_gbs / weights_rates.back());
+      if (buffer_pass) {
+        buffer_rates.push_back(static_cast<double>(tg * buffer_pass->bytes()) / buffer_seconds /
+                               1e9);
+        buffer_pcts.push_back(100.0 * decode_gbs / buffer_rates.back());
+      }
     }
   }
   double sd = 0;
@@ -115,6 +125,8 @@ LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps, 
   if (!bandwidth_pcts.empty()) mean_sd(bandwidth_pcts, r.decode_bandwidth_pct, sd);
   if (!weights_rates.empty()) mean_sd(weights_rates, r.weights_read_gbs, sd);
   if (!weights_pcts.empty()) mean_sd(weights_pcts, r.decode_pct_of_weights_read, sd);
+  if (!buffer_rates.empty()) mean_sd(buffer_rates, r.buffer_read_gbs, sd);
+  if (!buffer_pcts.empty()) mean_sd(buffer_pcts, r.decode_pct_of_buffer_read, sd);
   session.truncate(0);
   if (!pp_rates.empty()) mean_sd(pp_rates, r.pp_tok_s, r.pp_tok_s_sd);
   if (!tg_rates.empty()) mean_sd(tg_rates, r.tg_tok_s, r.tg_tok_s_sd);
@@ -197,8 +209,8 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   }
   if (!json) {
     std::printf(
-        "running pp%lld / tg%lld x %lld (after each generated token a read-bandwidth pass and a "
-        "pass reading the weights)...\n",
+        "running pp%lld / tg%lld x %lld (after each generated token read-bandwidth passes and a "
+        "pass reading the weights in decode's regions)...\n",
         pp, tg, reps);
     std::fflush(stdout);
   }
@@ -207,18 +219,35 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   double read_peak = 0;
   bench::LlmBenchResult r;
   bench::DecodeSplit split;
-  {  // one buffer for both (freed before the memory figures below)
-    bench::ReadPass read_pass(*backend);
+  const std::vector<bench::ReadRegion> regions = bench::decode_read_regions(*model);
+  std::vector<std::span<const std::byte>> weight_memory;
+  double weight_memory_bytes = 0;
+  for (const bench::ReadRegion& region : regions) {
+    for (const std::span<const std::byte> range : region) {
+      weight_memory.push_back(range);
+      weight_memory_bytes += static_cast<double>(range.size());
+    }
+  }
+  // The limit reads the weights' own pages where they are far larger than the caches
+  // (machine_limits.h: where memory sits changes its read rate); a separate buffer's passes are
+  // then run beside them for comparison.
+  const bool limit_on_weights = weight_memory_bytes >= bench::kLimitOnWeightsMinBytes;
+  {  // the buffer is freed before the memory figures below
+    bench::ReadPass buffer_pass(*backend);
+    std::optional<bench::ReadPass> weights_pass;
+    if (limit_on_weights) weights_pass.emplace(*backend, weight_memory);
+    bench::ReadPass& read_pass = limit_on_weights ? *weights_pass : buffer_pass;
     read_peak = bench::measure_read_bandwidth_gbs(read_pass);
     // The same weight bytes read without arithmetic, in decode's order and parallel regions,
     // after every token: where decode falls short of the read bandwidth, how much the access
     // pattern itself loses and how much the arithmetic.
-    const std::vector<bench::ReadRegion> regions = bench::decode_read_regions(*model);
     bench::RegionsRead weights_read(regions, *backend);
     r = bench::bench_llm(session, static_cast<size_t>(pp), static_cast<size_t>(tg),
-                         static_cast<int>(reps), read_pass, weights_read);
+                         static_cast<int>(reps), read_pass,
+                         limit_on_weights ? &buffer_pass : nullptr, weights_read);
     if (tg > 0) split = bench::split_decode(model, *backend, static_cast<size_t>(tg));
   }
+  const char* const limit_memory = limit_on_weights ? "weights" : "buffer";
   const double read_bw = r.read_bandwidth_gbs, bandwidth_pct = r.decode_bandwidth_pct;
   const double pct_of_peak = read_peak > 0 ? 100.0 * r.decode_gbs / read_peak : 0.0;
   const double weights_read_gbs = r.weights_read_gbs;
@@ -247,7 +276,10 @@ int run_bench_llm(const std::vector<std::string>& argv) {
                                 {"weight_bytes_per_token", r.weight_bytes_per_token},
                                 {"decode_gbs", r.decode_gbs},
                                 {"read_bandwidth_gbs", read_bw},
+                                {"read_bandwidth_memory", limit_memory},
                                 {"decode_bandwidth_pct", bandwidth_pct},
+                                {"buffer_read_bandwidth_gbs", r.buffer_read_gbs},
+                                {"decode_pct_of_buffer_read", r.decode_pct_of_buffer_read},
                                 {"read_bandwidth_peak_gbs", read_peak},
                                 {"decode_pct_of_peak_read", pct_of_peak},
                                 {"weights_read_gbs", weights_read_gbs},
@@ -269,9 +301,14 @@ int run_bench_llm(const std::vector<std::string>& argv) {
     if (pp > 0) std::printf("pp%-26lld %9.2f tok/s (+- %.2f)\n", pp, r.pp_tok_s, r.pp_tok_s_sd);
     if (tg > 0) std::printf("tg%-26lld %9.2f tok/s (+- %.2f)\n", tg, r.tg_tok_s, r.tg_tok_s_sd);
     if (tg > 0)
-      std::printf("%-28s %9.2f GB/s = %.1f%% of %.2f GB/s (%.1f MB of weights per token)\n",
-                  "decode weight reads", r.decode_gbs, bandwidth_pct, read_bw,
-                  r.weight_bytes_per_token / 1e6);
+      std::printf(
+          "%-28s %9.2f GB/s = %.1f%% of %.2f GB/s, the passes over the %s (%.1f MB of weights "
+          "per token)\n",
+          "decode weight reads", r.decode_gbs, bandwidth_pct, read_bw, limit_memory,
+          r.weight_bytes_per_token / 1e6);
+    if (tg > 0 && limit_on_weights)
+      std::printf("%-28s %9.2f GB/s (decode: %.1f%% of it)\n", "read bandwidth, own buffer",
+                  r.buffer_read_gbs, r.decode_pct_of_buffer_read);
     if (tg > 0)
       std::printf("%-28s %9.2f GB/s (decode: %.1f%% of it)\n", "read bandwidth, best pass",
                   read_peak, pct_of_peak);

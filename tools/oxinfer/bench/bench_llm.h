@@ -22,6 +22,9 @@ struct LlmBenchResult {
   double decode_gbs = 0;              // weight_bytes_per_token x tg tok/s
   double read_bandwidth_gbs = 0;      // mean over tg runs of the interleaved passes' rate
   double decode_bandwidth_pct = 0;    // mean over tg runs of decode GB/s / that run's passes
+  // The same for the passes over a separate buffer, when bench_llm is given one.
+  double buffer_read_gbs = 0;
+  double decode_pct_of_buffer_read = 0;
   // Mean over tg runs of the interleaved weights-read passes' rate (bench_llm's weights_read),
   // and of decode GB/s / that rate (what the arithmetic costs decode).
   double weights_read_gbs = 0;
@@ -56,11 +59,16 @@ std::vector<ReadRegion> decode_read_regions(const llm::Model& model);
 // it is compared with. On a shared VM single passes range over 2x (20-48 GB/s on the
 // development VM, minutes apart and from one 15 ms pass to the next), so a best pass compared
 // with decode's mean over seconds, or a figure taken before the run, measured the noise.
-// Each read pass is followed by one pass of `weights_read` (a RegionsRead over
-// decode_read_regions): the same weight bytes read in decode's regions and order, without
-// arithmetic, in the same seconds.
+// Each read pass is followed by one pass of `buffer_pass` if given (a ReadPass over a buffer of
+// its own, for comparison when `read_pass` reads the weights) and one of `weights_read` (a
+// RegionsRead over decode_read_regions): the same weight bytes read in decode's regions and
+// order, without arithmetic, in the same seconds.
 LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps, ReadPass& read_pass,
-                         RegionsRead& weights_read);
+                         ReadPass* buffer_pass, RegionsRead& weights_read);
+
+// The read limit's memory: a pass over the weights themselves (decode_read_regions) when they
+// are at least this large, far beyond any cache; otherwise a buffer of its own.
+inline constexpr double kLimitOnWeightsMinBytes = 256.0 * (1 << 20);
 
 }  // namespace oxi::bench
 

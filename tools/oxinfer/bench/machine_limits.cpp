@@ -41,26 +41,57 @@ struct ReadPass::Impl {
     return p;
   }
 
-  size_t words;
-  std::unique_ptr<uint64_t[], Free> buffer;
-  backends::Backend* backend = nullptr;  // runs the passes when set
-  std::optional<tbb::task_arena> arena;  // runs them otherwise
-  tbb::blocked_range<size_t> chunks;
-  std::atomic<uint64_t> sink{0};  // the sums, so that the reads cannot be optimised away
-
   // Chunks of 1 MiB: small enough to balance, large enough to stream.
   static constexpr size_t kChunkWords = (size_t{1} << 20) / sizeof(uint64_t);
 
-  Impl(int threads, size_t bytes, backends::Backend* on)
-      : words(std::max(bytes / sizeof(uint64_t) / kChunkWords, size_t{1}) * kChunkWords),
-        buffer(allocate(words)),
-        backend(on),
-        chunks(0, words / kChunkWords) {
+  std::unique_ptr<uint64_t[], Free> buffer;       // empty when the passes read existing memory
+  std::vector<std::span<const uint64_t>> chunks;  // in address order
+  size_t total_bytes = 0;
+  backends::Backend* backend = nullptr;  // runs the passes when set
+  std::optional<tbb::task_arena> arena;  // runs them otherwise
+  std::atomic<uint64_t> sink{0};         // the sums, so that the reads cannot be optimised away
+
+  Impl(int threads, size_t bytes, backends::Backend* on) : backend(on) {
     if (backend == nullptr) arena.emplace(std::max(threads, 1));
+    const size_t words = std::max(bytes / sizeof(uint64_t) / kChunkWords, size_t{1}) * kChunkWords;
+    buffer = allocate(words);
+    add_chunks({buffer.get(), words});
     // Touch every page from the threads that read it later (first-touch NUMA placement).
     for_chunks([&](size_t begin, size_t end) {
       for (size_t i = begin * kChunkWords; i < end * kChunkWords; ++i) buffer[i] = i;
     });
+  }
+
+  Impl(backends::Backend& on, std::vector<std::span<const std::byte>> ranges) : backend(&on) {
+    // In address order, touching ranges merged: each thread's share is one stream.
+    std::sort(ranges.begin(), ranges.end(),
+              [](const auto& a, const auto& b) { return a.data() < b.data(); });
+    const std::byte* begin = nullptr;
+    const std::byte* end = nullptr;
+    const auto flush = [&] {
+      // From the first 8-byte aligned word: the chunks are read as uint64_t.
+      const auto first = (reinterpret_cast<uintptr_t>(begin) + 7) & ~uintptr_t{7};
+      const auto last = reinterpret_cast<uintptr_t>(end) & ~uintptr_t{7};
+      if (last > first)
+        add_chunks({reinterpret_cast<const uint64_t*>(first), (last - first) / sizeof(uint64_t)});
+    };
+    for (const std::span<const std::byte> r : ranges) {
+      if (r.empty()) continue;
+      if (begin != nullptr && r.data() <= end) {
+        end = std::max(end, r.data() + r.size());
+        continue;
+      }
+      if (begin != nullptr) flush();
+      begin = r.data();
+      end = r.data() + r.size();
+    }
+    if (begin != nullptr) flush();
+  }
+
+  void add_chunks(std::span<const uint64_t> words) {
+    for (size_t at = 0; at < words.size(); at += kChunkWords)
+      chunks.push_back(words.subspan(at, std::min(kChunkWords, words.size() - at)));
+    total_bytes += words.size() * sizeof(uint64_t);
   }
 
   // fn(begin, end) over the chunks, each thread a contiguous share.
@@ -72,7 +103,8 @@ struct ReadPass::Impl {
     }
     arena->execute([&] {
       tbb::parallel_for(
-          chunks, [&](const tbb::blocked_range<size_t>& r) { fn(r.begin(), r.end()); },
+          tbb::blocked_range<size_t>(0, chunks.size()),
+          [&](const tbb::blocked_range<size_t>& r) { fn(r.begin(), r.end()); },
           tbb::static_partitioner());
     });
   }
@@ -82,10 +114,12 @@ ReadPass::ReadPass(int threads, size_t bytes)
     : impl_(std::make_unique<Impl>(threads, bytes, nullptr)) {}
 ReadPass::ReadPass(backends::Backend& backend, size_t bytes)
     : impl_(std::make_unique<Impl>(backend.threads(), bytes, &backend)) {}
+ReadPass::ReadPass(backends::Backend& backend, std::vector<std::span<const std::byte>> memory)
+    : impl_(std::make_unique<Impl>(backend, std::move(memory))) {}
 ReadPass::~ReadPass() = default;
 
 size_t ReadPass::bytes() const {
-  return impl_->words * sizeof(uint64_t);
+  return impl_->total_bytes;
 }
 
 double ReadPass::seconds() {
@@ -93,8 +127,8 @@ double ReadPass::seconds() {
   const auto t0 = std::chrono::steady_clock::now();
   m.for_chunks([&](size_t begin, size_t end) {
     // the kernels' read probe (kernels/math/read_sum.h says how it reads and why)
-    const uint64_t s = kernels::read_sum(
-        {m.buffer.get() + begin * Impl::kChunkWords, (end - begin) * Impl::kChunkWords});
+    uint64_t s = 0;
+    for (size_t c = begin; c < end; ++c) s += kernels::read_sum(m.chunks[c]);
     m.sink.fetch_add(s, std::memory_order_relaxed);
   });
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

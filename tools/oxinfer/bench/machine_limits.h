@@ -15,16 +15,25 @@ namespace oxi::bench {
 // passes can be interleaved with other work. Given a backend, its parallel_for runs the passes:
 // a benchmark that interleaves passes with that backend's work (bench llm) keeps the same
 // threads for both, instead of handing TBB's workers between two arenas at every switch.
+//
+// Or passes over existing memory (a model's weights), in address order: the read rate of those
+// very pages. Where memory sits matters on the development VM: six 384 MiB buffers of one
+// process, read in shuffled order 20 times, had medians from 63.5 to 72.4 GB/s, one of them
+// slowest every time; the same decode regions read 92-94 % of a separate buffer's rate from
+// the weights and 109-114 % from a fresh copy of them (docs/benchmarks.md, twenty-fourth
+// session). A limit measured on other pages is off by that much, either way, from run to run.
 class ReadPass {
  public:
   explicit ReadPass(int threads, size_t bytes = size_t{512} << 20);
   explicit ReadPass(backends::Backend& backend, size_t bytes = size_t{512} << 20);
+  // `memory` must outlive the object; overlapping ranges are read once.
+  ReadPass(backends::Backend& backend, std::vector<std::span<const std::byte>> memory);
   ~ReadPass();
   ReadPass(const ReadPass&) = delete;
   ReadPass& operator=(const ReadPass&) = delete;
 
   size_t bytes() const;
-  double seconds();  // one pass over the whole buffer
+  double seconds();  // one pass over the whole buffer (or memory)
 
  private:
   struct Impl;
