@@ -58,9 +58,11 @@ std::vector<uint8_t> quantized_rows(DType t, DType layout, size_t rows) {
 
 // Weights of type t, multiplied in `layout`: t itself, or the repacked layout decode holds t in
 // (Q4_0 -> Q4_0_R16, Q8_0 -> Q8_0_R16, Q4_K -> Q4_K_R8; same bytes per row, so GB/s count the
-// same t bytes).
+// same t bytes). The limit: read passes over the matrix itself, one after each run, the best of
+// them (where memory sits changes its read rate, machine_limits.h; and a VM's bandwidth moves
+// within minutes, so the passes share the kernel's seconds).
 BenchRow bench_matvec(DType t, DType layout, const std::string& label, tbb::task_arena& arena,
-                      int threads, double read_bw) {
+                      int threads) {
   const size_t row_bytes = kernels::row_bytes(t, kCols);
   const size_t n_rows = (kMatrixBytes + row_bytes - 1) / row_bytes;
   const auto w_data = std::make_unique_for_overwrite<uint8_t[]>(row_bytes * n_rows);
@@ -87,8 +89,12 @@ BenchRow bench_matvec(DType t, DType layout, const std::string& label, tbb::task
   std::vector<float> y(n_rows);
   const kernels::MatvecFn matvec = kernels::format_kernels().matvec_for(layout);
 
-  double best = 0;
+  ReadPass read_pass(threads, {std::as_bytes(w)});
+  double best = 0, read_bw = 0;
   for (int run = 0; run <= kRuns; ++run) {  // run 0 warms up
+    const double read_seconds = read_pass.seconds();
+    if (run > 0)
+      read_bw = std::max(read_bw, static_cast<double>(read_pass.bytes()) / read_seconds / 1e9);
     const auto t0 = std::chrono::steady_clock::now();
     arena.execute([&] {
       tbb::parallel_for(
@@ -153,12 +159,8 @@ std::vector<BenchRow> bench_format_kernels(int threads) {
   tbb::task_arena arena(threads);
   std::vector<BenchRow> out;
   const kernels::FormatKernels& k = kernels::format_kernels();
-  // Each row's limit is the read bandwidth measured just before it: a VM's bandwidth moves
-  // within minutes (34-59 GB/s in one session on the development VM), and one figure from the
-  // start of the run was at times compared with a kernel measured after the bandwidth fell.
   const auto matvec_row = [&](DType t, DType layout, const std::string& label) {
-    const double read_bw = measure_read_bandwidth_gbs(threads);
-    out.push_back(bench_matvec(t, layout, label, arena, threads, read_bw));
+    out.push_back(bench_matvec(t, layout, label, arena, threads));
   };
   for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::F16}) {
     // The layout decode multiplies (what lib/llm repacks to), named by the stored type; then

@@ -62,7 +62,9 @@ struct ReadPass::Impl {
     });
   }
 
-  Impl(backends::Backend& on, std::vector<std::span<const std::byte>> ranges) : backend(&on) {
+  Impl(int threads, backends::Backend* on, std::vector<std::span<const std::byte>> ranges)
+      : backend(on) {
+    if (backend == nullptr) arena.emplace(std::max(threads, 1));
     // In address order, touching ranges merged: each thread's share is one stream.
     std::sort(ranges.begin(), ranges.end(),
               [](const auto& a, const auto& b) { return a.data() < b.data(); });
@@ -115,7 +117,9 @@ ReadPass::ReadPass(int threads, size_t bytes)
 ReadPass::ReadPass(backends::Backend& backend, size_t bytes)
     : impl_(std::make_unique<Impl>(backend.threads(), bytes, &backend)) {}
 ReadPass::ReadPass(backends::Backend& backend, std::vector<std::span<const std::byte>> memory)
-    : impl_(std::make_unique<Impl>(backend, std::move(memory))) {}
+    : impl_(std::make_unique<Impl>(backend.threads(), &backend, std::move(memory))) {}
+ReadPass::ReadPass(int threads, std::vector<std::span<const std::byte>> memory)
+    : impl_(std::make_unique<Impl>(threads, nullptr, std::move(memory))) {}
 ReadPass::~ReadPass() = default;
 
 size_t ReadPass::bytes() const {

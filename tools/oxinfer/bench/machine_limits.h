@@ -28,6 +28,7 @@ class ReadPass {
   explicit ReadPass(backends::Backend& backend, size_t bytes = size_t{512} << 20);
   // `memory` must outlive the object; overlapping ranges are read once.
   ReadPass(backends::Backend& backend, std::vector<std::span<const std::byte>> memory);
+  ReadPass(int threads, std::vector<std::span<const std::byte>> memory);
   ~ReadPass();
   ReadPass(const ReadPass&) = delete;
   ReadPass& operator=(const ReadPass&) = delete;
