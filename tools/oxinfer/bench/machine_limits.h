@@ -17,11 +17,10 @@ namespace oxi::bench {
 // threads for both, instead of handing TBB's workers between two arenas at every switch.
 //
 // Or passes over existing memory (a model's weights), in address order: the read rate of those
-// very pages. Where memory sits matters on the development VM: six 384 MiB buffers of one
-// process, read in shuffled order 20 times, had medians from 63.5 to 72.4 GB/s, one of them
-// slowest every time; the same decode regions read 92-94 % of a separate buffer's rate from
-// the weights and 109-114 % from a fresh copy of them (docs/benchmarks.md, twenty-fourth
-// session). A limit measured on other pages is off by that much, either way, from run to run.
+// very pages. Where memory sits matters on the development VM: in bench llm, passes over the
+// weights read at 85-106 % of a separate buffer's rate in the same seconds, and over a fresh
+// copy of the weights at 86-109 % (docs/benchmarks.md, twenty-fourth session). A limit measured
+// on other pages is off by up to ~10 %, either way, from run to run.
 class ReadPass {
  public:
   explicit ReadPass(int threads, size_t bytes = size_t{512} << 20);
