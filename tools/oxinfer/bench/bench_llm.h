@@ -53,16 +53,21 @@ double decode_weight_bytes(const llm::Model& model);
 std::vector<ReadRegion> decode_read_regions(const llm::Model& model);
 
 // Runs pp and tg `reps` times each on `session` (its cache is cleared before each run; it needs
-// n_ctx >= max(pp, tg)). Random ids from a fixed seed. In a tg run every generated token is
-// followed by one pass of `read_pass` (not counted as decode time), and the run's read
-// bandwidth is the passes' bytes over their time: the limit of the same seconds as the decode
-// it is compared with. On a shared VM single passes range over 2x (20-48 GB/s on the
-// development VM, minutes apart and from one 15 ms pass to the next), so a best pass compared
-// with decode's mean over seconds, or a figure taken before the run, measured the noise.
-// Each read pass is followed by one pass of `buffer_pass` if given (a ReadPass over a buffer of
-// its own, for comparison when `read_pass` reads the weights) and one of `weights_read` (a
-// RegionsRead over decode_read_regions): the same weight bytes read in decode's regions and
-// order, without arithmetic, in the same seconds.
+// n_ctx >= max(pp, tg)). Random ids from a fixed seed. In a tg run every kTokensBetweenPasses
+// generated tokens are followed by one pass of `read_pass` (not counted as decode time), and the
+// run's read bandwidth is the passes' bytes over their time: the limit of the same seconds as
+// the decode it is compared with. The first token of each block is evaluated once untimed and
+// dropped before the timed ones, so that every timed token follows a decode step as in
+// generation: right after the passes, how fast decode ran depended on how the passes read and
+// on the kernels (the q8_0 matvec of the session before: 65-67 GB/s right after the passes,
+// 53-55 back to back; docs/benchmarks.md, twenty-fourth session). On a shared
+// VM single passes range over 2x (20-48 GB/s on the development VM, minutes apart and from one 15
+// ms pass to the next), so a best pass compared with decode's mean over seconds, or a figure taken
+// before the run, measured the noise. Each read pass is followed by one pass of `buffer_pass` if
+// given (a ReadPass over a buffer of its own, for comparison when `read_pass` reads the weights)
+// and one of `weights_read` (a RegionsRead over decode_read_regions): the same weight bytes read in
+// decode's regions and order, without arithmetic, in the same seconds.
+inline constexpr size_t kTokensBetweenPasses = 8;
 LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps, ReadPass& read_pass,
                          ReadPass* buffer_pass, RegionsRead& weights_read);
 
