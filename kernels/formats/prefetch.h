@@ -24,15 +24,15 @@
 //
 // Page starts: the hardware prefetcher follows a stream within a 4 KB page and has to find it
 // again on the next one. A request for the first line of each page kPrefetchBytes ahead
-// (prefetch_page_starts) restarts it early: a two-thread read of 6.5 MB regions ran 4-20 %
-// faster with it than without, and than with every line requested. Per format it depends on
-// how the kernel's own requests go out (a probe alternating the variants over the same 600 MB,
-// 2048-wide rows, twenty-fourth session): q4_0_r16 keeps its line requests and adds the page
-// starts (94-98 -> 99-102 % of a plain read; TinyLlama-shaped Q4_0 decode / weights read
-// alone 85-86 -> 92-96 %); q8_0_r16 does best with the page starts alone (87-89 -> 94-97 %;
-// Q8_0 decode 85-91 -> 99-100 %). q4_K_r8, whose requests go out in per-sub-block slices, lost
-// with them (92-100 -> 62-68 % alone, 81-100 % beside its own), and q6_K, though 90-94 -> 97-101
-// % in the probe with both, lost 1-3 points of Q4_K_M decode: both keep their lines only.
+// (prefetch_page_starts) restarts it early: a two-thread read of 6.5 MB regions ran 4-30 %
+// faster with it than without when memory was slower than ~75 GB/s, as fast at 85-87 GB/s.
+// TinyLlama-shaped decode, tokens back to back (bench llm), alternating binaries
+// (twenty-fourth session): q4_0_r16 with its line requests and the page starts 52.7-54.2 ->
+// 64.4-67.8 GB/s; q8_0_r16 with the page starts alone 53.5-54.7 -> 67.8-69.2 GB/s (a probe
+// over the same memory: alone 94-97 % of a plain read, beside its lines 87-95 %); Q4_K_M, with
+// them beside q6_K's lines and q4_K_r8's slices, decode / weights read 84-87 -> 91-95 % (six
+// rounds, read passes 44-49 GB/s; q6_K's alone 88-92 %). The float tiles keep their lines only
+// (not measured).
 #pragma once
 
 #include <cstddef>

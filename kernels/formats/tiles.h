@@ -25,6 +25,15 @@ constexpr int trait_matvec_rows() {
     return 1;
 }
 
+// Whether F's one-row matvec also requests the page starts ahead (prefetch.h): where F says so.
+template <class F>
+constexpr bool trait_prefetch_page_starts() {
+  if constexpr (requires { F::kPrefetchPageStarts; })
+    return F::kPrefetchPageStarts;
+  else
+    return false;
+}
+
 template <class F>
 struct QuantTile {
   static constexpr int kMatvecRows = trait_matvec_rows<F>();
@@ -47,9 +56,11 @@ struct QuantTile {
         if constexpr (T == 1) {
           // One row: the bytes kPrefetchBytes on; interleaved rows: the same position of the
           // rows kPrefetchTiles tiles on (prefetch.h).
-          prefetch_lines<sizeof(WBlock)>(
-              reinterpret_cast<const uint8_t*>(rows[r] + b) +
-              (R == 1 ? kPrefetchBytes : kPrefetchTiles * R * w_row_bytes));
+          const uint8_t* ahead = reinterpret_cast<const uint8_t*>(rows[r] + b) +
+                                 (R == 1 ? kPrefetchBytes : kPrefetchTiles * R * w_row_bytes);
+          prefetch_lines<sizeof(WBlock)>(ahead);
+          if constexpr (R == 1 && trait_prefetch_page_starts<F>())
+            prefetch_page_starts<sizeof(WBlock)>(ahead);
         }
         const typename F::W wb = F::load_w(rows[r][b]);
         for (int t = 0; t < T; ++t) F::step(acc[t][r], wb, a[t]);

@@ -471,6 +471,8 @@ struct Q6_KBase {
   using WBlock = BlockQ6_K;
   using ABlock = BlockQ8_K;
   static constexpr size_t kElems = QK_K;
+  // The one-row matvec also requests the page starts ahead (prefetch.h).
+  static constexpr bool kPrefetchPageStarts = true;
   using Act = const BlockQ8_K*;
   using Acc = AccK;
 
