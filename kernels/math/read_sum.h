@@ -8,9 +8,9 @@
 // nothing (docs/benchmarks.md, twenty-third session). So the SIMD builds read 32-byte vectors
 // (the avx512 build too) and the limit is the fastest read this project has, not a slow one
 // that decode could beat. Since the twenty-fourth session they also request the first line of
-// each 4 KB page 16 KB ahead (kernels/formats/prefetch.h, prefetch_page_starts), as the q4_0 /
-// q8_0 matvecs do: two threads over 6.5 MB regions read 1-20 % faster with it (more when the
-// memory is slower), never slower; Q8_0 decode's limit rose 80 -> 85-87 GB/s.
+// each 4 KB page 16 KB ahead (kernels/formats/prefetch.h, prefetch_page_starts), as decode's
+// matvecs do: two threads over 6.5 MB regions read up to 30 % faster with it when the memory
+// was slower, as fast at 85-87 GB/s; Q8_0 decode's limit rose 80 -> 85-87 GB/s.
 #pragma once
 
 #include <cstdint>

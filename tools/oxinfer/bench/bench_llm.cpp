@@ -217,8 +217,7 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   if (!json) {
     std::printf(
         "running pp%lld / tg%lld x %lld (after every %zu generated tokens read-bandwidth passes "
-        "and "
-        "a pass reading the weights in decode's regions)...\n",
+        "and a pass reading the weights in decode's regions)...\n",
         pp, tg, reps, bench::kTokensBetweenPasses);
     std::fflush(stdout);
   }
@@ -247,8 +246,8 @@ int run_bench_llm(const std::vector<std::string>& argv) {
     bench::ReadPass& read_pass = limit_on_weights ? *weights_pass : buffer_pass;
     read_peak = bench::measure_read_bandwidth_gbs(read_pass);
     // The same weight bytes read without arithmetic, in decode's order and parallel regions,
-    // after every token: where decode falls short of the read bandwidth, how much the access
-    // pattern itself loses and how much the arithmetic.
+    // after every block of tokens: where decode falls short of the read bandwidth, how much the
+    // access pattern itself loses and how much the arithmetic.
     bench::RegionsRead weights_read(regions, *backend);
     r = bench::bench_llm(session, static_cast<size_t>(pp), static_cast<size_t>(tg),
                          static_cast<int>(reps), read_pass,
