@@ -68,38 +68,36 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
                                         const ActGroupK8* const* a, int j) noexcept {
     SubBlockDots<T> out;
 #if defined(OXI_ARCH_AVX512)
-    {
-      // 512 bits (Zen 5 runs them at full width): the 32 weight bytes in both halves, the low
-      // nibbles kept in the lower half and the high ones, as 16 x their value, in the upper,
-      // against the activation's low- and high-nibble bytes, which lie side by side (q[j][i][0],
-      // q[j][i][1]): one mask, one load and one VNNI op per 32 bytes and token instead of two
-      // of each. Folded, each lane is NibbleDots' integer: the same sums. gemm_q's tiles: Q4_K_M
-      // pp512 +12 %. One token's matvec loads the activation as two 32-byte halves (the 64 bytes
-      // start 32 bytes into a line, q at offset 160 of ActGroupK8): Q4_K_M decode, tokens back
-      // to back, 51.5-53.8 -> 52.6-60.6 GB/s, higher in all seven alternating pairs (decode /
-      // weights read +0.8 to +6.9 points; docs/benchmarks.md, twenty-fourth session). With a
-      // pass after every token, as the bench timed decode before, it had looked slower.
-      const __m512i nibble_mask = _mm512_mask_set1_epi8(
-          _mm512_set1_epi8(0x0F), 0xFFFFFFFF00000000ull, static_cast<char>(0xF0));
-      __m512i d[T];
-      for (int t = 0; t < T; ++t) d[t] = _mm512_setzero_si512();
-      for (int i = 0; i < 4; ++i) {
-        const __m512i q =
-            _mm512_and_si512(_mm512_maskz_broadcast_i64x4(0xFF, simd::load256(qs[i])), nibble_mask);
-        for (int t = 0; t < T; ++t) {
-          const __m512i x =
-              T == 1 ? _mm512_mask_broadcast_i64x4(
-                           _mm512_maskz_broadcast_i64x4(0x0F, simd::load256(a[t]->q[j][i][0])),
-                           0xF0, simd::load256(a[t]->q[j][i][1]))
-                     : _mm512_loadu_si512(a[t]->q[j][i][0]);
-          d[t] = _mm512_dpbusd_epi32(d[t], q, x);
-        }
-      }
+    // 512 bits (Zen 5 runs them at full width): the 32 weight bytes in both halves, the low
+    // nibbles kept in the lower half and the high ones, as 16 x their value, in the upper,
+    // against the activation's low- and high-nibble bytes, which lie side by side (q[j][i][0],
+    // q[j][i][1]): one mask, one load and one VNNI op per 32 bytes and token instead of two
+    // of each. Folded, each lane is NibbleDots' integer: the same sums. gemm_q's tiles: Q4_K_M
+    // pp512 +12 %. One token's matvec loads the activation as two 32-byte halves (the 64 bytes
+    // start 32 bytes into a line, q at offset 160 of ActGroupK8): Q4_K_M decode, tokens back
+    // to back, 51.5-64.2 -> 52.6-66.1 GB/s, higher in all nine alternating pairs (decode /
+    // weights read +0.8 to +7 points; docs/benchmarks.md, twenty-fourth session). With a
+    // pass after every token, as the bench timed decode before, it had looked slower.
+    const __m512i nibble_mask = _mm512_mask_set1_epi8(_mm512_set1_epi8(0x0F), 0xFFFFFFFF00000000ull,
+                                                      static_cast<char>(0xF0));
+    __m512i d[T];
+    for (int t = 0; t < T; ++t) d[t] = _mm512_setzero_si512();
+    for (int i = 0; i < 4; ++i) {
+      const __m512i q =
+          _mm512_and_si512(_mm512_maskz_broadcast_i64x4(0xFF, simd::load256(qs[i])), nibble_mask);
       for (int t = 0; t < T; ++t) {
-        out.v[t].v =
-            _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xF, d[t], 0),
-                             _mm256_srai_epi32(_mm512_maskz_extracti64x4_epi64(0xF, d[t], 1), 4));
+        const __m512i x =
+            T == 1 ? _mm512_mask_broadcast_i64x4(
+                         _mm512_maskz_broadcast_i64x4(0x0F, simd::load256(a[t]->q[j][i][0])), 0xF0,
+                         simd::load256(a[t]->q[j][i][1]))
+                   : _mm512_loadu_si512(a[t]->q[j][i][0]);
+        d[t] = _mm512_dpbusd_epi32(d[t], q, x);
       }
+    }
+    for (int t = 0; t < T; ++t) {
+      out.v[t].v =
+          _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xF, d[t], 0),
+                           _mm256_srai_epi32(_mm512_maskz_extracti64x4_epi64(0xF, d[t], 1), 4));
     }
 #else
     simd::NibbleDots dots[T];

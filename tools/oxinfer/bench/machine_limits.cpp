@@ -21,6 +21,22 @@ namespace {
 
 constexpr int kRuns = 16;  // best of many: single runs on a shared VM vary by +-15 %
 
+// The whole 8-byte words in [begin, end), which both kinds of pass read as uint64_t: the few
+// bytes at either edge do not change the rate.
+std::span<const uint64_t> whole_words(const std::byte* begin, const std::byte* end) {
+  const auto first = (reinterpret_cast<uintptr_t>(begin) + 7) & ~uintptr_t{7};
+  const auto last = reinterpret_cast<uintptr_t>(end) & ~uintptr_t{7};
+  if (last <= first) return {};
+  return {reinterpret_cast<const uint64_t*>(first), (last - first) / sizeof(uint64_t)};
+}
+
+// `words` cut into pieces of `piece_words` (the last one shorter), appended to `out`.
+void append_pieces(std::span<const uint64_t> words, size_t piece_words,
+                   std::vector<std::span<const uint64_t>>& out) {
+  for (size_t at = 0; at < words.size(); at += piece_words)
+    out.push_back(words.subspan(at, std::min(piece_words, words.size() - at)));
+}
+
 }  // namespace
 
 struct ReadPass::Impl {
@@ -70,13 +86,7 @@ struct ReadPass::Impl {
               [](const auto& a, const auto& b) { return a.data() < b.data(); });
     const std::byte* begin = nullptr;
     const std::byte* end = nullptr;
-    const auto flush = [&] {
-      // From the first 8-byte aligned word: the chunks are read as uint64_t.
-      const auto first = (reinterpret_cast<uintptr_t>(begin) + 7) & ~uintptr_t{7};
-      const auto last = reinterpret_cast<uintptr_t>(end) & ~uintptr_t{7};
-      if (last > first)
-        add_chunks({reinterpret_cast<const uint64_t*>(first), (last - first) / sizeof(uint64_t)});
-    };
+    const auto flush = [&] { add_chunks(whole_words(begin, end)); };
     for (const std::span<const std::byte> r : ranges) {
       if (r.empty()) continue;
       if (begin != nullptr && r.data() <= end) {
@@ -91,8 +101,7 @@ struct ReadPass::Impl {
   }
 
   void add_chunks(std::span<const uint64_t> words) {
-    for (size_t at = 0; at < words.size(); at += kChunkWords)
-      chunks.push_back(words.subspan(at, std::min(kChunkWords, words.size() - at)));
+    append_pieces(words, kChunkWords, chunks);
     total_bytes += words.size() * sizeof(uint64_t);
   }
 
@@ -151,13 +160,9 @@ double measure_read_bandwidth_gbs(int threads) {
 }
 
 struct RegionsRead::Impl {
-  static constexpr size_t kPieceBytes = 32 * 1024;
-  struct Piece {
-    const std::byte* begin;
-    size_t bytes;
-  };
+  static constexpr size_t kPieceWords = 32 * 1024 / sizeof(uint64_t);
   backends::Backend& backend;
-  std::vector<std::vector<Piece>> pieces;  // per region
+  std::vector<std::vector<std::span<const uint64_t>>> pieces;  // per region
   // Each piece's sum goes to its own slot (no shared counter between the threads); the sums
   // are added afterwards so that the reads cannot be optimised away.
   std::vector<std::vector<uint64_t>> sums;
@@ -166,12 +171,9 @@ struct RegionsRead::Impl {
 
   Impl(const std::vector<ReadRegion>& regions, backends::Backend& on) : backend(on) {
     for (const ReadRegion& region : regions) {
-      std::vector<Piece>& p = pieces.emplace_back();
+      std::vector<std::span<const uint64_t>>& p = pieces.emplace_back();
       for (const std::span<const std::byte> range : region) {
-        // From the first 8-byte aligned word: the pieces are read as uint64_t.
-        const size_t skip = (8 - reinterpret_cast<uintptr_t>(range.data()) % 8) % 8;
-        for (size_t at = skip; at < range.size(); at += kPieceBytes)
-          p.push_back({range.data() + at, std::min(kPieceBytes, range.size() - at)});
+        append_pieces(whole_words(range.data(), range.data() + range.size()), kPieceWords, p);
         total_bytes += static_cast<double>(range.size());
       }
       sums.emplace_back(p.size());
@@ -191,13 +193,10 @@ double RegionsRead::seconds() {
   Impl& m = *impl_;
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t k = 0; k < m.pieces.size(); ++k) {
-    const std::vector<Impl::Piece>& p = m.pieces[k];
+    const std::vector<std::span<const uint64_t>>& p = m.pieces[k];
     std::vector<uint64_t>& sums = m.sums[k];
-    m.backend.parallel_for(p.size(), 1, [&](size_t i, size_t) {
-      // Whole words only: the few tail bytes of a range do not change the rate.
-      sums[i] = kernels::read_sum(
-          {reinterpret_cast<const uint64_t*>(p[i].begin), p[i].bytes / sizeof(uint64_t)});
-    });
+    m.backend.parallel_for(p.size(), 1,
+                           [&](size_t i, size_t) { sums[i] = kernels::read_sum(p[i]); });
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
