@@ -59,7 +59,7 @@ struct WorkerTeam::State {
 };
 
 WorkerTeam::WorkerTeam(tbb::task_arena& arena, size_t helpers)
-    : arena_(arena), state_(std::make_shared<State>()) {
+    : arena_(arena), state_(std::make_unique<State>()) {
   state_->helpers = std::min<size_t>(helpers, 0xFFFF);  // the slot counts joins in 16 bits
 }
 
@@ -67,15 +67,16 @@ size_t WorkerTeam::helpers() const {
   return state_->helpers;
 }
 
-WorkerTeam::~WorkerTeam() {
+WorkerTeam::~WorkerTeam() noexcept {
   state_->quit.store(true);
+  arena_.execute([this] { helper_tasks_.wait(); });
 }
 
 void WorkerTeam::ensure_helpers() {
   State& s = *state_;
   for (size_t alive = s.alive.load(); alive < s.helpers; alive = s.alive.load()) {
     if (s.alive.compare_exchange_strong(alive, alive + 1))
-      arena_.enqueue([state = state_] { helper_loop(state); });
+      arena_.enqueue(helper_tasks_.defer([state = state_.get()] { helper_loop(*state); }));
   }
 }
 
@@ -103,8 +104,7 @@ void WorkerTeam::run(const std::function<void(size_t participant)>& job) {
   while (active(s.slot.load(std::memory_order_acquire)) != 0) cpu_pause();
 }
 
-void WorkerTeam::helper_loop(const std::shared_ptr<State>& state) {
-  State& s = *state;
+void WorkerTeam::helper_loop(State& s) {
   // A helper joins the job open when it starts, if any; after that, each new one once.
   const uint64_t start = s.slot.load(std::memory_order_acquire);
   uint32_t seen = is_open(start) ? generation(start) - 1 : generation(start);

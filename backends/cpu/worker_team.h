@@ -20,14 +20,17 @@
 #include <memory>
 
 #include <tbb/task_arena.h>
+#include <tbb/task_group.h>
 
 namespace oxi::backends {
 
 class WorkerTeam {
  public:
-  // Up to `helpers` helper threads from `arena` (which must outlive the team's calls to run).
+  // Up to `helpers` helper threads from `arena` (which must outlive the team).
   WorkerTeam(tbb::task_arena& arena, size_t helpers);
-  ~WorkerTeam();
+  // Tells the helpers to leave and waits until every helper task has run, running those still
+  // queued on this thread (they see the team gone and return at once).
+  ~WorkerTeam() noexcept;
   WorkerTeam(const WorkerTeam&) = delete;
   WorkerTeam& operator=(const WorkerTeam&) = delete;
 
@@ -40,11 +43,14 @@ class WorkerTeam {
 
  private:
   struct State;
-  static void helper_loop(const std::shared_ptr<State>& state);
+  static void helper_loop(State& s);
   void ensure_helpers();
 
   tbb::task_arena& arena_;
-  std::shared_ptr<State> state_;  // shared with the helper tasks, which may outlive the team
+  std::unique_ptr<State> state_;
+  // The helper tasks, which use state_: the destructor waits for them (one still queued when
+  // the process exited would also be a leak to LeakSanitizer).
+  tbb::task_group helper_tasks_;
 };
 
 }  // namespace oxi::backends
