@@ -44,8 +44,13 @@ inline constexpr size_t kCacheLine = 64;
 // How many tiles ahead an interleaved-rows matvec tile prefetches (the rows kPrefetchTiles
 // tiles after its own).
 inline constexpr size_t kPrefetchTiles = 4;
-// How far ahead of its position a one-row pass prefetches.
-inline constexpr size_t kPrefetchBytes = 16 * 1024;
+// How far ahead of its position a one-row pass prefetches: 8 KB since the twenty-fifth session
+// (16 KB before). TinyLlama-shaped decode, tokens back to back, alternating binaries, read
+// passes at 60-79 GB/s, decode / weights read alone at 8 KB vs 16 KB: q4_0 87.5 vs 85.7 % (six
+// rounds each), q8_0 91.5 vs 89.1 %, Q4_K_M 86.9 vs 83.3 % (higher in all 12 q8_0 / Q4_K_M
+// pairs); 12 KB about as 8 KB, 4 KB as 16 KB, 32 KB lower (docs/benchmarks.md). read_sum
+// keeps 16 KB (kernels/math/read_sum.h).
+inline constexpr size_t kPrefetchBytes = 8 * 1024;
 
 // Prefetches [p, p + kSpan): one request per cache line, or one per call when the caller
 // steps by less than a line (its consecutive calls then touch every line).

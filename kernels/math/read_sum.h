@@ -9,14 +9,20 @@
 // (the avx512 build too) and the limit is the fastest read this project has, not a slow one
 // that decode could beat. Since the twenty-fourth session they also request the first line of
 // each 4 KB page 16 KB ahead (kernels/formats/prefetch.h, prefetch_page_starts), as decode's
-// matvecs do: two threads over 6.5 MB regions read up to 30 % faster with it when the memory
+// matvecs did then: two threads over 6.5 MB regions read up to 30 % faster with it when the memory
 // was slower, as fast at 85-87 GB/s; Q8_0 decode's limit rose 80 -> 85-87 GB/s.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
 namespace oxi::kernels {
+
+// How far ahead read_sum requests the page starts. The matvecs' kPrefetchBytes went from 16 to
+// 8 KB in the twenty-fifth session; read_sum read no faster at 8 KB (Q8_0 bench llm, four
+// alternating runs: passes over the weights 74.9 vs 75.5 GB/s), so it keeps 16.
+inline constexpr size_t kReadSumPrefetchBytes = 16 * 1024;
 
 // The sum of words, modulo 2^64 (the same on every instruction set).
 uint64_t read_sum(std::span<const uint64_t> words) noexcept;

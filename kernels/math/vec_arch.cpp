@@ -7,6 +7,7 @@
 #include "kernels/arch.h"
 #include "kernels/formats/prefetch.h"
 #include "kernels/math/arch_math.h"
+#include "kernels/math/read_sum.h"
 #include "kernels/math/simd.h"
 
 namespace oxi::kernels::OXI_ARCH_NS {
@@ -174,9 +175,9 @@ uint64_t read_sum(std::span<const uint64_t> words) noexcept {
   using U = xsimd::batch<uint64_t, Arch>;
   constexpr size_t kW = U::size;
   U s0(uint64_t{0}), s1(uint64_t{0}), s2(uint64_t{0}), s3(uint64_t{0});
-  constexpr size_t kStep = 4 * kW, kAhead = kPrefetchBytes / sizeof(uint64_t);
+  constexpr size_t kStep = 4 * kW, kAhead = kReadSumPrefetchBytes / sizeof(uint64_t);
   for (; i + kStep <= n; i += kStep) {
-    // The page starts kPrefetchBytes ahead (prefetch.h), as the fastest matvecs request them.
+    // The page starts kReadSumPrefetchBytes ahead (read_sum.h, prefetch.h).
     prefetch_page_starts<kStep * sizeof(uint64_t)>(p + i + kAhead);
     s0 += U::load_unaligned(p + i);
     s1 += U::load_unaligned(p + i + kW);
