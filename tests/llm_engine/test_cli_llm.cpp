@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <sstream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -236,6 +238,24 @@ TEST_F(CliLlm, BenchLlmJson) {
       j.at("decode_products_gbs").get<double>(),
       j.at("weight_bytes_per_token").get<double>() / (step_ms * 1e-3 * products / 100) / 1e9,
       1e-6 * j.at("decode_products_gbs").get<double>());
+  // The products by kind: per layer q/k/v (one shared-input call), o, gate/up (one call), down,
+  // then the output; their shares add up to the products' share.
+  std::map<std::string, double> calls;
+  double kinds_pct = 0;
+  for (const nlohmann::json& k : j.at("decode_products_by_kind")) {
+    calls[k.at("kind").get<std::string>()] = k.at("calls_per_token").get<double>();
+    kinds_pct += k.at("pct").get<double>();
+    EXPECT_GT(k.at("gbs").get<double>(), 0);
+    EXPECT_GT(k.at("ms_per_token").get<double>(), 0);
+  }
+  const std::map<std::string, double> want = {
+      {"f32 [64 x 64] + f32 [32 x 64] + f32 [32 x 64]", 2.0},
+      {"f32 [64 x 64]", 2.0},
+      {"f32 [128 x 64] + f32 [128 x 64]", 2.0},
+      {"f32 [64 x 128]", 2.0},
+      {"f32 [300 x 64]", 1.0}};
+  EXPECT_EQ(calls, want);
+  EXPECT_NEAR(kinds_pct, products, 1e-6 * products);
 }
 
 }  // namespace

@@ -167,6 +167,12 @@ DecodeSplit split_decode(std::shared_ptr<const llm::Model> model, backends::Back
   d.other_pct = 100.0 - d.products_pct - d.attention_pct;
   if (s.products > 0)
     d.products_gbs = decode_weight_bytes(*model) * static_cast<double>(tg) / s.products / 1e9;
+  const double n = static_cast<double>(tg);
+  for (const TimedBackend::ProductKind& k : timed.product_kinds()) {
+    d.kinds.push_back({k.name, static_cast<double>(k.calls) / n, 1e3 * k.seconds / n,
+                       100.0 * k.seconds / seconds,
+                       k.seconds > 0 ? k.weight_bytes / k.seconds / 1e9 : 0.0});
+  }
   return d;
 }
 
@@ -269,6 +275,14 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   const double resident_pct = 100.0 * resident / (file_bytes + kv_bytes);
 
   if (json) {
+    nlohmann::json products_by_kind = nlohmann::json::array();
+    for (const bench::DecodeSplit::Kind& k : split.kinds) {
+      products_by_kind.push_back({{"kind", k.name},
+                                  {"calls_per_token", k.calls_per_token},
+                                  {"ms_per_token", k.ms_per_token},
+                                  {"pct", k.pct},
+                                  {"gbs", k.gbs}});
+    }
     const std::string pp_key = "pp" + std::to_string(pp), tg_key = "tg" + std::to_string(tg);
     const nlohmann::json out = {{"model", path.string()},
                                 {"arch", model->config().arch},
@@ -297,6 +311,7 @@ int run_bench_llm(const std::vector<std::string>& argv) {
                                 {"decode_attention_pct", split.attention_pct},
                                 {"decode_other_pct", split.other_pct},
                                 {"decode_products_gbs", split.products_gbs},
+                                {"decode_products_by_kind", products_by_kind},
                                 {"resident_bytes", resident},
                                 {"resident_before_load_bytes", baseline},
                                 {"model_file_bytes", file_bytes},
@@ -330,6 +345,12 @@ int run_bench_llm(const std::vector<std::string>& argv) {
           "%.1f%%, the rest %.1f%% (%zu more tokens, timed by call)\n",
           "decode split", split.ms_per_token, split.products_pct, split.products_gbs,
           split.attention_pct, split.other_pct, split.tokens);
+    for (size_t i = 0; i < split.kinds.size(); ++i) {
+      const bench::DecodeSplit::Kind& k = split.kinds[i];
+      std::printf("%-28s %9.3f ms a token (%4.1f%%), %4.1f calls, %6.2f GB/s: %s\n",
+                  i == 0 ? "  products by kind" : "", k.ms_per_token, k.pct, k.calls_per_token,
+                  k.gbs, k.name.c_str());
+    }
     std::printf(
         "%-28s %9.1f MB = %.1f%% of file %.1f MB + KV cache %.1f MB (%.1f MB before "
         "loading)\n",

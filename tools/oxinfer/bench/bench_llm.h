@@ -40,6 +40,15 @@ struct DecodeSplit {
   double attention_pct = 0;  // in attention
   double other_pct = 0;      // the rest: norms, RoPE, SwiGLU, residual adds, embedding
   double products_gbs = 0;   // weight bytes per token / the products' seconds per token
+  // The products by kind (TimedBackend::product_kinds): which matrices run slower than the rest.
+  struct Kind {
+    std::string name;
+    double calls_per_token = 0;
+    double ms_per_token = 0;
+    double pct = 0;  // of the token
+    double gbs = 0;  // its weight bytes over its seconds
+  };
+  std::vector<Kind> kinds;
 };
 DecodeSplit split_decode(std::shared_ptr<const llm::Model> model, backends::Backend& backend,
                          size_t tg);

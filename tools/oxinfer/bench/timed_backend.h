@@ -1,5 +1,6 @@
 // A Backend that forwards every call to another one and adds up the seconds its calls take,
-// by kind: the matrix products and attention. What a decode step spends outside them (norms,
+// by kind: the matrix products (also per product kind: the weights' types and shapes of a call)
+// and attention. What a decode step spends outside them (norms,
 // RoPE, SwiGLU, residual adds, the serial work between regions) is the step's time less those.
 // bench llm runs one extra generation through it to say where decode's time goes; the calls it
 // times take 5-1000 us each, against tens of nanoseconds for a call's two clock reads.
@@ -7,8 +8,11 @@
 
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "backends/backend.h"
 
@@ -23,7 +27,20 @@ class TimedBackend final : public backends::Backend {
     double attention = 0;  // attention
   };
   const Seconds& seconds() const { return seconds_; }
-  void reset() { seconds_ = {}; }
+  // The product calls by kind, e.g. "q4_K_r8 [2048 x 5632]" or, for one shared-input call,
+  // "q4_K_r8 [2048 x 2048] + q4_K_r8 [256 x 2048] + q6_K [256 x 2048]"; in the order first seen.
+  struct ProductKind {
+    std::string name;
+    size_t calls = 0;
+    double seconds = 0;
+    double weight_bytes = 0;  // rows x row_bytes of every weight matrix, every call
+  };
+  const std::vector<ProductKind>& product_kinds() const { return kinds_; }
+  void reset() {
+    seconds_ = {};
+    kinds_.clear();
+    kind_index_.clear();
+  }
 
   std::string_view name() const override { return inner_.name(); }
   int threads() const override { return inner_.threads(); }
@@ -39,8 +56,12 @@ class TimedBackend final : public backends::Backend {
   }
 
  private:
+  ProductKind& kind(const std::string& name);
+
   backends::Backend& inner_;
   Seconds seconds_;
+  std::vector<ProductKind> kinds_;
+  std::map<std::string, size_t, std::less<>> kind_index_;
 };
 
 }  // namespace oxi::bench
