@@ -1,7 +1,7 @@
 // A Backend that forwards every call to another one and adds up the seconds its calls take,
 // by kind: the matrix products (also per product kind: the weights' types and shapes of a call)
-// and attention. What a decode step spends outside them (norms,
-// RoPE, SwiGLU, residual adds, the serial work between regions) is the step's time less those.
+// and attention. What a decode step spends outside them (norms, RoPE, SwiGLU, residual adds,
+// the serial work between regions) is the step's time less those.
 // bench llm runs one extra generation through it to say where decode's time goes; the calls it
 // times take 5-1000 us each, against tens of nanoseconds for a call's two clock reads.
 #pragma once
