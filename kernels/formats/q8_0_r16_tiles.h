@@ -56,16 +56,21 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
       const WeightGroupQ8R16* wg[P];
       for (int p = 0; p < P; ++p)
         wg[p] = reinterpret_cast<const WeightGroupQ8R16*>(w + p * w_row_bytes) + g;
-        // c unrolled, each half asking for the page starts in its half of the group kPrefetchBytes
-        // ahead beside the row's own loads: otherwise GCC kept a pointer per (row, k) and per
-        // prefetched line on the stack (in-cache matvec, one core: 58 -> 63-66 GB/s).
+        // c unrolled, each half asking for its half of the group kPrefetchBytes ahead beside
+        // the row's own loads: otherwise GCC kept a pointer per (row, k) and per prefetched line
+        // on the stack (in-cache matvec, one core: 58 -> 63-66 GB/s).
 #pragma GCC unroll 2
       for (int c = 0; c < 2; ++c) {  // blocks 8c .. 8c + 7
         for (int p = 0; p < P; ++p) {
-          if constexpr (T == 1) {  // the page starts only (prefetch.h)
+          // Its lines and the page starts among them (prefetch.h). At 16 KB ahead the page starts
+          // alone had read faster; at 8 KB the lines as well: Q8_0 decode / weights read higher
+          // in 7 of 8 alternating pairs, +2 points (docs/benchmarks.md, twenty-fifth session).
+          if constexpr (T == 1) {
             constexpr size_t kHalf = sizeof(WeightGroupQ8R16) / 2;
-            prefetch_page_starts<kHalf>(reinterpret_cast<const uint8_t*>(wg[p]) + kPrefetchBytes +
-                                        kHalf * c);
+            const uint8_t* ahead =
+                reinterpret_cast<const uint8_t*>(wg[p]) + kPrefetchBytes + kHalf * c;
+            prefetch_lines<kHalf>(ahead);
+            prefetch_page_starts<kHalf>(ahead);
           }
           const __m256 dw =
               _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg[p]->d + 8 * c)));
