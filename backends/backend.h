@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <functional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "kernels/formats/dtype.h"
@@ -28,6 +29,12 @@ struct WeightMatrix {
   size_t cols = 0;       // K: inputs
   size_t row_bytes = 0;  // bytes from one row to the next (kernels::row_bytes(dtype, cols) or more)
 };
+
+// "q4_0 [2048 x 5632]": the weight type and rows x columns, for messages and reports.
+inline std::string shape_text(const WeightMatrix& w) {
+  return std::string(kernels::name(w.dtype)) + " [" + std::to_string(w.rows) + " x " +
+         std::to_string(w.cols) + "]";
+}
 
 // Attention of `n_queries` new tokens over `n_kv` cached positions (the new ones included),
 // float32 (the cache may be f16 instead). Grouped-query: query head h reads KV head

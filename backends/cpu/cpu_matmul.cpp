@@ -57,11 +57,6 @@ void add_bias(float* y, const float* bias, size_t count) {
   for (size_t i = 0; i < count; ++i) y[i] += bias[i];
 }
 
-std::string shape_text(const WeightMatrix& w) {
-  return std::string(kernels::name(w.dtype)) + " [" + std::to_string(w.rows) + " x " +
-         std::to_string(w.cols) + "]";
-}
-
 void validate(const WeightMatrix& w, std::span<const float> x, size_t m, std::span<float> y) {
   if (!kernels::weight_supported(w.dtype))
     throw Error("matmul", "no kernel for weight type " + std::string(kernels::name(w.dtype)));

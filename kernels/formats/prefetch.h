@@ -29,8 +29,9 @@
 // TinyLlama-shaped decode, tokens back to back (bench llm), alternating binaries
 // (twenty-fourth session): q4_0_r16 with its line requests and the page starts 52.7-54.2 ->
 // 64.4-67.8 GB/s; q8_0_r16 with the page starts alone 53.5-54.7 -> 67.8-69.2 GB/s (a probe
-// over the same memory: alone 94-97 % of a plain read, beside its lines 87-95 %); Q4_K_M, with
-// them beside q6_K's lines and q4_K_r8's slices, decode / weights read 84-87 -> 91-95 % (six
+// over the same memory: alone 94-97 % of a plain read, beside its lines 87-95 %; at the 8 KB
+// distance of the twenty-fifth session it requests its lines as well, q8_0_r16_tiles.h); Q4_K_M,
+// with them beside q6_K's lines and q4_K_r8's slices, decode / weights read 84-87 -> 91-95 % (six
 // rounds, read passes 44-49 GB/s; q6_K's alone 88-92 %). The float tiles keep their lines only
 // (not measured).
 #pragma once
@@ -72,6 +73,14 @@ inline void prefetch_page_starts(const void* p) noexcept {
   const uintptr_t first = (at + kPageBytes - 1) & ~uintptr_t{kPageBytes - 1};
   for (uintptr_t page = first; page < at + kSpan; page += kPageBytes)
     __builtin_prefetch(reinterpret_cast<const char*>(page), 0, 2);
+}
+
+// Both: every line of [p, p + kSpan) and, among them, the first line of each page, which also
+// restarts the hardware prefetcher on the new page (what the one-row matvecs request).
+template <size_t kSpan>
+inline void prefetch_lines_and_page_starts(const void* p) noexcept {
+  prefetch_lines<kSpan>(p);
+  prefetch_page_starts<kSpan>(p);
 }
 
 }  // namespace oxi::kernels

@@ -57,8 +57,7 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
         wg[p] = reinterpret_cast<const WeightGroupR16*>(w + p * w_row_bytes) + g;
         if constexpr (T == 1) {  // its lines and the page starts among them (prefetch.h)
           const uint8_t* ahead = reinterpret_cast<const uint8_t*>(wg[p]) + kPrefetchBytes;
-          prefetch_lines<sizeof(WeightGroupR16)>(ahead);
-          prefetch_page_starts<sizeof(WeightGroupR16)>(ahead);
+          prefetch_lines_and_page_starts<sizeof(WeightGroupR16)>(ahead);
         }
       }
       for (int c = 0; c < 2; ++c) {  // blocks 8c .. 8c + 7

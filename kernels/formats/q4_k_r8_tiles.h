@@ -163,8 +163,7 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
           if constexpr (T == 1) {  // and the page starts among them
             const uint8_t* ahead =
                 reinterpret_cast<const uint8_t*>(wg) + kPrefetchBytes + j * kPrefetchSlice;
-            prefetch_lines<kPrefetchSlice>(ahead);
-            prefetch_page_starts<kPrefetchSlice>(ahead);
+            prefetch_lines_and_page_starts<kPrefetchSlice>(ahead);
           }
           const SubBlockDots<T> dots = sub_block_dots<T>(wg->qs[j], a, j);
           // the sub-block's scale in every lane, as ByteDots::times takes it

@@ -64,13 +64,13 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
         for (int p = 0; p < P; ++p) {
           // Its lines and the page starts among them (prefetch.h). At 16 KB ahead the page starts
           // alone had read faster; at 8 KB the lines as well: Q8_0 decode / weights read higher
-          // in 7 of 8 alternating pairs, +2 points (docs/benchmarks.md, twenty-fifth session).
+          // in 9 of 10 alternating pairs, +1.5 to +8 points (docs/benchmarks.md, twenty-fifth
+          // session).
           if constexpr (T == 1) {
             constexpr size_t kHalf = sizeof(WeightGroupQ8R16) / 2;
             const uint8_t* ahead =
                 reinterpret_cast<const uint8_t*>(wg[p]) + kPrefetchBytes + kHalf * c;
-            prefetch_lines<kHalf>(ahead);
-            prefetch_page_starts<kHalf>(ahead);
+            prefetch_lines_and_page_starts<kHalf>(ahead);
           }
           const __m256 dw =
               _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg[p]->d + 8 * c)));

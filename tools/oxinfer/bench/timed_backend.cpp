@@ -1,15 +1,9 @@
 #include "tools/oxinfer/bench/timed_backend.h"
 
-#include "kernels/formats/dtype.h"
 #include "tools/oxinfer/bench/stopwatch.h"
 
 namespace oxi::bench {
 namespace {
-
-std::string describe(const backends::WeightMatrix& w) {
-  return std::string(kernels::name(w.dtype)) + " [" + std::to_string(w.rows) + " x " +
-         std::to_string(w.cols) + "]";
-}
 
 double bytes_of(const backends::WeightMatrix& w) {
   return static_cast<double>(w.rows) * static_cast<double>(w.row_bytes);
@@ -25,7 +19,7 @@ TimedBackend::ProductKind& TimedBackend::kind(const std::string& name) {
 
 void TimedBackend::matmul(const backends::WeightMatrix& w, std::span<const float> x, size_t m,
                           std::span<float> y, const float* bias) {
-  ProductKind& k = kind(describe(w));  // named before the clock starts
+  ProductKind& k = kind(backends::shape_text(w));  // named before the clock starts
   double seconds = 0;
   {
     const Stopwatch watch(seconds);
@@ -42,7 +36,7 @@ void TimedBackend::matmul_shared_input(std::span<const float> x, size_t m,
   std::string name;
   double bytes = 0;
   for (const SharedInputProduct& p : products) {
-    name += (name.empty() ? "" : " + ") + describe(*p.w);
+    name += (name.empty() ? "" : " + ") + backends::shape_text(*p.w);
     bytes += bytes_of(*p.w);
   }
   ProductKind& k = kind(name);
