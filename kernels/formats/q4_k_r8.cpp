@@ -2,28 +2,35 @@
 // own scalar reference (so they are bit-identical to it), and the matching activation.
 #include "kernels/formats/q4_k_r8.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/formats/quant.h"
-#include "kernels/formats/repacked_rows.h"
 
 namespace oxi::kernels {
 namespace {
 
-constexpr size_t kGroupElems = kK8Blocks * QK_K;
+// The group of nb blocks that starts at block `first` of a row of `blocks`.
+size_t group_size(size_t blocks, size_t first) noexcept {
+  return std::min(kK8Blocks, blocks - first);
+}
 
-void pack_group(const BlockQ4_K* blocks, WeightGroupK8& g) noexcept {
-  for (size_t b = 0; b < kK8Blocks; ++b) {
+// nb q4_K blocks -> one group of the layout (q4_k_r8.h), 144 * nb bytes at g.
+void pack_group(const BlockQ4_K* blocks, size_t nb, uint8_t* g) noexcept {
+  const size_t row = k8_row_bytes(nb);
+  for (size_t b = 0; b < nb; ++b) {
     const BlockQ4_K& s = blocks[b];
     uint8_t sc[8], mn[8];
     for (int j = 0; j < 8; ++j) k4_scale_min(s.scales, j, sc[j], mn[j]);
-    g.d[b] = s.d;
-    g.dmin[b] = s.dmin;
+    const uint32_t dm = uint32_t{s.d} | uint32_t{s.dmin} << 16;
+    std::memcpy(g + kK8RowDm * row + 4 * b, &dm, 4);
     for (size_t k = 0; k < 4; ++k) {
-      g.sc_lo[4 * b + k] = static_cast<uint8_t>((sc[k] & 0xF) | (sc[k + 4] & 0xF) << 4);
-      g.mn_lo[4 * b + k] = static_cast<uint8_t>((mn[k] & 0xF) | (mn[k + 4] & 0xF) << 4);
-      g.hi[4 * b + k] = static_cast<uint8_t>((sc[k] >> 4) | (sc[k + 4] >> 4) << 2 |
-                                             (mn[k] >> 4) << 4 | (mn[k + 4] >> 4) << 6);
+      g[kK8RowScLo * row + 4 * b + k] =
+          static_cast<uint8_t>((sc[k] & 0xF) | (sc[k + 4] & 0xF) << 4);
+      g[kK8RowMnLo * row + 4 * b + k] =
+          static_cast<uint8_t>((mn[k] & 0xF) | (mn[k + 4] & 0xF) << 4);
+      g[kK8RowHi * row + 4 * b + k] = static_cast<uint8_t>(
+          (sc[k] >> 4) | (sc[k + 4] >> 4) << 2 | (mn[k] >> 4) << 4 | (mn[k + 4] >> 4) << 6);
     }
     // sub-block j: the low (j even) or high (j odd) nibbles of qs[32 * (j / 2) ..]
     for (size_t j = 0; j < 8; ++j) {
@@ -32,19 +39,22 @@ void pack_group(const BlockQ4_K* blocks, WeightGroupK8& g) noexcept {
       for (size_t i = 0; i < 4; ++i) {
         for (size_t m = 0; m < 4; ++m) {
           const int lo = (q[8 * i + m] >> shift) & 0xF, hi = (q[8 * i + 4 + m] >> shift) & 0xF;
-          g.qs[j][i][4 * b + m] = static_cast<uint8_t>(lo | hi << 4);
+          g[k8_qs_row(j, i) * row + 4 * b + m] = static_cast<uint8_t>(lo | hi << 4);
         }
       }
     }
   }
 }
 
-void unpack_group(const WeightGroupK8& g, BlockQ4_K* blocks) noexcept {
-  for (size_t b = 0; b < kK8Blocks; ++b) {
+void unpack_group(const uint8_t* g, size_t nb, BlockQ4_K* blocks) noexcept {
+  const size_t row = k8_row_bytes(nb);
+  for (size_t b = 0; b < nb; ++b) {
     BlockQ4_K& s = blocks[b];
     uint8_t sc[8], mn[8];
     for (size_t k = 0; k < 4; ++k) {
-      const uint8_t lo_s = g.sc_lo[4 * b + k], lo_m = g.mn_lo[4 * b + k], hi = g.hi[4 * b + k];
+      const uint8_t lo_s = g[kK8RowScLo * row + 4 * b + k];
+      const uint8_t lo_m = g[kK8RowMnLo * row + 4 * b + k];
+      const uint8_t hi = g[kK8RowHi * row + 4 * b + k];
       sc[k] = static_cast<uint8_t>((lo_s & 0xF) | (hi & 3) << 4);
       sc[k + 4] = static_cast<uint8_t>((lo_s >> 4) | ((hi >> 2) & 3) << 4);
       mn[k] = static_cast<uint8_t>((lo_m & 0xF) | ((hi >> 4) & 3) << 4);
@@ -56,15 +66,17 @@ void unpack_group(const WeightGroupK8& g, BlockQ4_K* blocks) noexcept {
       s.scales[k + 4] = static_cast<uint8_t>(mn[k] | (mn[k + 4] >> 4) << 6);
       s.scales[k + 8] = static_cast<uint8_t>((sc[k + 4] & 0xF) | (mn[k + 4] & 0xF) << 4);
     }
-    s.d = g.d[b];
-    s.dmin = g.dmin[b];
+    uint32_t dm;
+    std::memcpy(&dm, g + kK8RowDm * row + 4 * b, 4);
+    s.d = static_cast<uint16_t>(dm);
+    s.dmin = static_cast<uint16_t>(dm >> 16);
     std::memset(s.qs, 0, sizeof(s.qs));
     for (size_t j = 0; j < 8; ++j) {
       const int shift = j % 2 ? 4 : 0;
       for (size_t i = 0; i < 4; ++i) {
         for (size_t m = 0; m < 4; ++m) {
           const size_t l = 8 * i + m;  // element 32j + l of the block
-          const uint8_t q = g.qs[j][i][4 * b + m];
+          const uint8_t q = g[k8_qs_row(j, i) * row + 4 * b + m];
           s.qs[32 * (j / 2) + l] |= static_cast<uint8_t>((q & 0xF) << shift);
           s.qs[32 * (j / 2) + l + 4] |= static_cast<uint8_t>((q >> 4) << shift);
         }
@@ -73,23 +85,24 @@ void unpack_group(const WeightGroupK8& g, BlockQ4_K* blocks) noexcept {
   }
 }
 
-using Rows =
-    RepackedRows<BlockQ4_K, WeightGroupK8, kK8Blocks, QK_K, DType::Q4_K, pack_group, unpack_group>;
-
 }  // namespace
 
 size_t q4_k_r8_activation_bytes(size_t n) noexcept {
   const size_t blocks = n / QK_K;
-  return blocks / kK8Blocks * sizeof(ActGroupK8) + blocks % kK8Blocks * sizeof(BlockQ8_K);
+  return (blocks + kK8Blocks - 1) / kK8Blocks * sizeof(ActGroupK8);
 }
 
 void quantize_activation_q4_k_r8(const float* x, void* out, size_t n) noexcept {
-  const size_t blocks = n / QK_K, groups = blocks / kK8Blocks;
+  const size_t blocks = n / QK_K;
   auto* a = static_cast<ActGroupK8*>(out);
-  for (size_t g = 0; g < groups; ++g, ++a, x += kGroupElems) {
+  for (size_t first = 0; first < blocks; first += kK8Blocks, ++a) {
+    const size_t nb = group_size(blocks, first);
     BlockQ8_K b[kK8Blocks];
-    quantize_activation(DType::Q4_K, x, b, kGroupElems);
-    for (size_t k = 0; k < kK8Blocks; ++k) {
+    quantize_activation(DType::Q4_K, x + first * QK_K, b, nb * QK_K);
+    // A short last group's missing lanes are zero: weights read as zero there meet zeros (an
+    // uninitialised scale could be a NaN, and 0 * NaN is not 0).
+    std::memset(a, 0, sizeof(*a));
+    for (size_t k = 0; k < nb; ++k) {
       a->d[k] = b[k].d;
       for (size_t p = 0; p < 4; ++p) {
         a->sums[p][2 * k] = static_cast<int16_t>(b[k].bsums[4 * p] + b[k].bsums[4 * p + 1]);
@@ -103,23 +116,48 @@ void quantize_activation_q4_k_r8(const float* x, void* out, size_t n) noexcept {
       }
     }
   }
-  quantize_activation(DType::Q4_K, x, a, (blocks - groups * kK8Blocks) * QK_K);
 }
 
+// The row functions go a group at a time: group i of a row starts at byte i * kK8GroupBytes,
+// block 8 * i of the q4_K row.
 void repack_row_q4_k_r8(const void* src, void* dst, size_t n) noexcept {
-  Rows::repack(src, dst, n);
+  const size_t blocks = n / QK_K;
+  const auto* b = static_cast<const BlockQ4_K*>(src);
+  auto* g = static_cast<uint8_t*>(dst);
+  for (size_t first = 0; first < blocks; first += kK8Blocks)
+    pack_group(b + first, group_size(blocks, first), g + first * sizeof(BlockQ4_K));
 }
 
 void unpack_row_q4_k_r8(const void* src, void* dst, size_t n) noexcept {
-  Rows::unpack(src, dst, n);
+  const size_t blocks = n / QK_K;
+  const auto* g = static_cast<const uint8_t*>(src);
+  auto* b = static_cast<BlockQ4_K*>(dst);
+  for (size_t first = 0; first < blocks; first += kK8Blocks)
+    unpack_group(g + first * sizeof(BlockQ4_K), group_size(blocks, first), b + first);
 }
 
 void dequantize_row_q4_k_r8(const void* src, float* dst, size_t n) noexcept {
-  Rows::dequantize(src, dst, n);
+  const size_t blocks = n / QK_K;
+  const auto* g = static_cast<const uint8_t*>(src);
+  const RowDecoder plain = row_decoder(DType::Q4_K);
+  for (size_t first = 0; first < blocks; first += kK8Blocks) {
+    const size_t nb = group_size(blocks, first);
+    BlockQ4_K b[kK8Blocks];
+    unpack_group(g + first * sizeof(BlockQ4_K), nb, b);
+    plain(b, dst + first * QK_K, nb * QK_K);
+  }
 }
 
 void quantize_row_q4_k_r8(const float* src, void* dst, size_t n) noexcept {
-  Rows::quantize(src, dst, n);
+  const size_t blocks = n / QK_K;
+  auto* g = static_cast<uint8_t*>(dst);
+  const RowEncoder plain = row_encoder(DType::Q4_K);
+  for (size_t first = 0; first < blocks; first += kK8Blocks) {
+    const size_t nb = group_size(blocks, first);
+    BlockQ4_K b[kK8Blocks];
+    plain(src + first * QK_K, b, nb * QK_K);
+    pack_group(b, nb, g + first * sizeof(BlockQ4_K));
+  }
 }
 
 }  // namespace oxi::kernels

@@ -11,19 +11,21 @@
 // (simd::NibbleDots): one op per 32 bytes instead of three; in cache (2048-wide rows,
 // one core) 47 -> 50-51 GB/s, same sums.
 //
-// Each (token, row) accumulator sees the same steps whatever T and R are, and the blocks of a
-// row that do not fill a group (stored as plain q4_K) go through the q4_K trait and are added
-// at the end, so gemm_q and matvec give identical sums here too.
+// A row's last group may hold fewer than 8 blocks: its rows are 4 * nb bytes apart and read
+// with masked loads, the missing lanes zero (and the activation's zero there too), so they add
+// exactly nothing. Each (token, row) accumulator sees the same steps whatever T and R are, so
+// gemm_q and matvec give identical sums here too.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/arch.h"
 #include "kernels/formats/prefetch.h"
 #include "kernels/formats/q4_k_r8.h"
-#include "kernels/formats/repacked_tiles.h"
+#include "kernels/formats/repacked_tiles.h"  // RowPasses
 #include "kernels/formats/traits_avx2.h"
 #include "kernels/formats/traits_scalar.h"
 
@@ -32,16 +34,13 @@ namespace oxi::kernels::OXI_ARCH_NS {
 #if defined(OXI_ARCH_AVX2)
 
 struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
-  using Tail = simd::Q4_K;
-  using Rows = RepackedRows<Tail, WeightGroupK8, ActGroupK8, kK8Blocks>;
-
   // Rows P at a time so that the T x P accumulators, T int16 and T int32 sums and the unpacked
   // weights fit the 16 ymm registers.
   template <int T>
   static constexpr int kRowsPerPass = T >= 2 ? 1 : 4;
 
-  // The bytes of a group one sub-block's step requests ahead of itself.
-  static constexpr size_t kPrefetchSlice = sizeof(WeightGroupK8) / 8;
+  // The bytes of a whole group one sub-block's step requests ahead of itself.
+  static constexpr size_t kPrefetchSlice = kK8GroupBytes / 8;
 
   // k2 for lane_bytes: a zero high int16
   static constexpr int kNoByte = -1;
@@ -57,15 +56,36 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
     return _mm256_setr_epi32(c(0), c(1), c(2), c(3), c(0), c(1), c(2), c(3));
   }
 
-  // Each token's dot products of sub-block j (its 4 x 32 weight bytes qs) in the 8 blocks'
-  // lanes, as one ByteDots (simd::NibbleDots::sum()).
+  // The rows of one group of one weight row: whole (8 blocks, rows 32 bytes apart, plain loads)
+  // or the row's short last group (nb blocks, rows 4 * nb bytes apart, masked loads: the lanes
+  // past nb read as zero and nothing past the group is touched).
+  template <bool kShort>
+  struct GroupRows {
+    const uint8_t* base;
+    size_t stride;
+    __m256i mask;
+    __m256i row(size_t r) const noexcept {
+      if constexpr (kShort) {
+#if defined(OXI_ARCH_AVX512)
+        return _mm256_maskz_loadu_epi32(_mm256_movemask_ps(_mm256_castsi256_ps(mask)),
+                                        base + r * stride);
+#else
+        return _mm256_maskload_epi32(reinterpret_cast<const int*>(base + r * stride), mask);
+#endif
+      } else
+        return simd::load256_once(base + r * k8_row_bytes(kK8Blocks));
+    }
+  };
+
+  // Each token's dot products of sub-block j (its 4 x 32 weight bytes) in the 8 blocks' lanes,
+  // as one ByteDots (simd::NibbleDots::sum()).
   template <int T>
   struct SubBlockDots {
     simd::ByteDots v[T];
   };
-  template <int T>
-  static SubBlockDots<T> sub_block_dots(const uint8_t (*qs)[4 * kK8Blocks],
-                                        const ActGroupK8* const* a, int j) noexcept {
+  template <int T, bool kShort>
+  static SubBlockDots<T> sub_block_dots(const GroupRows<kShort>& g, const ActGroupK8* const* a,
+                                        int j) noexcept {
     SubBlockDots<T> out;
 #if defined(OXI_ARCH_AVX512)
     // 512 bits (Zen 5 runs them at full width): the 32 weight bytes in both halves, the low
@@ -84,7 +104,7 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
     for (int t = 0; t < T; ++t) d[t] = _mm512_setzero_si512();
     for (int i = 0; i < 4; ++i) {
       const __m512i q =
-          _mm512_and_si512(_mm512_maskz_broadcast_i64x4(0xFF, simd::load256(qs[i])), nibble_mask);
+          _mm512_and_si512(_mm512_maskz_broadcast_i64x4(0xFF, g.row(k8_qs_row(j, i))), nibble_mask);
       for (int t = 0; t < T; ++t) {
         const __m512i x =
             T == 1 ? _mm512_mask_broadcast_i64x4(
@@ -102,7 +122,7 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
 #else
     simd::NibbleDots dots[T];
     for (int i = 0; i < 4; ++i) {
-      const auto q = simd::NibbleDots::split(simd::load256_once(qs[i]));
+      const auto q = simd::NibbleDots::split(g.row(k8_qs_row(j, i)));
       for (int t = 0; t < T; ++t)
         dots[t].add(q, simd::load256(a[t]->q[j][i][0]), simd::load256(a[t]->q[j][i][1]));
     }
@@ -111,74 +131,90 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
     return out;
   }
 
+  // acc[t][p] += the group's sums for T tokens x P rows (the group at w + p * w_row_bytes).
+  template <int T, int P, bool kShort>
+  static void group(const uint8_t* w, size_t w_row_bytes, size_t stride, __m256i mask,
+                    const ActGroupK8* const* a, __m256 (&acc)[T][P]) noexcept {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    for (int p = 0; p < P; ++p) {
+      const GroupRows<kShort> g{w + p * w_row_bytes, stride, mask};
+      // Scales and mins of the 8 blocks: byte k of lane b = sub-block k (s03, m03) or k + 4.
+      const __m256i lo_s = g.row(kK8RowScLo), lo_m = g.row(kK8RowMnLo), hi = g.row(kK8RowHi);
+      const __m256i s03 =
+          _mm256_or_si256(_mm256_and_si256(lo_s, low4),
+                          _mm256_slli_epi16(_mm256_and_si256(hi, _mm256_set1_epi8(0x03)), 4));
+      const __m256i s47 =
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo_s, 4), low4),
+                          _mm256_slli_epi16(_mm256_and_si256(hi, _mm256_set1_epi8(0x0C)), 2));
+      const __m256i m03 = _mm256_or_si256(_mm256_and_si256(lo_m, low4),
+                                          _mm256_and_si256(hi, _mm256_set1_epi8(0x30)));
+      const __m256i m47 =
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo_m, 4), low4),
+                          _mm256_and_si256(_mm256_srli_epi16(hi, 2), _mm256_set1_epi8(0x30)));
+      // d | dmin << 16 per lane -> the 8 d and the 8 dmin as f16 halves -> f32
+      const __m256i dm = g.row(kK8RowDm);
+      const __m256i halves = _mm256_permute4x64_epi64(
+          _mm256_packus_epi32(_mm256_and_si256(dm, _mm256_set1_epi32(0xFFFF)),
+                              _mm256_srli_epi32(dm, 16)),
+          0xD8);
+      const __m256 dw = _mm256_cvtph_ps(_mm256_castsi256_si128(halves));
+      const __m256 dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(halves, 1));
+      // The mins against the activation's sub-block sums, pairs of sub-blocks per madd.
+      const __m256i mn[4] = {
+          _mm256_shuffle_epi8(m03, lane_bytes(0, 1)), _mm256_shuffle_epi8(m03, lane_bytes(2, 3)),
+          _mm256_shuffle_epi8(m47, lane_bytes(0, 1)), _mm256_shuffle_epi8(m47, lane_bytes(2, 3))};
+      for (int t = 0; t < T; ++t) {
+        __m256i m = _mm256_madd_epi16(mn[0], simd::load256(a[t]->sums[0]));
+        for (int k = 1; k < 4; ++k) m = simd::add_madd_i16(m, mn[k], simd::load256(a[t]->sums[k]));
+        const __m256 ad = _mm256_loadu_ps(a[t]->d);
+        acc[t][p] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, ad), _mm256_cvtepi32_ps(m), acc[t][p]);
+      }
+      __m256i sum[T];
+      for (int t = 0; t < T; ++t) sum[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) {
+        // One token streams its row (prefetch.h): an eighth of a group's bytes requested per
+        // sub-block, not all 18 lines at the group's start, so that the requests go out as
+        // evenly as the loads (TinyLlama-shaped Q4_K_M decode, 6 alternating pairs: decode /
+        // weights read alone +0.9 to +3.6 points, mean +2.0; in L2 unchanged).
+        if constexpr (T == 1) {  // and the page starts among them
+          const uint8_t* ahead = g.base + kPrefetchBytes + j * kPrefetchSlice;
+          prefetch_lines_and_page_starts<kPrefetchSlice>(ahead);
+        }
+        const SubBlockDots<T> dots = sub_block_dots<T>(g, a, j);
+        // the sub-block's scale in every lane, as ByteDots::times takes it
+        const int k = j % 4, k2 = simd::ByteDots::kInt32 ? kNoByte : k;
+        const __m256i sc = _mm256_shuffle_epi8(j < 4 ? s03 : s47, lane_bytes(k, k2));
+        for (int t = 0; t < T; ++t) sum[t] = _mm256_add_epi32(sum[t], dots.v[t].times(sc));
+      }
+      for (int t = 0; t < T; ++t) {
+        const __m256 ad = _mm256_loadu_ps(a[t]->d);
+        acc[t][p] = _mm256_fmadd_ps(_mm256_mul_ps(dw, ad), _mm256_cvtepi32_ps(sum[t]), acc[t][p]);
+      }
+    }
+  }
+
   template <int T, int P>
   static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
-    const size_t blocks = n / QK_K, groups = blocks / kK8Blocks;
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const size_t blocks = n / QK_K, groups = blocks / kK8Blocks, rest = blocks % kK8Blocks;
     __m256 acc[T][P];
     for (int t = 0; t < T; ++t)
       for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
+    const ActGroupK8* a[T];
     for (size_t g = 0; g < groups; ++g) {
-      const ActGroupK8* a[T];
       for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const ActGroupK8*>(x + t * x_stride) + g;
-      for (int p = 0; p < P; ++p) {
-        const WeightGroupK8* wg = reinterpret_cast<const WeightGroupK8*>(w + p * w_row_bytes) + g;
-        // Scales and mins of the 8 blocks: byte k of lane b = sub-block k (s03, m03) or k + 4.
-        const __m256i lo_s = simd::load256(wg->sc_lo), lo_m = simd::load256(wg->mn_lo);
-        const __m256i hi = simd::load256(wg->hi);
-        const __m256i s03 =
-            _mm256_or_si256(_mm256_and_si256(lo_s, low4),
-                            _mm256_slli_epi16(_mm256_and_si256(hi, _mm256_set1_epi8(0x03)), 4));
-        const __m256i s47 =
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo_s, 4), low4),
-                            _mm256_slli_epi16(_mm256_and_si256(hi, _mm256_set1_epi8(0x0C)), 2));
-        const __m256i m03 = _mm256_or_si256(_mm256_and_si256(lo_m, low4),
-                                            _mm256_and_si256(hi, _mm256_set1_epi8(0x30)));
-        const __m256i m47 =
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo_m, 4), low4),
-                            _mm256_and_si256(_mm256_srli_epi16(hi, 2), _mm256_set1_epi8(0x30)));
-        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg->d)));
-        const __m256 dm =
-            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg->dmin)));
-        // The mins against the activation's sub-block sums, pairs of sub-blocks per madd.
-        const __m256i mn[4] = {
-            _mm256_shuffle_epi8(m03, lane_bytes(0, 1)), _mm256_shuffle_epi8(m03, lane_bytes(2, 3)),
-            _mm256_shuffle_epi8(m47, lane_bytes(0, 1)), _mm256_shuffle_epi8(m47, lane_bytes(2, 3))};
-        for (int t = 0; t < T; ++t) {
-          __m256i m = _mm256_madd_epi16(mn[0], simd::load256(a[t]->sums[0]));
-          for (int k = 1; k < 4; ++k)
-            m = simd::add_madd_i16(m, mn[k], simd::load256(a[t]->sums[k]));
-          const __m256 ad = _mm256_loadu_ps(a[t]->d);
-          acc[t][p] = _mm256_fnmadd_ps(_mm256_mul_ps(dm, ad), _mm256_cvtepi32_ps(m), acc[t][p]);
-        }
-        __m256i sum[T];
-        for (int t = 0; t < T; ++t) sum[t] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-        for (int j = 0; j < 8; ++j) {
-          // One token streams its row (prefetch.h): an eighth of the group's bytes requested
-          // per sub-block, not all 18 lines at the group's start, so that the requests go out
-          // as evenly as the loads (TinyLlama-shaped Q4_K_M decode, 6 alternating pairs: decode
-          // / weights read alone +0.9 to +3.6 points, mean +2.0; in L2 unchanged).
-          if constexpr (T == 1) {  // and the page starts among them
-            const uint8_t* ahead =
-                reinterpret_cast<const uint8_t*>(wg) + kPrefetchBytes + j * kPrefetchSlice;
-            prefetch_lines_and_page_starts<kPrefetchSlice>(ahead);
-          }
-          const SubBlockDots<T> dots = sub_block_dots<T>(wg->qs[j], a, j);
-          // the sub-block's scale in every lane, as ByteDots::times takes it
-          const int k = j % 4, k2 = simd::ByteDots::kInt32 ? kNoByte : k;
-          const __m256i sc = _mm256_shuffle_epi8(j < 4 ? s03 : s47, lane_bytes(k, k2));
-          for (int t = 0; t < T; ++t) sum[t] = _mm256_add_epi32(sum[t], dots.v[t].times(sc));
-        }
-        for (int t = 0; t < T; ++t) {
-          const __m256 ad = _mm256_loadu_ps(a[t]->d);
-          acc[t][p] = _mm256_fmadd_ps(_mm256_mul_ps(dw, ad), _mm256_cvtepi32_ps(sum[t]), acc[t][p]);
-        }
-      }
+      group<T, P, false>(w + g * kK8GroupBytes, w_row_bytes, 0, __m256i{}, a, acc);
     }
-    Rows::finish<T, P>(w, w_row_bytes, x, x_stride, blocks, y, y_stride,
-                       [&](int t, int p) { return simd::hsum(acc[t][p]); });
+    if (rest > 0) {
+      for (int t = 0; t < T; ++t)
+        a[t] = reinterpret_cast<const ActGroupK8*>(x + t * x_stride) + groups;
+      const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+      const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(rest)), lanes);
+      group<T, P, true>(w + groups * kK8GroupBytes, w_row_bytes, k8_row_bytes(rest), mask, a, acc);
+    }
+    for (int t = 0; t < T; ++t)
+      for (int p = 0; p < P; ++p) y[t * y_stride + p] = simd::hsum(acc[t][p]);
   }
 };
 
@@ -187,46 +223,51 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
 // The reference: one f32 sum per (token, row), block after block, as ref::KQuant combines them.
 struct Q4KR8Tile {
   static constexpr int kMatvecRows = 1;
-  using Tail = ref::Q4_K;
-  using Rows = RepackedRows<Tail, WeightGroupK8, ActGroupK8, kK8Blocks>;
 
   template <int T, int R>
   static void tile(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
-    const size_t blocks = n / QK_K, groups = blocks / kK8Blocks;
+    const size_t blocks = n / QK_K;
     float acc[T][R]{};
-    for (size_t g = 0; g < groups; ++g) {
+    for (size_t first = 0; first < blocks; first += kK8Blocks) {
+      const size_t nb = std::min(kK8Blocks, blocks - first), row = k8_row_bytes(nb);
       for (int r = 0; r < R; ++r) {
-        const WeightGroupK8& wg = reinterpret_cast<const WeightGroupK8*>(w + r * w_row_bytes)[g];
+        const uint8_t* g = w + r * w_row_bytes + first * sizeof(BlockQ4_K);
         for (int t = 0; t < T; ++t) {
-          const ActGroupK8& a = reinterpret_cast<const ActGroupK8*>(x + t * x_stride)[g];
-          for (size_t b = 0; b < kK8Blocks; ++b) {
+          const ActGroupK8& a =
+              reinterpret_cast<const ActGroupK8*>(x + t * x_stride)[first / kK8Blocks];
+          for (size_t b = 0; b < nb; ++b) {
             int32_t isum = 0, mins = 0;
             for (size_t j = 0; j < 8; ++j) {
               const size_t k = j % 4;
-              const int hi = wg.hi[4 * b + k];
-              const int sc = j < 4 ? (wg.sc_lo[4 * b + k] & 0xF) | (hi & 3) << 4
-                                   : (wg.sc_lo[4 * b + k] >> 4) | ((hi >> 2) & 3) << 4;
-              const int mn = j < 4 ? (wg.mn_lo[4 * b + k] & 0xF) | ((hi >> 4) & 3) << 4
-                                   : (wg.mn_lo[4 * b + k] >> 4) | (hi >> 6) << 4;
+              const int lo_s = g[kK8RowScLo * row + 4 * b + k];
+              const int lo_m = g[kK8RowMnLo * row + 4 * b + k];
+              const int hi = g[kK8RowHi * row + 4 * b + k];
+              const int sc =
+                  j < 4 ? (lo_s & 0xF) | (hi & 3) << 4 : (lo_s >> 4) | ((hi >> 2) & 3) << 4;
+              const int mn =
+                  j < 4 ? (lo_m & 0xF) | ((hi >> 4) & 3) << 4 : (lo_m >> 4) | (hi >> 6) << 4;
               int32_t s = 0;
               for (size_t i = 0; i < 4; ++i) {
-                for (size_t m = 4 * b; m < 4 * b + 4; ++m) {
-                  s += (wg.qs[j][i][m] & 0xF) * a.q[j][i][0][m] +
-                       (wg.qs[j][i][m] >> 4) * a.q[j][i][1][m];
-                }
+                const uint8_t* qs = g + k8_qs_row(j, i) * row;
+                for (size_t m = 4 * b; m < 4 * b + 4; ++m)
+                  s += (qs[m] & 0xF) * a.q[j][i][0][m] + (qs[m] >> 4) * a.q[j][i][1][m];
               }
               isum += sc * s;
               mins += mn * a.sums[j / 2][2 * b + j % 2];
             }
-            acc[t][r] += (a.d[b] * f16_to_f32(wg.d[b])) * static_cast<float>(isum) -
-                         (a.d[b] * f16_to_f32(wg.dmin[b])) * static_cast<float>(mins);
+            uint32_t dm;
+            std::memcpy(&dm, g + kK8RowDm * row + 4 * b, 4);
+            const float d = f16_to_f32(static_cast<uint16_t>(dm));
+            const float dmin = f16_to_f32(static_cast<uint16_t>(dm >> 16));
+            acc[t][r] += (a.d[b] * d) * static_cast<float>(isum) -
+                         (a.d[b] * dmin) * static_cast<float>(mins);
           }
         }
       }
     }
-    Rows::finish<T, R>(w, w_row_bytes, x, x_stride, blocks, y, y_stride,
-                       [&](int t, int r) { return acc[t][r]; });
+    for (int t = 0; t < T; ++t)
+      for (int r = 0; r < R; ++r) y[t * y_stride + r] = acc[t][r];
   }
 };
 

@@ -1,4 +1,4 @@
-// The row functions every repacked layout has (q4_0_r16.cpp, q8_0_r16.cpp, q4_k_r8.cpp): a
+// The row functions of the repacked layouts with a plain tail (q4_0_r16.cpp, q8_0_r16.cpp): a
 // repacked row is whole groups of GroupBlocks plain blocks in the layout's own arrangement
 // (Pack / Unpack convert one group), then the blocks that do not fill a group, left plain.
 // Decoding and encoding go through the plain format's row codec, a group at a time.

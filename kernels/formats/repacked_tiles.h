@@ -1,7 +1,8 @@
-// What the tiles of the repacked layouts share (q4_0_r16_tiles.h, q8_0_r16_tiles.h,
-// q4_k_r8_tiles.h). A repacked row is whole groups of blocks in the layout's own arrangement,
-// then the blocks that do not fill a group, left in the plain format and multiplied by that
-// format's trait (its "tail"); the activation is laid out the same way.
+// What the tiles of the repacked layouts share (q4_0_r16_tiles.h, q8_0_r16_tiles.h; RowPasses
+// also q4_k_r8_tiles.h). A q4_0_r16 / q8_0_r16 row is whole groups of blocks in the layout's own
+// arrangement, then the blocks that do not fill a group, left in the plain format and
+// multiplied by that format's trait (its "tail"); the activation is laid out the same way.
+// (q4_K_r8 puts those blocks into a short group of its own layout instead: q4_k_r8.h.)
 #pragma once
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // The repacked q4_K layout (kernels/formats/q4_k_r8.h): lossless repacking, decoding identical
 // to q4_K, the activation layout, and its matvec / gemm_q against a naive double product, the
-// scalar path and plain q4_K on every available instruction set. Row lengths leave blocks
-// outside the 8-block groups (stored as plain q4_K at the row's end).
+// scalar path and plain q4_K on every available instruction set. Row lengths end in a short
+// group (fewer than 8 blocks, read with masked loads) as well as in whole ones.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -22,8 +22,10 @@ namespace {
 using kernels::DType;
 using kernels::Isa;
 
-// Groups and a tail (the 5632 of a TinyLlama FFN), a tail only, one group, two groups.
-const size_t kLengths[] = {256 * 22, 256 * 3, 256 * 8, 256 * 16};
+// Groups and a short one (the 5632 of a TinyLlama FFN), a short group only, one group, two
+// groups, and every short size from 1 to 7 blocks after a whole group.
+const size_t kLengths[] = {256 * 22, 256 * 3,  256 * 8,  256 * 16, 256 * 9, 256 * 10,
+                           256 * 12, 256 * 13, 256 * 14, 256 * 15, 256 * 1};
 
 std::vector<uint8_t> repack(const std::vector<uint8_t>& q4_k, size_t n) {
   return repack_copy(DType::Q4_K, DType::Q4_K_R8, q4_k, n);
@@ -74,38 +76,69 @@ TEST(Q4_KR8, EncoderIsQ4_KRepacked) {
   }
 }
 
-// The activation holds q8_K's own scales and integers, rearranged, and the 32-element sums.
+// The activation holds q8_K's own scales and integers, rearranged, and the 32-element sums; a
+// short last group's missing lanes are zero.
 TEST(Q4_KR8, ActivationIsQ8_KRearranged) {
   for (size_t n : kLengths) {
     const std::vector<float> x = random_floats(n, static_cast<uint32_t>(n), -3.0f, 3.0f);
-    const size_t blocks = n / 256, groups = blocks / 8;
+    const size_t blocks = n / 256, groups = (blocks + 7) / 8;
     std::vector<kernels::BlockQ8_K> q8(blocks);
     kernels::quantize_activation(DType::Q4_K, x.data(), q8.data(), n);
     const size_t bytes = kernels::activation_bytes(DType::Q4_K_R8, n);
-    const size_t content = groups * sizeof(kernels::ActGroupK8) + (blocks % 8) * 292;
+    const size_t content = groups * sizeof(kernels::ActGroupK8);
     ASSERT_EQ(bytes, (content + 63) / 64 * 64);  // padded to kActivationAlign
-    std::vector<uint8_t> act(bytes);
+    std::vector<uint8_t> act(bytes, 0xA5);
     kernels::quantize_activation(DType::Q4_K_R8, x.data(), act.data(), n);
     const auto* a = reinterpret_cast<const kernels::ActGroupK8*>(act.data());
     for (size_t g = 0; g < groups; ++g) {
       for (size_t b = 0; b < 8; ++b) {
-        const kernels::BlockQ8_K& want = q8[8 * g + b];
-        ASSERT_EQ(a[g].d[b], want.d);
+        const bool present = 8 * g + b < blocks;
+        const kernels::BlockQ8_K* want = present ? &q8[8 * g + b] : nullptr;
+        ASSERT_EQ(a[g].d[b], present ? want->d : 0.0f);
         for (size_t s = 0; s < 8; ++s) {
           int sum = 0;
           for (size_t e = 32 * s; e < 32 * s + 32; ++e) {
-            sum += want.qs[e];
+            const int8_t q = present ? want->qs[e] : 0;
+            sum += q;
             const size_t i = (e % 32) / 8, half = (e % 8) / 4;
-            ASSERT_EQ(a[g].q[s][i][half][4 * b + e % 4], want.qs[e]) << "block " << 8 * g + b;
+            ASSERT_EQ(a[g].q[s][i][half][4 * b + e % 4], q) << "block " << 8 * g + b;
           }
           ASSERT_EQ(a[g].sums[s / 2][2 * b + s % 2], sum);
         }
       }
     }
-    EXPECT_EQ(std::memcmp(act.data() + groups * sizeof(kernels::ActGroupK8), q8.data() + groups * 8,
-                          (blocks % 8) * 292),
-              0);
   }
+}
+
+// The layout of q4_k_r8.h, byte by byte, for a short group: rows of 4 * nb bytes.
+TEST(Q4_KR8, ShortGroupRowsAreFourBytesPerBlock) {
+  const size_t n = 256 * 11;  // a whole group, then 3 blocks
+  const std::vector<uint8_t> plain = random_row(DType::Q4_K, n, 17);
+  const std::vector<uint8_t> packed = repack(plain, n);
+  const auto* blocks = reinterpret_cast<const kernels::BlockQ4_K*>(plain.data());
+  const uint8_t* g = packed.data() + 8 * sizeof(kernels::BlockQ4_K);
+  const size_t row = 12;
+  for (size_t b = 0; b < 3; ++b) {
+    const kernels::BlockQ4_K& s = blocks[8 + b];
+    uint32_t dm;
+    std::memcpy(&dm, g + 4 * b, 4);
+    EXPECT_EQ(dm, uint32_t{s.d} | uint32_t{s.dmin} << 16);
+    // element 32j + 8i + m (low nibble) and 32j + 8i + 4 + m (high) at row 4 + 4j + i
+    for (size_t j = 0; j < 8; ++j) {
+      for (size_t i = 0; i < 4; ++i) {
+        for (size_t m = 0; m < 4; ++m) {
+          const auto nibble = [&](size_t e) {
+            const size_t l = e % 32;
+            return (s.qs[32 * (e / 64) + l] >> ((e / 32) % 2 ? 4 : 0)) & 0xF;
+          };
+          const uint8_t byte = g[(4 + 4 * j + i) * row + 4 * b + m];
+          ASSERT_EQ(byte & 0xF, nibble(32 * j + 8 * i + m));
+          ASSERT_EQ(byte >> 4, nibble(32 * j + 8 * i + 4 + m));
+        }
+      }
+    }
+  }
+  EXPECT_EQ(packed.size(), plain.size());
 }
 
 TEST(Q4_KR8, MatvecMatchesNaiveDoubleScalarAndPlainOnEveryIsa) {
@@ -113,7 +146,7 @@ TEST(Q4_KR8, MatvecMatchesNaiveDoubleScalarAndPlainOnEveryIsa) {
 }
 
 TEST(Q4_KR8, GemmQMatchesPerTokenMatvec) {
-  const size_t lengths[] = {256 * 22, 256 * 3};
+  const size_t lengths[] = {256 * 22, 256 * 3, 256 * 13};
   expect_gemm_q_matches_matvec(DType::Q4_K, DType::Q4_K_R8, lengths, GemmMatch::kUpToContraction);
 }
 
@@ -121,7 +154,7 @@ TEST(Q4_KR8, GemmQMatchesPerTokenMatvec) {
 // vector, folded to the 256-bit kernel's int32 lanes before the scales: the same bits (5 tokens:
 // a 4-token tile and a 1-token one, which stays 256-bit).
 TEST(Q4_KR8, Avx512IsBitIdenticalToAvx2) {
-  const size_t lengths[] = {256 * 8, 256 * 22};
+  const size_t lengths[] = {256 * 8, 256 * 22, 256 * 13};
   expect_avx512_bit_identical_to_avx2(DType::Q4_K, DType::Q4_K_R8, lengths);
 }
 
