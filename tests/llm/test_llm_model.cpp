@@ -367,7 +367,8 @@ TEST_P(PerArch, CarriesTokenizerTemplateAndStopTokens) {
 // Q4_0, Q8_0 and Q4_K matrices are repacked at load where the kernels prefer another layout
 // (AVX2: Q4_0_R16, Q8_0_R16, Q4_K_R8). Widths of 18 and 32 blocks exercise whole 16-block groups
 // and the plain-layout tail; kv projections (9 blocks) only the tail (q4_K: 8 and 9 blocks of
-// 256, one 8-block group and a tail). The repacked model matches the reference as the plain one
+// 256, one 8-block group, then one and a short group of one). The repacked model matches the
+// reference as the plain one
 // does. Against the plain layout (OXI_REPACK=0) the sums differ by
 // f32 rounding only, but the next matmul quantizes its input to 8 bits again, and a value that
 // sat on a rounding boundary may step by one q8 level: so most positions agree within 1e-4 of
@@ -378,7 +379,7 @@ void expect_repacked_matches_plain_layout(const std::string& arch, DType type,
                                           DType repacked_type) {
   const bool k_quant = kernels::info(type).block_elems == 256;
   TinySpec spec = tiny_spec(arch, k_quant);
-  // q4_K_r8 groups 8 super-blocks: 8 blocks (one group) and 9 (a group and a tail)
+  // q4_K_r8 groups 8 super-blocks: 8 blocks (one group) and 9 (a group and a short one)
   spec.n_embd = k_quant ? 256 * 8 : 32 * 18;
   spec.head_dim = spec.n_embd / spec.n_head;
   spec.n_ff = k_quant ? 256 * 9 : 32 * 32;

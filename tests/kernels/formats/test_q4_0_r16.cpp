@@ -117,6 +117,13 @@ TEST(Q4_0R16, GemmQMatchesPerTokenMatvec) {
   expect_gemm_q_matches_matvec(DType::Q4_0, DType::Q4_0_R16, lengths, GemmMatch::kUpToContraction);
 }
 
+// avx512 sums a half-group's nibbles with VNNI dot products where avx2 uses maddubs / madd: the
+// same integers, then the same float steps, so the same bits.
+TEST(Q4_0R16, Avx512IsBitIdenticalToAvx2) {
+  const size_t lengths[] = {32 * 16 * 4, 32 * 16 * 11, 32 * 16 * 5 + 32 * 7};
+  expect_avx512_bit_identical_to_avx2(DType::Q4_0, DType::Q4_0_R16, lengths);
+}
+
 TEST(Q4_0R16, PreferredWhereAHandWrittenKernelExists) {
   for (Isa isa : available_isas()) {
     const kernels::FormatKernels& k = kernels::format_kernels(isa);
