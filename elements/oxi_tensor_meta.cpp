@@ -45,17 +45,16 @@ GType gst_oxi_tensor_meta_api_get_type(void) {
 const GstMetaInfo* gst_oxi_tensor_meta_get_info(void) {
   static const GstMetaInfo* info = nullptr;
   if (g_once_init_enter(&info)) {
-    const GstMetaInfo* i = gst_meta_register(
-        GST_OXI_TENSOR_META_API_TYPE, "GstOxiTensorMeta", sizeof(GstOxiTensorMeta),
-        tensor_meta_init, tensor_meta_free, tensor_meta_transform);
+    const GstMetaInfo* i = gst_meta_register(GST_OXI_TENSOR_META_API_TYPE, "GstOxiTensorMeta",
+                                             sizeof(GstOxiTensorMeta), tensor_meta_init,
+                                             tensor_meta_free, tensor_meta_transform);
     g_once_init_leave(&info, i);
   }
   return info;
 }
 
-GstOxiTensorMeta* gst_buffer_add_oxi_tensor_meta(GstBuffer* buffer, GstOxiDType dtype,
-                                                 guint n_dims, const gint64* shape,
-                                                 const gchar* role) {
+GstOxiTensorMeta* gst_buffer_add_oxi_tensor_meta(GstBuffer* buffer, GstOxiDType dtype, guint n_dims,
+                                                 const gint64* shape, const gchar* role) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), nullptr);
   g_return_val_if_fail(n_dims <= GST_OXI_TENSOR_MAX_DIMS, nullptr);
   auto* m = reinterpret_cast<GstOxiTensorMeta*>(

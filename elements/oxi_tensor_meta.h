@@ -33,8 +33,7 @@ const GstMetaInfo* gst_oxi_tensor_meta_get_info(void);
   ((GstOxiTensorMeta*)gst_buffer_get_meta((b), GST_OXI_TENSOR_META_API_TYPE))
 
 /* Adds a tensor meta; shape has n_dims entries (n_dims <= GST_OXI_TENSOR_MAX_DIMS). */
-GstOxiTensorMeta* gst_buffer_add_oxi_tensor_meta(GstBuffer* buffer, GstOxiDType dtype,
-                                                 guint n_dims, const gint64* shape,
-                                                 const gchar* role);
+GstOxiTensorMeta* gst_buffer_add_oxi_tensor_meta(GstBuffer* buffer, GstOxiDType dtype, guint n_dims,
+                                                 const gint64* shape, const gchar* role);
 
 G_END_DECLS

@@ -17,5 +17,5 @@ static gboolean plugin_init(GstPlugin* plugin) {
 
 #define PACKAGE "oxinfer"
 GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, oxinfer,
-                  "Local AI inference stages: speech to text, LLMs, subtitles",
-                  plugin_init, OXI_VERSION, "MIT", "oxinfer", "https://github.com/oxinfer/oxinfer")
+                  "Local AI inference stages: speech to text, LLMs, subtitles", plugin_init,
+                  OXI_VERSION, "MIT", "oxinfer", "https://github.com/oxinfer/oxinfer")

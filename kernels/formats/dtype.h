@@ -40,9 +40,9 @@ enum class DType : uint32_t {
 };
 
 struct DTypeInfo {
-  std::string_view name;   // GGUF / ggml spelling: "f32", "q4_0", "q4_K", ...
-  size_t block_elems;      // elements per block (1 for plain types)
-  size_t block_bytes;      // bytes per block
+  std::string_view name;  // GGUF / ggml spelling: "f32", "q4_0", "q4_K", ...
+  size_t block_elems;     // elements per block (1 for plain types)
+  size_t block_bytes;     // bytes per block
   bool quantized;
 };
 
@@ -50,7 +50,9 @@ struct DTypeInfo {
 // and for the kernel-internal types (a file never holds them).
 std::optional<DTypeInfo> dtype_info(uint32_t gguf_type) noexcept;
 const DTypeInfo& info(DType t) noexcept;
-inline std::string_view name(DType t) noexcept { return info(t).name; }
+inline std::string_view name(DType t) noexcept {
+  return info(t).name;
+}
 
 // Bytes of `n` elements (n must be a multiple of block_elems; returns 0 otherwise).
 size_t row_bytes(DType t, size_t n) noexcept;

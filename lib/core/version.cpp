@@ -2,6 +2,8 @@
 
 namespace oxi {
 
-const char* version() noexcept { return OXI_VERSION; }
+const char* version() noexcept {
+  return OXI_VERSION;
+}
 
 }  // namespace oxi

@@ -18,7 +18,9 @@ using GgmlTypeInfo = kernels::DTypeInfo;
 inline std::optional<GgmlTypeInfo> ggml_type_info(uint32_t gguf_type) noexcept {
   return kernels::dtype_info(gguf_type);
 }
-inline const GgmlTypeInfo& ggml_type_info(kernels::DType t) noexcept { return kernels::info(t); }
+inline const GgmlTypeInfo& ggml_type_info(kernels::DType t) noexcept {
+  return kernels::info(t);
+}
 // Name of a ggml type number this build does not accept ("iq2_xxs"), for error messages.
 std::string_view ggml_type_name_any(uint32_t gguf_type) noexcept;
 

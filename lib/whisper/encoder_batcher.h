@@ -63,7 +63,7 @@ class EncoderBatcher {
   mutable std::condition_variable finished_;
   mutable std::deque<Request*> queue_;
   mutable bool running_ = false;
-  mutable WhisperEncoder encoder_;  // the batches'
+  mutable WhisperEncoder encoder_;                             // the batches'
   mutable std::vector<std::unique_ptr<WhisperEncoder>> idle_;  // single-threaded callers'
   mutable Stats stats_;
 

@@ -45,7 +45,7 @@ void write_wav_s16_mono(const std::filesystem::path& path, const std::vector<flo
 
 }  // namespace oxi::test
 
-#define OXI_REQUIRE_SHARED_DATA(var)                                                  \
-  auto var##_opt = ::oxi::test::shared_data_dir();                                    \
+#define OXI_REQUIRE_SHARED_DATA(var)                                                      \
+  auto var##_opt = ::oxi::test::shared_data_dir();                                        \
   if (!var##_opt) GTEST_SKIP() << "shared test data not found (set OXINFER_SHARED_DATA)"; \
   const std::filesystem::path var = *var##_opt

@@ -48,9 +48,10 @@ TEST(ModelCache, ModelIsFreedWithItsLastUserAndReloaded) {
 
 TEST(ModelCache, FailedLoadIsReportedAndNotRemembered) {
   oxi::ModelCache<FakeModel> cache;
-  EXPECT_THROW(cache.get("bad", []() -> std::shared_ptr<const FakeModel> {
-    throw std::runtime_error("no such file");
-  }),
+  EXPECT_THROW(cache.get("bad",
+                         []() -> std::shared_ptr<const FakeModel> {
+                           throw std::runtime_error("no such file");
+                         }),
                std::runtime_error);
   auto ok = cache.get("bad", [] { return std::make_shared<const FakeModel>(FakeModel{7}); });
   EXPECT_EQ(ok->id, 7);

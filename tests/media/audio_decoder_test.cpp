@@ -74,7 +74,7 @@ TEST(AudioDecoder, Mp3AlignedByCrossCorrelation) {
   const double snr = snr_db(reference, decoded, lag);
   std::printf("mp3: lag %ld samples (%.1f ms), SNR %.1f dB\n", lag, lag / 16.0, snr);
   EXPECT_LE(std::abs(lag), 1600);  // the 69 ms encoder delay, or less if the decoder trims it
-  EXPECT_GT(snr, 30.0);  // measured 41 dB (lossy)
+  EXPECT_GT(snr, 30.0);            // measured 41 dB (lossy)
 }
 
 TEST(AudioDecoder, ErrorsNameTheFile) {

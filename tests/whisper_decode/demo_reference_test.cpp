@@ -1,8 +1,9 @@
 // The project's trained demo model (examples/demo-asr) against its torch reference
 // (reference_logits.json): the test utterances are synthesised as
-// tools/train-demo-asr/make_testset_audio.py does (espeak-ng, then sox to 16 kHz mono 16-bit, without dither so that every run sees the same samples);
-// the first-step logits after <|startoftranscript|><|en|><|transcribe|><|notimestamps|> and the
-// greedy tokens must match. Skips without the model, espeak-ng or sox.
+// tools/train-demo-asr/make_testset_audio.py does (espeak-ng, then sox to 16 kHz mono 16-bit,
+// without dither so that every run sees the same samples); the first-step logits after
+// <|startoftranscript|><|en|><|transcribe|><|notimestamps|> and the greedy tokens must match. Skips
+// without the model, espeak-ng or sox.
 #include <gtest/gtest.h>
 
 #include <cstdlib>

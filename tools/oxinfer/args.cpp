@@ -5,7 +5,9 @@
 
 namespace oxi::cli {
 
-bool ParsedArgs::has(const std::string& name) const { return values_.count(name) > 0; }
+bool ParsedArgs::has(const std::string& name) const {
+  return values_.count(name) > 0;
+}
 
 std::optional<std::string> ParsedArgs::get(const std::string& name) const {
   auto range = values_.equal_range(name);
@@ -98,7 +100,8 @@ ParsedArgs ArgParser::parse(const std::vector<std::string>& argv) const {
       token = token.substr(0, eq);
     }
     const Spec* spec = find(token);
-    if (!spec) throw UsageError("unknown option " + token + " (see oxinfer " + command_ + " --help)");
+    if (!spec)
+      throw UsageError("unknown option " + token + " (see oxinfer " + command_ + " --help)");
     if (spec->name == "help") {
       std::fputs(help_text().c_str(), stdout);
       throw HelpShown{};
@@ -126,8 +129,10 @@ std::string ArgParser::help_text() const {
     left += s.short_name.empty() ? "    " : "-" + s.short_name + ", ";
     left += "--" + s.name;
     if (s.takes_value) left += " " + s.metavar;
-    if (left.size() < 30) left.resize(30, ' ');
-    else left += "  ";
+    if (left.size() < 30)
+      left.resize(30, ' ');
+    else
+      left += "  ";
     os << left << s.help << "\n";
   }
   return os.str();

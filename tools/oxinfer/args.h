@@ -41,7 +41,8 @@ class ParsedArgs {
 class ArgParser {
  public:
   ArgParser(std::string command, std::string usage, std::string summary);
-  ArgParser& flag(const std::string& name, const std::string& help, const std::string& short_name = "");
+  ArgParser& flag(const std::string& name, const std::string& help,
+                  const std::string& short_name = "");
   ArgParser& option(const std::string& name, const std::string& metavar, const std::string& help,
                     const std::string& short_name = "");
   // Adds --threads N, shared by every subcommand that computes.

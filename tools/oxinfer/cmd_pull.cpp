@@ -4,7 +4,6 @@
 #include <string>
 #include <vector>
 
-
 #include "lib/hub/hub.h"
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/commands.h"

@@ -36,7 +36,8 @@ constexpr Command kCommands[] = {
     {"run", "run a ready GStreamer pipeline from pipelines/ (key=value parameters, --list)",
      oxi::cli::run_run},
     {"vad", "speech segments of an audio file with Silero VAD (text or --json)", oxi::cli::run_vad},
-    {"demo", "speak a sentence with espeak-ng and transcribe it with oxiwhisper (the quick-start job)",
+    {"demo",
+     "speak a sentence with espeak-ng and transcribe it with oxiwhisper (the quick-start job)",
      oxi::cli::run_demo},
 };
 
@@ -66,14 +67,21 @@ int main(int argc, char** argv) {
   std::vector<std::string> rest;
   int verbosity = 0;
   for (const std::string& a : args) {
-    if (a == "-v" || a == "--verbose") ++verbosity;
-    else if (a == "-vv") verbosity += 2;
-    else if (a == "-q" || a == "--quiet") verbosity = -1;
-    else rest.push_back(a);
+    if (a == "-v" || a == "--verbose")
+      ++verbosity;
+    else if (a == "-vv")
+      verbosity += 2;
+    else if (a == "-q" || a == "--quiet")
+      verbosity = -1;
+    else
+      rest.push_back(a);
   }
-  if (verbosity < 0) spdlog::set_level(spdlog::level::err);
-  else if (verbosity == 1) spdlog::set_level(spdlog::level::debug);
-  else if (verbosity >= 2) spdlog::set_level(spdlog::level::trace);
+  if (verbosity < 0)
+    spdlog::set_level(spdlog::level::err);
+  else if (verbosity == 1)
+    spdlog::set_level(spdlog::level::debug);
+  else if (verbosity >= 2)
+    spdlog::set_level(spdlog::level::trace);
 
   if (rest.empty()) {
     print_usage(stderr);
