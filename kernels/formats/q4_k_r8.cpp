@@ -100,8 +100,9 @@ void quantize_activation_q4_k_r8(const float* x, void* out, size_t n) noexcept {
     BlockQ8_K b[kK8Blocks];
     quantize_activation(DType::Q4_K, x + first * QK_K, b, nb * QK_K);
     // A short last group's missing lanes are zero: weights read as zero there meet zeros (an
-    // uninitialised scale could be a NaN, and 0 * NaN is not 0).
-    std::memset(a, 0, sizeof(*a));
+    // uninitialised scale could be a NaN, and 0 * NaN is not 0). A whole group's lanes are all
+    // written below.
+    if (nb < kK8Blocks) std::memset(a, 0, sizeof(*a));
     for (size_t k = 0; k < nb; ++k) {
       a->d[k] = b[k].d;
       for (size_t p = 0; p < 4; ++p) {

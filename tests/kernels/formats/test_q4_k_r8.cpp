@@ -123,14 +123,15 @@ TEST(Q4_KR8, ShortGroupRowsAreFourBytesPerBlock) {
     uint32_t dm;
     std::memcpy(&dm, g + 4 * b, 4);
     EXPECT_EQ(dm, uint32_t{s.d} | uint32_t{s.dmin} << 16);
+    // element e of the q4_K block: sub-block e / 32 is the low (even) or high (odd) nibbles of
+    // qs[32 * (e / 64) ..]
+    const auto nibble = [&](size_t e) {
+      return (s.qs[32 * (e / 64) + e % 32] >> ((e / 32) % 2 ? 4 : 0)) & 0xF;
+    };
     // element 32j + 8i + m (low nibble) and 32j + 8i + 4 + m (high) at row 4 + 4j + i
     for (size_t j = 0; j < 8; ++j) {
       for (size_t i = 0; i < 4; ++i) {
         for (size_t m = 0; m < 4; ++m) {
-          const auto nibble = [&](size_t e) {
-            const size_t l = e % 32;
-            return (s.qs[32 * (e / 64) + l] >> ((e / 32) % 2 ? 4 : 0)) & 0xF;
-          };
           const uint8_t byte = g[(4 + 4 * j + i) * row + 4 * b + m];
           ASSERT_EQ(byte & 0xF, nibble(32 * j + 8 * i + m));
           ASSERT_EQ(byte >> 4, nibble(32 * j + 8 * i + 4 + m));
