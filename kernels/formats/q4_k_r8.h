@@ -62,12 +62,15 @@ struct ActGroupK8 {
   float d[kK8Blocks];
   // [p][2b], [p][2b + 1]: sums of sub-blocks 2p and 2p + 1 of block b
   int16_t sums[4][2 * kK8Blocks];
+  // Never written or read: puts q on a cache line of its own, so that one 512-bit load takes
+  // each 64-byte [j][i] pair without splitting a line (q4_k_r8_tiles.h).
+  uint8_t pad[32];
   // [j][i][0][4b + m]: q[32j + 8i + m] of block b; [j][i][1]: q[32j + 8i + 4 + m]
   int8_t q[8][4][2][4 * kK8Blocks];
 };
 
 static_assert(kK8GroupBytes == kK8Blocks * sizeof(BlockQ4_K));
-static_assert(sizeof(ActGroupK8) == 2208);
+static_assert(sizeof(ActGroupK8) == 2240 && offsetof(ActGroupK8, q) % 64 == 0);
 
 // Bytes of one prepared activation of n values (n a multiple of 256): a whole ActGroupK8 per
 // group, the last one too.

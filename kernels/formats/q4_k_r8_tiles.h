@@ -77,11 +77,15 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
     }
   };
 
-  // Each token's dot products of sub-block j (its 4 x 32 weight bytes) in the 8 blocks' lanes,
-  // as one ByteDots (simd::NibbleDots::sum()).
+  // Each token's dot products of sub-block j (its 4 x 32 weight bytes) in the 8 blocks' lanes:
+  // on avx512 unfolded (below), else as one ByteDots (simd::NibbleDots::sum()).
   template <int T>
   struct SubBlockDots {
+#if defined(OXI_ARCH_AVX512)
+    __m512i v[T];
+#else
     simd::ByteDots v[T];
+#endif
   };
   template <int T, bool kShort>
   static SubBlockDots<T> sub_block_dots(const GroupRows<kShort>& g, const ActGroupK8* const* a,
@@ -92,12 +96,13 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
     // nibbles kept in the lower half and the high ones, as 16 x their value, in the upper,
     // against the activation's low- and high-nibble bytes, which lie side by side (q[j][i][0],
     // q[j][i][1]): one mask, one load and one VNNI op per 32 bytes and token instead of two
-    // of each. Folded, each lane is NibbleDots' integer: the same sums. gemm_q's tiles: Q4_K_M
-    // pp512 +12 %. One token's matvec loads the activation as two 32-byte halves (the 64 bytes
-    // start 32 bytes into a line, q at offset 160 of ActGroupK8): Q4_K_M decode, tokens back
-    // to back, 51.5-64.2 -> 52.6-66.1 GB/s, higher in all nine alternating pairs (decode /
-    // weights read +0.8 to +7 points; docs/benchmarks.md, twenty-fourth session). With a
-    // pass after every token, as the bench timed decode before, it had looked slower.
+    // of each; gemm_q's tiles: Q4_K_M pp512 +12 %. Left unfolded: group() scales both halves
+    // and folds them once a group (lower + upper / 16), so each lane is NibbleDots' integer times
+    // the scale: the same sums. The 64 activation bytes start a cache line (ActGroupK8's pad),
+    // so one load takes them for every T: in L2, one core, 2048 / 5632-wide rows 45.7 / 42.4 ->
+    // 52.6 / 57.3 GB/s (before, one token loaded two 32-byte halves, which had beaten one load
+    // across two lines: twenty-fourth session); Q4_K_M pp512 174-183 -> 188-192 tok/s; decode
+    // within the noise (twenty-seventh session, docs/benchmarks.md).
     const __m512i nibble_mask = _mm512_mask_set1_epi8(_mm512_set1_epi8(0x0F), 0xFFFFFFFF00000000ull,
                                                       static_cast<char>(0xF0));
     __m512i d[T];
@@ -106,19 +111,11 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
       const __m512i q =
           _mm512_and_si512(_mm512_maskz_broadcast_i64x4(0xFF, g.row(k8_qs_row(j, i))), nibble_mask);
       for (int t = 0; t < T; ++t) {
-        const __m512i x =
-            T == 1 ? _mm512_mask_broadcast_i64x4(
-                         _mm512_maskz_broadcast_i64x4(0x0F, simd::load256(a[t]->q[j][i][0])), 0xF0,
-                         simd::load256(a[t]->q[j][i][1]))
-                   : _mm512_loadu_si512(a[t]->q[j][i][0]);
+        const __m512i x = _mm512_loadu_si512(a[t]->q[j][i][0]);
         d[t] = _mm512_dpbusd_epi32(d[t], q, x);
       }
     }
-    for (int t = 0; t < T; ++t) {
-      out.v[t].v =
-          _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xF, d[t], 0),
-                           _mm256_srai_epi32(_mm512_maskz_extracti64x4_epi64(0xF, d[t], 1), 4));
-    }
+    for (int t = 0; t < T; ++t) out.v[t] = d[t];
 #else
     simd::NibbleDots dots[T];
     for (int i = 0; i < 4; ++i) {
@@ -169,8 +166,18 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
         const __m256 ad = _mm256_loadu_ps(a[t]->d);
         acc[t][p] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, ad), _mm256_cvtepi32_ps(m), acc[t][p]);
       }
+#if defined(OXI_ARCH_AVX512)
+      // The scaled sums of the 8 sub-blocks, unfolded (sub_block_dots): the lower half low
+      // nibbles, the upper 16 x the high ones, folded once at the end instead of once per
+      // sub-block. Exact in int32: a lane's 8 sub-blocks are at most 8 x 63 x 32 x 240 x 127.
+      const __m512i sc03 = _mm512_maskz_broadcast_i64x4(0xFF, s03),
+                    sc47 = _mm512_maskz_broadcast_i64x4(0xFF, s47);
+      __m512i sum[T];
+      for (int t = 0; t < T; ++t) sum[t] = _mm512_setzero_si512();
+#else
       __m256i sum[T];
       for (int t = 0; t < T; ++t) sum[t] = _mm256_setzero_si256();
+#endif
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) {
         // One token streams its row (prefetch.h): an eighth of a group's bytes requested per
@@ -183,13 +190,28 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
         }
         const SubBlockDots<T> dots = sub_block_dots<T>(g, a, j);
         // the sub-block's scale in every lane, as ByteDots::times takes it
-        const int k = j % 4, k2 = simd::ByteDots::kInt32 ? kNoByte : k;
+        const int k = j % 4;
+#if defined(OXI_ARCH_AVX512)
+        const __m512i sc = _mm512_shuffle_epi8(
+            j < 4 ? sc03 : sc47, _mm512_maskz_broadcast_i64x4(0xFF, lane_bytes(k, kNoByte)));
+        for (int t = 0; t < T; ++t)
+          sum[t] = _mm512_add_epi32(sum[t], _mm512_mullo_epi32(dots.v[t], sc));
+#else
+        const int k2 = simd::ByteDots::kInt32 ? kNoByte : k;
         const __m256i sc = _mm256_shuffle_epi8(j < 4 ? s03 : s47, lane_bytes(k, k2));
         for (int t = 0; t < T; ++t) sum[t] = _mm256_add_epi32(sum[t], dots.v[t].times(sc));
+#endif
       }
       for (int t = 0; t < T; ++t) {
+#if defined(OXI_ARCH_AVX512)
+        const __m256i lanes =
+            _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xF, sum[t], 0),
+                             _mm256_srai_epi32(_mm512_maskz_extracti64x4_epi64(0xF, sum[t], 1), 4));
+#else
+        const __m256i lanes = sum[t];
+#endif
         const __m256 ad = _mm256_loadu_ps(a[t]->d);
-        acc[t][p] = _mm256_fmadd_ps(_mm256_mul_ps(dw, ad), _mm256_cvtepi32_ps(sum[t]), acc[t][p]);
+        acc[t][p] = _mm256_fmadd_ps(_mm256_mul_ps(dw, ad), _mm256_cvtepi32_ps(lanes), acc[t][p]);
       }
     }
   }
