@@ -15,12 +15,18 @@
 // 55-100 % (docs/benchmarks.md). The GEMM tiles reuse each weight tile across many tokens and
 // do not prefetch.
 //
-// The requests go to L2 (locality hint 2, prefetcht1). Into L1 (prefetcht0, the default hint)
-// they held the repacked matvecs of the eleventh session's Zen 4 VM to 7-9 GB/s a thread from
-// memory while the same kernels ran at 28-47 GB/s in cache: L1's few miss buffers (most
-// likely), not the arithmetic, were the limit. Into L2: 19-22 GB/s a thread, and
-// TinyLlama-shaped decode on 2 threads 1.6-1.9x faster for q4_0 / q8_0, 1.1-1.2x for q4_K
-// (docs/benchmarks.md, eleventh session).
+// A one-row stream's line requests are non-temporal (locality hint 0, prefetchnta,
+// prefetch_stream_lines): each weight byte is read once a token, and the hint says so, so the
+// stream does not displace what is reused (the activation, the KV cache) and its lines go first.
+// TinyLlama-shaped decode, 2 threads, bench llm alternating binaries (twenty-seventh session):
+// Q4_K_M decode / weights read alone 68.8 / 71.0 / 70.4 % -> 86.4 / 84.1 / 82.8 % with prefetcht1
+// (hint 2) before, tg128 79-84 -> 98-106 tok/s; Q8_0 88.8-93.8 -> 95.9-97.6 %; Q4_0 89.3-101.8
+// -> 93.0-99.0 %. The same hint on the page starts, or on read_sum's own requests (the limit): no
+// faster. Before, into L1 (prefetcht0) had held the repacked matvecs of the eleventh session's Zen
+// 4 VM to 7-9 GB/s a thread from memory (L1's few miss buffers, most likely), and into L2
+// (prefetcht1) had made decode 1.6-1.9x faster for q4_0 / q8_0, 1.1-1.2x for q4_K
+// (docs/benchmarks.md); a prefetcht0 1 KB ahead beside the non-temporal lines: Q4_K_M decode 62-65
+// against 75-82 %.
 //
 // Page starts: the hardware prefetcher follows a stream within a 4 KB page and has to find it
 // again on the next one. A request for the first line of each page kPrefetchBytes ahead
@@ -53,12 +59,26 @@ inline constexpr size_t kPrefetchTiles = 4;
 // keeps 16 KB (kernels/math/read_sum.h).
 inline constexpr size_t kPrefetchBytes = 8 * 1024;
 
-// Prefetches [p, p + kSpan): one request per cache line, or one per call when the caller
-// steps by less than a line (its consecutive calls then touch every line).
+// Prefetches [p, p + kSpan) with the given locality hint: one request per cache line, or one
+// per call when the caller steps by less than a line (its consecutive calls then touch every
+// line).
+template <size_t kSpan, int kLocality>
+inline void prefetch_lines_hinted(const void* p) noexcept {
+  const char* q = static_cast<const char*>(p);
+  for (size_t o = 0; o < kSpan || o == 0; o += kCacheLine) __builtin_prefetch(q + o, 0, kLocality);
+}
+
+// Into L2 (prefetcht1): the interleaved rows of the float tiles. Non-temporal there, F16
+// decode read slower (decode / weights read 57-58 against 61-62 %, three pairs).
 template <size_t kSpan>
 inline void prefetch_lines(const void* p) noexcept {
-  const char* q = static_cast<const char*>(p);
-  for (size_t o = 0; o < kSpan || o == 0; o += kCacheLine) __builtin_prefetch(q + o, 0, 2);
+  prefetch_lines_hinted<kSpan, 2>(p);
+}
+
+// Non-temporal (prefetchnta): a one-row stream, each byte read once (above).
+template <size_t kSpan>
+inline void prefetch_stream_lines(const void* p) noexcept {
+  prefetch_lines_hinted<kSpan, 0>(p);
 }
 
 inline constexpr size_t kPageBytes = 4096;
@@ -75,11 +95,12 @@ inline void prefetch_page_starts(const void* p) noexcept {
     __builtin_prefetch(reinterpret_cast<const char*>(page), 0, 2);
 }
 
-// Both: every line of [p, p + kSpan) and, among them, the first line of each page, which also
-// restarts the hardware prefetcher on the new page (what the one-row matvecs request).
+// Both: every line of [p, p + kSpan) (non-temporal) and, among them, the first line of each
+// page, which also restarts the hardware prefetcher on the new page (what the one-row matvecs
+// request).
 template <size_t kSpan>
 inline void prefetch_lines_and_page_starts(const void* p) noexcept {
-  prefetch_lines<kSpan>(p);
+  prefetch_stream_lines<kSpan>(p);
   prefetch_page_starts<kSpan>(p);
 }
 

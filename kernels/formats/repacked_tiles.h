@@ -31,7 +31,8 @@ inline void plain_tail(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, s
       const WBlock* block = reinterpret_cast<const WBlock*>(w + p * w_row_bytes + w_offset) + b;
       // One token streams its row (prefetch.h); the groups' requests stop short of the tail.
       if constexpr (T == 1)
-        prefetch_lines<sizeof(WBlock)>(reinterpret_cast<const uint8_t*>(block) + kPrefetchBytes);
+        prefetch_stream_lines<sizeof(WBlock)>(reinterpret_cast<const uint8_t*>(block) +
+                                              kPrefetchBytes);
       const typename Trait::W wb = Trait::load_w(*block);
       for (int t = 0; t < T; ++t) Trait::step(acc[t][p], wb, a[t]);
     }

@@ -58,7 +58,10 @@ struct QuantTile {
           // rows kPrefetchTiles tiles on (prefetch.h).
           const uint8_t* ahead = reinterpret_cast<const uint8_t*>(rows[r] + b) +
                                  (R == 1 ? kPrefetchBytes : kPrefetchTiles * R * w_row_bytes);
-          prefetch_lines<sizeof(WBlock)>(ahead);
+          if constexpr (R == 1)
+            prefetch_stream_lines<sizeof(WBlock)>(ahead);
+          else
+            prefetch_lines<sizeof(WBlock)>(ahead);
           if constexpr (R == 1 && trait_prefetch_page_starts<F>())
             prefetch_page_starts<sizeof(WBlock)>(ahead);
         }
