@@ -48,8 +48,10 @@ thread_local const std::byte* t_stream_end = nullptr;
 // before. The first piece of a stream would read its first kPrefetchBytes on demand, a few
 // cache lines in flight at a time; those are requested here first. A decode step starts
 // ~100 such streams per thread (Q4_K_M decode +1-2 %, docs/benchmarks.md, nineteenth session).
+// Non-temporal, as the kernels' own requests for the same stream (prefetch.h; against
+// prefetcht1 here, Q4_K_M / Q4_0 decode equal or up to +5 points, five pairs).
 void prime_stream(const std::byte* begin, size_t bytes) {
-  if (begin != t_stream_end) kernels::prefetch_lines<kernels::kPrefetchBytes>(begin);
+  if (begin != t_stream_end) kernels::prefetch_stream_lines<kernels::kPrefetchBytes>(begin);
   t_stream_end = begin + bytes;
 }
 
