@@ -16,17 +16,17 @@
 // do not prefetch.
 //
 // A one-row stream's line requests are non-temporal (locality hint 0, prefetchnta,
-// prefetch_stream_lines): each weight byte is read once a token, and the hint says so, so the
-// stream does not displace what is reused (the activation, the KV cache) and its lines go first.
+// prefetch_stream_lines): each weight byte is read once a token, and the hint says so (most
+// likely the stream then displaces less of what is reused, and its lines leave first).
 // TinyLlama-shaped decode, 2 threads, bench llm alternating binaries (twenty-seventh session):
-// Q4_K_M decode / weights read alone 68.8 / 71.0 / 70.4 % -> 86.4 / 84.1 / 82.8 % with prefetcht1
-// (hint 2) before, tg128 79-84 -> 98-106 tok/s; Q8_0 88.8-93.8 -> 95.9-97.6 %; Q4_0 89.3-101.8
-// -> 93.0-99.0 %. The same hint on the page starts, or on read_sum's own requests (the limit): no
-// faster. Before, into L1 (prefetcht0) had held the repacked matvecs of the eleventh session's Zen
-// 4 VM to 7-9 GB/s a thread from memory (L1's few miss buffers, most likely), and into L2
-// (prefetcht1) had made decode 1.6-1.9x faster for q4_0 / q8_0, 1.1-1.2x for q4_K
-// (docs/benchmarks.md); a prefetcht0 1 KB ahead beside the non-temporal lines: Q4_K_M decode 62-65
-// against 75-82 %.
+// Q4_K_M decode / weights read 68.8 / 71.0 / 70.4 % with prefetcht1 (hint 2) -> 86.4 / 84.1 /
+// 82.8 %, tg128 79-84 -> 98-106 tok/s, when memory read 70-84 GB/s; level when it read 32-45
+// GB/s or the VM's arithmetic was slow. Q4_0 equal or higher, Q8_0 level within the noise. The
+// same hint on the page starts, or on read_sum's own requests (the limit): no faster. Into L1
+// (prefetcht0) had held the repacked matvecs of the eleventh session's Zen 4 VM to 7-9 GB/s a
+// thread from memory (L1's few miss buffers, most likely), and into L2 (prefetcht1) had made
+// decode 1.6-1.9x faster for q4_0 / q8_0, 1.1-1.2x for q4_K (docs/benchmarks.md); a prefetcht0
+// 1 KB ahead beside the non-temporal lines: Q4_K_M decode 62-65 against 75-82 %.
 //
 // Page starts: the hardware prefetcher follows a stream within a 4 KB page and has to find it
 // again on the next one. A request for the first line of each page kPrefetchBytes ahead

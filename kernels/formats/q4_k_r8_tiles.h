@@ -169,7 +169,8 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
 #if defined(OXI_ARCH_AVX512)
       // The scaled sums of the 8 sub-blocks, unfolded (sub_block_dots): the lower half low
       // nibbles, the upper 16 x the high ones, folded once at the end instead of once per
-      // sub-block. Exact in int32: a lane's 8 sub-blocks are at most 8 x 63 x 32 x 240 x 127.
+      // sub-block. Exact in int32: a lane's upper half is at most 8 sub-blocks x scale 63 x 16
+      // products of 240 x 127, below 2^28.
       const __m512i sc03 = _mm512_maskz_broadcast_i64x4(0xFF, s03),
                     sc47 = _mm512_maskz_broadcast_i64x4(0xFF, s47);
       __m512i sum[T];
