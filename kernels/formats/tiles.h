@@ -58,12 +58,12 @@ struct QuantTile {
           // rows kPrefetchTiles tiles on (prefetch.h).
           const uint8_t* ahead = reinterpret_cast<const uint8_t*>(rows[r] + b) +
                                  (R == 1 ? kPrefetchBytes : kPrefetchTiles * R * w_row_bytes);
-          if constexpr (R == 1)
-            prefetch_stream_lines<sizeof(WBlock)>(ahead);
-          else
+          if constexpr (R > 1)
             prefetch_lines<sizeof(WBlock)>(ahead);
-          if constexpr (R == 1 && trait_prefetch_page_starts<F>())
-            prefetch_page_starts<sizeof(WBlock)>(ahead);
+          else if constexpr (trait_prefetch_page_starts<F>())
+            prefetch_lines_and_page_starts<sizeof(WBlock)>(ahead);
+          else
+            prefetch_stream_lines<sizeof(WBlock)>(ahead);
         }
         const typename F::W wb = F::load_w(rows[r][b]);
         for (int t = 0; t < T; ++t) F::step(acc[t][r], wb, a[t]);

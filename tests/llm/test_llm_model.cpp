@@ -368,8 +368,7 @@ TEST_P(PerArch, CarriesTokenizerTemplateAndStopTokens) {
 // (AVX2: Q4_0_R16, Q8_0_R16, Q4_K_R8). Widths of 18 and 32 blocks exercise whole 16-block groups
 // and the plain-layout tail; kv projections (9 blocks) only the tail (q4_K: 8 and 9 blocks of
 // 256, one 8-block group, then one and a short group of one). The repacked model matches the
-// reference as the plain one
-// does. Against the plain layout (OXI_REPACK=0) the sums differ by
+// reference as the plain one does. Against the plain layout (OXI_REPACK=0) the sums differ by
 // f32 rounding only, but the next matmul quantizes its input to 8 bits again, and a value that
 // sat on a rounding boundary may step by one q8 level: so most positions agree within 1e-4 of
 // the logits' RMS and the others within a small multiple of one such step (far below the
