@@ -44,6 +44,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace oxi::kernels {
 
@@ -63,7 +64,7 @@ inline constexpr size_t kPrefetchBytes = 8 * 1024;
 // per call when the caller steps by less than a line (its consecutive calls then touch every
 // line).
 template <size_t kSpan, int kLocality>
-inline void prefetch_lines_hinted(const void* p) noexcept {
+[[gnu::always_inline]] inline void prefetch_lines_hinted(const void* p) noexcept {
   const char* q = static_cast<const char*>(p);
   for (size_t o = 0; o < kSpan || o == 0; o += kCacheLine) __builtin_prefetch(q + o, 0, kLocality);
 }
@@ -71,13 +72,13 @@ inline void prefetch_lines_hinted(const void* p) noexcept {
 // Into L2 (prefetcht1): the interleaved rows of the float tiles. Non-temporal there, F16
 // decode read slower (decode / weights read 57-58 against 61-62 %, three pairs).
 template <size_t kSpan>
-inline void prefetch_lines(const void* p) noexcept {
+[[gnu::always_inline]] inline void prefetch_lines(const void* p) noexcept {
   prefetch_lines_hinted<kSpan, 2>(p);
 }
 
 // Non-temporal (prefetchnta): a one-row stream, each byte read once (above).
 template <size_t kSpan>
-inline void prefetch_stream_lines(const void* p) noexcept {
+[[gnu::always_inline]] inline void prefetch_stream_lines(const void* p) noexcept {
   prefetch_lines_hinted<kSpan, 0>(p);
 }
 
@@ -87,7 +88,7 @@ inline constexpr size_t kPageBytes = 4096;
 // page starts there): called with the same arguments as prefetch_lines, it asks for one line a
 // page instead of every line.
 template <size_t kSpan>
-inline void prefetch_page_starts(const void* p) noexcept {
+[[gnu::always_inline]] inline void prefetch_page_starts(const void* p) noexcept {
   static_assert(kSpan > 0);
   const auto at = reinterpret_cast<uintptr_t>(p);
   const uintptr_t first = (at + kPageBytes - 1) & ~uintptr_t{kPageBytes - 1};
@@ -95,13 +96,70 @@ inline void prefetch_page_starts(const void* p) noexcept {
     __builtin_prefetch(reinterpret_cast<const char*>(page), 0, 2);
 }
 
-// Both: every line of [p, p + kSpan) (non-temporal) and, among them, the first line of each
-// page, which also restarts the hardware prefetcher on the new page (what the one-row matvecs
-// request).
-template <size_t kSpan>
-inline void prefetch_lines_and_page_starts(const void* p) noexcept {
-  prefetch_stream_lines<kSpan>(p);
-  prefetch_page_starts<kSpan>(p);
+// One step of a one-row stream: the lines that start in [p, p + bytes), non-temporal, and the
+// first line of a page among them again with hint 2, which restarts the hardware prefetcher on
+// the new page. A matvec requests the bytes kPrefetchBytes ahead of each step it takes, so the
+// spans of its steps tile the stream and each line is requested once. Before, every line that
+// a span touched was requested (prefetch_stream_lines): a line two spans share twice, 5 requests
+// per 288-byte q4_0_r16 group of 4.5 lines, 24 per 1152-byte q4_K_r8 group of 18, and the
+// page-start loop ran per 144 bytes. In TinyLlama-shaped decode (alternating binaries,
+// twenty-eighth session), q4_K_r8 with one request per line, the page start looked for once a
+// group and its weights broadcast by one load (q4_k_r8_tiles.h): Q4_K_M decode +3 to +6 points
+// of the limit in all four pairs; q8_0_r16 +0.3 to +2.6 (four pairs); q4_0_r16 -5 to +7, +1.4
+// on average (seven).
+//
+// Part `part` of `parts` (a kernel that spreads one step's requests over its inner loop): its
+// share of the lines, and the page start with part 0. Each request is request(address, hint)
+// with the hint as a std::integral_constant (the tests record them).
+template <class Request>
+[[gnu::always_inline]] inline void for_each_stream_request(uintptr_t at, size_t bytes, size_t part,
+                                                           size_t parts, Request&& request) {
+  const uintptr_t first = (at + kCacheLine - 1) & ~uintptr_t{kCacheLine - 1};
+  const uintptr_t end = (at + bytes + kCacheLine - 1) & ~uintptr_t{kCacheLine - 1};
+  const size_t lines = (end - first) / kCacheLine;
+  for (size_t k = lines * part / parts; k < lines * (part + 1) / parts; ++k)
+    request(first + k * kCacheLine, std::integral_constant<int, 0>{});
+  const uintptr_t page = (at + kPageBytes - 1) & ~uintptr_t{kPageBytes - 1};
+  if (part == 0 && page < at + bytes) request(page, std::integral_constant<int, 2>{});
+}
+
+// The same for steps of kSpan bytes (<= a page): a fixed count of lines, unrolled.
+template <size_t kSpan, size_t kParts = 1, class Request>
+[[gnu::always_inline]] inline void for_each_stream_request(uintptr_t at, size_t part,
+                                                           Request&& request) {
+  static_assert(kSpan > 0 && kSpan <= kPageBytes);
+  const uintptr_t first = (at + kCacheLine - 1) & ~uintptr_t{kCacheLine - 1};
+  constexpr size_t kLines = kSpan / kCacheLine;  // lines surely starting in the span
+  for (size_t k = kLines * part / kParts; k < kLines * (part + 1) / kParts; ++k)
+    request(first + k * kCacheLine, std::integral_constant<int, 0>{});
+  if constexpr (kSpan % kCacheLine != 0) {  // and the next, with the last part, if it starts inside
+    const uintptr_t last = first + kLines * kCacheLine;
+    if (part + 1 == kParts && last < at + kSpan) request(last, std::integral_constant<int, 0>{});
+  }
+  const uintptr_t page = (at + kPageBytes - 1) & ~uintptr_t{kPageBytes - 1};
+  if (part == 0 && page < at + kSpan) request(page, std::integral_constant<int, 2>{});
+}
+
+namespace detail {
+struct Prefetch {
+  template <int kHint>
+  [[gnu::always_inline]] void operator()(uintptr_t address,
+                                         std::integral_constant<int, kHint>) const noexcept {
+    __builtin_prefetch(reinterpret_cast<const char*>(address), 0, kHint);
+  }
+};
+}  // namespace detail
+
+// Requests part `part` of `parts` of the step [p, p + bytes) (for_each_stream_request).
+[[gnu::always_inline]] inline void prefetch_stream_part(const void* p, size_t bytes, size_t part,
+                                                        size_t parts) noexcept {
+  for_each_stream_request(reinterpret_cast<uintptr_t>(p), bytes, part, parts, detail::Prefetch{});
+}
+
+// The same for a step of kSpan bytes.
+template <size_t kSpan, size_t kParts = 1>
+[[gnu::always_inline]] inline void prefetch_stream_part(const void* p, size_t part = 0) noexcept {
+  for_each_stream_request<kSpan, kParts>(reinterpret_cast<uintptr_t>(p), part, detail::Prefetch{});
 }
 
 }  // namespace oxi::kernels

@@ -55,10 +55,9 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
       const WeightGroupR16* wg[P];
       for (int p = 0; p < P; ++p) {
         wg[p] = reinterpret_cast<const WeightGroupR16*>(w + p * w_row_bytes) + g;
-        if constexpr (T == 1) {  // its lines and the page starts among them (prefetch.h)
-          const uint8_t* ahead = reinterpret_cast<const uint8_t*>(wg[p]) + kPrefetchBytes;
-          prefetch_lines_and_page_starts<sizeof(WeightGroupR16)>(ahead);
-        }
+        if constexpr (T == 1)  // its lines and the page start among them (prefetch.h)
+          prefetch_stream_part<sizeof(WeightGroupR16)>(reinterpret_cast<const uint8_t*>(wg[p]) +
+                                                       kPrefetchBytes);
       }
       for (int c = 0; c < 2; ++c) {  // blocks 8c .. 8c + 7
         for (int p = 0; p < P; ++p) {

@@ -70,7 +70,7 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
             constexpr size_t kHalf = sizeof(WeightGroupQ8R16) / 2;
             const uint8_t* ahead =
                 reinterpret_cast<const uint8_t*>(wg[p]) + kPrefetchBytes + kHalf * c;
-            prefetch_lines_and_page_starts<kHalf>(ahead);
+            prefetch_stream_part<kHalf>(ahead);
           }
           const __m256 dw =
               _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg[p]->d + 8 * c)));

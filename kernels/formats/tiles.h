@@ -61,7 +61,7 @@ struct QuantTile {
           if constexpr (R > 1)
             prefetch_lines<sizeof(WBlock)>(ahead);
           else if constexpr (trait_prefetch_page_starts<F>())
-            prefetch_lines_and_page_starts<sizeof(WBlock)>(ahead);
+            prefetch_stream_part<sizeof(WBlock)>(ahead);
           else
             prefetch_stream_lines<sizeof(WBlock)>(ahead);
         }
