@@ -9,6 +9,7 @@
 // tiles are in the same tables. matmul_shared_input runs several one-token matvecs of one input
 // as one parallel region.
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -80,8 +81,12 @@ void validate(const WeightMatrix& w, std::span<const float> x, size_t m, std::sp
 }  // namespace
 
 std::byte* CpuBackend::activation_buffer(size_t bytes) {
-  if (activations_.size() < bytes) activations_.resize(bytes);
-  return activations_.data();
+  // Aligned to kActivationAlign, as the layouts' offsets inside it are: a 64-byte activation
+  // load then stays within one cache line.
+  constexpr size_t kAlign = kernels::kActivationAlign;
+  if (activations_.size() < bytes + kAlign) activations_.resize(bytes + kAlign);
+  const auto at = reinterpret_cast<uintptr_t>(activations_.data());
+  return activations_.data() + (kAlign - at % kAlign) % kAlign;
 }
 
 void CpuBackend::matmul(const WeightMatrix& w, std::span<const float> x, size_t m,

@@ -42,9 +42,61 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
   template <int T>
   static constexpr int kRowsPerPass = T >= 4 ? 1 : (T >= 2 ? 2 : 4);
 
+#if defined(OXI_ARCH_AVX512)
+  // One token on 512-bit vectors: a group's 16 blocks in the 16 int32 lanes, one VNNI op per 64
+  // weight bytes and nibble half instead of two; the same integer sums, and the f32 steps in
+  // the 256-bit pass's order (blocks 0-7, then 8-15), so the same bits. A group's qs[k] start
+  // 32 bytes into a line in every other 288-byte group, so they are loaded as two halves (one
+  // load across two lines had halved the stream: docs/benchmarks.md, twenty-fourth session);
+  // the activation's start a line (the backend's buffer is aligned).
+  template <int P>
+  static void one_token(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t n,
+                        float* y) noexcept {
+    const size_t blocks = n / QK, groups = blocks / kR16Blocks;
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    __m256 acc[P];
+    for (int p = 0; p < P; ++p) acc[p] = _mm256_setzero_ps();
+    for (size_t g = 0; g < groups; ++g) {
+      const ActGroupR16* a = reinterpret_cast<const ActGroupR16*>(x) + g;
+      for (int p = 0; p < P; ++p) {
+        const WeightGroupR16* wg = reinterpret_cast<const WeightGroupR16*>(w + p * w_row_bytes) + g;
+        prefetch_stream_part<sizeof(WeightGroupR16)>(reinterpret_cast<const uint8_t*>(wg) +
+                                                     kPrefetchBytes);
+        __m512i low = _mm512_setzero_si512(), high = _mm512_setzero_si512();
+        for (int k = 0; k < 4; ++k) {
+          const __m512i first = _mm512_castsi256_si512(simd::load256(wg->qs[k]));
+          const __m512i q =
+              _mm512_mask_inserti64x4(first, 0xFF, first, simd::load256(wg->qs[k] + 32), 1);
+          low = _mm512_dpbusd_epi32(low, _mm512_and_si512(q, low4), _mm512_loadu_si512(a->q[k][0]));
+          high = _mm512_dpbusd_epi32(high, _mm512_maskz_andnot_epi32(0xFFFF, low4, q),
+                                     _mm512_loadu_si512(a->q[k][1]));
+        }
+        const __m512i s32 =
+            _mm512_sub_epi32(_mm512_add_epi32(low, _mm512_maskz_srai_epi32(0xFFFF, high, 4)),
+                             _mm512_loadu_si512(a->zero));
+        const __m512 sums = _mm512_maskz_cvtepi32_ps(0xFFFF, s32);
+        const __m512 scale = _mm512_mul_ps(_mm512_maskz_cvtph_ps(0xFFFF, simd::load256(wg->d)),
+                                           _mm512_loadu_ps(a->d));
+        acc[p] = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, scale, 0),
+                                 _mm512_maskz_extractf32x8_ps(0xFF, sums, 0), acc[p]);
+        acc[p] = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, scale, 1),
+                                 _mm512_maskz_extractf32x8_ps(0xFF, sums, 1), acc[p]);
+      }
+    }
+    Rows::finish<1, P>(w, w_row_bytes, x, 0, blocks, y, 0,
+                       [&](int, int p) { return simd::hsum(acc[p]); });
+  }
+#endif
+
   template <int T, int P>
   static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
+#if defined(OXI_ARCH_AVX512)
+    if constexpr (T == 1) {
+      one_token<P>(w, w_row_bytes, x, n, y);
+      return;
+    }
+#endif
     const size_t blocks = n / QK, groups = blocks / kR16Blocks;
     __m256 acc[T][P];
     for (int t = 0; t < T; ++t)
