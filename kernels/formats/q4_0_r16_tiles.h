@@ -48,7 +48,10 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
   // the 256-bit pass's order (blocks 0-7, then 8-15), so the same bits. A group's qs[k] start
   // 32 bytes into a line in every other 288-byte group, so they are loaded as two halves (one
   // load across two lines had halved the stream: docs/benchmarks.md, twenty-fourth session);
-  // the activation's start a line (the backend's buffer is aligned).
+  // the activation's start a line (the backend's buffer is aligned). The high nibbles enter
+  // as byte & 0xF0, 16 x their value, and their sums are divided by 16 once (NibbleDots). The
+  // maskz forms with full masks are the plain ops: GCC 12 warns that the plain intrinsics'
+  // undefined pass-through operand "may be used uninitialized".
   template <int P>
   static void one_token(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t n,
                         float* y) noexcept {
