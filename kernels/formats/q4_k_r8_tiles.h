@@ -146,8 +146,12 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
   struct ScaledSums {
 #if defined(OXI_ARCH_AVX512)
     // The unfolded 512-bit dots (sub_block_dots) are scaled as they are and folded once a group
-    // instead of once a sub-block. Exact in int32: a lane's upper half is at most 8 sub-blocks x
-    // scale 63 x 16 products of 240 x 127, below 2^28.
+    // instead of once a sub-block. The upper (high-nibble) half is first divided by 16 (exact:
+    // its products are of byte & 0xF0); then every lane is at most 16 products of 15 x 127 =
+    // 30480 in magnitude, an int16, so one vpmaddwd against the scale (an int16 pair (sc, 0)
+    // per lane) multiplies it: 3 cycles against vpmulld's 10, and the group's instructions
+    // retire sooner, so more of the stream's loads stay in flight (a probe without the
+    // multiply: the matvec from memory at 98-103 % of read_sum's rate against 81-90 %).
     __m512i sc03, sc47, v[T];
     [[gnu::always_inline]] ScaledSums(__m256i s03, __m256i s47) noexcept
         : sc03(_mm512_maskz_broadcast_i64x4(0xFF, s03)),
@@ -158,12 +162,15 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
       // the sub-block's scale in every lane, zero-extended to int32
       const __m512i sc = _mm512_shuffle_epi8(
           j < 4 ? sc03 : sc47, _mm512_maskz_broadcast_i64x4(0xFF, lane_bytes(j % 4, kNoByte)));
-      for (int t = 0; t < T; ++t) v[t] = _mm512_add_epi32(v[t], _mm512_mullo_epi32(dots.v[t], sc));
+      for (int t = 0; t < T; ++t) {
+        const __m512i d = _mm512_mask_srai_epi32(dots.v[t], 0xFF00, dots.v[t], 4);
+        v[t] = _mm512_add_epi32(v[t], _mm512_madd_epi16(d, sc));
+      }
     }
-    // lower half + upper half / 16
+    // lower half + upper half
     [[gnu::always_inline]] __m256i lanes(int t) const noexcept {
       return _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xF, v[t], 0),
-                              _mm256_srai_epi32(_mm512_maskz_extracti64x4_epi64(0xF, v[t], 1), 4));
+                              _mm512_maskz_extracti64x4_epi64(0xF, v[t], 1));
     }
 #else
     __m256i s03, s47, v[T];
