@@ -107,13 +107,13 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
     // nibbles kept in the lower half and the high ones, as 16 x their value, in the upper,
     // against the activation's low- and high-nibble bytes, which lie side by side (q[j][i][0],
     // q[j][i][1]): one mask, one load and one VNNI op per 32 bytes and token instead of two
-    // of each; gemm_q's tiles: Q4_K_M pp512 +12 %. Left unfolded: ScaledSums scales both halves
-    // and folds them once a group (lower + upper / 16), so each lane is NibbleDots' integer times
-    // the scale: the same sums. The 64 activation bytes start a cache line (ActGroupK8's pad),
-    // so one load takes them for every T: in L2, one core, 2048 / 5632-wide rows 45.7 / 42.4 ->
-    // 52.6 / 57.3 GB/s (before, one token loaded two 32-byte halves, which had beaten one load
-    // across two lines: twenty-fourth session); Q4_K_M pp512 174-183 -> 188-192 tok/s; decode
-    // within the noise (twenty-seventh session, docs/benchmarks.md).
+    // of each; gemm_q's tiles: Q4_K_M pp512 +12 %. Left unfolded: ScaledSums divides the upper
+    // half by 16, scales both halves and folds them once a group (lower + upper), so each lane
+    // is NibbleDots' integer times the scale: the same sums. The 64 activation bytes start a cache
+    // line (ActGroupK8's pad), so one load takes them for every T: in L2, one core, 2048 /
+    // 5632-wide rows 45.7 / 42.4 -> 52.6 / 57.3 GB/s (before, one token loaded two 32-byte halves,
+    // which had beaten one load across two lines: twenty-fourth session); Q4_K_M pp512 174-183 ->
+    // 188-192 tok/s; decode within the noise (twenty-seventh session, docs/benchmarks.md).
     const __m512i nibble_mask = _mm512_mask_set1_epi8(_mm512_set1_epi8(0x0F), 0xFFFFFFFF00000000ull,
                                                       static_cast<char>(0xF0));
     __m512i d[T];
