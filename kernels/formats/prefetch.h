@@ -84,6 +84,13 @@ template <size_t kSpan>
 
 inline constexpr size_t kPageBytes = 4096;
 
+namespace detail {
+// a rounded up to a multiple of `to` (a power of two)
+constexpr uintptr_t round_up(uintptr_t a, size_t to) noexcept {
+  return (a + to - 1) & ~uintptr_t{to - 1};
+}
+}  // namespace detail
+
 // Requests the first line of every 4 KB page that starts inside [p, p + kSpan) (none when no
 // page starts there): called with the same arguments as prefetch_lines, it asks for one line a
 // page instead of every line.
@@ -91,8 +98,7 @@ template <size_t kSpan>
 [[gnu::always_inline]] inline void prefetch_page_starts(const void* p) noexcept {
   static_assert(kSpan > 0);
   const auto at = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t first = (at + kPageBytes - 1) & ~uintptr_t{kPageBytes - 1};
-  for (uintptr_t page = first; page < at + kSpan; page += kPageBytes)
+  for (uintptr_t page = detail::round_up(at, kPageBytes); page < at + kSpan; page += kPageBytes)
     __builtin_prefetch(reinterpret_cast<const char*>(page), 0, 2);
 }
 
@@ -111,16 +117,24 @@ template <size_t kSpan>
 // Part `part` of `parts` (a kernel that spreads one step's requests over its inner loop): its
 // share of the lines, and the page start with part 0. Each request is request(address, hint)
 // with the hint as a std::integral_constant (the tests record them).
+namespace detail {
+// The page start in [at, at + bytes) with hint 2, by part 0 (bytes <= a page: at most one).
+template <class Request>
+[[gnu::always_inline]] inline void request_page_start(uintptr_t at, size_t bytes, size_t part,
+                                                      Request& request) {
+  const uintptr_t page = round_up(at, kPageBytes);
+  if (part == 0 && page < at + bytes) request(page, std::integral_constant<int, 2>{});
+}
+}  // namespace detail
+
 template <class Request>
 [[gnu::always_inline]] inline void for_each_stream_request(uintptr_t at, size_t bytes, size_t part,
                                                            size_t parts, Request&& request) {
-  const uintptr_t first = (at + kCacheLine - 1) & ~uintptr_t{kCacheLine - 1};
-  const uintptr_t end = (at + bytes + kCacheLine - 1) & ~uintptr_t{kCacheLine - 1};
-  const size_t lines = (end - first) / kCacheLine;
+  const uintptr_t first = detail::round_up(at, kCacheLine);
+  const size_t lines = (detail::round_up(at + bytes, kCacheLine) - first) / kCacheLine;
   for (size_t k = lines * part / parts; k < lines * (part + 1) / parts; ++k)
     request(first + k * kCacheLine, std::integral_constant<int, 0>{});
-  const uintptr_t page = (at + kPageBytes - 1) & ~uintptr_t{kPageBytes - 1};
-  if (part == 0 && page < at + bytes) request(page, std::integral_constant<int, 2>{});
+  detail::request_page_start(at, bytes, part, request);
 }
 
 // The same for steps of kSpan bytes (<= a page): a fixed count of lines, unrolled.
@@ -128,7 +142,7 @@ template <size_t kSpan, size_t kParts = 1, class Request>
 [[gnu::always_inline]] inline void for_each_stream_request(uintptr_t at, size_t part,
                                                            Request&& request) {
   static_assert(kSpan > 0 && kSpan <= kPageBytes);
-  const uintptr_t first = (at + kCacheLine - 1) & ~uintptr_t{kCacheLine - 1};
+  const uintptr_t first = detail::round_up(at, kCacheLine);
   constexpr size_t kLines = kSpan / kCacheLine;  // lines surely starting in the span
   for (size_t k = kLines * part / kParts; k < kLines * (part + 1) / kParts; ++k)
     request(first + k * kCacheLine, std::integral_constant<int, 0>{});
@@ -136,8 +150,7 @@ template <size_t kSpan, size_t kParts = 1, class Request>
     const uintptr_t last = first + kLines * kCacheLine;
     if (part + 1 == kParts && last < at + kSpan) request(last, std::integral_constant<int, 0>{});
   }
-  const uintptr_t page = (at + kPageBytes - 1) & ~uintptr_t{kPageBytes - 1};
-  if (part == 0 && page < at + kSpan) request(page, std::integral_constant<int, 2>{});
+  detail::request_page_start(at, kSpan, part, request);
 }
 
 namespace detail {
