@@ -352,6 +352,8 @@ TEST(Attention, OnlineSoftmaxMatchesNaiveEveryIsa) {
   const std::vector<AttnCase> cases = {
       {1, 1, 1, 1, 1, 0, true, 0},
       {1, 4, 4, 64, 200, 199, true, 0},   // one decode step, several chunks
+      {1, 4, 2, 96, 80, 79, true, 0},     // Phi-3's 96 dims: a block of 8 vectors and one of 4
+      {2, 3, 3, 56, 40, 38, true, 0},     // 7 vectors of 8 lanes
       {5, 8, 2, 19, 150, 145, true, 0},   // GQA, odd head_dim, prefill tail
       {7, 4, 1, 32, 130, 123, true, 37},  // sliding window
       {6, 2, 2, 17, 70, 0, false, 0},     // bidirectional (encoder)
