@@ -8,22 +8,40 @@ namespace oxi::kernels {
 namespace {
 
 // Turns pairs [c0, c0 + count) of every head of one token by the angles whose cos / sin are
-// given (entry i for pair c0 + i).
-void rotate_pairs(float* x, size_t n_heads, size_t head_dim, size_t pairs, RopeLayout layout,
-                  size_t c0, size_t count, const float* cos_v, const float* sin_v) noexcept {
-  // adjacent: pair i is (2i, 2i+1); neox: pair i is (i, i + pairs).
-  const size_t first_stride = layout == RopeLayout::adjacent ? 2 : 1;
-  const size_t partner = layout == RopeLayout::adjacent ? 1 : pairs;
+// given (entry i for pair c0 + i). adjacent: pair i is (2i, 2i+1); neox: pair i is (i,
+// i + pairs). The layout is a template argument so that each loop has constant strides and
+// vectorizes: with run-time strides it stayed scalar (TinyLlama's 32 + 4 heads, one token:
+// 1.09-1.49 -> 0.36 us adjacent, 0.70-1.14 -> 0.39 neox).
+template <RopeLayout kLayout>
+void rotate_pairs(float* x, size_t n_heads, size_t head_dim, size_t pairs, size_t c0, size_t count,
+                  const float* cos_v, const float* sin_v) noexcept {
   for (size_t h = 0; h < n_heads; ++h) {
     float* head = x + h * head_dim;
-    for (size_t i = 0; i < count; ++i) {
-      float* a = head + (c0 + i) * first_stride;
-      float* b = a + partner;
-      const float x0 = *a, x1 = *b;
-      *a = x0 * cos_v[i] - x1 * sin_v[i];
-      *b = x0 * sin_v[i] + x1 * cos_v[i];
+    if constexpr (kLayout == RopeLayout::adjacent) {
+      float* __restrict p = head + 2 * c0;
+      for (size_t i = 0; i < count; ++i) {
+        const float x0 = p[2 * i], x1 = p[2 * i + 1];
+        p[2 * i] = x0 * cos_v[i] - x1 * sin_v[i];
+        p[2 * i + 1] = x0 * sin_v[i] + x1 * cos_v[i];
+      }
+    } else {
+      float* __restrict a = head + c0;
+      float* __restrict b = head + c0 + pairs;
+      for (size_t i = 0; i < count; ++i) {
+        const float x0 = a[i], x1 = b[i];
+        a[i] = x0 * cos_v[i] - x1 * sin_v[i];
+        b[i] = x0 * sin_v[i] + x1 * cos_v[i];
+      }
     }
   }
+}
+
+void rotate_pairs(float* x, size_t n_heads, size_t head_dim, size_t pairs, RopeLayout layout,
+                  size_t c0, size_t count, const float* cos_v, const float* sin_v) noexcept {
+  if (layout == RopeLayout::adjacent)
+    rotate_pairs<RopeLayout::adjacent>(x, n_heads, head_dim, pairs, c0, count, cos_v, sin_v);
+  else
+    rotate_pairs<RopeLayout::neox>(x, n_heads, head_dim, pairs, c0, count, cos_v, sin_v);
 }
 
 // cos and sin of pos * inv_freq[i] for i in [c0, c0 + count), times attn_factor.
