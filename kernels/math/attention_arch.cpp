@@ -92,7 +92,8 @@ template <size_t kVectors, class Rows>
   for (size_t b = 0; b < kVectors; ++b) simd::store(out + d + b * kLanes, o[b]);
 }
 
-// The same for the `vectors` < kBlockVectors whole vectors from d on, as one block.
+// accumulate_block over the `vectors` (at most kMaxVectors) whole vectors from d on: the block
+// size is a template argument, picked here at run time.
 template <size_t kMaxVectors, class Rows>
 [[gnu::always_inline]] inline void accumulate_rest(size_t vectors, const Rows& rows, size_t first,
                                                    size_t stride, const float* p, size_t count,

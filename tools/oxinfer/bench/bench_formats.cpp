@@ -69,6 +69,8 @@ class QuantizedActivation {
                                 kernels::kActivationAlign;
     kernels::quantize_activation(layout, x.data(), data_, x.size());
   }
+  QuantizedActivation(const QuantizedActivation&) = delete;  // data_ points into bytes_
+  QuantizedActivation& operator=(const QuantizedActivation&) = delete;
   const uint8_t* data() const { return data_; }
 
  private:
