@@ -83,10 +83,9 @@ void validate(const WeightMatrix& w, std::span<const float> x, size_t m, std::sp
 std::byte* CpuBackend::activation_buffer(size_t bytes) {
   // Aligned to kActivationAlign, as the layouts' offsets inside it are: a 64-byte activation
   // load then stays within one cache line.
-  constexpr size_t kAlign = kernels::kActivationAlign;
-  if (activations_.size() < bytes + kAlign) activations_.resize(bytes + kAlign);
-  const auto at = reinterpret_cast<uintptr_t>(activations_.data());
-  return activations_.data() + (kAlign - at % kAlign) % kAlign;
+  if (activations_.size() < bytes + kernels::kActivationAlign)
+    activations_.resize(bytes + kernels::kActivationAlign);
+  return kernels::align_activation_start(activations_.data());
 }
 
 void CpuBackend::matmul(const WeightMatrix& w, std::span<const float> x, size_t m,

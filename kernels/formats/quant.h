@@ -78,6 +78,14 @@ size_t activation_bytes(DType weight, size_t n) noexcept;
 inline constexpr size_t align_activation_bytes(size_t bytes) noexcept {
   return (bytes + kActivationAlign - 1) / kActivationAlign * kActivationAlign;
 }
+// The first kActivationAlign-aligned byte at or after p: where a buffer of at least
+// kActivationAlign - 1 bytes more than its activations needs them to start.
+template <class Byte>
+Byte* align_activation_start(Byte* p) noexcept {
+  static_assert(sizeof(Byte) == 1);
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  return p + (kActivationAlign - at % kActivationAlign) % kActivationAlign;
+}
 // Writes activation_bytes(weight, n) bytes to out.
 void quantize_activation(DType weight, const float* x, void* out, size_t n) noexcept;
 

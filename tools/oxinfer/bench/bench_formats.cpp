@@ -63,10 +63,8 @@ std::vector<uint8_t> quantized_rows(DType t, DType layout, size_t rows) {
 class QuantizedActivation {
  public:
   QuantizedActivation(DType layout, std::span<const float> x)
-      : bytes_(kernels::activation_bytes(layout, x.size()) + kernels::kActivationAlign) {
-    const auto at = reinterpret_cast<uintptr_t>(bytes_.data());
-    data_ = bytes_.data() + (kernels::kActivationAlign - at % kernels::kActivationAlign) %
-                                kernels::kActivationAlign;
+      : bytes_(kernels::activation_bytes(layout, x.size()) + kernels::kActivationAlign),
+        data_(kernels::align_activation_start(bytes_.data())) {
     kernels::quantize_activation(layout, x.data(), data_, x.size());
   }
   QuantizedActivation(const QuantizedActivation&) = delete;  // data_ points into bytes_
