@@ -23,10 +23,12 @@ namespace oxi::cli {
 namespace {
 
 void print_table(const std::vector<bench::BenchRow>& rows) {
-  std::printf("%-42s %12s %8s %12s %9s\n", "kernel", "value", "unit", "limit", "of limit");
+  int width = 42;  // the kernel column: as wide as its longest name
+  for (const bench::BenchRow& r : rows) width = std::max(width, static_cast<int>(r.kernel.size()));
+  std::printf("%-*s %12s %8s %12s %9s\n", width, "kernel", "value", "unit", "limit", "of limit");
   for (const bench::BenchRow& r : rows) {
-    std::printf("%-42s %12.2f %8s %12.2f %8.1f%%\n", r.kernel.c_str(), r.value, r.unit.c_str(),
-                r.limit, r.percent());
+    std::printf("%-*s %12.2f %8s %12.2f %8.1f%%\n", width, r.kernel.c_str(), r.value,
+                r.unit.c_str(), r.limit, r.percent());
   }
 }
 

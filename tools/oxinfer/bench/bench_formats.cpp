@@ -39,18 +39,18 @@ std::vector<float> gaussian(size_t n, uint32_t seed) {
   return v;
 }
 
-// `rows` rows of kCols gaussian values quantized to t, then repacked to `layout` (row r from
+// `rows` rows of `cols` gaussian values quantized to t, then repacked to `layout` (row r from
 // seed r).
-std::vector<uint8_t> quantized_rows(DType t, DType layout, size_t rows) {
-  const size_t row_bytes = kernels::row_bytes(t, kCols);
+std::vector<uint8_t> quantized_rows(DType t, DType layout, size_t rows, size_t cols = kCols) {
+  const size_t row_bytes = kernels::row_bytes(t, cols);
   std::vector<uint8_t> out(row_bytes * rows);
   for (size_t r = 0; r < rows; ++r) {
-    const std::vector<float> x = gaussian(kCols, static_cast<uint32_t>(r));
+    const std::vector<float> x = gaussian(cols, static_cast<uint32_t>(r));
     uint8_t* row = out.data() + r * row_bytes;
-    kernels::quantize_row(t, x.data(), row, kCols);
+    kernels::quantize_row(t, x.data(), row, cols);
     if (layout != t) {
       const std::vector<uint8_t> plain(row, row + row_bytes);
-      kernels::repack_row(t, layout, plain.data(), row, kCols);
+      kernels::repack_row(t, layout, plain.data(), row, cols);
     }
   }
   return out;
@@ -140,15 +140,18 @@ BenchRow bench_matvec(DType t, DType layout, const std::string& label, tbb::task
 // The same product on one thread over a matrix that stays in the core's L2 (128 KiB), run over
 // and over: what the kernel's arithmetic allows a core, with memory out of the way. Its limit is
 // the share of the read bandwidth one of `threads` cores has to stream during decode: a kernel
-// near or below 100 % of it sets decode's pace, not the memory.
+// near or below 100 % of it sets decode's pace, not the memory. Rows `cols` wide: besides
+// kCols, the 2048 of a TinyLlama-sized model's q/k/v/o and gate/up rows, where what a kernel
+// spends once a row shows (a 2048-wide q4_K_r8 row is a single group: 63 against 73 GB/s at
+// 8192, thirty-first session).
 BenchRow bench_matvec_in_cache(DType t, DType layout, const std::string& label,
-                               double core_share_gbs) {
+                               double core_share_gbs, size_t cols = kCols) {
   constexpr size_t kCacheBytes = size_t{128} << 10;
   constexpr size_t kBytesPerRun = size_t{512} << 20;
-  const size_t row_bytes = kernels::row_bytes(t, kCols);
+  const size_t row_bytes = kernels::row_bytes(t, cols);
   const size_t n_rows = std::max<size_t>(kCacheBytes / row_bytes / 4 * 4, 4);
-  const std::vector<uint8_t> w = quantized_rows(t, layout, n_rows);
-  const std::vector<float> x = gaussian(kCols, 99);
+  const std::vector<uint8_t> w = quantized_rows(t, layout, n_rows, cols);
+  const std::vector<float> x = gaussian(cols, 99);
   const QuantizedActivation act(layout, x);
   std::vector<float> y(n_rows);
   const kernels::MatvecFn matvec = kernels::format_kernels().matvec_for(layout);
@@ -157,13 +160,14 @@ BenchRow bench_matvec_in_cache(DType t, DType layout, const std::string& label,
   for (int run = 0; run <= kRuns; ++run) {  // run 0 warms up
     const auto t0 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < reps; ++i)
-      matvec(w.data(), row_bytes, n_rows, kCols, act.data(), y.data());
+      matvec(w.data(), row_bytes, n_rows, cols, act.data(), y.data());
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (run > 0) best = std::max(best, static_cast<double>(w.size() * reps) / seconds / 1e9);
   }
   BenchRow row;
-  row.kernel = "matvec " + label + " in L2, 1 thread (" + std::to_string(w.size() >> 10) + " KiB)";
+  row.kernel = "matvec " + label + " in L2, 1 thread (" + std::to_string(w.size() >> 10) + " KiB" +
+               (cols == kCols ? "" : ", rows of " + std::to_string(cols)) + ")";
   row.unit = "GB/s";
   row.value = best;
   row.limit = core_share_gbs;
@@ -193,6 +197,10 @@ std::vector<BenchRow> bench_format_kernels(int threads) {
   for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::F16})
     out.push_back(
         bench_matvec_in_cache(t, k.preferred_layout(t), std::string(kernels::name(t)), core_share));
+  for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
+    out.push_back(bench_matvec_in_cache(t, k.preferred_layout(t), std::string(kernels::name(t)),
+                                        core_share, 2048));
+  }
   return out;
 }
 
