@@ -53,6 +53,36 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
     return _mm256_setr_epi32(c(0), c(1), c(2), c(3), c(0), c(1), c(2), c(3));
   }
 
+  // The constant vectors of group(), made once per call before its loops (matvec: once for all
+  // its rows); made inside group(), GCC made them again for every row, ~30 instructions beside
+  // a group's ~210, and a 2048-wide row is a single group.
+  struct Constants {
+    __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256i lo16 = _mm256_set1_epi32(0xFFFF);
+    // the top bits of each scale / min in the row of high bits (q4_k_r8.h)
+    __m256i hi_s03 = _mm256_set1_epi8(0x03), hi_s47 = _mm256_set1_epi8(0x0C);
+    __m256i hi_m = _mm256_set1_epi8(0x30);
+    // pairs of mins as int16 (lane_bytes(0, 1), lane_bytes(2, 3))
+    __m256i min_pairs[2] = {lane_bytes(0, 1), lane_bytes(2, 3)};
+#if defined(OXI_ARCH_AVX512)
+    // sub_block_dots: the low nibbles of the lower half, the high ones (x 16) of the upper
+    __m512i nibble_mask = _mm512_mask_set1_epi8(_mm512_set1_epi8(0x0F), 0xFFFFFFFF00000000ull,
+                                                static_cast<char>(0xF0));
+    // ScaledSums::add: byte k of each lane zero-extended to the int32, in both halves
+    __m512i scale_of[4] = {broadcast(lane_bytes(0, kNoByte)), broadcast(lane_bytes(1, kNoByte)),
+                           broadcast(lane_bytes(2, kNoByte)), broadcast(lane_bytes(3, kNoByte))};
+    static __m512i broadcast(__m256i v) noexcept {
+      return _mm512_maskz_broadcast_i64x4(0xFF, v);
+    }
+#else
+    // ScaledSums::add: byte k of each lane as ByteDots::times takes it
+    static __m256i scale_control(int k) noexcept {
+      return lane_bytes(k, simd::ByteDots::kInt32 ? kNoByte : k);
+    }
+    __m256i scale_of[4] = {scale_control(0), scale_control(1), scale_control(2), scale_control(3)};
+#endif
+  };
+
   // The rows of one group of one weight row: whole (8 blocks, rows 32 bytes apart, plain loads)
   // or the row's short last group (nb blocks, rows 4 * nb bytes apart, masked loads: the lanes
   // past nb read as zero and nothing past the group is touched).
@@ -100,7 +130,7 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
   };
   template <int T, bool kShort>
   static SubBlockDots<T> sub_block_dots(const GroupRows<kShort>& g, const ActGroupK8* const* a,
-                                        int j) noexcept {
+                                        int j, const Constants& c) noexcept {
     SubBlockDots<T> out;
 #if defined(OXI_ARCH_AVX512)
     // 512 bits (Zen 5 runs them at full width): the 32 weight bytes in both halves, the low
@@ -114,12 +144,10 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
     // 5632-wide rows 45.7 / 42.4 -> 52.6 / 57.3 GB/s (before, one token loaded two 32-byte halves,
     // which had beaten one load across two lines: twenty-fourth session); Q4_K_M pp512 174-183 ->
     // 188-192 tok/s; decode within the noise (twenty-seventh session, docs/benchmarks.md).
-    const __m512i nibble_mask = _mm512_mask_set1_epi8(_mm512_set1_epi8(0x0F), 0xFFFFFFFF00000000ull,
-                                                      static_cast<char>(0xF0));
     __m512i d[T];
     for (int t = 0; t < T; ++t) d[t] = _mm512_setzero_si512();
     for (int i = 0; i < 4; ++i) {
-      const __m512i q = _mm512_and_si512(g.both_halves(k8_qs_row(j, i)), nibble_mask);
+      const __m512i q = _mm512_and_si512(g.both_halves(k8_qs_row(j, i)), c.nibble_mask);
       for (int t = 0; t < T; ++t) {
         const __m512i x = _mm512_loadu_si512(a[t]->q[j][i][0]);
         d[t] = _mm512_dpbusd_epi32(d[t], q, x);
@@ -158,10 +186,10 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
           sc47(_mm512_maskz_broadcast_i64x4(0xFF, s47)) {
       for (int t = 0; t < T; ++t) v[t] = _mm512_setzero_si512();
     }
-    [[gnu::always_inline]] void add(int j, const SubBlockDots<T>& dots) noexcept {
+    [[gnu::always_inline]] void add(int j, const SubBlockDots<T>& dots,
+                                    const Constants& c) noexcept {
       // the sub-block's scale in every lane, zero-extended to int32
-      const __m512i sc = _mm512_shuffle_epi8(
-          j < 4 ? sc03 : sc47, _mm512_maskz_broadcast_i64x4(0xFF, lane_bytes(j % 4, kNoByte)));
+      const __m512i sc = _mm512_shuffle_epi8(j < 4 ? sc03 : sc47, c.scale_of[j % 4]);
       for (int t = 0; t < T; ++t) {
         const __m512i d = _mm512_mask_srai_epi32(dots.v[t], 0xFF00, dots.v[t], 4);
         v[t] = _mm512_add_epi32(v[t], _mm512_madd_epi16(d, sc));
@@ -177,10 +205,10 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
     [[gnu::always_inline]] ScaledSums(__m256i s03_, __m256i s47_) noexcept : s03(s03_), s47(s47_) {
       for (int t = 0; t < T; ++t) v[t] = _mm256_setzero_si256();
     }
-    [[gnu::always_inline]] void add(int j, const SubBlockDots<T>& dots) noexcept {
+    [[gnu::always_inline]] void add(int j, const SubBlockDots<T>& dots,
+                                    const Constants& c) noexcept {
       // the sub-block's scale in every lane, as ByteDots::times takes it
-      const int k = j % 4, k2 = simd::ByteDots::kInt32 ? kNoByte : k;
-      const __m256i sc = _mm256_shuffle_epi8(j < 4 ? s03 : s47, lane_bytes(k, k2));
+      const __m256i sc = _mm256_shuffle_epi8(j < 4 ? s03 : s47, c.scale_of[j % 4]);
       for (int t = 0; t < T; ++t) v[t] = _mm256_add_epi32(v[t], dots.v[t].times(sc));
     }
     [[gnu::always_inline]] __m256i lanes(int t) const noexcept {
@@ -191,36 +219,32 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
 
   // acc[t][p] += the group's sums for T tokens x P rows (the group at w + p * w_row_bytes).
   template <int T, int P, bool kShort>
-  static void group(const uint8_t* w, size_t w_row_bytes, size_t stride, __m256i mask,
-                    const ActGroupK8* const* a, __m256 (&acc)[T][P]) noexcept {
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
+  [[gnu::always_inline]] static void group(const uint8_t* w, size_t w_row_bytes, size_t stride,
+                                           __m256i mask, const ActGroupK8* const* a,
+                                           const Constants& c, __m256 (&acc)[T][P]) noexcept {
+    const __m256i low4 = c.low4;
     for (int p = 0; p < P; ++p) {
       const GroupRows<kShort> g{w + p * w_row_bytes, stride, mask};
       // Scales and mins of the 8 blocks: byte k of lane b = sub-block k (s03, m03) or k + 4.
       const __m256i lo_s = g.row(kK8RowScLo), lo_m = g.row(kK8RowMnLo), hi = g.row(kK8RowHi);
-      const __m256i s03 =
-          _mm256_or_si256(_mm256_and_si256(lo_s, low4),
-                          _mm256_slli_epi16(_mm256_and_si256(hi, _mm256_set1_epi8(0x03)), 4));
-      const __m256i s47 =
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo_s, 4), low4),
-                          _mm256_slli_epi16(_mm256_and_si256(hi, _mm256_set1_epi8(0x0C)), 2));
-      const __m256i m03 = _mm256_or_si256(_mm256_and_si256(lo_m, low4),
-                                          _mm256_and_si256(hi, _mm256_set1_epi8(0x30)));
-      const __m256i m47 =
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo_m, 4), low4),
-                          _mm256_and_si256(_mm256_srli_epi16(hi, 2), _mm256_set1_epi8(0x30)));
+      const __m256i s03 = _mm256_or_si256(_mm256_and_si256(lo_s, low4),
+                                          _mm256_slli_epi16(_mm256_and_si256(hi, c.hi_s03), 4));
+      const __m256i s47 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo_s, 4), low4),
+                                          _mm256_slli_epi16(_mm256_and_si256(hi, c.hi_s47), 2));
+      const __m256i m03 =
+          _mm256_or_si256(_mm256_and_si256(lo_m, low4), _mm256_and_si256(hi, c.hi_m));
+      const __m256i m47 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo_m, 4), low4),
+                                          _mm256_and_si256(_mm256_srli_epi16(hi, 2), c.hi_m));
       // d | dmin << 16 per lane -> the 8 d and the 8 dmin as f16 halves -> f32
       const __m256i dm = g.row(kK8RowDm);
       const __m256i halves = _mm256_permute4x64_epi64(
-          _mm256_packus_epi32(_mm256_and_si256(dm, _mm256_set1_epi32(0xFFFF)),
-                              _mm256_srli_epi32(dm, 16)),
-          0xD8);
+          _mm256_packus_epi32(_mm256_and_si256(dm, c.lo16), _mm256_srli_epi32(dm, 16)), 0xD8);
       const __m256 dw = _mm256_cvtph_ps(_mm256_castsi256_si128(halves));
       const __m256 dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(halves, 1));
       // The mins against the activation's sub-block sums, pairs of sub-blocks per madd.
       const __m256i mn[4] = {
-          _mm256_shuffle_epi8(m03, lane_bytes(0, 1)), _mm256_shuffle_epi8(m03, lane_bytes(2, 3)),
-          _mm256_shuffle_epi8(m47, lane_bytes(0, 1)), _mm256_shuffle_epi8(m47, lane_bytes(2, 3))};
+          _mm256_shuffle_epi8(m03, c.min_pairs[0]), _mm256_shuffle_epi8(m03, c.min_pairs[1]),
+          _mm256_shuffle_epi8(m47, c.min_pairs[0]), _mm256_shuffle_epi8(m47, c.min_pairs[1])};
       for (int t = 0; t < T; ++t) {
         __m256i m = _mm256_madd_epi16(mn[0], simd::load256(a[t]->sums[0]));
         for (int k = 1; k < 4; ++k) m = simd::add_madd_i16(m, mn[k], simd::load256(a[t]->sums[k]));
@@ -242,7 +266,7 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
           else
             prefetch_stream_part<kK8GroupBytes, 8>(g.base + kPrefetchBytes, j);
         }
-        sums.add(j, sub_block_dots<T>(g, a, j));
+        sums.add(j, sub_block_dots<T>(g, a, j, c), c);
       }
       for (int t = 0; t < T; ++t) {
         const __m256 ad = _mm256_loadu_ps(a[t]->d);
@@ -252,27 +276,63 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
     }
   }
 
+  // acc[t][p] += the sums of every group of the T x P rows (whole groups, then the short one).
   template <int T, int P>
-  static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
-                   size_t n, float* y, size_t y_stride) noexcept {
+  [[gnu::always_inline]] static void row_sums(const uint8_t* w, size_t w_row_bytes,
+                                              const uint8_t* x, size_t x_stride, size_t n,
+                                              const Constants& c, __m256 (&acc)[T][P]) noexcept {
     const size_t blocks = n / QK_K, groups = blocks / kK8Blocks, rest = blocks % kK8Blocks;
-    __m256 acc[T][P];
-    for (int t = 0; t < T; ++t)
-      for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
     const ActGroupK8* a[T];
     for (size_t g = 0; g < groups; ++g) {
       for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const ActGroupK8*>(x + t * x_stride) + g;
-      group<T, P, false>(w + g * kK8GroupBytes, w_row_bytes, 0, __m256i{}, a, acc);
+      group<T, P, false>(w + g * kK8GroupBytes, w_row_bytes, 0, __m256i{}, a, c, acc);
     }
     if (rest > 0) {
       for (int t = 0; t < T; ++t)
         a[t] = reinterpret_cast<const ActGroupK8*>(x + t * x_stride) + groups;
       const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
       const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(rest)), lanes);
-      group<T, P, true>(w + groups * kK8GroupBytes, w_row_bytes, k8_row_bytes(rest), mask, a, acc);
+      group<T, P, true>(w + groups * kK8GroupBytes, w_row_bytes, k8_row_bytes(rest), mask, a, c,
+                        acc);
     }
+  }
+
+  template <int T, int P>
+  static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
+                   size_t n, float* y, size_t y_stride) noexcept {
+    const Constants c;
+    __m256 acc[T][P];
+    for (int t = 0; t < T; ++t)
+      for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
+    row_sums<T, P>(w, w_row_bytes, x, x_stride, n, c, acc);
     for (int t = 0; t < T; ++t)
       for (int p = 0; p < P; ++p) y[t * y_stride + p] = simd::hsum(acc[t][p]);
+  }
+
+  // One token (matvec_driver calls this instead of its tile loop). Rows of whole groups go 8 at
+  // a time, their sums finished together by hsum8 (the same additions as hsum, bit for bit):
+  // each row's own hsum and store had cost ~9 cycles a row, a seventh of a 2048-wide row's
+  // time. One core in L2, rows of 2048: 63 -> 74 GB/s (`bench kernels`); TinyLlama-shaped Q4_K_M
+  // decode, 8 alternating pairs: tg128 +1 to +6 % (8 of 8), decode +2.2 points of the limit on
+  // average (7 of 8; thirty-first session, docs/benchmarks.md). Rows with a short last group
+  // stay one pass<1, 1> each: batched the same way, they ran 3 % slower in L2 and TinyLlama's down
+  // product (rows of 5632) fell from ~68 to ~53 GB/s in decode, why was not found.
+  static void matvec(const uint8_t* w, size_t w_row_bytes, size_t rows, size_t n, const uint8_t* x,
+                     float* y) noexcept {
+    const Constants c;
+    size_t r = 0;
+    if ((n / QK_K) % kK8Blocks == 0) {
+      for (; r + 8 <= rows; r += 8) {
+        __m256 acc[8];
+        for (int i = 0; i < 8; ++i) {
+          __m256 a[1][1] = {{_mm256_setzero_ps()}};
+          row_sums<1, 1>(w + (r + i) * w_row_bytes, w_row_bytes, x, 0, n, c, a);
+          acc[i] = a[0][0];
+        }
+        _mm256_storeu_ps(y + r, simd::hsum8(acc));
+      }
+    }
+    for (; r < rows; ++r) pass<1, 1>(w + r * w_row_bytes, w_row_bytes, x, 0, n, y + r, 0);
   }
 };
 

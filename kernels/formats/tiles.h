@@ -85,6 +85,10 @@ void matvec_driver(const void* w, size_t w_row_bytes, size_t rows, size_t n, con
                    float* y) noexcept {
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* xb = static_cast<const uint8_t*>(x_act);
+  if constexpr (requires { K::matvec(wb, w_row_bytes, rows, n, xb, y); }) {
+    K::matvec(wb, w_row_bytes, rows, n, xb, y);  // a tile's own one-token loop (Q4KR8Tile)
+    return;
+  }
   constexpr int R = K::kMatvecRows;
   size_t r = 0;
   for (; r + R <= rows; r += R)

@@ -146,6 +146,35 @@ TEST(Q4_KR8, MatvecMatchesNaiveDoubleScalarAndPlainOnEveryIsa) {
   expect_matvec_matches_naive_scalar_and_plain(DType::Q4_K, DType::Q4_K_R8, kLengths);
 }
 
+// The SIMD matvec finishes the rows of whole groups 8 at a time (q4_k_r8_tiles.h, hsum8): every
+// row's sum must be the bits of that row multiplied on its own (an 8-row batch, the rows left
+// after it, and rows that end in a short group, which go one at a time).
+TEST(Q4_KR8, MatvecRowsTogetherGiveTheBitsOfEachRowAlone) {
+  for (size_t n : {size_t{256 * 8}, size_t{256 * 16}, size_t{256 * 22}}) {
+    const size_t rows = 19, row_bytes = kernels::row_bytes(DType::Q4_K, n);
+    std::vector<uint8_t> w;
+    for (size_t r = 0; r < rows; ++r) {
+      const std::vector<uint8_t> row = repack(random_row(DType::Q4_K, n, 500 + r), n);
+      w.insert(w.end(), row.begin(), row.end());
+    }
+    const std::vector<float> x = random_floats(n, 77, -2.0f, 2.0f);
+    std::vector<uint8_t> act(kernels::activation_bytes(DType::Q4_K_R8, n));
+    kernels::quantize_activation(DType::Q4_K_R8, x.data(), act.data(), n);
+    for (Isa isa : available_isas()) {
+      const kernels::MatvecFn matvec = kernels::format_kernels(isa).matvec_for(DType::Q4_K_R8);
+      std::vector<float> together(rows, NAN);
+      matvec(w.data(), row_bytes, rows, n, act.data(), together.data());
+      for (size_t r = 0; r < rows; ++r) {
+        float alone = NAN;
+        matvec(w.data() + r * row_bytes, row_bytes, 1, n, act.data(), &alone);
+        ASSERT_EQ(std::bit_cast<uint32_t>(together[r]), std::bit_cast<uint32_t>(alone))
+            << kernels::isa_name(isa) << " n " << n << " row " << r << ": " << together[r]
+            << " vs " << alone;
+      }
+    }
+  }
+}
+
 TEST(Q4_KR8, GemmQMatchesPerTokenMatvec) {
   const size_t lengths[] = {256 * 22, 256 * 3, 256 * 13};
   expect_gemm_q_matches_matvec(DType::Q4_K, DType::Q4_K_R8, lengths, GemmMatch::kUpToContraction);
