@@ -53,9 +53,10 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
     return _mm256_setr_epi32(c(0), c(1), c(2), c(3), c(0), c(1), c(2), c(3));
   }
 
-  // The constant vectors of group(), made once per call before its loops (matvec: once for all
-  // its rows); made inside group(), GCC made them again for every row, ~30 instructions beside
-  // a group's ~210, and a 2048-wide row is a single group.
+  // The constant vectors of group(), made once per call before its loops (matvec: once for its
+  // rows of whole groups; a row with a short group still goes through its own pass); made inside
+  // group(), GCC made them again for every row, ~30 instructions beside a group's ~210, and a
+  // 2048-wide row is a single group.
   struct Constants {
     __m256i low4 = _mm256_set1_epi8(0x0F);
     __m256i lo16 = _mm256_set1_epi32(0xFFFF);
