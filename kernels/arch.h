@@ -6,6 +6,13 @@
 // dispatch code picks one copy at run time from cpu_features().
 #pragma once
 
+// xsimd: each instruction set's copy includes the library inside its own namespace
+// (oxi::kernels::avx2::xsimd, ...), by a macro set before the include. xsimd's larger functions
+// (exp, tanh and their polynomial helpers) are emitted out of line below -O3 (the sanitizer
+// and debug builds), under the same names in every copy, and the linker would keep one of
+// them for all: the avx512 copy's code in the avx2 path. Inside each set's namespace the
+// copies never merge (tests/kernels/arch_symbols.py checks it).
+
 #if defined(OXI_ARCH_AVX512)
 // The AVX2 code (OXI_ARCH_AVX2 is defined too) compiled with AVX-512 F/BW/VL/DQ/VNNI enabled.
 // Vectors stay 256 bits wide; what changes is that the compiler has 32 vector registers (the
@@ -14,6 +21,7 @@
 #if !defined(OXI_ARCH_AVX2)
 #error "the avx512 instruction set is built as AVX2 plus AVX-512: define OXI_ARCH_AVX2 too"
 #endif
+#define xsimd oxi::kernels::avx512::xsimd  // see "xsimd" above
 #include <xsimd/xsimd.hpp>
 #define OXI_ARCH_NS avx512
 #define OXI_ARCH_SIMD 1
@@ -21,6 +29,7 @@ namespace oxi::kernels::avx512 {
 using Arch = xsimd::fma3<xsimd::avx2>;
 }
 #elif defined(OXI_ARCH_AVX2)
+#define xsimd oxi::kernels::avx2::xsimd  // see "xsimd" above
 #include <xsimd/xsimd.hpp>
 #define OXI_ARCH_NS avx2
 #define OXI_ARCH_SIMD 1
@@ -28,6 +37,7 @@ namespace oxi::kernels::avx2 {
 using Arch = xsimd::fma3<xsimd::avx2>;
 }
 #elif defined(OXI_ARCH_SSE42)
+#define xsimd oxi::kernels::sse42::xsimd  // see "xsimd" above
 #include <xsimd/xsimd.hpp>
 #define OXI_ARCH_NS sse42
 #define OXI_ARCH_SIMD 1
@@ -35,6 +45,7 @@ namespace oxi::kernels::sse42 {
 using Arch = xsimd::sse4_2;
 }
 #elif defined(OXI_ARCH_NEON)
+#define xsimd oxi::kernels::neon::xsimd  // see "xsimd" above
 #include <xsimd/xsimd.hpp>
 #define OXI_ARCH_NS neon
 #define OXI_ARCH_SIMD 1
