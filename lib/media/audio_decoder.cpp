@@ -5,7 +5,6 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
-#include <mutex>
 #include <string>
 #include <vector>
 
