@@ -69,21 +69,6 @@ void append(void* context, const float* samples, size_t count) {
 
 }  // namespace
 
-size_t bytes_per_sample(SampleFormat format) noexcept {
-  switch (format) {
-    case SampleFormat::s16:
-      return 2;
-    case SampleFormat::s32:
-    case SampleFormat::f32:
-      return 4;
-    case SampleFormat::f64:
-      return 8;
-    case SampleFormat::u8:
-      return 1;
-  }
-  return 0;
-}
-
 std::vector<float> decode_audio_file(const std::filesystem::path& path, int sample_rate) {
   const std::string name = path.string();
   std::vector<float> out;

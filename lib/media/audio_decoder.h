@@ -17,7 +17,20 @@ constexpr int kWhisperSampleRate = 16000;
 // Interleaved PCM sample encodings accepted by to_mono_16k. u8 is unsigned with 128 as zero.
 enum class SampleFormat { s16, s32, f32, f64, u8 };
 
-size_t bytes_per_sample(SampleFormat format) noexcept;
+constexpr size_t bytes_per_sample(SampleFormat format) noexcept {
+  switch (format) {
+    case SampleFormat::s16:
+      return 2;
+    case SampleFormat::s32:
+    case SampleFormat::f32:
+      return 4;
+    case SampleFormat::f64:
+      return 8;
+    case SampleFormat::u8:
+      return 1;
+  }
+  return 0;
+}
 
 // Decodes the best audio stream of `path` to mono at `sample_rate` Hz. Throws oxi::Error
 // naming the file when it cannot be opened, has no audio stream, or fails to decode.

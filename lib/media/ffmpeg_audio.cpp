@@ -161,8 +161,7 @@ std::vector<float> to_mono(const void* samples, size_t frames, SampleFormat form
   std::vector<float> out;
   out.reserve(frames * static_cast<size_t>(out_rate) / static_cast<size_t>(rate) + 64);
   // swresample counts frames in int: feed large inputs in pieces.
-  const size_t frame_bytes = static_cast<size_t>(av_get_bytes_per_sample(av_format(format))) *
-                             static_cast<size_t>(channels);
+  const size_t frame_bytes = bytes_per_sample(format) * static_cast<size_t>(channels);
   constexpr size_t kChunkFrames = size_t{1} << 20;
   const auto* bytes = static_cast<const uint8_t*>(samples);
   for (size_t done = 0; done < frames; done += kChunkFrames) {
