@@ -175,4 +175,63 @@ template <size_t kSpan, size_t kParts = 1>
   for_each_stream_request<kSpan, kParts>(reinterpret_cast<uintptr_t>(p), part, detail::Prefetch{});
 }
 
+// A one-row matvec's requests for the step at `position`: its lines kPrefetchBytes ahead (with
+// the page starts), then the same lines again kPrefetchAgainBytes ahead (non-temporal, no page
+// starts). A line already on its way or in L1 costs the second request little; one whose first
+// request was dropped, or that left L1 before it was read, is asked for again in time. Used by
+// q4_K_r8 only (q4_k_r8_tiles.h): TinyLlama-shaped Q4_K_M decode, builds with the kernel code
+// at five different addresses, each against the same placement without it, alternating: +5 to
+// +12 points of the read limit in every pair (thirty-fourth session, docs/benchmarks.md). The
+// same for q6_K, q4_0_r16 and q8_0_r16 read slower (their kinds -5 to -15 points; Q4_0 decode
+// 64-68 against 74 %): those keep prefetch_stream_part alone.
+inline constexpr size_t kPrefetchAgainBytes = 4 * 1024;
+static_assert(kPrefetchAgainBytes < kPrefetchBytes);
+
+namespace detail {
+// Passes on the line requests (hint 0) only.
+template <class Request>
+struct LinesOnly {
+  Request& request;
+  template <int kHint>
+  [[gnu::always_inline]] void operator()(uintptr_t address,
+                                         std::integral_constant<int, kHint> hint) const {
+    if constexpr (kHint == 0) request(address, hint);
+  }
+};
+}  // namespace detail
+
+// The requests of prefetch_stream_ahead for the step [position, position + bytes), part `part`
+// of `parts` (the requests go to `request`, as for for_each_stream_request).
+template <class Request>
+[[gnu::always_inline]] inline void for_each_stream_request_ahead(uintptr_t position, size_t bytes,
+                                                                 size_t part, size_t parts,
+                                                                 Request&& request) {
+  for_each_stream_request(position + kPrefetchBytes, bytes, part, parts, request);
+  for_each_stream_request(position + kPrefetchAgainBytes, bytes, part, parts,
+                          detail::LinesOnly<Request>{request});
+}
+
+template <size_t kSpan, size_t kParts = 1, class Request>
+[[gnu::always_inline]] inline void for_each_stream_request_ahead(uintptr_t position, size_t part,
+                                                                 Request&& request) {
+  for_each_stream_request<kSpan, kParts>(position + kPrefetchBytes, part, request);
+  for_each_stream_request<kSpan, kParts>(position + kPrefetchAgainBytes, part,
+                                         detail::LinesOnly<Request>{request});
+}
+
+[[gnu::always_inline]] inline void prefetch_stream_ahead(const void* position, size_t bytes,
+                                                         size_t part, size_t parts) noexcept {
+  detail::Prefetch prefetch;
+  for_each_stream_request_ahead(reinterpret_cast<uintptr_t>(position), bytes, part, parts,
+                                prefetch);
+}
+
+template <size_t kSpan, size_t kParts = 1>
+[[gnu::always_inline]] inline void prefetch_stream_ahead(const void* position,
+                                                         size_t part = 0) noexcept {
+  detail::Prefetch prefetch;
+  for_each_stream_request_ahead<kSpan, kParts>(reinterpret_cast<uintptr_t>(position), part,
+                                               prefetch);
+}
+
 }  // namespace oxi::kernels
