@@ -180,8 +180,8 @@ template <size_t kSpan, size_t kParts = 1>
 // starts). A line already on its way or in L1 costs the second request little; one whose first
 // request was dropped, or that left L1 before it was read, is asked for again in time. Used by
 // q4_K_r8 only (q4_k_r8_tiles.h): TinyLlama-shaped Q4_K_M decode, builds with the kernel code
-// at five different addresses, each against the same placement without it, alternating: +5 to
-// +12 points of the read limit in every pair (thirty-fourth session, docs/benchmarks.md). The
+// at five different addresses, each against the same placement without it, alternating: +4.6 to
+// +12.2 points of the read limit in every pair (thirty-fourth session, docs/benchmarks.md). The
 // same for q6_K, q4_0_r16 and q8_0_r16 read slower (their kinds -5 to -15 points; Q4_0 decode
 // 64-68 against 74 %): those keep prefetch_stream_part alone.
 inline constexpr size_t kPrefetchAgainBytes = 4 * 1024;
