@@ -261,15 +261,11 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
         // weights read alone +0.9 to +3.6 points, mean +2.0; in L2 unchanged). Each line once
         // and the page start looked for once a group (prefetch_stream_part), with the weights'
         // broadcast loads (both_halves): decode +3 to +6 points of the limit, four pairs.
-        // Each line is asked for again 4 KB ahead (prefetch_stream_ahead): Q4_K_M decode +4.6
-        // to +12 points in every pair, builds with this code at five addresses (thirty-fourth
-        // session). (The source spreads the requests over the sub-blocks; GCC schedules them, 36 a
-        // group, near the group's start.)
         if constexpr (T == 1) {
           if constexpr (kShort)
-            prefetch_stream_ahead(g.base, kK8Rows * g.stride, j, 8);
+            prefetch_stream_part(g.base + kPrefetchBytes, kK8Rows * g.stride, j, 8);
           else
-            prefetch_stream_ahead<kK8GroupBytes, 8>(g.base, j);
+            prefetch_stream_part<kK8GroupBytes, 8>(g.base + kPrefetchBytes, j);
         }
         sums.add(j, sub_block_dots<T>(g, a, j, c), c);
       }

@@ -81,41 +81,5 @@ TEST(StreamPrefetch, UnevenStepsRequestEachLineOnce) {
   }
 }
 
-// prefetch_stream_ahead (q4_K_r8): steps over [begin, end) request every line of
-// [begin + kPrefetchAgainBytes, end + kPrefetchBytes) once more than the rest, twice where both
-// distances cover it, and the page starts once, from the far requests only.
-TEST(StreamPrefetch, AheadRequestsEachLineAtBothDistances) {
-  for (uintptr_t offset : {0, 16, 32, 48, 2000}) {
-    const uintptr_t begin = (uintptr_t{1} << 20) + offset;
-    Recorded fixed, runtime;
-    uintptr_t at = begin;
-    for (int group = 0; group < 12; ++group, at += 1152) {
-      for (size_t part = 0; part < 8; ++part) {
-        for_each_stream_request_ahead<1152, 8>(at, part, fixed);
-        for_each_stream_request_ahead(at, 1152, part, 8, runtime);
-      }
-    }
-    SCOPED_TRACE("range at " + std::to_string(offset));
-    for (const Recorded* r : {&fixed, &runtime}) {
-      size_t lines = 0;
-      for (uintptr_t a = (begin + kPrefetchAgainBytes + kCacheLine - 1) / kCacheLine * kCacheLine;
-           a < at + kPrefetchBytes; a += kCacheLine, ++lines) {
-        const bool near = a < at + kPrefetchAgainBytes, far = a >= begin + kPrefetchBytes;
-        ASSERT_EQ(r->lines.count(a), 1u) << "line " << a - begin << " bytes in";
-        EXPECT_EQ(r->lines.at(a), int{near} + int{far}) << "line " << a - begin << " bytes in";
-        if (a % kPageBytes == 0) {
-          EXPECT_EQ(r->pages.count(a), size_t{far}) << "page start " << a - begin << " bytes in";
-        }
-      }
-      EXPECT_EQ(r->lines.size(), lines) << "lines requested outside the two windows";
-      for (const auto& [page, times] : r->pages) {
-        EXPECT_GE(page, begin + kPrefetchBytes);
-        EXPECT_LT(page, at + kPrefetchBytes);
-        EXPECT_EQ(times, 1);
-      }
-    }
-  }
-}
-
 }  // namespace
 }  // namespace oxi::kernels
