@@ -31,20 +31,20 @@ std::vector<std::string> module_candidates() {
 
 MediaModule load_module() {
   MediaModule m;
-  std::string tried;
+  std::string tried;  // why each candidate failed, "; " between them
+  const auto failed = [&](const std::string& why) { tried += (tried.empty() ? "" : "; ") + why; };
   for (const std::string& path : module_candidates()) {
     // Never closed: FFmpeg's libraries stay loaded for the rest of the process, as if linked.
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
       const char* why = dlerror();
-      tried += (tried.empty() ? "" : "; ") + std::string(why ? why : path + ": not loadable");
+      failed(why ? why : path + ": not loadable");
       continue;
     }
     const auto entry = reinterpret_cast<OxiMediaModuleEntry>(dlsym(handle, OXI_MEDIA_MODULE_ENTRY));
     const OxiMediaModule* table = entry ? entry() : nullptr;
     if (table == nullptr || table->abi != OXI_MEDIA_MODULE_ABI) {
-      tried += (tried.empty() ? "" : "; ") + path + ": not an oxinfer media module of ABI " +
-               std::to_string(OXI_MEDIA_MODULE_ABI);
+      failed(path + ": not an oxinfer media module of ABI " + std::to_string(OXI_MEDIA_MODULE_ABI));
       dlclose(handle);
       continue;
     }

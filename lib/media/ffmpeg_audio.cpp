@@ -152,10 +152,10 @@ std::vector<float> to_mono(const void* samples, size_t frames, SampleFormat form
   if (rate <= 0) throw Error(context, "invalid sample rate " + std::to_string(rate));
   if (frames == 0) return {};
   if (!samples) throw Error(context, "null sample pointer");
+  if (out_rate <= 0) throw Error(context, "invalid output sample rate " + std::to_string(out_rate));
 
   OwnedChannelLayout layout;
   av_channel_layout_default(&layout.layout, channels);
-  if (out_rate <= 0) throw Error(context, "invalid output sample rate " + std::to_string(out_rate));
   MonoResampler resampler(layout.layout, av_format(format), rate, out_rate, context);
 
   std::vector<float> out;
