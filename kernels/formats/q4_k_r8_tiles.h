@@ -219,7 +219,9 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
   };
 
   // acc[t][p] += the group's sums for T tokens x P rows (the group at w + p * w_row_bytes).
-  template <int T, int P, bool kShort>
+  // kLines: whether one token's whole groups request their lines ahead (matvec below) or only
+  // the page starts.
+  template <int T, int P, bool kShort, bool kLines = true>
   [[gnu::always_inline]] static void group(const uint8_t* w, size_t w_row_bytes, size_t stride,
                                            __m256i mask, const ActGroupK8* const* a,
                                            const Constants& c, __m256 (&acc)[T][P]) noexcept {
@@ -264,8 +266,10 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
         if constexpr (T == 1) {
           if constexpr (kShort)
             prefetch_stream_part(g.base + kPrefetchBytes, kK8Rows * g.stride, j, 8);
-          else
+          else if constexpr (kLines)
             prefetch_stream_part<kK8GroupBytes, 8>(g.base + kPrefetchBytes, j);
+          else if (j == 0)
+            prefetch_page_starts<kK8GroupBytes>(g.base + kPrefetchBytes);
         }
         sums.add(j, sub_block_dots<T>(g, a, j, c), c);
       }
@@ -278,7 +282,7 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
   }
 
   // acc[t][p] += the sums of every group of the T x P rows (whole groups, then the short one).
-  template <int T, int P>
+  template <int T, int P, bool kLines = true>
   [[gnu::always_inline]] static void row_sums(const uint8_t* w, size_t w_row_bytes,
                                               const uint8_t* x, size_t x_stride, size_t n,
                                               const Constants& c, __m256 (&acc)[T][P]) noexcept {
@@ -286,7 +290,7 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
     const ActGroupK8* a[T];
     for (size_t g = 0; g < groups; ++g) {
       for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const ActGroupK8*>(x + t * x_stride) + g;
-      group<T, P, false>(w + g * kK8GroupBytes, w_row_bytes, 0, __m256i{}, a, c, acc);
+      group<T, P, false, kLines>(w + g * kK8GroupBytes, w_row_bytes, 0, __m256i{}, a, c, acc);
     }
     if (rest > 0) {
       for (int t = 0; t < T; ++t)
@@ -317,7 +321,9 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
   // decode, 8 alternating pairs: tg128 +1 to +6 % (8 of 8), decode +2.2 points of the limit on
   // average (7 of 8; thirty-first session, docs/benchmarks.md). Rows with a short last group
   // stay one pass<1, 1> each: batched the same way, they ran 3 % slower in L2 and TinyLlama's down
-  // product (rows of 5632) fell from ~68 to ~53 GB/s in decode, why was not found.
+  // product (rows of 5632) fell from ~68 to ~53 GB/s in decode, why was not found. The batched
+  // rows request only their page starts ahead, the rows with a short group their lines too
+  // (prefetch.h, thirty-fifth session).
   static void matvec(const uint8_t* w, size_t w_row_bytes, size_t rows, size_t n, const uint8_t* x,
                      float* y) noexcept {
     const Constants c;
@@ -327,7 +333,7 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
         __m256 acc[8];
         for (int i = 0; i < 8; ++i) {
           __m256 a[1][1] = {{_mm256_setzero_ps()}};
-          row_sums<1, 1>(w + (r + i) * w_row_bytes, w_row_bytes, x, 0, n, c, a);
+          row_sums<1, 1, false>(w + (r + i) * w_row_bytes, w_row_bytes, x, 0, n, c, a);
           acc[i] = a[0][0];
         }
         _mm256_storeu_ps(y + r, simd::hsum8(acc));

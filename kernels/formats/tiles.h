@@ -34,6 +34,16 @@ constexpr bool trait_prefetch_page_starts() {
     return false;
 }
 
+// Whether F's one-row matvec requests its lines ahead (prefetch.h): unless F says not (then it
+// requests the page starts only).
+template <class F>
+constexpr bool trait_prefetch_lines() {
+  if constexpr (requires { F::kPrefetchLines; })
+    return F::kPrefetchLines;
+  else
+    return true;
+}
+
 template <class F>
 struct QuantTile {
   static constexpr int kMatvecRows = trait_matvec_rows<F>();
@@ -60,6 +70,8 @@ struct QuantTile {
                                  (R == 1 ? kPrefetchBytes : kPrefetchTiles * R * w_row_bytes);
           if constexpr (R > 1)
             prefetch_lines<sizeof(WBlock)>(ahead);
+          else if constexpr (!trait_prefetch_lines<F>())
+            prefetch_page_starts<sizeof(WBlock)>(ahead);
           else if constexpr (trait_prefetch_page_starts<F>())
             prefetch_stream_part<sizeof(WBlock)>(ahead);
           else

@@ -482,8 +482,9 @@ struct Q6_KBase {
   using WBlock = BlockQ6_K;
   using ABlock = BlockQ8_K;
   static constexpr size_t kElems = QK_K;
-  // The one-row matvec also requests the page starts ahead (prefetch.h).
+  // The one-row matvec requests the page starts ahead, not the lines (prefetch.h).
   static constexpr bool kPrefetchPageStarts = true;
+  static constexpr bool kPrefetchLines = false;
   using Act = const BlockQ8_K*;
   using Acc = AccK;
 
