@@ -42,6 +42,16 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
   // k2 for lane_bytes: a zero high int16
   static constexpr int kNoByte = -1;
 
+  // Whether matvec's batched rows of whole groups request their lines ahead, or only the page
+  // starts (prefetch.h, thirty-fifth session): page starts with the avx512 kernel (decode
+  // faster), lines with the AVX2 one (on the same machine forced to AVX2, Q4_K_M decode 74-76 %
+  // of the limit with the lines against 69-73 % without, four runs each).
+#if defined(OXI_ARCH_AVX512)
+  static constexpr bool kBatchedRowLines = false;
+#else
+  static constexpr bool kBatchedRowLines = true;
+#endif
+
   // pshufb control: in every int32 lane (one block), byte k of that lane's 4 zero-extended to
   // both int16 halves (k2 == k), bytes k and k2 to the low and high int16, or byte k
   // zero-extended to the int32 (k2 == kNoByte).
@@ -321,9 +331,8 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
   // decode, 8 alternating pairs: tg128 +1 to +6 % (8 of 8), decode +2.2 points of the limit on
   // average (7 of 8; thirty-first session, docs/benchmarks.md). Rows with a short last group
   // stay one pass<1, 1> each: batched the same way, they ran 3 % slower in L2 and TinyLlama's down
-  // product (rows of 5632) fell from ~68 to ~53 GB/s in decode, why was not found. The batched
-  // rows request only their page starts ahead, the rows with a short group their lines too
-  // (prefetch.h, thirty-fifth session).
+  // product (rows of 5632) fell from ~68 to ~53 GB/s in decode, why was not found. The rows
+  // with a short group request their lines ahead, the batched rows as kBatchedRowLines says.
   static void matvec(const uint8_t* w, size_t w_row_bytes, size_t rows, size_t n, const uint8_t* x,
                      float* y) noexcept {
     const Constants c;
@@ -333,7 +342,7 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
         __m256 acc[8];
         for (int i = 0; i < 8; ++i) {
           __m256 a[1][1] = {{_mm256_setzero_ps()}};
-          row_sums<1, 1, false>(w + (r + i) * w_row_bytes, w_row_bytes, x, 0, n, c, a);
+          row_sums<1, 1, kBatchedRowLines>(w + (r + i) * w_row_bytes, w_row_bytes, x, 0, n, c, a);
           acc[i] = a[0][0];
         }
         _mm256_storeu_ps(y + r, simd::hsum8(acc));
