@@ -10,8 +10,8 @@ copies of all binaries; the summary is the mean per binary over copies and round
   scripts/ab-decode.py -m model.gguf --copies 4 --rounds 2 OLD_BINARY NEW_BINARY
 
 Each run is `BINARY bench llm -m MODEL --pp 0 --tg 128 --reps 2 --threads 2 --json`; a line per
-run gives decode_bandwidth_pct, the read limit, tg128 tok/s and each product kind's GB/s as a
-share of the limit.
+run gives decode_bandwidth_pct, the read limit, the generation's tok/s and each product kind's
+GB/s as a share of the limit.
 """
 import argparse
 import json
@@ -48,24 +48,25 @@ def main():
     p.add_argument("binaries", nargs="+")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="ab-decode-") as tmp:
-        runs = []  # (label, path)
+        runs = []  # (copy, binary index, label, path of the copy)
         for b, binary in enumerate(args.binaries):
             for c in range(args.copies):
                 path = os.path.join(tmp, f"b{b}_c{c}")
                 shutil.copyfile(binary, path)
                 os.chmod(path, 0o755)
-                runs.append((f"{b}:{os.path.basename(binary)}#{c}", b, path))
+                runs.append((c, b, f"{b}:{os.path.basename(binary)}#{c}", path))
+        runs.sort()  # copies of different binaries alternate: b0#0, b1#0, b0#1, b1#1, ...
         results = {b: [] for b in range(len(args.binaries))}
         for r in range(args.rounds):
-            # copies of different binaries alternate: b0#0, b1#0, b0#1, b1#1, ...
-            for label, b, path in sorted(runs, key=lambda x: (x[0].split("#")[1], x[1])):
+            for _, b, label, path in runs:
                 d = run(path, args)
                 limit = d["read_bandwidth_gbs"]
                 kinds = " ".join(f"{short_kind(k['kind'])}={k['gbs'] / limit * 100:.0f}"
                                  for k in d.get("decode_products_by_kind", []))
                 results[b].append(d["decode_bandwidth_pct"])
                 print(f"round {r} {label:24s} decode {d['decode_bandwidth_pct']:5.1f} % "
-                      f"limit {limit:5.1f} GB/s tg {d['tg128_tok_s']:6.1f} | {kinds}", flush=True)
+                      f"limit {limit:5.1f} GB/s tg {d[f'tg{args.tg}_tok_s']:6.1f} | {kinds}",
+                      flush=True)
         print()
         for b, binary in enumerate(args.binaries):
             v = results[b]
