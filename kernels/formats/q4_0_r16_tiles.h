@@ -63,7 +63,8 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
       const ActGroupR16* a = reinterpret_cast<const ActGroupR16*>(x) + g;
       for (int p = 0; p < P; ++p) {
         const WeightGroupR16* wg = reinterpret_cast<const WeightGroupR16*>(w + p * w_row_bytes) + g;
-        prefetch_stream_part<sizeof(WeightGroupR16)>(reinterpret_cast<const uint8_t*>(wg) +
+        // the page start ahead, not the lines (prefetch.h, thirty-fifth session)
+        prefetch_page_starts<sizeof(WeightGroupR16)>(reinterpret_cast<const uint8_t*>(wg) +
                                                      kPrefetchBytes);
         __m512i low = _mm512_setzero_si512(), high = _mm512_setzero_si512();
         for (int k = 0; k < 4; ++k) {
