@@ -41,22 +41,20 @@
 // rounds, read passes 44-49 GB/s; q6_K's alone 88-92 %). The float tiles keep their lines only
 // (not measured).
 //
-// Page starts without the lines (thirty-fifth session): with the avx512 kernels, q4_K_r8's rows
-// of whole groups, the q6_K matvec and q4_0_r16's one-token pass request only the page starts
-// (the AVX2 kernels keep their lines: forced to AVX2 on the same machine, Q4_K_M decoded slower
-// without them). A probe
-// streaming 512 MiB through one kernel with two threads, the library's object code linked at 16
-// code offsets, read_sum's rate in the same rounds as the limit, fast-memory rounds: q4_K_r8
-// (rows of 2048) 72 % with its line requests
-// against 89 % without, q6_K 78 against 89 %, q4_0_r16 81 against 93 %, q8_0_r16 79 against 80 %
-// (slow rounds: 95 / 96 / 97 / 102 % against 105 / 108 / 113 / 99 %). TinyLlama-shaped Q4_K_M
-// decode, four copies of each binary (below): 76.9-83.2 % of the limit against 63.4-73.5 %,
-// higher in 8 of 8 pairs. Q4_0 decode, three copies of each binary, four rounds: 83.6 % against
-// 75.4-75.8 %, 12 of 12 runs higher. The others keep their lines: q4_K_r8's rows with a short
-// last group (masked loads) streamed at 33-38 % of the limit without them, and Q8_0 decoded at
-// 67.8 % without q8_0_r16's against 72.3 % with them (three copies, two rounds). Most likely the
-// line requests take the miss buffers that the hardware prefetcher would use better; not
-// measured (no performance counters on the VM).
+// Page starts without the lines (thirty-fifth session): with the avx512 kernels, q4_K_r8's rows of
+// whole groups, the q6_K matvec and q4_0_r16's one-token pass request only the page starts (the
+// AVX2 kernels keep their lines: forced to AVX2 on the same machine, Q4_K_M decoded slower without
+// them). A probe streaming 512 MiB through one kernel with two threads, the library's object code
+// linked at 16 code offsets, read_sum's rate in the same rounds as the limit, fast-memory rounds:
+// q4_K_r8 (rows of 2048) 72 % with its line requests against 89 % without, q6_K 78 against 89 %,
+// q4_0_r16 81 against 93 %, q8_0_r16 79 against 80 % (slow rounds: 95, 96, 97, 102 % against 105,
+// 108, 113, 99 %). TinyLlama-shaped Q4_K_M decode, four copies of each binary (below): 76.9-83.2 %
+// of the limit against 63.4-73.5 %, higher in 8 of 8 pairs. Q4_0 decode, three copies of each
+// binary, four rounds: 83.6 % against 75.4-75.8 %, 12 of 12 runs higher. The others keep their
+// lines: q4_K_r8's rows with a short last group (masked loads) streamed at 33-38 % of the limit
+// without them, and Q8_0 decoded at 67.8 % without q8_0_r16's against 72.3 % with them (three
+// copies, two rounds). Most likely the line requests take the miss buffers that the hardware
+// prefetcher would use better; not measured (no performance counters on the VM).
 //
 // Measuring these choices: on the development VM a binary's decode speed depends on which
 // physical pages its code occupies in the page cache. Byte-identical copies of one build decoded
