@@ -196,4 +196,22 @@ template <size_t kSpan, size_t kParts = 1>
   for_each_stream_request<kSpan, kParts>(reinterpret_cast<uintptr_t>(p), part, detail::Prefetch{});
 }
 
+// What a one-row stream requests ahead of each step: its lines, its lines and the page starts
+// among them, or the page starts alone (above: which kernel requests what).
+enum class StreamRequests { kLines, kLinesAndPageStarts, kPageStarts };
+
+// Part `part` of `kParts` of the step [p, p + kSpan) with the requests R (the page start by
+// part 0; kLines only in one part).
+template <StreamRequests R, size_t kSpan, size_t kParts = 1>
+[[gnu::always_inline]] inline void prefetch_stream_step(const void* p, size_t part = 0) noexcept {
+  if constexpr (R == StreamRequests::kLines) {
+    static_assert(kParts == 1);
+    prefetch_stream_lines<kSpan>(p);
+  } else if constexpr (R == StreamRequests::kLinesAndPageStarts) {
+    prefetch_stream_part<kSpan, kParts>(p, part);
+  } else if (part == 0) {
+    prefetch_page_starts<kSpan>(p);
+  }
+}
+
 }  // namespace oxi::kernels

@@ -25,23 +25,14 @@ constexpr int trait_matvec_rows() {
     return 1;
 }
 
-// Whether F's one-row matvec also requests the page starts ahead (prefetch.h): where F says so.
+// What F's one-row matvec requests ahead (prefetch.h): F::kStreamRequests where F says, else
+// its lines.
 template <class F>
-constexpr bool trait_prefetch_page_starts() {
-  if constexpr (requires { F::kPrefetchPageStarts; })
-    return F::kPrefetchPageStarts;
+constexpr StreamRequests trait_stream_requests() {
+  if constexpr (requires { F::kStreamRequests; })
+    return F::kStreamRequests;
   else
-    return false;
-}
-
-// Whether F's one-row matvec requests its lines ahead (prefetch.h): unless F says not (then it
-// requests the page starts only).
-template <class F>
-constexpr bool trait_prefetch_lines() {
-  if constexpr (requires { F::kPrefetchLines; })
-    return F::kPrefetchLines;
-  else
-    return true;
+    return StreamRequests::kLines;
 }
 
 template <class F>
@@ -70,12 +61,8 @@ struct QuantTile {
                                  (R == 1 ? kPrefetchBytes : kPrefetchTiles * R * w_row_bytes);
           if constexpr (R > 1)
             prefetch_lines<sizeof(WBlock)>(ahead);
-          else if constexpr (!trait_prefetch_lines<F>())
-            prefetch_page_starts<sizeof(WBlock)>(ahead);
-          else if constexpr (trait_prefetch_page_starts<F>())
-            prefetch_stream_part<sizeof(WBlock)>(ahead);
           else
-            prefetch_stream_lines<sizeof(WBlock)>(ahead);
+            prefetch_stream_step<trait_stream_requests<F>(), sizeof(WBlock)>(ahead);
         }
         const typename F::W wb = F::load_w(rows[r][b]);
         for (int t = 0; t < T; ++t) F::step(acc[t][r], wb, a[t]);

@@ -10,6 +10,7 @@
 
 #include <cstring>
 
+#include "kernels/formats/prefetch.h"  // StreamRequests
 #include "kernels/formats/traits_scalar.h"
 
 namespace oxi::kernels::OXI_ARCH_NS::simd {
@@ -484,11 +485,10 @@ struct Q6_KBase {
   static constexpr size_t kElems = QK_K;
   // The one-row matvec requests the page starts ahead, and with the AVX2 kernel the lines too
   // (prefetch.h, thirty-fifth session: the avx512 one streams faster without them).
-  static constexpr bool kPrefetchPageStarts = true;
 #if defined(OXI_ARCH_AVX512)
-  static constexpr bool kPrefetchLines = false;
+  static constexpr StreamRequests kStreamRequests = StreamRequests::kPageStarts;
 #else
-  static constexpr bool kPrefetchLines = true;
+  static constexpr StreamRequests kStreamRequests = StreamRequests::kLinesAndPageStarts;
 #endif
   using Act = const BlockQ8_K*;
   using Acc = AccK;
