@@ -48,6 +48,9 @@ void quantize_activation_q8_0_r16(const float* x, void* out, size_t n) noexcept 
     quantize_q8_0(x, b, kGroupElems);
     for (size_t i = 0; i < kR16Blocks; ++i) {
       a->d[i] = f16_to_f32(b[i].d);
+      int32_t sum = 0;
+      for (const int8_t q : b[i].qs) sum += q;
+      a->sum128[i] = 128 * sum;
       for (size_t k = 0; k < kChunks; ++k) std::memcpy(&a->q[k][4 * i], &b[i].qs[4 * k], 4);
     }
   }

@@ -41,12 +41,15 @@ struct WeightGroupQ8R16 {
 };
 
 struct ActGroupQ8R16 {
-  float d[kR16Blocks];          // the block's q8_0 scale (f16-rounded), as f32
+  float d[kR16Blocks];  // the block's q8_0 scale (f16-rounded), as f32
+  // 128 x the sum of block b's q: with VNNI the tiles take a weight byte w as the unsigned
+  // w + 128 (w ^ 0x80) and subtract this (q8_0_r16_tiles.h)
+  int32_t sum128[kR16Blocks];
   int8_t q[8][4 * kR16Blocks];  // [k][4b + j]: q[4k + j] of block b
 };
 
 static_assert(sizeof(WeightGroupQ8R16) == kR16Blocks * sizeof(BlockQ8_0));
-static_assert(sizeof(ActGroupQ8R16) == 576);
+static_assert(sizeof(ActGroupQ8R16) == 640);
 
 // Bytes of one prepared activation of n values (n a multiple of 32).
 size_t q8_0_r16_activation_bytes(size_t n) noexcept;
