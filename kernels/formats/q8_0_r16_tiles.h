@@ -88,7 +88,8 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
           for (int t = 0; t < T; ++t) s32[t] = _mm256_setzero_si256();
           if constexpr (simd::kVnni) {
             // w + 128 as the unsigned operand, then 128 x the activation's sum subtracted: the
-            // same integers as the sign trick's, two instructions fewer per 32 bytes
+            // same integers as the sign trick's, two instructions fewer per 32 bytes (a lane
+            // holds at most 32 * 255 * 127 before the subtraction)
             const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
             for (int k = 0; k < 8; ++k) {
               const __m256i u = _mm256_xor_si256(simd::load256(wg[p]->qs[k] + 32 * c), flip);
