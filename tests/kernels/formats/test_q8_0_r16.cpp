@@ -98,7 +98,8 @@ TEST(Q8_0R16, EncoderIsQ8_0Repacked) {
   }
 }
 
-// The activation holds q8_0's own scales and integers, rearranged as the weights are.
+// The activation holds q8_0's own scales and integers, rearranged as the weights are, and 128 x
+// each block's sum of integers.
 TEST(Q8_0R16, ActivationIsQ8_0Rearranged) {
   for (size_t n : kLengths) {
     const std::vector<float> x = random_floats(n, static_cast<uint32_t>(n), -3.0f, 3.0f);
@@ -115,9 +116,12 @@ TEST(Q8_0R16, ActivationIsQ8_0Rearranged) {
       for (size_t b = 0; b < 16; ++b) {
         const kernels::BlockQ8_0& want = q8[16 * g + b];
         ASSERT_EQ(a[g].d[b], kernels::f16_to_f32(want.d));
+        int32_t sum = 0;
         for (size_t j = 0; j < 32; ++j) {
           ASSERT_EQ(a[g].q[j / 4][4 * b + j % 4], want.qs[j]) << "block " << 16 * g + b;
+          sum += want.qs[j];
         }
+        ASSERT_EQ(a[g].sum128[b], 128 * sum) << "block " << 16 * g + b;
       }
     }
     EXPECT_EQ(std::memcmp(act.data() + groups * sizeof(kernels::ActGroupQ8R16),
