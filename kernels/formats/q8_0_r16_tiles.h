@@ -54,6 +54,14 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
     __m256 acc[T][P];
     for (int t = 0; t < T; ++t)
       for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
+#if defined(OXI_ARCH_AVX512)
+    // One token, avx512: the page starts of each row's groups, kPrefetchBytes ahead, requested
+    // here once per row and not looked for in every group (prefetch.h, thirty-sixth session).
+    if constexpr (T == 1)
+      for (int p = 0; p < P; ++p)
+        prefetch_page_starts(w + p * w_row_bytes + kPrefetchBytes,
+                             groups * sizeof(WeightGroupQ8R16));
+#endif
     for (size_t g = 0; g < groups; ++g) {
       const ActGroupQ8R16* a[T];
       for (int t = 0; t < T; ++t)
@@ -67,21 +75,18 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
 #pragma GCC unroll 2
       for (int c = 0; c < 2; ++c) {  // blocks 8c .. 8c + 7
         for (int p = 0; p < P; ++p) {
+#if !defined(OXI_ARCH_AVX512)
           // AVX2: its lines and the page starts among them (prefetch.h). At 16 KB ahead the page
           // starts alone had read faster; at 8 KB the lines as well: Q8_0 decode / weights read
           // higher in 9 of 10 alternating pairs, +1.5 to +8 points (docs/benchmarks.md,
-          // twenty-fifth session). avx512, whose loop is shorter: the page starts alone, Q8_0
-          // decode 83.2 against 77.8 % of the limit (thirty-sixth session).
+          // twenty-fifth session). avx512, whose loop is shorter, requests the page starts
+          // alone, once per row (above).
           if constexpr (T == 1) {
             constexpr size_t kHalf = sizeof(WeightGroupQ8R16) / 2;
-            const uint8_t* ahead =
-                reinterpret_cast<const uint8_t*>(wg[p]) + kPrefetchBytes + kHalf * c;
-#if defined(OXI_ARCH_AVX512)
-            prefetch_page_starts<kHalf>(ahead);
-#else
-            prefetch_stream_part<kHalf>(ahead);
-#endif
+            prefetch_stream_part<kHalf>(reinterpret_cast<const uint8_t*>(wg[p]) + kPrefetchBytes +
+                                        kHalf * c);
           }
+#endif
           const __m256 dw =
               _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg[p]->d + 8 * c)));
           __m256i s32[T];
