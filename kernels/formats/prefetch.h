@@ -115,26 +115,24 @@ constexpr uintptr_t round_up(uintptr_t a, size_t to) noexcept {
 }
 }  // namespace detail
 
-// Requests the first line of every 4 KB page that starts inside [p, p + kSpan) (none when no
-// page starts there): called with the same arguments as prefetch_lines, it asks for one line a
-// page instead of every line.
-template <size_t kSpan>
-[[gnu::always_inline]] inline void prefetch_page_starts(const void* p) noexcept {
-  static_assert(kSpan > 0);
-  const auto at = reinterpret_cast<uintptr_t>(p);
-  for (uintptr_t page = detail::round_up(at, kPageBytes); page < at + kSpan; page += kPageBytes)
-    __builtin_prefetch(reinterpret_cast<const char*>(page), 0, 2);
-}
-
-// The same for a span known at run time: the avx512 q8_0_r16 tiles ask for a whole row's page
-// starts before the row, not for a group's in each group (q8_0_r16_tiles.h). That took ~8 of
-// the ~67 instructions of a group's step, and Q8_0 decoded at 91.8-93.0 % of the limit against
+// Requests the first line of every 4 KB page that starts inside [p, p + bytes) (none when no
+// page starts there). The avx512 q8_0_r16 tiles ask for a whole row's page starts before the
+// row, not for a group's in each group (q8_0_r16_tiles.h). That took ~8 of the ~67
+// instructions of a group's step, and Q8_0 decoded at 91.8-93.0 % of the limit against
 // 85.5-88.5 % (three sets of three copies, two rounds, 18 of 18 pairs; thirty-sixth session).
 // The same for q4_0_r16's one-token pass: 81.4 / 84.1 % against 80.0 / 84.2 %, not kept.
 [[gnu::always_inline]] inline void prefetch_page_starts(const void* p, size_t bytes) noexcept {
   const auto at = reinterpret_cast<uintptr_t>(p);
   for (uintptr_t page = detail::round_up(at, kPageBytes); page < at + bytes; page += kPageBytes)
     __builtin_prefetch(reinterpret_cast<const char*>(page), 0, 2);
+}
+
+// The same for a step of kSpan bytes: called with the same arguments as prefetch_lines, it asks
+// for one line a page instead of every line.
+template <size_t kSpan>
+[[gnu::always_inline]] inline void prefetch_page_starts(const void* p) noexcept {
+  static_assert(kSpan > 0);
+  prefetch_page_starts(p, kSpan);
 }
 
 // One step of a one-row stream: the lines that start in [p, p + bytes), non-temporal, and the

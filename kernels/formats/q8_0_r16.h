@@ -21,8 +21,9 @@
 //
 // Activations are quantized to q8_0 exactly as for q8_0 (same scales, same integers) and laid
 // out to match (ActGroupQ8R16): per block the f32 value of its f16 scale, 128 x the sum of its
-// q (for the VNNI tiles), and the q bytes in the weight's interleave. The tail blocks follow as plain BlockQ8_0. The integer dot of every
-// block is the plain q8_0 one; only the f32 summation order differs.
+// q (for the VNNI tiles), and the q bytes in the weight's interleave. The tail blocks follow as
+// plain BlockQ8_0. The integer dot of every block is the plain q8_0 one; only the f32
+// summation order differs.
 //
 // Q8_0_R16 is kernel-internal: dtype_info() never returns it for a file's type id.
 #pragma once
