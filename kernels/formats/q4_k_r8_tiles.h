@@ -330,7 +330,7 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
   // time. One core in L2, rows of 2048: 63 -> 74 GB/s (`bench kernels`); TinyLlama-shaped Q4_K_M
   // decode, 8 alternating pairs: tg128 +1 to +6 % (8 of 8), decode +2.2 points of the limit on
   // average (7 of 8; thirty-first session, docs/benchmarks.md). Rows with a short last group
-  // stay one pass<1, 1> each: batched the same way, they ran 3 % slower in L2 and TinyLlama's down
+  // stay one row at a time: batched the same way, they ran 3 % slower in L2 and TinyLlama's down
   // product (rows of 5632) fell from ~68 to ~53 GB/s in decode, why was not found. The rows
   // with a short group request their lines ahead, the batched rows as kBatchedRowLines says.
   static void matvec(const uint8_t* w, size_t w_row_bytes, size_t rows, size_t n, const uint8_t* x,
@@ -348,7 +348,16 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
         _mm256_storeu_ps(y + r, simd::hsum8(acc));
       }
     }
-    for (; r < rows; ++r) pass<1, 1>(w + r * w_row_bytes, w_row_bytes, x, 0, n, y + r, 0);
+    // The rest one at a time (every row with a short group), with the constants made above:
+    // through pass<1, 1> each row made them again, ~30 of a 5632-wide row's ~600 instructions.
+    // TinyLlama's q4_K_r8 ffn_down in Q4_K_M decode (one binary, the two paths switched at run
+    // time, 12 alternating pairs): 75.8 against 69.9 % of the read limit, 11 of 12 higher;
+    // decode 79.6 against 78.4 % (thirty-seventh session).
+    for (; r < rows; ++r) {
+      __m256 acc[1][1] = {{_mm256_setzero_ps()}};
+      row_sums<1, 1>(w + r * w_row_bytes, w_row_bytes, x, 0, n, c, acc);
+      y[r] = simd::hsum(acc[0][0]);
+    }
   }
 };
 
