@@ -331,13 +331,20 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
   // decode, 8 alternating pairs: tg128 +1 to +6 % (8 of 8), decode +2.2 points of the limit on
   // average (7 of 8; thirty-first session, docs/benchmarks.md). Rows with a short last group
   // stay one row at a time: batched the same way, they ran 3 % slower in L2 and TinyLlama's down
-  // product (rows of 5632) fell from ~68 to ~53 GB/s in decode, why was not found. The rows
-  // with a short group request their lines ahead, the batched rows as kBatchedRowLines says.
+  // product (rows of 5632) fell from ~68 to ~53 GB/s in decode. Most likely because a 32 KB
+  // piece of them is 12 rows, 8 batched and 4 not, so the loads of both codes jump in their
+  // strides, which the core's per-instruction prefetcher does not follow (q4_0_r16 showed it:
+  // its ffn_down batched so at 67-72 % of the limit, at 87-94 % with pieces of 16 rows;
+  // docs/benchmarks.md, thirty-seventh session). The rows with a short group request their
+  // lines ahead (their whole-group loads step by 1152 and 2016 bytes in turn), the batched
+  // rows as kBatchedRowLines says.
   static void matvec(const uint8_t* w, size_t w_row_bytes, size_t rows, size_t n, const uint8_t* x,
                      float* y) noexcept {
     const Constants c;
     size_t r = 0;
-    if ((n / QK_K) % kK8Blocks == 0) {
+    // Batches only when they take all the rows: a piece of 8 batched rows and 4 others would
+    // give both codes' loads jumps in their strides (above).
+    if ((n / QK_K) % kK8Blocks == 0 && rows % 8 == 0) {
       for (; r + 8 <= rows; r += 8) {
         __m256 acc[8];
         for (int i = 0; i < 8; ++i) {

@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "kernels/formats/blocks.h"
@@ -146,12 +147,17 @@ TEST(Q4_KR8, MatvecMatchesNaiveDoubleScalarAndPlainOnEveryIsa) {
   expect_matvec_matches_naive_scalar_and_plain(DType::Q4_K, DType::Q4_K_R8, kLengths);
 }
 
-// The SIMD matvec finishes the rows of whole groups 8 at a time (q4_k_r8_tiles.h, hsum8): every
-// row's sum must be the bits of that row multiplied on its own (an 8-row batch, the rows left
-// after it, and rows that end in a short group, which go one at a time).
+// The SIMD matvec finishes the rows of whole groups 8 at a time (q4_k_r8_tiles.h, hsum8) when
+// their count is a multiple of 8: every row's sum must be the bits of that row multiplied on its
+// own (batches of 8; 19 rows, which go one at a time; rows that end in a short group).
 TEST(Q4_KR8, MatvecRowsTogetherGiveTheBitsOfEachRowAlone) {
-  for (size_t n : {size_t{256 * 8}, size_t{256 * 16}, size_t{256 * 22}}) {
-    const size_t rows = 19, row_bytes = kernels::row_bytes(DType::Q4_K, n);
+  for (const auto& [n, rows] : {std::pair<size_t, size_t>{256 * 8, 24},
+                                {256 * 8, 19},
+                                {256 * 16, 16},
+                                {256 * 16, 19},
+                                {256 * 22, 16},
+                                {256 * 22, 19}}) {
+    const size_t row_bytes = kernels::row_bytes(DType::Q4_K, n);
     std::vector<uint8_t> w;
     for (size_t r = 0; r < rows; ++r) {
       const std::vector<uint8_t> row = repack(random_row(DType::Q4_K, n, 500 + r), n);
@@ -168,8 +174,8 @@ TEST(Q4_KR8, MatvecRowsTogetherGiveTheBitsOfEachRowAlone) {
         float alone = NAN;
         matvec(w.data() + r * row_bytes, row_bytes, 1, n, act.data(), &alone);
         ASSERT_EQ(std::bit_cast<uint32_t>(together[r]), std::bit_cast<uint32_t>(alone))
-            << kernels::isa_name(isa) << " n " << n << " row " << r << ": " << together[r]
-            << " vs " << alone;
+            << kernels::isa_name(isa) << " n " << n << " row " << r << ": " << together[r] << " vs "
+            << alone;
       }
     }
   }
