@@ -46,22 +46,40 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
   // absolute values fit the 16 ymm registers.
   template <int T>
   static constexpr int kRowsPerPass = T >= 4 ? 1 : (T >= 2 ? 2 : 4);
+#if defined(OXI_ARCH_AVX512)
+  static constexpr bool kIsAvx512 = true;
+#else
+  static constexpr bool kIsAvx512 = false;
+#endif
 
+  // One token requests its lines ahead (kLines) on AVX2, and on avx512 where a row ends in plain
+  // blocks (blocks % 16): those stand between one row's groups and the next, so each group
+  // load's stride jumps there, which the core's per-instruction prefetcher does not follow.
+  // Qwen2.5-0.5B-shaped Q8_0 decode (rows of 896 and 4864: 12 and 8 plain blocks), one binary,
+  // three runs each: 83.1 against 69.9 % of the read limit, tg128 162.5 against 137.7 tok/s
+  // (thirty-seventh session, docs/benchmarks.md).
   template <int T, int P>
   static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
+    if constexpr (T == 1 && kIsAvx512) {
+      if ((n / QK) % kR16Blocks == 0)
+        return pass_with<T, P, false>(w, w_row_bytes, x, x_stride, n, y, y_stride);
+    }
+    pass_with<T, P, true>(w, w_row_bytes, x, x_stride, n, y, y_stride);
+  }
+  template <int T, int P, bool kLines>
+  static void pass_with(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
+                        size_t n, float* y, size_t y_stride) noexcept {
     const size_t blocks = n / QK, groups = blocks / kR16Blocks;
     __m256 acc[T][P];
     for (int t = 0; t < T; ++t)
       for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
-#if defined(OXI_ARCH_AVX512)
-    // One token, avx512: the page starts of each row's groups, kPrefetchBytes ahead, requested
+    // One token, page starts only: those of each row's groups, kPrefetchBytes ahead, requested
     // here once per row and not looked for in every group (prefetch.h, thirty-sixth session).
-    if constexpr (T == 1)
+    if constexpr (T == 1 && !kLines)
       for (int p = 0; p < P; ++p)
         prefetch_page_starts(w + p * w_row_bytes + kPrefetchBytes,
                              groups * sizeof(WeightGroupQ8R16));
-#endif
     for (size_t g = 0; g < groups; ++g) {
       const ActGroupQ8R16* a[T];
       for (int t = 0; t < T; ++t)
@@ -75,18 +93,16 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
 #pragma GCC unroll 2
       for (int c = 0; c < 2; ++c) {  // blocks 8c .. 8c + 7
         for (int p = 0; p < P; ++p) {
-#if !defined(OXI_ARCH_AVX512)
-          // AVX2: its lines and the page starts among them (prefetch.h). At 16 KB ahead the page
-          // starts alone had read faster; at 8 KB the lines as well: Q8_0 decode / weights read
-          // higher in 9 of 10 alternating pairs, +1.5 to +8 points (docs/benchmarks.md,
-          // twenty-fifth session). avx512, whose loop is shorter, requests the page starts
-          // alone, once per row (above).
-          if constexpr (T == 1) {
+          // kLines: its lines and the page starts among them (prefetch.h). AVX2: at 16 KB ahead
+          // the page starts alone had read faster; at 8 KB the lines as well: Q8_0 decode /
+          // weights read higher in 9 of 10 alternating pairs, +1.5 to +8 points
+          // (docs/benchmarks.md, twenty-fifth session). avx512, whose loop is shorter, requests
+          // the page starts alone, once per row (above), where the rows have no plain blocks.
+          if constexpr (T == 1 && kLines) {
             constexpr size_t kHalf = sizeof(WeightGroupQ8R16) / 2;
             prefetch_stream_part<kHalf>(reinterpret_cast<const uint8_t*>(wg[p]) + kPrefetchBytes +
                                         kHalf * c);
           }
-#endif
           const __m256 dw =
               _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg[p]->d + 8 * c)));
           __m256i s32[T];

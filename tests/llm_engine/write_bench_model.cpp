@@ -1,4 +1,5 @@
-// write_llm_bench_model FILE [q4_0|q8_0|q4_k_m|f16] [tinyllama|llama-3b]: a Llama-shaped GGUF with
+// write_llm_bench_model FILE [q4_0|q8_0|q4_k_m|f16] [tinyllama|llama-3b|qwen-0.5b]: a Llama-shaped
+// GGUF with
 // random weights of a real model's size, for `oxinfer bench llm` where no model can be
 // downloaded. Matrices are quantized row by row, so memory stays near the file's size.
 // q4_k_m mixes types the way llama.cpp's Q4_K_M does: q6_K for output.weight and for attn_v /
@@ -48,7 +49,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: write_llm_bench_model FILE [q4_0|q8_0|q4_k_m|f16] "
-                 "[tinyllama|llama-3b]\n");
+                 "[tinyllama|llama-3b|qwen-0.5b]\n");
     return 2;
   }
   const std::string type = argc > 2 ? argv[2] : "q4_0";
@@ -58,9 +59,12 @@ int main(int argc, char** argv) {
                       : type == "f16" ? DType::F16
                       : k_mix         ? DType::Q4_K
                                       : DType::Q4_0;
-  // TinyLlama 1.1B, or Llama 3.2 3B's body with a 32k vocabulary.
-  const Shape s = size == "llama-3b" ? Shape{32000, 3072, 28, 24, 8, 8192}
-                                     : Shape{32000, 2048, 22, 32, 4, 5632};
+  // TinyLlama 1.1B, Llama 3.2 3B's body with a 32k vocabulary, or Qwen2.5 0.5B's (rows of 896
+  // and 4864: q4_0 rows with blocks that do not fill a repacked group, q4_K ones with a short
+  // group).
+  const Shape s = size == "llama-3b"    ? Shape{32000, 3072, 28, 24, 8, 8192}
+                  : size == "qwen-0.5b" ? Shape{32000, 896, 24, 14, 2, 4864}
+                                        : Shape{32000, 2048, 22, 32, 4, 5632};
   const int head_dim = s.n_embd / s.n_head;
 
   oxi::gguf::Writer w;
