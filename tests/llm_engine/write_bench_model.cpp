@@ -1,12 +1,13 @@
-// write_llm_bench_model FILE [q4_0|q8_0|q4_k_m|f16] [tinyllama|llama-3b|qwen-0.5b]: a Llama-shaped
-// GGUF with
-// random weights of a real model's size, for `oxinfer bench llm` where no model can be
-// downloaded. Matrices are quantized row by row, so memory stays near the file's size.
+// write_llm_bench_model FILE [q4_0|q8_0|q4_k_m|f16] [tinyllama|llama-3b|qwen-0.5b]: a
+// Llama-shaped GGUF with random weights of a real model's size, for `oxinfer bench llm` where no
+// model can be downloaded. Matrices are quantized row by row, so memory stays near the file's
+// size. qwen-0.5b's widths (896, 4864) are not multiples of 256: q4_0, q8_0 and f16 only.
 // q4_k_m mixes types the way llama.cpp's Q4_K_M does: q6_K for output.weight and for attn_v /
 // ffn_down in the first and last eighth of the layers and every third layer between, q4_K for
 // the rest.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -106,6 +107,12 @@ int main(int argc, char** argv) {
   auto matrix = [&](const std::string& name, size_t rows, size_t cols, float stddev,
                     bool more_bits = false) {
     const DType t = k_mix && more_bits ? DType::Q6_K : dtype;
+    if (oxi::kernels::row_bytes(t, cols) == 0) {
+      std::fprintf(stderr,
+                   "write_llm_bench_model: %s is %zu wide, not a whole number of %s blocks\n",
+                   name.c_str(), cols, std::string(oxi::kernels::name(t)).c_str());
+      std::exit(2);
+    }
     w.add_tensor(name, t, {static_cast<int64_t>(rows), static_cast<int64_t>(cols)},
                  random_matrix(t, rows, cols, stddev, rng));
   };
