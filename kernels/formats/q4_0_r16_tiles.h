@@ -54,10 +54,7 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
   // undefined pass-through operand "may be used uninitialized".
   //
   // The page starts ahead, not the lines (prefetch.h, thirty-fifth session), unless the rows end
-  // in plain blocks (kLines): those stand between one row's groups and the next, so each group
-  // load's stride jumps there, which the core's per-instruction prefetcher does not follow.
-  // Qwen2.5-0.5B-shaped Q4_0 decode (rows of 896 and 4864: 12 and 8 plain blocks), one binary,
-  // three runs each: ffn_down 85-88 against 66-71 % of the read limit (thirty-seventh session).
+  // in plain blocks (kLines; RepackedRows::ends_in_plain_blocks).
   template <int P, bool kLines = false>
   static void one_token(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t n,
                         float* y) noexcept {
@@ -106,7 +103,7 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
                    size_t n, float* y, size_t y_stride) noexcept {
 #if defined(OXI_ARCH_AVX512)
     if constexpr (T == 1) {
-      if ((n / QK) % kR16Blocks != 0)
+      if (Rows::ends_in_plain_blocks(n / QK))
         one_token<P, true>(w, w_row_bytes, x, n, y);
       else
         one_token<P>(w, w_row_bytes, x, n, y);

@@ -315,7 +315,13 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
   template <int T, int P>
   static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
-    const Constants c;
+    pass<T, P>(w, w_row_bytes, x, x_stride, n, y, y_stride, Constants{});
+  }
+  // The same with the constants made by the caller (matvec: once per call).
+  template <int T, int P>
+  [[gnu::always_inline]] static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x,
+                                          size_t x_stride, size_t n, float* y, size_t y_stride,
+                                          const Constants& c) noexcept {
     __m256 acc[T][P];
     for (int t = 0; t < T; ++t)
       for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
@@ -356,15 +362,12 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
       }
     }
     // The rest one at a time (every row with a short group), with the constants made above:
-    // through pass<1, 1> each row made them again, ~30 of a 5632-wide row's ~600 instructions.
+    // through the pass<1, 1> that makes its own, each row made them again, ~30 of a 5632-wide
+    // row's ~600 instructions.
     // TinyLlama's q4_K_r8 ffn_down in Q4_K_M decode (one binary, the two paths switched at run
     // time, 12 alternating pairs): 75.8 against 69.9 % of the read limit, 11 of 12 higher;
     // decode 79.6 against 78.4 % (thirty-seventh session).
-    for (; r < rows; ++r) {
-      __m256 acc[1][1] = {{_mm256_setzero_ps()}};
-      row_sums<1, 1>(w + r * w_row_bytes, w_row_bytes, x, 0, n, c, acc);
-      y[r] = simd::hsum(acc[0][0]);
-    }
+    for (; r < rows; ++r) pass<1, 1>(w + r * w_row_bytes, w_row_bytes, x, 0, n, y + r, 0, c);
   }
 };
 

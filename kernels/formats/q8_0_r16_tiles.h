@@ -46,25 +46,18 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
   // absolute values fit the 16 ymm registers.
   template <int T>
   static constexpr int kRowsPerPass = T >= 4 ? 1 : (T >= 2 ? 2 : 4);
-#if defined(OXI_ARCH_AVX512)
-  static constexpr bool kIsAvx512 = true;
-#else
-  static constexpr bool kIsAvx512 = false;
-#endif
 
   // One token requests its lines ahead (kLines) on AVX2, and on avx512 where a row ends in plain
-  // blocks (blocks % 16): those stand between one row's groups and the next, so each group
-  // load's stride jumps there, which the core's per-instruction prefetcher does not follow.
-  // Qwen2.5-0.5B-shaped Q8_0 decode (rows of 896 and 4864: 12 and 8 plain blocks), one binary,
-  // three runs each: 83.1 against 69.9 % of the read limit, tg128 162.5 against 137.7 tok/s
-  // (thirty-seventh session, docs/benchmarks.md).
+  // blocks (RepackedRows::ends_in_plain_blocks); else only the page starts.
   template <int T, int P>
   static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
-    if constexpr (T == 1 && kIsAvx512) {
-      if ((n / QK) % kR16Blocks == 0)
+#if defined(OXI_ARCH_AVX512)
+    if constexpr (T == 1) {
+      if (!Rows::ends_in_plain_blocks(n / QK))
         return pass_with<T, P, false>(w, w_row_bytes, x, x_stride, n, y, y_stride);
     }
+#endif
     pass_with<T, P, true>(w, w_row_bytes, x, x_stride, n, y, y_stride);
   }
   template <int T, int P, bool kLines>
