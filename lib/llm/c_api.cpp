@@ -9,6 +9,7 @@
 #include <string>
 
 #include "lib/llm/engine.h"
+#include "lib/llm/kv_cache.h"
 
 struct oxi_llm_engine {
   std::unique_ptr<oxi::llm::Engine> engine;
@@ -84,6 +85,7 @@ oxi_llm_params oxi_llm_default_params(void) {
   p.n_ctx = 0;
   p.quant = nullptr;
   p.chat_template = nullptr;
+  p.cache_type = nullptr;
   p.temperature = g.sampling.temperature;
   p.top_k = g.sampling.top_k;
   p.top_p = g.sampling.top_p;
@@ -111,6 +113,7 @@ oxi_llm_engine* oxi_llm_load(const char* spec, const oxi_llm_params* params, cha
     options.n_ctx = p.n_ctx;
     if (p.quant != nullptr && *p.quant != '\0') options.quant = oxi::llm::parse_load_quant(p.quant);
     if (p.chat_template != nullptr) options.chat_template = p.chat_template;
+    if (p.cache_type != nullptr) options.kv_type = oxi::llm::kv_cache_type(p.cache_type);
     auto handle = std::make_unique<oxi_llm_engine>();
     handle->engine = oxi::llm::Engine::load(spec, options);
     handle->generate = generate_options(p);

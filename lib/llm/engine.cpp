@@ -77,7 +77,7 @@ std::unique_ptr<Engine> Engine::load(std::string_view spec, const EngineOptions&
 
 Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& options)
     : model_(std::move(model)), backend_(backends::make_cpu_backend(options.threads)) {
-  session_ = std::make_unique<Session>(model_, *backend_, options.n_ctx);
+  session_ = std::make_unique<Session>(model_, *backend_, options.n_ctx, options.kv_type);
   const tokenizer::Tokenizer& tok = model_->tokenizer();
   const std::string bos = token_text_or_empty(tok, tok.bos());
   const std::string eos = token_text_or_empty(tok, tok.eos());

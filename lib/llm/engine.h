@@ -36,9 +36,10 @@
 namespace oxi::llm {
 
 struct EngineOptions {
-  int threads = 0;                      // CPU backend threads; 0 = every core
-  size_t n_ctx = 0;                     // context positions; 0 = Session's default
-  std::optional<kernels::DType> quant;  // Q8_0 / Q4_0 for HF checkpoints (--quant)
+  int threads = 0;                        // CPU backend threads; 0 = every core
+  size_t n_ctx = 0;                       // context positions; 0 = Session's default
+  std::optional<kernels::DType> kv_type;  // KV cache F16 / F32; default Session::default_kv_type
+  std::optional<kernels::DType> quant;    // Q8_0 / Q4_0 for HF checkpoints (--quant)
   // A named fallback template (ChatTemplate::names()) or a Jinja file; empty = the model's own
   // template, else a fallback chosen from the architecture.
   std::string chat_template;

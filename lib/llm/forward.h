@@ -21,6 +21,8 @@ struct Activations {
   std::vector<float> x;       // (capacity, n_embd)  the residual stream
   std::vector<float> h;       // (capacity, n_embd)  normed input of a block / its output
   std::vector<float> q;       // (capacity, q_dim)   queries
+  std::vector<float> k;       // (capacity, kv_dim)  new keys, stored into the cache once rotated
+  std::vector<float> v;       // (capacity, kv_dim)  new values
   std::vector<float> attn;    // (capacity, q_dim)   attention output, before wo
   std::vector<float> gate;    // (capacity, n_ff)    MLP gate, then the gated product
   std::vector<float> up;      // (capacity, n_ff)
@@ -29,7 +31,7 @@ struct Activations {
 
 // Everything a forward pass writes: cache, activations, and the RoPE angles of the batch.
 struct ForwardState {
-  ForwardState(const Model& model, size_t n_ctx, size_t batch_capacity);
+  ForwardState(const Model& model, size_t n_ctx, size_t batch_capacity, kernels::DType kv_type);
   KvCache cache;
   Activations act;
   // The distinct RoPE frequency sets of the layers (one for most models; Gemma 3's local and

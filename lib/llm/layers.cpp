@@ -15,13 +15,16 @@ Activations::Activations(const ModelConfig& c, size_t cap)
       x(cap * c.n_embd),
       h(cap * c.n_embd),
       q(cap * c.q_dim()),
+      k(cap * c.kv_dim()),
+      v(cap * c.kv_dim()),
       attn(cap * c.q_dim()),
       gate(cap * c.n_ff),
       up(cap * c.n_ff),
       logits(c.n_vocab) {}
 
-ForwardState::ForwardState(const Model& model, size_t n_ctx, size_t batch_capacity)
-    : cache(model.config().n_layer, n_ctx, model.config().kv_dim()),
+ForwardState::ForwardState(const Model& model, size_t n_ctx, size_t batch_capacity,
+                           kernels::DType kv_type)
+    : cache(model.config().n_layer, n_ctx, model.config().kv_dim(), kv_type),
       act(model.config(), batch_capacity) {
   const ModelConfig& c = model.config();
   for (int il = 0; il < c.n_layer; ++il) {
@@ -85,8 +88,7 @@ void cached_attention(backends::Backend& backend, const ModelConfig& c, const Kv
   const size_t n_kv = pos0 + n, kv_dim = cache.kv_dim();
   backends::AttentionArgs a;
   a.q = q.first(n * c.q_dim());
-  a.k = cache.keys(layer).first(n_kv * kv_dim);
-  a.v = cache.values(layer).first(n_kv * kv_dim);
+  cache.attend_rows(layer, n_kv, a);
   a.out = out.first(n * c.q_dim());
   a.q_stride = a.out_stride = c.q_dim();
   a.kv_stride = kv_dim;

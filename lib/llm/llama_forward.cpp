@@ -20,9 +20,7 @@ void forward_layer(const Model& model, backends::Backend& backend, ForwardState&
   const LayerWeights& w = model.weights().layers[il];
   Activations& a = s.act;
   const size_t embd = c.n_embd, q_dim = c.q_dim(), kv_dim = c.kv_dim(), ff = c.n_ff;
-  // New keys and values go straight into their cache rows.
-  const std::span<float> k = s.cache.keys(il).subspan(pos0 * kv_dim, n * kv_dim);
-  const std::span<float> v = s.cache.values(il).subspan(pos0 * kv_dim, n * kv_dim);
+  const std::span<float> k = std::span(a.k).first(n * kv_dim), v = std::span(a.v).first(n * kv_dim);
   const std::span<float> x = std::span(a.x).first(n * embd), h = std::span(a.h).first(n * embd);
 
   // 1. h = RMSNorm(x) * attn_norm
@@ -40,7 +38,9 @@ void forward_layer(const Model& model, backends::Backend& backend, ForwardState&
   // 4. rotate q and k by their positions
   kernels::rope(a.q, n, q_dim, c.n_head, c.head_dim, s.rope_table(il), c.rope_layout);
   kernels::rope(k, n, kv_dim, c.n_head_kv, c.head_dim, s.rope_table(il), c.rope_layout);
-  // 5. attn = softmax(q k^T / sqrt(head_dim) + causal mask) v, over the whole cache
+  // 5. attn = softmax(q k^T / sqrt(head_dim) + causal mask) v, over the whole cache with the
+  //    new rows stored
+  s.cache.store(il, pos0, k, v);
   cached_attention(backend, c, s.cache, il, a.q, n, pos0, a.attn);
   // 6. x = x + attn Wo^T
   backend.matmul(w.wo, a.attn, n, h);

@@ -56,6 +56,7 @@ typedef struct oxi_llm_params {
   size_t n_ctx;              /* 0: the model's context, capped at 4096 */
   const char* quant;         /* NULL, "q8" or "q4": quantize an HF checkpoint at load */
   const char* chat_template; /* NULL: the model's own; else a fallback name or a Jinja file */
+  const char* cache_type; /* KV cache "f16" or "f32"; NULL: f16 for quantized weights, else f32 */
   /* Sampling and generation (per send). */
   float temperature;    /* <= 0: greedy */
   int top_k;            /* <= 0: off */

@@ -3,24 +3,43 @@
 #include <algorithm>
 #include <string>
 
+#include "kernels/formats/dtype.h"
 #include "lib/core/error.h"
 #include "lib/llm/forward.h"
 
 namespace oxi::llm {
 
-Session::Session(std::shared_ptr<const Model> model, backends::Backend& backend, size_t n_ctx)
+Session::Session(std::shared_ptr<const Model> model, backends::Backend& backend, size_t n_ctx,
+                 std::optional<kernels::DType> kv_type)
     : model_(std::move(model)), backend_(backend) {
   if (!model_) throw Error("llm session", "no model");
   const ModelConfig& c = model_->config();
   if (n_ctx == 0)
     n_ctx = std::min(static_cast<size_t>(std::max(c.n_ctx_train, 1)), kDefaultMaxContext);
-  state_ = std::make_unique<ForwardState>(*model_, n_ctx, std::min(kMaxBatch, n_ctx));
+  state_ = std::make_unique<ForwardState>(*model_, n_ctx, std::min(kMaxBatch, n_ctx),
+                                          kv_type.value_or(default_kv_type(*model_)));
 }
 
 Session::~Session() = default;
 
+kernels::DType Session::default_kv_type(const Model& model) {
+  for (const LayerWeights& l : model.weights().layers)
+    for (const backends::WeightMatrix* m :
+         {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      if (kernels::info(m->dtype).quantized) return kernels::DType::F16;
+  return kernels::DType::F32;
+}
+
 size_t Session::n_ctx() const {
   return state_->cache.n_ctx();
+}
+
+kernels::DType Session::kv_type() const {
+  return state_->cache.type();
+}
+
+size_t Session::kv_cache_bytes() const {
+  return state_->cache.bytes();
 }
 
 std::span<const float> Session::eval(std::span<const int32_t> tokens, bool all_logits) {

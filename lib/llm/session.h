@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "backends/backend.h"
+#include "kernels/formats/dtype.h"
 #include "lib/llm/model.h"
 
 namespace oxi::llm {
@@ -20,12 +22,20 @@ struct ForwardState;
 class Session {
  public:
   // n_ctx: positions the cache holds; 0 = the model's training context, capped at
-  // kDefaultMaxContext to keep the cache's memory modest.
+  // kDefaultMaxContext to keep the cache's memory modest. kv_type: the cache's elements, F16
+  // or F32; default_kv_type() when not given.
   static constexpr size_t kDefaultMaxContext = 4096;
   // Tokens per forward pass; longer evals run in batches of this many.
   static constexpr size_t kMaxBatch = 256;
 
-  Session(std::shared_ptr<const Model> model, backends::Backend& backend, size_t n_ctx = 0);
+  Session(std::shared_ptr<const Model> model, backends::Backend& backend, size_t n_ctx = 0,
+          std::optional<kernels::DType> kv_type = std::nullopt);
+
+  // F16 (llama.cpp's cache: half the memory, and half the bytes decode's attention reads) when
+  // any layer matrix is quantized; F32 when they are all float, whose logits are held to exact
+  // arithmetic within 1e-3 (rounding keys and values to f16 moves them by up to ~2e-3; against
+  // quantized weights' ~1e-2 it is noise).
+  static kernels::DType default_kv_type(const Model& model);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -38,6 +48,8 @@ class Session {
 
   size_t n_past() const { return tokens_.size(); }
   size_t n_ctx() const;
+  kernels::DType kv_type() const;
+  size_t kv_cache_bytes() const;
   const std::vector<int32_t>& tokens() const { return tokens_; }
   const Model& model() const { return *model_; }
 
@@ -46,7 +58,7 @@ class Session {
 
   // A versioned little-endian file: tokens, n_past and the cache rows in use. load_state
   // restores exactly, so continuing gives bit-identical logits to the session that saved it.
-  // Both throw oxi::Error naming the file (I/O, another model's shape, version).
+  // Both throw oxi::Error naming the file (I/O, another model's shape or cache type, version).
   void save_state(const std::filesystem::path& file) const;
   void load_state(const std::filesystem::path& file);
 

@@ -1,7 +1,9 @@
 // Session::save_state / load_state. File layout (little-endian):
-//   "OXISTATE" | u32 version (1) | u32 n_layer | u32 kv_dim | u32 n_vocab | u64 n_past
-//   | i32 tokens[n_past] | for each layer: f32 keys[n_past][kv_dim], f32 values[n_past][kv_dim]
-// Only the rows in use are stored; the restored cache holds the very same floats.
+//   "OXISTATE" | u32 version (2) | u32 n_layer | u32 kv_dim | u32 n_vocab | u32 cache type
+//   | u64 n_past | i32 tokens[n_past]
+//   | for each layer: keys[n_past][kv_dim], values[n_past][kv_dim] of the cache type
+// The cache type is a GGML type id (0 f32, 1 f16). Version 1 files had no type field and an
+// f32 cache. Only the rows in use are stored; the restored cache holds the very same elements.
 #include <bit>
 #include <cstring>
 #include <fstream>
@@ -17,10 +19,10 @@ namespace {
 static_assert(std::endian::native == std::endian::little, "state files are little-endian");
 
 constexpr char kMagic[8] = {'O', 'X', 'I', 'S', 'T', 'A', 'T', 'E'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 struct Header {
-  uint32_t version, n_layer, kv_dim, n_vocab;
+  uint32_t version, n_layer, kv_dim, n_vocab, cache_type;
   uint64_t n_past;
 };
 
@@ -42,20 +44,24 @@ void Session::save_state(const std::filesystem::path& file) const {
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
   if (!out) throw Error(context, "cannot open for writing");
   const KvCache& cache = state_->cache;
-  const Header h{kVersion, static_cast<uint32_t>(cache.n_layer()),
+  const Header h{kVersion,
+                 static_cast<uint32_t>(cache.n_layer()),
                  static_cast<uint32_t>(cache.kv_dim()),
-                 static_cast<uint32_t>(model_->config().n_vocab), n_past()};
+                 static_cast<uint32_t>(model_->config().n_vocab),
+                 static_cast<uint32_t>(cache.type()),
+                 n_past()};
   out.write(kMagic, sizeof kMagic);
   write_raw(out, &h.version, 1);
   write_raw(out, &h.n_layer, 1);
   write_raw(out, &h.kv_dim, 1);
   write_raw(out, &h.n_vocab, 1);
+  write_raw(out, &h.cache_type, 1);
   write_raw(out, &h.n_past, 1);
   write_raw(out, tokens_.data(), tokens_.size());
-  const size_t floats = n_past() * cache.kv_dim();
   for (size_t il = 0; il < cache.n_layer(); ++il) {
-    write_raw(out, cache.keys(il).data(), floats);
-    write_raw(out, cache.values(il).data(), floats);
+    const auto keys = cache.key_bytes(il, n_past()), values = cache.value_bytes(il, n_past());
+    write_raw(out, keys.data(), keys.size());
+    write_raw(out, values.data(), values.size());
   }
   out.flush();
   if (!out) throw Error(context, "write failed");
@@ -71,12 +77,14 @@ void Session::load_state(const std::filesystem::path& file) {
     throw Error(context, "not an oxinfer session state file");
   Header h{};
   read_raw(in, &h.version, 1, context);
-  if (h.version != kVersion)
+  if (h.version != 1 && h.version != kVersion)
     throw Error(context, "state version " + std::to_string(h.version) + ", expected " +
-                             std::to_string(kVersion));
+                             std::to_string(kVersion) + " (or 1)");
   read_raw(in, &h.n_layer, 1, context);
   read_raw(in, &h.kv_dim, 1, context);
   read_raw(in, &h.n_vocab, 1, context);
+  h.cache_type = static_cast<uint32_t>(kernels::DType::F32);
+  if (h.version >= 2) read_raw(in, &h.cache_type, 1, context);
   read_raw(in, &h.n_past, 1, context);
   KvCache& cache = state_->cache;
   if (h.n_layer != cache.n_layer() || h.kv_dim != cache.kv_dim() ||
@@ -84,16 +92,26 @@ void Session::load_state(const std::filesystem::path& file) {
     throw Error(context, "state of another model (layers " + std::to_string(h.n_layer) +
                              ", kv_dim " + std::to_string(h.kv_dim) + ", vocab " +
                              std::to_string(h.n_vocab) + ")");
+  if (h.cache_type != static_cast<uint32_t>(cache.type())) {
+    const auto type = static_cast<kernels::DType>(h.cache_type);
+    const bool known = type == kernels::DType::F16 || type == kernels::DType::F32;
+    throw Error(context, "state of a cache of " +
+                             (known ? std::string(kernels::name(type))
+                                    : "unknown type " + std::to_string(h.cache_type)) +
+                             " elements; this session's cache is " +
+                             std::string(kernels::name(cache.type())) +
+                             (known ? " (load it into a session of the same cache type)" : ""));
+  }
   if (h.n_past > cache.n_ctx())
     throw Error(context, "state holds " + std::to_string(h.n_past) +
                              " positions, more than this session's n_ctx " +
                              std::to_string(cache.n_ctx()));
   std::vector<int32_t> tokens(h.n_past);
   read_raw(in, tokens.data(), tokens.size(), context);
-  const size_t floats = h.n_past * cache.kv_dim();
   for (size_t il = 0; il < cache.n_layer(); ++il) {
-    read_raw(in, cache.keys(il).data(), floats, context);
-    read_raw(in, cache.values(il).data(), floats, context);
+    const auto keys = cache.key_bytes(il, h.n_past), values = cache.value_bytes(il, h.n_past);
+    read_raw(in, keys.data(), keys.size(), context);
+    read_raw(in, values.data(), values.size(), context);
   }
   tokens_ = std::move(tokens);
 }

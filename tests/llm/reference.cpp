@@ -6,6 +6,13 @@
 
 namespace oxi::llm::test {
 
+double round_to_f16(double x) {
+  if (x == 0.0) return x;
+  const int exponent = std::max(std::ilogb(x), -14);  // x in [2^e, 2^(e+1))
+  const double quantum = std::ldexp(1.0, exponent - 10);
+  return std::nearbyint(x / quantum) * quantum;
+}
+
 ReferenceModel::Vec ReferenceModel::get(const std::string& name) const {
   const auto& v = m_.values(name);
   return Vec(v.begin(), v.end());
@@ -119,6 +126,10 @@ ReferenceModel::Vec ReferenceModel::layer(const Vec& x_in, size_t il) {
   }
   rope(q, s_.n_head, il);
   rope(k, s_.n_head_kv, il);
+  if (f16_cache_) {
+    for (double& e : k) e = round_to_f16(e);
+    for (double& e : v) e = round_to_f16(e);
+  }
   keys_[il].push_back(k);
   values_[il].push_back(v);
   Vec o = linear(p + "self_attn.o_proj.weight", attention(q, il), 0, s_.n_embd);

@@ -1,6 +1,7 @@
 // An independent, naive double-precision forward pass over a TinyModel's decoded weights,
 // written from the Hugging Face modeling code (half-split RoPE on unpermuted q/k), one token
-// at a time with its own KV cache.
+// at a time with its own KV cache: exact, or with its keys and values rounded to f16 as an f16
+// cache holds them.
 #pragma once
 
 #include <cstdint>
@@ -10,9 +11,14 @@
 
 namespace oxi::llm::test {
 
+// The IEEE half nearest to x, ties to even: 11 significant bits in the normal range, steps of
+// 2^-24 below it (subnormals). The tiny models' keys and values stay far from overflow.
+double round_to_f16(double x);
+
 class ReferenceModel {
  public:
-  explicit ReferenceModel(const TinyModel& model) : m_(model), s_(model.spec) {
+  explicit ReferenceModel(const TinyModel& model, bool f16_cache = false)
+      : m_(model), s_(model.spec), f16_cache_(f16_cache) {
     keys_.resize(s_.n_layer);
     values_.resize(s_.n_layer);
   }
@@ -34,6 +40,7 @@ class ReferenceModel {
 
   const TinyModel& m_;
   const TinySpec& s_;
+  bool f16_cache_;
   size_t n_past_ = 0;
   std::vector<std::vector<Vec>> keys_, values_;  // [layer][position] (kv_dim)
 };

@@ -8,11 +8,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "backends/cpu/cpu_backend.h"
+#include "kernels/formats/fp16.h"
 #include "kernels/formats/quant.h"
 #include "lib/core/error.h"
 #include "lib/llm/model.h"
@@ -86,12 +88,14 @@ struct Backend {
 
 // Prompt logits within `tol` of the reference, then 16 greedy tokens identical. A quantized
 // model may pick another token only where the reference's top two are closer than the
-// tolerance (a legitimate near-tie); the comparison stops there.
-void expect_matches_reference(const std::shared_ptr<const Model>& model, const TinyModel& tiny,
-                              double tol, const std::string& what) {
+// tolerance (a legitimate near-tie); the comparison stops there. With an f16 cache the
+// reference rounds its keys and values to f16 as well.
+void expect_matches_reference_with(const std::shared_ptr<const Model>& model, const TinyModel& tiny,
+                                   double tol, DType kv_type, const std::string& what_weights) {
+  const std::string what = what_weights + ", " + std::string(kernels::name(kv_type)) + " cache";
   Backend b;
-  Session session(model, *b.cpu, 128);
-  ReferenceModel ref(tiny);
+  Session session(model, *b.cpu, 128, kv_type);
+  ReferenceModel ref(tiny, kv_type == DType::F16);
   const std::vector<int32_t> prompt = test_prompt(12, tiny.spec.n_vocab, 7);
   std::span<const float> logits = session.eval(prompt);
   std::vector<double> ref_logits;
@@ -119,6 +123,21 @@ void expect_matches_reference(const std::shared_ptr<const Model>& model, const T
   }
   std::cout << "[ measure ] " << what << " max |engine - reference| = " << abs_worst << " = "
             << worst << " x rms(logits)\n";
+}
+
+// Both cache types: f16 against the reference with its keys and values rounded to f16, f32
+// against the exact one. Where the engine's keys and values (f32 arithmetic) and the
+// reference's (double) straddle a half-way point between two f16 values, they round to
+// neighbours: that element is one f16 step (2^-11 relative) apart, which moved logits by up to
+// 5e-4 x RMS (phi3, f16 weights); most runs stay within 3e-5. So the f16 cache's tolerance is
+// at least 1e-3 x RMS. (Against the unrounded reference an f16 cache is 4-7e-4 x RMS off on
+// every architecture, up to 2e-3 absolute: hence f32, the default for float weights.)
+void expect_matches_reference(const std::shared_ptr<const Model>& model, const TinyModel& tiny,
+                              double tol, const std::string& what) {
+  const bool float_weights = tol < 1e-3;
+  EXPECT_EQ(Session::default_kv_type(*model), float_weights ? DType::F32 : DType::F16) << what;
+  expect_matches_reference_with(model, tiny, std::max(tol, 1e-3), DType::F16, what);
+  expect_matches_reference_with(model, tiny, tol, DType::F32, what);
 }
 
 // ---- every GGUF weight type, every architecture ----
@@ -271,17 +290,19 @@ TEST_P(PerArch, EvalSplitsLongInputsIntoBatches) {
   EXPECT_EQ(every.size(), prompt.size() * tiny.spec.n_vocab);
 }
 
-// save_state / load_state: a restored session continues bit for bit like the original.
-TEST_P(PerArch, StateRestoreContinuesBitIdentically) {
-  const TinyModel tiny = make_tiny_model(tiny_spec(GetParam(), false), DType::Q4_0, DType::F32, 17);
+// save_state / load_state: a restored session continues bit for bit like the original, with
+// either cache type.
+void expect_state_restores(const std::string& arch, DType kv_type) {
+  SCOPED_TRACE(std::string(kernels::name(kv_type)) + " cache");
+  const TinyModel tiny = make_tiny_model(tiny_spec(arch, false), DType::Q4_0, DType::F32, 17);
   oxi::test::TempDir dir;
   const auto model = load_gguf_copy(tiny, dir);
   Backend b;
-  Session original(model, *b.cpu, 64);
+  Session original(model, *b.cpu, 64, kv_type);
   const std::vector<int32_t> prompt = test_prompt(9, tiny.spec.n_vocab, 21);
   original.eval(prompt);
   original.save_state(dir / "state.bin");
-  Session restored(model, *b.cpu, 64);
+  Session restored(model, *b.cpu, 64, kv_type);
   restored.load_state(dir / "state.bin");
   EXPECT_EQ(restored.tokens(), prompt);
   EXPECT_EQ(restored.n_past(), prompt.size());
@@ -295,13 +316,90 @@ TEST_P(PerArch, StateRestoreContinuesBitIdentically) {
     ASSERT_EQ(std::memcmp(a.data(), r.data(), a.size() * sizeof(float)), 0) << "step " << step;
     next = {argmax(a)};
   }
+  if (kv_type == DType::F32) {  // a version 1 file (no cache type field: f32) loads too
+    std::ifstream in(dir / "state.bin", std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const uint32_t version1 = 1;
+    std::memcpy(bytes.data() + 8, &version1, 4);
+    bytes.erase(bytes.begin() + 8 + 4 * 4, bytes.begin() + 8 + 5 * 4);  // the type field
+    std::ofstream(dir / "v1.bin", std::ios::binary).write(bytes.data(), bytes.size());
+    Session v1(model, *b.cpu, 64, kv_type);
+    v1.load_state(dir / "v1.bin");
+    Session v2(model, *b.cpu, 64, kv_type);
+    v2.load_state(dir / "state.bin");
+    const auto from_v1 = v1.eval(more);
+    const std::vector<float> a(from_v1.begin(), from_v1.end());
+    const auto from_v2 = v2.eval(more);
+    EXPECT_EQ(std::memcmp(a.data(), from_v2.data(), a.size() * sizeof(float)), 0);
+  }
   // A truncated file and another model's state are refused.
   { std::ofstream(dir / "short.bin", std::ios::binary) << "OXISTATE"; }
   EXPECT_THROW(restored.load_state(dir / "short.bin"), Error);
-  const TinyModel other = make_tiny_model(tiny_spec(GetParam(), true), DType::F32, DType::F32, 1);
+  const TinyModel other = make_tiny_model(tiny_spec(arch, true), DType::F32, DType::F32, 1);
   oxi::test::TempDir other_dir;
-  Session foreign(load_gguf_copy(other, other_dir), *b.cpu, 64);
+  Session foreign(load_gguf_copy(other, other_dir), *b.cpu, 64, kv_type);
   EXPECT_THROW(foreign.load_state(dir / "state.bin"), Error);
+  // So is a state of the other cache type, with a message saying so.
+  const DType other_type = kv_type == DType::F16 ? DType::F32 : DType::F16;
+  Session other_cache(model, *b.cpu, 64, other_type);
+  try {
+    other_cache.load_state(dir / "state.bin");
+    ADD_FAILURE() << "a state of another cache type was loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(std::string(kernels::name(kv_type)) + " elements"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_P(PerArch, StateRestoreContinuesBitIdentically) {
+  expect_state_restores(GetParam(), DType::F16);
+  expect_state_restores(GetParam(), DType::F32);
+}
+
+// Layer 0's keys and values do not depend on the cache (its input is the embedding): an f16
+// cache must hold exactly the f32 cache's, each rounded to the nearest half (ties to even).
+// Read from the state files (layout in session_state.cpp).
+TEST_P(PerArch, F16CacheHoldsTheRoundedRows) {
+  const TinyModel tiny = make_tiny_model(tiny_spec(GetParam(), false), DType::F32, DType::F32, 5);
+  oxi::test::TempDir dir;
+  const auto model = load_gguf_copy(tiny, dir);
+  Backend b;
+  const std::vector<int32_t> prompt = test_prompt(7, tiny.spec.n_vocab, 3);
+  const size_t kv_dim = static_cast<size_t>(tiny.spec.n_head_kv * tiny.spec.head_dim);
+  const size_t header = 8 + 5 * 4 + 8 + prompt.size() * 4, elements = 2 * prompt.size() * kv_dim;
+  const auto layer0 = [&](DType type) {
+    Session s(model, *b.cpu, 16, type);
+    s.eval(prompt);
+    const auto file = dir / (std::string(kernels::name(type)) + ".state");
+    s.save_state(file);
+    std::ifstream in(file, std::ios::binary);
+    const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
+    uint32_t stored_type = 0;
+    std::memcpy(&stored_type, bytes.data() + 8 + 4 * 4, 4);
+    EXPECT_EQ(stored_type, static_cast<uint32_t>(type));
+    std::vector<double> rows(elements);  // keys then values
+    for (size_t i = 0; i < elements; ++i) {
+      if (type == DType::F32) {
+        float f;
+        std::memcpy(&f, bytes.data() + header + 4 * i, 4);
+        rows[i] = f;
+      } else {
+        uint16_t h;
+        std::memcpy(&h, bytes.data() + header + 2 * i, 2);
+        rows[i] = kernels::f16_to_f32(h);
+      }
+    }
+    return rows;
+  };
+  const std::vector<double> exact = layer0(DType::F32), rounded = layer0(DType::F16);
+  size_t changed = 0;
+  for (size_t i = 0; i < elements; ++i) {
+    ASSERT_EQ(rounded[i], test::round_to_f16(exact[i])) << "element " << i;
+    changed += rounded[i] != exact[i];
+  }
+  EXPECT_GT(changed, elements / 2);  // the rounding did happen
 }
 
 // truncate: dropping positions and evaluating others equals never having evaluated them.
@@ -407,7 +505,9 @@ void expect_repacked_matches_plain_layout(const std::string& arch, DType type,
   ::unsetenv("OXI_REPACK");
   EXPECT_EQ(plain->weights().layers[0].wq.dtype, type);
   Backend b;
-  Session a(repacked, *b.cpu, 64), p(plain, *b.cpu, 64);
+  // f32 caches: an f16 one would round the two layouts' f32-order differences in keys and
+  // values into whole f16 steps now and then, which is not what this compares.
+  Session a(repacked, *b.cpu, 64, DType::F32), p(plain, *b.cpu, 64, DType::F32);
   const size_t n_vocab = tiny.spec.n_vocab;
   std::vector<double> diffs;  // per logits row: max |repacked - plain| / rms(repacked)
   const auto compare = [&](std::span<const float> mine, std::span<const float> theirs) {

@@ -33,6 +33,7 @@ TEST(CApi, DefaultsMatchTheEngine) {
   EXPECT_EQ(p.repeat_penalty, s.repeat_penalty);
   EXPECT_EQ(p.threads, 0);
   EXPECT_EQ(p.stop, nullptr);
+  EXPECT_EQ(p.cache_type, nullptr);  // the engine's default for the weights
 }
 
 TEST(CApi, ErrorsAreCodesAndMessages) {
@@ -46,6 +47,10 @@ TEST(CApi, ErrorsAreCodesAndMessages) {
   write_tiny_llama(dir / "tiny.gguf");
   EXPECT_EQ(oxi_llm_load((dir / "tiny.gguf").c_str(), &bad, err, sizeof err), nullptr);
   EXPECT_NE(std::string(err).find("q3"), std::string::npos) << err;
+  oxi_llm_params bad_cache = oxi_llm_default_params();
+  bad_cache.cache_type = "q8_0";
+  EXPECT_EQ(oxi_llm_load((dir / "tiny.gguf").c_str(), &bad_cache, err, sizeof err), nullptr);
+  EXPECT_NE(std::string(err).find("cache type 'q8_0'"), std::string::npos) << err;
   EXPECT_EQ(oxi_llm_send(nullptr, "user", "hi", nullptr, nullptr, nullptr),
             OXI_LLM_INVALID_ARGUMENT);
   oxi_llm_cancel(nullptr);

@@ -101,20 +101,36 @@ TEST_F(CliLlm, DumpLogitsWritesTheLastPromptTokensLogits) {
 TEST_F(CliLlm, LoadKvContinuesBitIdentically) {
   const std::string state = (dir_ / "state.kv").string();
   const std::string split = (dir_ / "split.bin").string(), whole = (dir_ / "whole.bin").string();
-  ASSERT_EQ(generate({"--raw", "-p", "w260 w261 w262", "--max-tokens", "0", "--save-kv", state})
-                .exit_code,
-            0);
-  const CommandResult more =
-      generate({"--raw", "--load-kv", state, "-p", " w263 w264", "--max-tokens", "0",
-                "--dump-logits", split, "--show-tokens"});
-  ASSERT_EQ(more.exit_code, 0) << more.err;
-  const CommandResult all = generate({"--raw", "-p", "w260 w261 w262 w263 w264", "--max-tokens",
-                                      "0", "--dump-logits", whole, "--show-tokens"});
-  ASSERT_EQ(all.exit_code, 0) << all.err;
-  EXPECT_EQ(line_starting(more.err, "prompt tokens: "), line_starting(all.err, "prompt tokens: "));
-  const auto a = oxi::test::read_file_bytes(split), b = oxi::test::read_file_bytes(whole);
-  ASSERT_EQ(a.size(), 300 * sizeof(float));
-  EXPECT_EQ(a, b);
+  // The model's default cache (f32: float weights) and an f16 one.
+  for (const std::vector<std::string> cache :
+       {std::vector<std::string>{}, std::vector<std::string>{"--cache-type", "f16"}}) {
+    SCOPED_TRACE(cache.empty() ? "default cache" : "f16 cache");
+    const auto with_cache = [&](std::vector<std::string> args) {
+      args.insert(args.end(), cache.begin(), cache.end());
+      return generate(args);
+    };
+    ASSERT_EQ(with_cache({"--raw", "-p", "w260 w261 w262", "--max-tokens", "0", "--save-kv", state})
+                  .exit_code,
+              0);
+    const CommandResult more =
+        with_cache({"--raw", "--load-kv", state, "-p", " w263 w264", "--max-tokens", "0",
+                    "--dump-logits", split, "--show-tokens"});
+    ASSERT_EQ(more.exit_code, 0) << more.err;
+    const CommandResult all = with_cache({"--raw", "-p", "w260 w261 w262 w263 w264", "--max-tokens",
+                                          "0", "--dump-logits", whole, "--show-tokens"});
+    ASSERT_EQ(all.exit_code, 0) << all.err;
+    EXPECT_EQ(line_starting(more.err, "prompt tokens: "),
+              line_starting(all.err, "prompt tokens: "));
+    const auto a = oxi::test::read_file_bytes(split), b = oxi::test::read_file_bytes(whole);
+    ASSERT_EQ(a.size(), 300 * sizeof(float));
+    EXPECT_EQ(a, b);
+  }
+  // The f16 state does not load into the default (f32) cache: an error saying why.
+  const CommandResult mismatch =
+      generate({"--raw", "--load-kv", state, "-p", " w263", "--max-tokens", "0"});
+  EXPECT_EQ(mismatch.exit_code, 1);
+  EXPECT_NE(mismatch.err.find("f16 elements; this session's cache is f32"), std::string::npos)
+      << mismatch.err;
 
   // After a generated reply: continuing in another process equals continuing in this one.
   ASSERT_EQ(
@@ -184,6 +200,7 @@ TEST_F(CliLlm, UsageErrors) {
   EXPECT_EQ(run_oxinfer({"generate", "-p", "x"}).exit_code, 2);  // no -m
   EXPECT_EQ(generate({"-p", "x", "--raw", "--system", "s"}).exit_code, 2);
   EXPECT_EQ(generate({"-p", "x", "--quant", "q3"}).exit_code, 2);
+  EXPECT_EQ(generate({"-p", "x", "--cache-type", "q8_0"}).exit_code, 2);
   EXPECT_EQ(generate({"-p", "x", "--load-kv", (dir_ / "missing").string()}).exit_code, 1);
   EXPECT_EQ(run_oxinfer({"generate", "--help"}).exit_code, 0);
   EXPECT_EQ(run_oxinfer({"chat", "--help"}).exit_code, 0);
@@ -198,6 +215,9 @@ TEST_F(CliLlm, BenchLlmJson) {
   EXPECT_GT(j.at("tg8_tok_s").get<double>(), 0);
   EXPECT_GT(j.at("decode_bandwidth_pct").get<double>(), 0);
   EXPECT_EQ(j.at("threads").get<int>(), 2);
+  // Float weights: an f32 cache of 2 layers x (32 + 8 + 1) positions x kv_dim 32, K and V.
+  EXPECT_EQ(j.at("kv_cache_type").get<std::string>(), "f32");
+  EXPECT_EQ(j.at("kv_cache_bytes").get<double>(), 2 * 2 * 33 * 32 * 4.0);
   // The limit decode is compared with (read passes between its tokens) and the best pass.
   EXPECT_GT(j.at("read_bandwidth_gbs").get<double>(), 0);
   EXPECT_GT(j.at("read_bandwidth_peak_gbs").get<double>(), 0);
@@ -256,6 +276,16 @@ TEST_F(CliLlm, BenchLlmJson) {
       {"f32 [300 x 64]", 1.0}};
   EXPECT_EQ(calls, want);
   EXPECT_NEAR(kinds_pct, products, 1e-6 * products);
+}
+
+TEST_F(CliLlm, BenchLlmF16Cache) {
+  const CommandResult r =
+      run_oxinfer({"bench", "llm", "-m", model_, "--threads", "2", "--json", "--pp", "16", "--tg",
+                   "4", "--reps", "1", "--cache-type", "f16"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("kv_cache_type").get<std::string>(), "f16");
+  EXPECT_EQ(j.at("kv_cache_bytes").get<double>(), 2 * 2 * 17 * 32 * 2.0);
 }
 
 }  // namespace

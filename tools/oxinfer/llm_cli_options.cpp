@@ -10,6 +10,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "lib/llm/kv_cache.h"
+
 namespace oxi::cli {
 
 void add_llm_options(ArgParser& p) {
@@ -29,6 +31,8 @@ void add_llm_options(ArgParser& p) {
   p.option("stop", "S", "stop before this text (repeatable)");
   p.option("choices", "A,B,C", "answer with exactly one of these (comma separated)");
   p.option("ctx", "N", "context size in tokens (default: the model's, at most 4096)");
+  p.option("cache-type", "f16|f32",
+           "KV cache elements (default f16 for quantized weights, f32 for float ones)");
   p.threads_option();
   p.option("quant", "q8|q4", "quantize an HF checkpoint's matrices at load");
 }
@@ -41,6 +45,10 @@ llm::EngineOptions engine_options(const ParsedArgs& args) {
   const long long ctx = args.get_int("ctx", 0);
   if (ctx < 0) throw UsageError("--ctx must not be negative");
   o.n_ctx = static_cast<size_t>(ctx);
+  if (const auto type = args.get("cache-type")) {
+    if (*type != "f16" && *type != "f32") throw UsageError("--cache-type must be f16 or f32");
+    o.kv_type = llm::kv_cache_type(*type);
+  }
   if (const auto quant = args.get("quant")) {
     if (*quant != "q8" && *quant != "q4" && *quant != "q8_0" && *quant != "q4_0")
       throw UsageError("--quant must be q8 or q4");

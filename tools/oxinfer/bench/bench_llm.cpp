@@ -17,6 +17,7 @@
 #include "lib/core/error.h"
 #include "lib/hub/hub.h"
 #include "lib/llm/engine.h"
+#include "lib/llm/kv_cache.h"
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/bench/machine_limits.h"
 #include "tools/oxinfer/bench/process_memory.h"
@@ -143,9 +144,9 @@ LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps, 
 }
 
 DecodeSplit split_decode(std::shared_ptr<const llm::Model> model, backends::Backend& backend,
-                         size_t tg) {
+                         size_t tg, kernels::DType kv_type) {
   TimedBackend timed(backend);
-  llm::Session session(model, timed, tg + 2);
+  llm::Session session(model, timed, tg + 2, kv_type);
   std::mt19937 rng(4321);
   std::uniform_int_distribution<int32_t> token(0, model->config().n_vocab - 1);
   const int32_t first = token(rng);
@@ -193,6 +194,8 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   p.option("tg", "N", "generated tokens (default 128; 0 = skip)");
   p.option("reps", "N", "repetitions, averaged (default 3)");
   p.option("quant", "q8|q4", "quantize an HF checkpoint's matrices at load");
+  p.option("cache-type", "f16|f32",
+           "KV cache elements (default f16 for quantized weights, f32 for float ones)");
   const ParsedArgs args = p.parse(argv);
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
@@ -206,6 +209,11 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   if (pp < 0 || tg < 0 || pp + tg == 0) throw UsageError("--pp and --tg must be >= 0, one > 0");
   if (reps < 1) throw UsageError("--reps must be at least 1");
   const bool json = args.flag("json");
+  std::optional<kernels::DType> cache_type;
+  if (const auto type = args.get("cache-type")) {
+    if (*type != "f16" && *type != "f32") throw UsageError("--cache-type must be f16 or f32");
+    cache_type = llm::kv_cache_type(*type);
+  }
 
   const double baseline = static_cast<double>(bench::resident_bytes());  // libraries, no model
   llm::LoadOptions load_options;
@@ -213,7 +221,8 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   const auto path = hub::resolve_model(*model_spec, hub::HubOptions::from_environment());
   const auto model = llm::Model::load(path, load_options);
   const auto backend = backends::make_cpu_backend(static_cast<int>(threads));
-  llm::Session session(model, *backend, static_cast<size_t>(std::max(pp, tg)) + 1);
+  const kernels::DType kv_type = cache_type.value_or(llm::Session::default_kv_type(*model));
+  llm::Session session(model, *backend, static_cast<size_t>(std::max(pp, tg)) + 1, kv_type);
 
   if (!json) {
     std::printf("model %s (%s, %d layers), threads %lld\n", path.filename().string().c_str(),
@@ -258,7 +267,7 @@ int run_bench_llm(const std::vector<std::string>& argv) {
     r = bench::bench_llm(session, static_cast<size_t>(pp), static_cast<size_t>(tg),
                          static_cast<int>(reps), read_pass,
                          limit_on_weights ? &buffer_pass : nullptr, weights_read);
-    if (tg > 0) split = bench::split_decode(model, *backend, static_cast<size_t>(tg));
+    if (tg > 0) split = bench::split_decode(model, *backend, static_cast<size_t>(tg), kv_type);
   }
   const char* const limit_memory = limit_on_weights ? "weights" : "buffer";
   const double read_bw = r.read_bandwidth_gbs, bandwidth_pct = r.decode_bandwidth_pct;
@@ -266,12 +275,10 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   const double weights_read_gbs = r.weights_read_gbs;
   const double weights_read_pct = read_bw > 0 ? 100.0 * weights_read_gbs / read_bw : 0.0;
   // Memory after the run (the bandwidth buffer is freed by then): every weight page has been
-  // read, the KV cache and the scratch buffers are allocated. Budget: file + KV cache (f32).
-  const llm::ModelConfig& cfg = model->config();
+  // read, the KV cache and the scratch buffers are allocated. Budget: file + KV cache.
   const double resident = static_cast<double>(bench::resident_bytes());
   const double file_bytes = static_cast<double>(bench::model_bytes_on_disk(path));
-  const double kv_bytes = 2.0 * cfg.n_layer * static_cast<double>(session.n_ctx()) * cfg.n_head_kv *
-                          cfg.head_dim * sizeof(float);
+  const double kv_bytes = static_cast<double>(session.kv_cache_bytes());
   const double resident_pct = 100.0 * resident / (file_bytes + kv_bytes);
 
   if (json) {
@@ -316,6 +323,7 @@ int run_bench_llm(const std::vector<std::string>& argv) {
                                 {"resident_before_load_bytes", baseline},
                                 {"model_file_bytes", file_bytes},
                                 {"kv_cache_bytes", kv_bytes},
+                                {"kv_cache_type", std::string(kernels::name(kv_type))},
                                 {"resident_pct_of_file_plus_kv", resident_pct}};
     std::printf("%s\n", out.dump().c_str());
   } else {
@@ -352,10 +360,10 @@ int run_bench_llm(const std::vector<std::string>& argv) {
                   k.gbs, k.name.c_str());
     }
     std::printf(
-        "%-28s %9.1f MB = %.1f%% of file %.1f MB + KV cache %.1f MB (%.1f MB before "
+        "%-28s %9.1f MB = %.1f%% of file %.1f MB + KV cache %.1f MB (%s; %.1f MB before "
         "loading)\n",
         "resident memory", resident / 1e6, resident_pct, file_bytes / 1e6, kv_bytes / 1e6,
-        baseline / 1e6);
+        std::string(kernels::name(kv_type)).c_str(), baseline / 1e6);
   }
   return 0;
 }

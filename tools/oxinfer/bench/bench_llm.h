@@ -51,7 +51,7 @@ struct DecodeSplit {
   std::vector<Kind> kinds;
 };
 DecodeSplit split_decode(std::shared_ptr<const llm::Model> model, backends::Backend& backend,
-                         size_t tg);
+                         size_t tg, kernels::DType kv_type);
 
 // Bytes of weight matrices one decode step reads: every layer matrix, the output projection
 // and one embedding row (the KV cache is not counted).
