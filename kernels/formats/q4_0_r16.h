@@ -12,16 +12,21 @@
 //
 // so one 32-byte load holds 4 quant bytes of each of 8 blocks, each block in its own int32
 // lane. maddubs + madd (or vpdpbusd) then leave every block's sum in its own lane: no
-// horizontal adds, no shuffles, and the per-block scale is a plain vector multiply. The blocks
-// of a row that do not fill a group (blocks % 16) stay in plain q4_0 layout at the row's end;
-// a row has exactly the bytes of its q4_0 original (row_bytes(Q4_0_R16, n) == row_bytes(Q4_0, n)).
+// horizontal adds, no shuffles, and the per-block scale is a plain vector multiply. The m
+// blocks of a row that do not fill a group (m = blocks % 16) form a short group at the row's
+// end, the same arrangement for m blocks: d[m], then qs[k][4m] for k = 0..3 (18m bytes; the
+// kernels read it with masked loads). A row has exactly the bytes of its q4_0 original
+// (row_bytes(Q4_0_R16, n) == row_bytes(Q4_0, n)). The short group used to be m plain q4_0
+// blocks, multiplied by the plain q4_0 code at ~3x the instructions per byte: 12 of the 28
+// blocks of Qwen2.5-0.5B's 896-wide rows (docs/benchmarks.md, thirty-eighth session).
 //
 // Activations are quantized to q8_0 exactly as for q4_0 (same scales, same integers) and laid
 // out to match (ActGroupR16): per block the f32 value of its f16 scale, 8 * sum(q) (the q4_0
 // zero point: dot = sum(nibble * q) - 8 * sum(q), so nibbles are used unsigned 0..15), and the
-// q bytes paired with the low and the high nibbles of each weight chunk. The tail blocks follow
-// as plain BlockQ8_0. The integer dot of every block is the plain q4_0 one; only the f32
-// summation order differs.
+// q bytes paired with the low and the high nibbles of each weight chunk. A short group's
+// activation is a whole ActGroupR16 whose lanes past its m blocks are zero (scale, zero point
+// and q), so they add nothing. The integer dot of every block is the plain q4_0 one; only the
+// f32 summation order differs.
 //
 // Q4_0_R16 is kernel-internal: dtype_info() never returns it for a file's type id.
 #pragma once
@@ -48,6 +53,17 @@ struct ActGroupR16 {
 
 static_assert(sizeof(WeightGroupR16) == kR16Blocks * sizeof(BlockQ4_0));
 static_assert(sizeof(ActGroupR16) == 640);
+
+// A group of m <= 16 blocks at `group` (a whole one when m == 16): its m f16 scales, and its
+// chunk k of quant bytes (4 per block). Byte: uint8_t or const uint8_t.
+template <class Byte>
+Byte* r16_scales(Byte* group) noexcept {
+  return group;
+}
+template <class Byte>
+Byte* r16_quants(Byte* group, size_t m, size_t k) noexcept {
+  return group + 2 * m + 4 * m * k;
+}
 
 // Bytes of one prepared activation of n values (n a multiple of 32).
 size_t q4_0_r16_activation_bytes(size_t n) noexcept;

@@ -13,16 +13,17 @@
 // The int16 sums cannot overflow: a maddubs lane is u0 * a0 + u1 * a1 with u <= 15 and
 // |a| <= 127 (q8_0 activations never hold -128), so 8 of them stay within 8 * 3810 = 30480.
 //
-// Each (token, row) accumulator sees the same steps whatever T and R are, and the blocks of a
-// row that do not fill a group (stored as plain q4_0) go through the q4_0 trait and are added
-// at the end, so gemm_q and matvec give identical sums here too.
+// Each (token, row) accumulator sees the same steps whatever T and R are, the short group's
+// last (its lanes past m add 0 x 0), so gemm_q and matvec give identical sums here too.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/arch.h"
+#include "kernels/formats/fp16.h"
 #include "kernels/formats/prefetch.h"
 #include "kernels/formats/q4_0_r16.h"
 #include "kernels/formats/repacked_tiles.h"
@@ -34,32 +35,116 @@ namespace oxi::kernels::OXI_ARCH_NS {
 #if defined(OXI_ARCH_AVX2)
 
 struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
-  using Tail = simd::Q4_0;
-  using Rows = RepackedRows<Tail, WeightGroupR16, ActGroupR16, kR16Blocks>;
-
   // Rows P at a time so that the T x P accumulators, T int16 sums and the unpacked weights fit
   // the 16 ymm registers.
   template <int T>
   static constexpr int kRowsPerPass = T >= 4 ? 1 : (T >= 2 ? 2 : 4);
 
+  // A row's whole group as the 256-bit pass reads it: the scales of blocks [8c, 8c + 8) and
+  // their 32 bytes of chunk k.
+  struct WholeGroup {
+    const WeightGroupR16* g;
+    static int halves() noexcept { return 2; }
+    __m256 scales(int c) const noexcept {
+      return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g->d + 8 * c)));
+    }
+    __m256i quants(int k, int c) const noexcept { return simd::load256_once(g->qs[k] + 32 * c); }
+  };
+  // A row's short group of m < 16 blocks (q4_0_r16.h), the same way: lanes past m read as zero
+  // (masked loads; no byte past the row is touched), and blocks 8-15 only when there are any.
+  struct ShortGroup {
+    const uint8_t* g;
+    size_t m;
+    int halves() const noexcept { return m > 8 ? 2 : 1; }
+    __m256 scales(int c) const noexcept {
+      alignas(16) uint16_t d[8] = {};
+      std::memcpy(d, r16_scales(g) + 16 * c, 2 * std::min<size_t>(8, m - 8 * c));
+      return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d)));
+    }
+    __m256i quants(int k, int c) const noexcept {
+      const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+      const __m256i mask =
+          _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(m) - 8 * c), lanes);
+      return _mm256_maskload_epi32(reinterpret_cast<const int*>(r16_quants(g, m, k) + 32 * c),
+                                   mask);
+    }
+  };
+
+  // acc[t][p] += every block's integer dot times its two scales, blocks 0-7 then 8-15.
+  template <int T, int P, class Group>
+  [[gnu::always_inline]] static void add_groups(const Group (&wg)[P],
+                                                const ActGroupR16* const (&a)[T],
+                                                __m256 (&acc)[T][P]) noexcept {
+    for (int c = 0; c < wg[0].halves(); ++c) {  // blocks 8c .. 8c + 7
+      for (int p = 0; p < P; ++p) {
+        const __m256 dw = wg[p].scales(c);
+        simd::NibbleDots dots[T];
+        for (int k = 0; k < 4; ++k) {
+          const auto q = simd::NibbleDots::split(wg[p].quants(k, c));
+          for (int t = 0; t < T; ++t) {
+            dots[t].add(q, simd::load256(a[t]->q[k][0] + 32 * c),
+                        simd::load256(a[t]->q[k][1] + 32 * c));
+          }
+        }
+        for (int t = 0; t < T; ++t) {
+          const __m256i zero = simd::load256(a[t]->zero + 8 * c);
+          const __m256i s32 = _mm256_sub_epi32(dots[t].sum().lanes(), zero);
+          const __m256 scale = _mm256_mul_ps(dw, _mm256_loadu_ps(a[t]->d + 8 * c));
+          acc[t][p] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(s32), acc[t][p]);
+        }
+      }
+    }
+  }
+
 #if defined(OXI_ARCH_AVX512)
   // One token on 512-bit vectors: a group's 16 blocks in the 16 int32 lanes, one VNNI op per 64
   // weight bytes and nibble half instead of two; the same integer sums, and the f32 steps in
-  // the 256-bit pass's order (blocks 0-7, then 8-15), so the same bits. A group's qs[k] start
-  // 32 bytes into a line in every other 288-byte group, so they are loaded as two halves (one
-  // load across two lines had halved the stream: docs/benchmarks.md, twenty-fourth session);
-  // the activation's start a line (the backend's buffer is aligned). The high nibbles enter
+  // the 256-bit pass's order (blocks 0-7, then 8-15), so the same bits. The high nibbles enter
   // as byte & 0xF0, 16 x their value, and their sums are divided by 16 once (NibbleDots). The
   // maskz forms with full masks are the plain ops: GCC 12 warns that the plain intrinsics'
   // undefined pass-through operand "may be used uninitialized".
   //
+  // acc += one group's sums: quants(k) gives chunk k's 64 bytes, d16 the 16 f16 scales; blocks
+  // 8-15 only when `both`.
+  template <class Quants>
+  [[gnu::always_inline]] static void add_group_512(__m256& acc, const ActGroupR16* a,
+                                                   const Quants& quants, __m256i d16,
+                                                   bool both) noexcept {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    __m512i low = _mm512_setzero_si512(), high = _mm512_setzero_si512();
+    for (int k = 0; k < 4; ++k) {
+      const __m512i q = quants(k);
+      low = _mm512_dpbusd_epi32(low, _mm512_and_si512(q, low4), _mm512_loadu_si512(a->q[k][0]));
+      high = _mm512_dpbusd_epi32(high, _mm512_maskz_andnot_epi32(0xFFFF, low4, q),
+                                 _mm512_loadu_si512(a->q[k][1]));
+    }
+    const __m512i s32 =
+        _mm512_sub_epi32(_mm512_add_epi32(low, _mm512_maskz_srai_epi32(0xFFFF, high, 4)),
+                         _mm512_loadu_si512(a->zero));
+    const __m512 sums = _mm512_maskz_cvtepi32_ps(0xFFFF, s32);
+    const __m512 scale = _mm512_mul_ps(_mm512_maskz_cvtph_ps(0xFFFF, d16), _mm512_loadu_ps(a->d));
+    acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, scale, 0),
+                          _mm512_maskz_extractf32x8_ps(0xFF, sums, 0), acc);
+    if (both) {
+      acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, scale, 1),
+                            _mm512_maskz_extractf32x8_ps(0xFF, sums, 1), acc);
+    }
+  }
+
+  // A whole group's qs[k] start 32 bytes into a line in every other 288-byte group, so they are
+  // loaded as two halves (one load across two lines had halved the stream: docs/benchmarks.md,
+  // twenty-fourth session); the activation's start a line (the backend's buffer is aligned).
+  // The short group is read with masked loads (its bytes only).
+  //
   // The page starts ahead, not the lines (prefetch.h, thirty-fifth session), unless the rows end
-  // in plain blocks (kLines; RepackedRows::ends_in_plain_blocks).
+  // in a short group (kLines): then the group loop does not read the whole stream, its loads'
+  // strides jump over the short group between one row and the next, which the core's
+  // per-instruction prefetcher does not follow (thirty-seventh session, for the plain blocks that
+  // stood there then).
   template <int P, bool kLines = false>
   static void one_token(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t n,
                         float* y) noexcept {
-    const size_t blocks = n / QK, groups = blocks / kR16Blocks;
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const size_t blocks = n / QK, groups = blocks / kR16Blocks, m = blocks % kR16Blocks;
     __m256 acc[P];
     for (int p = 0; p < P; ++p) acc[p] = _mm256_setzero_ps();
     for (size_t g = 0; g < groups; ++g) {
@@ -72,29 +157,26 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
         else
           prefetch_page_starts<sizeof(WeightGroupR16)>(reinterpret_cast<const uint8_t*>(wg) +
                                                        kPrefetchBytes);
-        __m512i low = _mm512_setzero_si512(), high = _mm512_setzero_si512();
-        for (int k = 0; k < 4; ++k) {
+        const auto quants = [wg](int k) {
           const __m512i first = _mm512_castsi256_si512(simd::load256(wg->qs[k]));
-          const __m512i q =
-              _mm512_mask_inserti64x4(first, 0xFF, first, simd::load256(wg->qs[k] + 32), 1);
-          low = _mm512_dpbusd_epi32(low, _mm512_and_si512(q, low4), _mm512_loadu_si512(a->q[k][0]));
-          high = _mm512_dpbusd_epi32(high, _mm512_maskz_andnot_epi32(0xFFFF, low4, q),
-                                     _mm512_loadu_si512(a->q[k][1]));
-        }
-        const __m512i s32 =
-            _mm512_sub_epi32(_mm512_add_epi32(low, _mm512_maskz_srai_epi32(0xFFFF, high, 4)),
-                             _mm512_loadu_si512(a->zero));
-        const __m512 sums = _mm512_maskz_cvtepi32_ps(0xFFFF, s32);
-        const __m512 scale = _mm512_mul_ps(_mm512_maskz_cvtph_ps(0xFFFF, simd::load256(wg->d)),
-                                           _mm512_loadu_ps(a->d));
-        acc[p] = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, scale, 0),
-                                 _mm512_maskz_extractf32x8_ps(0xFF, sums, 0), acc[p]);
-        acc[p] = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, scale, 1),
-                                 _mm512_maskz_extractf32x8_ps(0xFF, sums, 1), acc[p]);
+          return _mm512_mask_inserti64x4(first, 0xFF, first, simd::load256(wg->qs[k] + 32), 1);
+        };
+        add_group_512(acc[p], a, quants, simd::load256(wg->d), true);
       }
     }
-    Rows::finish<1, P>(w, w_row_bytes, x, 0, blocks, y, 0,
-                       [&](int, int p) { return simd::hsum(acc[p]); });
+    if (m > 0) {
+      const ActGroupR16* a = reinterpret_cast<const ActGroupR16*>(x) + groups;
+      const __mmask64 byte_mask = (uint64_t{1} << (4 * m)) - 1;
+      for (int p = 0; p < P; ++p) {
+        const uint8_t* sg = w + p * w_row_bytes + groups * sizeof(WeightGroupR16);
+        const auto quants = [sg, m, byte_mask](int k) {
+          return _mm512_maskz_loadu_epi8(byte_mask, r16_quants(sg, m, k));
+        };
+        const __m256i d16 = _mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << m) - 1), sg);
+        add_group_512(acc[p], a, quants, d16, m > 8);
+      }
+    }
+    for (int p = 0; p < P; ++p) y[p] = simd::hsum(acc[p]);
   }
 #endif
 
@@ -103,86 +185,79 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
                    size_t n, float* y, size_t y_stride) noexcept {
 #if defined(OXI_ARCH_AVX512)
     if constexpr (T == 1) {
-      if (Rows::ends_in_plain_blocks(n / QK))
+      if (n / QK % kR16Blocks != 0)
         one_token<P, true>(w, w_row_bytes, x, n, y);
       else
         one_token<P>(w, w_row_bytes, x, n, y);
       return;
     }
 #endif
-    const size_t blocks = n / QK, groups = blocks / kR16Blocks;
+    const size_t blocks = n / QK, groups = blocks / kR16Blocks, m = blocks % kR16Blocks;
     __m256 acc[T][P];
     for (int t = 0; t < T; ++t)
       for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
+    const ActGroupR16* a[T];
     for (size_t g = 0; g < groups; ++g) {
-      const ActGroupR16* a[T];
       for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const ActGroupR16*>(x + t * x_stride) + g;
-      const WeightGroupR16* wg[P];
+      WholeGroup wg[P];
       for (int p = 0; p < P; ++p) {
-        wg[p] = reinterpret_cast<const WeightGroupR16*>(w + p * w_row_bytes) + g;
+        wg[p].g = reinterpret_cast<const WeightGroupR16*>(w + p * w_row_bytes) + g;
         if constexpr (T == 1)  // its lines and the page start among them (prefetch.h)
-          prefetch_stream_part<sizeof(WeightGroupR16)>(reinterpret_cast<const uint8_t*>(wg[p]) +
+          prefetch_stream_part<sizeof(WeightGroupR16)>(reinterpret_cast<const uint8_t*>(wg[p].g) +
                                                        kPrefetchBytes);
       }
-      for (int c = 0; c < 2; ++c) {  // blocks 8c .. 8c + 7
-        for (int p = 0; p < P; ++p) {
-          const __m256 dw =
-              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg[p]->d + 8 * c)));
-          simd::NibbleDots dots[T];
-          for (int k = 0; k < 4; ++k) {
-            const auto q = simd::NibbleDots::split(simd::load256_once(wg[p]->qs[k] + 32 * c));
-            for (int t = 0; t < T; ++t) {
-              dots[t].add(q, simd::load256(a[t]->q[k][0] + 32 * c),
-                          simd::load256(a[t]->q[k][1] + 32 * c));
-            }
-          }
-          for (int t = 0; t < T; ++t) {
-            const __m256i zero = simd::load256(a[t]->zero + 8 * c);
-            const __m256i s32 = _mm256_sub_epi32(dots[t].sum().lanes(), zero);
-            const __m256 scale = _mm256_mul_ps(dw, _mm256_loadu_ps(a[t]->d + 8 * c));
-            acc[t][p] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(s32), acc[t][p]);
-          }
-        }
-      }
+      add_groups<T, P>(wg, a, acc);
     }
-    Rows::finish<T, P>(w, w_row_bytes, x, x_stride, blocks, y, y_stride,
-                       [&](int t, int p) { return simd::hsum(acc[t][p]); });
+    if (m > 0) {
+      for (int t = 0; t < T; ++t)
+        a[t] = reinterpret_cast<const ActGroupR16*>(x + t * x_stride) + groups;
+      ShortGroup sg[P];
+      for (int p = 0; p < P; ++p)
+        sg[p] = {w + p * w_row_bytes + groups * sizeof(WeightGroupR16), m};
+      add_groups<T, P>(sg, a, acc);
+    }
+    for (int t = 0; t < T; ++t)
+      for (int p = 0; p < P; ++p) y[t * y_stride + p] = simd::hsum(acc[t][p]);
   }
 };
 
 #else
 
-// The reference: one f32 sum per (token, row), block after block.
+// The reference: one f32 sum per (token, row), block after block, the short group's last.
 struct Q4_0R16Tile {
   static constexpr int kMatvecRows = 1;
-  using Tail = ref::Q4_0;
-  using Rows = RepackedRows<Tail, WeightGroupR16, ActGroupR16, kR16Blocks>;
+
+  // Block b's integer dot against the activation group, times its two scales: `group` holds m
+  // blocks (q4_0_r16.h).
+  static float block_term(const uint8_t* group, size_t m, const ActGroupR16& a, size_t b) noexcept {
+    int32_t s = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      const uint8_t* qs = r16_quants(group, m, k);
+      for (size_t j = 4 * b; j < 4 * b + 4; ++j)
+        s += (qs[j] & 0xF) * a.q[k][0][j] + (qs[j] >> 4) * a.q[k][1][j];
+    }
+    uint16_t d;
+    std::memcpy(&d, r16_scales(group) + 2 * b, 2);
+    return f16_to_f32(d) * a.d[b] * static_cast<float>(s - a.zero[b]);
+  }
 
   template <int T, int R>
   static void tile(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
-    const size_t blocks = n / QK, groups = blocks / kR16Blocks;
+    const size_t blocks = n / QK;
     float acc[T][R]{};
-    for (size_t g = 0; g < groups; ++g) {
+    for (size_t first = 0; first < blocks; first += kR16Blocks) {
+      const size_t g = first / kR16Blocks, m = std::min(kR16Blocks, blocks - first);
       for (int r = 0; r < R; ++r) {
-        const WeightGroupR16& wg = reinterpret_cast<const WeightGroupR16*>(w + r * w_row_bytes)[g];
+        const uint8_t* group = w + r * w_row_bytes + g * sizeof(WeightGroupR16);
         for (int t = 0; t < T; ++t) {
           const ActGroupR16& a = reinterpret_cast<const ActGroupR16*>(x + t * x_stride)[g];
-          for (size_t b = 0; b < kR16Blocks; ++b) {
-            int32_t s = 0;
-            for (size_t k = 0; k < 4; ++k) {
-              for (size_t j = 4 * b; j < 4 * b + 4; ++j) {
-                s += (wg.qs[k][j] & 0xF) * a.q[k][0][j] + (wg.qs[k][j] >> 4) * a.q[k][1][j];
-              }
-            }
-            const float scale = f16_to_f32(wg.d[b]) * a.d[b];
-            acc[t][r] += scale * static_cast<float>(s - a.zero[b]);
-          }
+          for (size_t b = 0; b < m; ++b) acc[t][r] += block_term(group, m, a, b);
         }
       }
     }
-    Rows::finish<T, R>(w, w_row_bytes, x, x_stride, blocks, y, y_stride,
-                       [&](int t, int r) { return acc[t][r]; });
+    for (int t = 0; t < T; ++t)
+      for (int r = 0; r < R; ++r) y[t * y_stride + r] = acc[t][r];
   }
 };
 

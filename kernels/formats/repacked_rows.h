@@ -1,7 +1,8 @@
-// The row functions of the repacked layouts with a plain tail (q4_0_r16.cpp, q8_0_r16.cpp): a
-// repacked row is whole groups of GroupBlocks plain blocks in the layout's own arrangement
-// (Pack / Unpack convert one group), then the blocks that do not fill a group, left plain.
-// Decoding and encoding go through the plain format's row codec, a group at a time.
+// The row functions of the repacked layouts with groups of blocks (q4_0_r16.cpp, q8_0_r16.cpp):
+// a repacked row is whole groups of GroupBlocks plain blocks in the layout's own arrangement
+// (Pack / Unpack convert one group), then the blocks that do not fill a group: a short group
+// (PackShort / UnpackShort convert m of them) or, without those, left plain. Decoding and
+// encoding go through the plain format's row codec, a group at a time.
 #pragma once
 
 #include <cstddef>
@@ -13,7 +14,9 @@ namespace oxi::kernels {
 
 template <typename Block, typename Group, size_t GroupBlocks, size_t BlockElems, DType Plain,
           void (*Pack)(const Block*, Group&) noexcept,
-          void (*Unpack)(const Group&, Block*) noexcept>
+          void (*Unpack)(const Group&, Block*) noexcept,
+          void (*PackShort)(const Block*, size_t, void*) noexcept = nullptr,
+          void (*UnpackShort)(const void*, size_t, Block*) noexcept = nullptr>
 struct RepackedRows {
   static constexpr size_t kGroupElems = GroupBlocks * BlockElems;
 
@@ -25,7 +28,10 @@ struct RepackedRows {
     auto* g = static_cast<Group*>(dst);
     const size_t count = groups(n);
     for (size_t i = 0; i < count; ++i) Pack(b + i * GroupBlocks, g[i]);
-    std::memcpy(g + count, b + count * GroupBlocks, tail_blocks(n) * sizeof(Block));
+    if constexpr (PackShort != nullptr)
+      PackShort(b + count * GroupBlocks, tail_blocks(n), g + count);
+    else
+      std::memcpy(g + count, b + count * GroupBlocks, tail_blocks(n) * sizeof(Block));
   }
 
   static void unpack(const void* src, void* dst, size_t n) noexcept {
@@ -33,7 +39,10 @@ struct RepackedRows {
     auto* b = static_cast<Block*>(dst);
     const size_t count = groups(n);
     for (size_t i = 0; i < count; ++i) Unpack(g[i], b + i * GroupBlocks);
-    std::memcpy(b + count * GroupBlocks, g + count, tail_blocks(n) * sizeof(Block));
+    if constexpr (UnpackShort != nullptr)
+      UnpackShort(g + count, tail_blocks(n), b + count * GroupBlocks);
+    else
+      std::memcpy(b + count * GroupBlocks, g + count, tail_blocks(n) * sizeof(Block));
   }
 
   static void dequantize(const void* src, float* dst, size_t n) noexcept {
@@ -45,7 +54,13 @@ struct RepackedRows {
       Unpack(g[i], b);
       plain(b, dst, kGroupElems);
     }
-    plain(g + count, dst, n - count * kGroupElems);
+    if constexpr (UnpackShort != nullptr) {
+      Block b[GroupBlocks];
+      UnpackShort(g + count, tail_blocks(n), b);
+      plain(b, dst, n - count * kGroupElems);
+    } else {
+      plain(g + count, dst, n - count * kGroupElems);
+    }
   }
 
   static void quantize(const float* src, void* dst, size_t n) noexcept {
@@ -57,7 +72,13 @@ struct RepackedRows {
       plain(src, b, kGroupElems);
       Pack(b, g[i]);
     }
-    plain(src, g + count, n - count * kGroupElems);
+    if constexpr (PackShort != nullptr) {
+      Block b[GroupBlocks];
+      plain(src, b, n - count * kGroupElems);
+      PackShort(b, tail_blocks(n), g + count);
+    } else {
+      plain(src, g + count, n - count * kGroupElems);
+    }
   }
 };
 
