@@ -40,35 +40,8 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
   template <int T>
   static constexpr int kRowsPerPass = T >= 4 ? 1 : (T >= 2 ? 2 : 4);
 
-  // A row's whole group as the 256-bit pass reads it: the scales of blocks [8c, 8c + 8) and
-  // their 32 bytes of chunk k.
-  struct WholeGroup {
-    const WeightGroupR16* g;
-    static int halves() noexcept { return 2; }
-    __m256 scales(int c) const noexcept {
-      return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g->d + 8 * c)));
-    }
-    __m256i quants(int k, int c) const noexcept { return simd::load256_once(g->qs[k] + 32 * c); }
-  };
-  // A row's short group of m < 16 blocks (q4_0_r16.h), the same way: lanes past m read as zero
-  // (masked loads; no byte past the row is touched), and blocks 8-15 only when there are any.
-  struct ShortGroup {
-    const uint8_t* g;
-    size_t m;
-    int halves() const noexcept { return m > 8 ? 2 : 1; }
-    __m256 scales(int c) const noexcept {
-      alignas(16) uint16_t d[8] = {};
-      std::memcpy(d, r16_scales(g) + 16 * c, 2 * std::min<size_t>(8, m - 8 * c));
-      return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d)));
-    }
-    __m256i quants(int k, int c) const noexcept {
-      const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-      const __m256i mask =
-          _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(m) - 8 * c), lanes);
-      return _mm256_maskload_epi32(reinterpret_cast<const int*>(r16_quants(g, m, k) + 32 * c),
-                                   mask);
-    }
-  };
+  using WholeGroup = WholeR16Group<WeightGroupR16, true>;
+  using ShortGroup = ShortR16Group;
 
   // acc[t][p] += every block's integer dot times its two scales, blocks 0-7 then 8-15.
   template <int T, int P, class Group>
@@ -137,10 +110,7 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
   // The short group is read with masked loads (its bytes only).
   //
   // The page starts ahead, not the lines (prefetch.h, thirty-fifth session), unless the rows end
-  // in a short group (kLines): then the group loop does not read the whole stream, its loads'
-  // strides jump over the short group between one row and the next, which the core's
-  // per-instruction prefetcher does not follow (thirty-seventh session, for the plain blocks that
-  // stood there then).
+  // in a short group (kLines; ends_in_short_group).
   template <int P, bool kLines = false>
   static void one_token(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t n,
                         float* y) noexcept {
@@ -169,6 +139,8 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
       const __mmask64 byte_mask = (uint64_t{1} << (4 * m)) - 1;
       for (int p = 0; p < P; ++p) {
         const uint8_t* sg = w + p * w_row_bytes + groups * sizeof(WeightGroupR16);
+        if constexpr (kLines)  // the short groups' lines too (the groups' stop short)
+          prefetch_stream_part(sg + kPrefetchBytes, m * sizeof(BlockQ4_0), 0, 1);
         const auto quants = [sg, m, byte_mask](int k) {
           return _mm512_maskz_loadu_epi8(byte_mask, r16_quants(sg, m, k));
         };
@@ -185,7 +157,7 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
                    size_t n, float* y, size_t y_stride) noexcept {
 #if defined(OXI_ARCH_AVX512)
     if constexpr (T == 1) {
-      if (n / QK % kR16Blocks != 0)
+      if (ends_in_short_group(n / QK))
         one_token<P, true>(w, w_row_bytes, x, n, y);
       else
         one_token<P>(w, w_row_bytes, x, n, y);
@@ -212,8 +184,11 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
       for (int t = 0; t < T; ++t)
         a[t] = reinterpret_cast<const ActGroupR16*>(x + t * x_stride) + groups;
       ShortGroup sg[P];
-      for (int p = 0; p < P; ++p)
+      for (int p = 0; p < P; ++p) {
         sg[p] = {w + p * w_row_bytes + groups * sizeof(WeightGroupR16), m};
+        if constexpr (T == 1)  // the short groups' lines too (the groups' stop short)
+          prefetch_stream_part(sg[p].g + kPrefetchBytes, m * sizeof(BlockQ4_0), 0, 1);
+      }
       add_groups<T, P>(sg, a, acc);
     }
     for (int t = 0; t < T; ++t)

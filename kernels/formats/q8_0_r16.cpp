@@ -2,6 +2,7 @@
 // q8_0's own scalar reference (so they are bit-identical to it), and the matching activation.
 #include "kernels/formats/q8_0_r16.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/formats/fp16.h"
@@ -15,46 +16,65 @@ namespace {
 constexpr size_t kGroupElems = kR16Blocks * QK;
 constexpr size_t kChunks = QK / 4;  // 4-byte chunks per block: the k of qs[k]
 
-void pack_group(const BlockQ8_0* b, WeightGroupQ8R16& g) noexcept {
-  for (size_t i = 0; i < kR16Blocks; ++i) {
-    g.d[i] = b[i].d;
-    for (size_t k = 0; k < kChunks; ++k) std::memcpy(&g.qs[k][4 * i], &b[i].qs[4 * k], 4);
+// m blocks into a group of m (a whole group when m == 16, a row's short group otherwise).
+void pack_blocks(const BlockQ8_0* b, size_t m, void* dst) noexcept {
+  auto* g = static_cast<uint8_t*>(dst);
+  for (size_t i = 0; i < m; ++i) {
+    std::memcpy(r16_scales(g) + 2 * i, &b[i].d, 2);
+    for (size_t k = 0; k < kChunks; ++k)
+      std::memcpy(r16_quants(g, m, k) + 4 * i, &b[i].qs[4 * k], 4);
   }
+}
+
+void unpack_blocks(const void* src, size_t m, BlockQ8_0* b) noexcept {
+  const auto* g = static_cast<const uint8_t*>(src);
+  for (size_t i = 0; i < m; ++i) {
+    std::memcpy(&b[i].d, r16_scales(g) + 2 * i, 2);
+    for (size_t k = 0; k < kChunks; ++k)
+      std::memcpy(&b[i].qs[4 * k], r16_quants(g, m, k) + 4 * i, 4);
+  }
+}
+
+void pack_group(const BlockQ8_0* b, WeightGroupQ8R16& g) noexcept {
+  pack_blocks(b, kR16Blocks, &g);
 }
 
 void unpack_group(const WeightGroupQ8R16& g, BlockQ8_0* b) noexcept {
-  for (size_t i = 0; i < kR16Blocks; ++i) {
-    b[i].d = g.d[i];
-    for (size_t k = 0; k < kChunks; ++k) std::memcpy(&b[i].qs[4 * k], &g.qs[k][4 * i], 4);
-  }
+  unpack_blocks(&g, kR16Blocks, b);
 }
 
 using Rows = RepackedRows<BlockQ8_0, WeightGroupQ8R16, kR16Blocks, QK, DType::Q8_0, pack_group,
-                          unpack_group>;
+                          unpack_group, pack_blocks, unpack_blocks>;
+
+// A group's activation from m <= 16 q8_0 blocks; lanes past m are zero.
+void fill_activation_group(const BlockQ8_0* b, size_t m, ActGroupQ8R16& a) noexcept {
+  if (m < kR16Blocks) a = ActGroupQ8R16{};
+  for (size_t i = 0; i < m; ++i) {
+    a.d[i] = f16_to_f32(b[i].d);
+    int32_t sum = 0;
+    for (const int8_t q : b[i].qs) sum += q;
+    a.sum128[i] = 128 * sum;
+    for (size_t k = 0; k < kChunks; ++k) std::memcpy(&a.q[k][4 * i], &b[i].qs[4 * k], 4);
+  }
+}
 
 }  // namespace
 
 size_t q8_0_r16_activation_bytes(size_t n) noexcept {
   const size_t blocks = n / QK;
-  return blocks / kR16Blocks * sizeof(ActGroupQ8R16) + blocks % kR16Blocks * sizeof(BlockQ8_0);
+  return (blocks + kR16Blocks - 1) / kR16Blocks * sizeof(ActGroupQ8R16);
 }
 
 void quantize_activation_q8_0_r16(const float* x, void* out, size_t n) noexcept {
-  const size_t blocks = n / QK, groups = blocks / kR16Blocks;
+  const size_t blocks = n / QK;
   auto* a = static_cast<ActGroupQ8R16*>(out);
   const RowEncoder quantize_q8_0 = format_kernels().quantize_q8_0;
-  for (size_t g = 0; g < groups; ++g, ++a, x += kGroupElems) {
+  for (size_t first = 0; first < blocks; first += kR16Blocks, ++a, x += kGroupElems) {
+    const size_t m = std::min(kR16Blocks, blocks - first);
     BlockQ8_0 b[kR16Blocks];
-    quantize_q8_0(x, b, kGroupElems);
-    for (size_t i = 0; i < kR16Blocks; ++i) {
-      a->d[i] = f16_to_f32(b[i].d);
-      int32_t sum = 0;
-      for (const int8_t q : b[i].qs) sum += q;
-      a->sum128[i] = 128 * sum;
-      for (size_t k = 0; k < kChunks; ++k) std::memcpy(&a->q[k][4 * i], &b[i].qs[4 * k], 4);
-    }
+    quantize_q8_0(x, b, m * QK);
+    fill_activation_group(b, m, *a);
   }
-  quantize_q8_0(x, a, (blocks - groups * kR16Blocks) * QK);
 }
 
 void repack_row_q8_0_r16(const void* src, void* dst, size_t n) noexcept {

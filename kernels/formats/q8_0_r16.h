@@ -15,15 +15,17 @@
 // lane, and the per-block scale is a plain vector multiply after 8 such steps (~6.5
 // instructions a block; on one core of the development VM, matvec on cache-resident rows went
 // from 42 to 63-67 GB/s and gemm_q from 99 to 126 GOP/s). 544 = 17 * 32: in a 32-byte aligned row
-// every scale vector and quant load of a group stays 32-byte aligned. The blocks of a row that do
-// not fill a group (blocks % 16) stay in plain q8_0 layout at the row's end; a row has exactly the
-// bytes of its q8_0 original (row_bytes(Q8_0_R16, n) == row_bytes(Q8_0, n)).
+// every scale vector and quant load of a group stays 32-byte aligned. The m blocks of a row
+// that do not fill a group (m = blocks % 16) form a short group at the row's end, the same
+// arrangement for m blocks: d[m], then qs[k][4m] for k = 0..7 (34m bytes; r16_scales /
+// r16_quants in q4_0_r16.h). A row has exactly the bytes of its q8_0 original
+// (row_bytes(Q8_0_R16, n) == row_bytes(Q8_0, n)).
 //
 // Activations are quantized to q8_0 exactly as for q8_0 (same scales, same integers) and laid
 // out to match (ActGroupQ8R16): per block the f32 value of its f16 scale, 128 x the sum of its
-// q (for the VNNI tiles), and the q bytes in the weight's interleave. The tail blocks follow as
-// plain BlockQ8_0. The integer dot of every block is the plain q8_0 one; only the f32
-// summation order differs.
+// q (for the VNNI tiles), and the q bytes in the weight's interleave. A short group's
+// activation is a whole ActGroupQ8R16 whose lanes past its m blocks are zero. The integer dot
+// of every block is the plain q8_0 one; only the f32 summation order differs.
 //
 // Q8_0_R16 is kernel-internal: dtype_info() never returns it for a file's type id.
 #pragma once

@@ -18,16 +18,17 @@
 // one lane stays within 2 * 128 * 127 = 32512 (no saturation), but the sum of two could reach
 // 65024 and overflow int16. The int32 lanes hold at most 32 * 128 * 127 per block.
 //
-// Each (token, row) accumulator sees the same steps whatever T and R are, and the blocks of a
-// row that do not fill a group (stored as plain q8_0) go through the q8_0 trait and are added
-// at the end, so gemm_q and matvec give identical sums here too.
+// Each (token, row) accumulator sees the same steps whatever T and R are, the short group's
+// last (its lanes past m add 0 x 0), so gemm_q and matvec give identical sums here too.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/arch.h"
+#include "kernels/formats/fp16.h"
 #include "kernels/formats/prefetch.h"
 #include "kernels/formats/q8_0_r16.h"
 #include "kernels/formats/repacked_tiles.h"
@@ -39,22 +40,55 @@ namespace oxi::kernels::OXI_ARCH_NS {
 #if defined(OXI_ARCH_AVX2)
 
 struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
-  using Tail = simd::Q8_0;
-  using Rows = RepackedRows<Tail, WeightGroupQ8R16, ActGroupQ8R16, kR16Blocks>;
-
   // Rows P at a time so that the T x P accumulators, T int32 sums, the weights and their
   // absolute values fit the 16 ymm registers.
   template <int T>
   static constexpr int kRowsPerPass = T >= 4 ? 1 : (T >= 2 ? 2 : 4);
 
-  // One token requests its lines ahead (kLines) on AVX2, and on avx512 where a row ends in plain
-  // blocks (RepackedRows::ends_in_plain_blocks); else only the page starts.
+  // acc[t][p] += the dots of blocks 8c .. 8c + 7 of row p's group, times their two scales.
+  template <int T, int P, class Group>
+  [[gnu::always_inline]] static void add_half(const Group& group, int c, int p,
+                                              const ActGroupQ8R16* const (&a)[T],
+                                              __m256 (&acc)[T][P]) noexcept {
+    const __m256 dw = group.scales(c);
+    __m256i s32[T];
+    for (int t = 0; t < T; ++t) s32[t] = _mm256_setzero_si256();
+    if constexpr (simd::kVnni) {
+      // w + 128 as the unsigned operand, then 128 x the activation's sum subtracted: the same
+      // integers as the sign trick's, two instructions fewer per 32 bytes (a lane holds at most
+      // 32 * 255 * 127 before the subtraction)
+      const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+      for (int k = 0; k < 8; ++k) {
+        const __m256i u = _mm256_xor_si256(group.quants(k, c), flip);
+        for (int t = 0; t < T; ++t)
+          s32[t] = _mm256_dpbusd_epi32(s32[t], u, simd::load256(a[t]->q[k] + 32 * c));
+      }
+      for (int t = 0; t < T; ++t)
+        s32[t] = _mm256_sub_epi32(s32[t], simd::load256(a[t]->sum128 + 8 * c));
+    } else {
+      for (int k = 0; k < 8; ++k) {
+        const __m256i q = group.quants(k, c);
+        const __m256i u = _mm256_sign_epi8(q, q);
+        for (int t = 0; t < T; ++t) {
+          const __m256i s = _mm256_sign_epi8(simd::load256(a[t]->q[k] + 32 * c), q);
+          s32[t] = simd::add_dot_u8s8(s32[t], u, s);
+        }
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      const __m256 scale = _mm256_mul_ps(dw, _mm256_loadu_ps(a[t]->d + 8 * c));
+      acc[t][p] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(s32[t]), acc[t][p]);
+    }
+  }
+
+  // One token requests its lines ahead (kLines) on AVX2, and on avx512 where a row ends in a
+  // short group (ends_in_short_group); else only the page starts.
   template <int T, int P>
   static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
 #if defined(OXI_ARCH_AVX512)
     if constexpr (T == 1) {
-      if (!Rows::ends_in_plain_blocks(n / QK))
+      if (!ends_in_short_group(n / QK))
         return pass_with<T, P, false>(w, w_row_bytes, x, x_stride, n, y, y_stride);
     }
 #endif
@@ -63,7 +97,7 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
   template <int T, int P, bool kLines>
   static void pass_with(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                         size_t n, float* y, size_t y_stride) noexcept {
-    const size_t blocks = n / QK, groups = blocks / kR16Blocks;
+    const size_t blocks = n / QK, groups = blocks / kR16Blocks, m = blocks % kR16Blocks;
     __m256 acc[T][P];
     for (int t = 0; t < T; ++t)
       for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
@@ -73,8 +107,8 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
       for (int p = 0; p < P; ++p)
         prefetch_page_starts(w + p * w_row_bytes + kPrefetchBytes,
                              groups * sizeof(WeightGroupQ8R16));
+    const ActGroupQ8R16* a[T];
     for (size_t g = 0; g < groups; ++g) {
-      const ActGroupQ8R16* a[T];
       for (int t = 0; t < T; ++t)
         a[t] = reinterpret_cast<const ActGroupQ8R16*>(x + t * x_stride) + g;
       const WeightGroupQ8R16* wg[P];
@@ -90,82 +124,71 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
           // the page starts alone had read faster; at 8 KB the lines as well: Q8_0 decode /
           // weights read higher in 9 of 10 alternating pairs, +1.5 to +8 points
           // (docs/benchmarks.md, twenty-fifth session). avx512, whose loop is shorter, requests
-          // the page starts alone, once per row (above), where the rows have no plain blocks.
+          // the page starts alone, once per row (above), where the rows have no short group.
           if constexpr (T == 1 && kLines) {
             constexpr size_t kHalf = sizeof(WeightGroupQ8R16) / 2;
             prefetch_stream_part<kHalf>(reinterpret_cast<const uint8_t*>(wg[p]) + kPrefetchBytes +
                                         kHalf * c);
           }
-          const __m256 dw =
-              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg[p]->d + 8 * c)));
-          __m256i s32[T];
-          for (int t = 0; t < T; ++t) s32[t] = _mm256_setzero_si256();
-          if constexpr (simd::kVnni) {
-            // w + 128 as the unsigned operand, then 128 x the activation's sum subtracted: the
-            // same integers as the sign trick's, two instructions fewer per 32 bytes (a lane
-            // holds at most 32 * 255 * 127 before the subtraction)
-            const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-            for (int k = 0; k < 8; ++k) {
-              const __m256i u = _mm256_xor_si256(simd::load256(wg[p]->qs[k] + 32 * c), flip);
-              for (int t = 0; t < T; ++t)
-                s32[t] = _mm256_dpbusd_epi32(s32[t], u, simd::load256(a[t]->q[k] + 32 * c));
-            }
-            for (int t = 0; t < T; ++t)
-              s32[t] = _mm256_sub_epi32(s32[t], simd::load256(a[t]->sum128 + 8 * c));
-          } else {
-            for (int k = 0; k < 8; ++k) {
-              const __m256i q = simd::load256(wg[p]->qs[k] + 32 * c);
-              const __m256i u = _mm256_sign_epi8(q, q);
-              for (int t = 0; t < T; ++t) {
-                const __m256i s = _mm256_sign_epi8(simd::load256(a[t]->q[k] + 32 * c), q);
-                s32[t] = simd::add_dot_u8s8(s32[t], u, s);
-              }
-            }
-          }
-          for (int t = 0; t < T; ++t) {
-            const __m256 scale = _mm256_mul_ps(dw, _mm256_loadu_ps(a[t]->d + 8 * c));
-            acc[t][p] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(s32[t]), acc[t][p]);
-          }
+          add_half<T, P>(WholeR16Group<WeightGroupQ8R16, false>{wg[p]}, c, p, a, acc);
         }
       }
     }
-    Rows::finish<T, P>(w, w_row_bytes, x, x_stride, blocks, y, y_stride,
-                       [&](int t, int p) { return simd::hsum(acc[t][p]); });
+    if (m > 0) {
+      for (int t = 0; t < T; ++t)
+        a[t] = reinterpret_cast<const ActGroupQ8R16*>(x + t * x_stride) + groups;
+      const size_t offset = groups * sizeof(WeightGroupQ8R16);
+      if constexpr (T == 1 && kLines) {  // the short groups' lines too (the groups' stop short)
+        for (int p = 0; p < P; ++p)
+          prefetch_stream_part(w + p * w_row_bytes + offset + kPrefetchBytes, m * sizeof(BlockQ8_0),
+                               0, 1);
+      }
+      for (int c = 0; c < (m > 8 ? 2 : 1); ++c)
+        for (int p = 0; p < P; ++p)
+          add_half<T, P>(ShortR16Group{w + p * w_row_bytes + offset, m}, c, p, a, acc);
+    }
+    for (int t = 0; t < T; ++t)
+      for (int p = 0; p < P; ++p) y[t * y_stride + p] = simd::hsum(acc[t][p]);
   }
 };
 
 #else
 
-// The reference: one f32 sum per (token, row), block after block.
+// The reference: one f32 sum per (token, row), block after block, the short group's last.
 struct Q8_0R16Tile {
   static constexpr int kMatvecRows = 1;
-  using Tail = ref::Q8_0;
-  using Rows = RepackedRows<Tail, WeightGroupQ8R16, ActGroupQ8R16, kR16Blocks>;
+
+  // Block b's integer dot against the activation group, times its two scales: `group` holds m
+  // blocks (q8_0_r16.h).
+  static float block_term(const uint8_t* group, size_t m, const ActGroupQ8R16& a,
+                          size_t b) noexcept {
+    int32_t s = 0;
+    for (size_t k = 0; k < 8; ++k) {
+      const uint8_t* qs = r16_quants(group, m, k);
+      for (size_t j = 4 * b; j < 4 * b + 4; ++j) s += static_cast<int8_t>(qs[j]) * a.q[k][j];
+    }
+    uint16_t d;
+    std::memcpy(&d, r16_scales(group) + 2 * b, 2);
+    return f16_to_f32(d) * a.d[b] * static_cast<float>(s);
+  }
 
   template <int T, int R>
   static void tile(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
-    const size_t blocks = n / QK, groups = blocks / kR16Blocks;
+    const size_t blocks = n / QK;
     float acc[T][R]{};
-    for (size_t g = 0; g < groups; ++g) {
+    for (size_t first = 0; first < blocks; first += kR16Blocks) {
+      const size_t g = first / kR16Blocks, m = std::min(kR16Blocks, blocks - first);
       for (int r = 0; r < R; ++r) {
-        const WeightGroupQ8R16& wg =
-            reinterpret_cast<const WeightGroupQ8R16*>(w + r * w_row_bytes)[g];
+        const uint8_t* group = w + r * w_row_bytes + g * sizeof(WeightGroupQ8R16);
         for (int t = 0; t < T; ++t) {
           const ActGroupQ8R16& a = reinterpret_cast<const ActGroupQ8R16*>(x + t * x_stride)[g];
-          for (size_t b = 0; b < kR16Blocks; ++b) {
-            int32_t s = 0;
-            for (size_t k = 0; k < 8; ++k) {
-              for (size_t j = 4 * b; j < 4 * b + 4; ++j) s += wg.qs[k][j] * a.q[k][j];
-            }
-            const float scale = f16_to_f32(wg.d[b]) * a.d[b];
-            acc[t][r] += scale * static_cast<float>(s);
-          }
+          for (size_t b = 0; b < m; ++b) acc[t][r] += block_term(group, m, a, b);
         }
       }
     }
-    Rows::finish<T, R>(w, w_row_bytes, x, x_stride, blocks, y, y_stride,
-                       [&](int t, int r) { return acc[t][r]; });
+    for (int t = 0; t < T; ++t)
+      for (int r = 0; r < R; ++r) y[t * y_stride + r] = acc[t][r];
   }
 };
 

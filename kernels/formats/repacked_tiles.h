@@ -1,73 +1,85 @@
 // What the tiles of the repacked layouts share (q4_0_r16_tiles.h, q8_0_r16_tiles.h; RowPasses
-// also q4_k_r8_tiles.h). A q4_0_r16 / q8_0_r16 row is whole groups of blocks in the layout's own
-// arrangement, then the blocks that do not fill a group, left in the plain format and
-// multiplied by that format's trait (its "tail"); the activation is laid out the same way.
-// (q4_K_r8 puts those blocks into a short group of its own layout instead: q4_k_r8.h.)
+// also q4_k_r8_tiles.h). A q4_0_r16 / q8_0_r16 row is whole groups of 16 blocks in the
+// layout's own arrangement, then a short group of the m = blocks % 16 blocks left, in the same
+// arrangement for m blocks (q4_0_r16.h); the activation is whole groups, the last one's lanes
+// past m zero. (q4_K_r8 has short groups of its own: q4_k_r8.h.)
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/arch.h"
 #include "kernels/formats/prefetch.h"
+#include "kernels/formats/q4_0_r16.h"
+#include "kernels/formats/traits_avx2.h"
 
 namespace oxi::kernels::OXI_ARCH_NS {
 
-// The plain blocks at the end of a row (the plain format's Trait): `blocks` of them at
-// w + w_offset, against the plain activation blocks at x + x_offset.
-template <class Trait, int T, int P>
-inline void plain_tail(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
-                       size_t w_offset, size_t x_offset, size_t blocks,
-                       typename Trait::Acc (&acc)[T][P]) noexcept {
-  using WBlock = typename Trait::WBlock;
-  using ABlock = typename Trait::ABlock;
-  for (size_t b = 0; b < blocks; ++b) {
-    typename Trait::Act a[T];
-    for (int t = 0; t < T; ++t) {
-      a[t] = Trait::load_act(reinterpret_cast<const ABlock*>(x + t * x_stride + x_offset)[b]);
-    }
-    for (int p = 0; p < P; ++p) {
-      const WBlock* block = reinterpret_cast<const WBlock*>(w + p * w_row_bytes + w_offset) + b;
-      // One token streams its row (prefetch.h); the groups' requests stop short of the tail.
-      if constexpr (T == 1)
-        prefetch_stream_lines<sizeof(WBlock)>(reinterpret_cast<const uint8_t*>(block) +
-                                              kPrefetchBytes);
-      const typename Trait::W wb = Trait::load_w(*block);
-      for (int t = 0; t < T; ++t) Trait::step(acc[t][p], wb, a[t]);
-    }
-  }
+// Whether rows of `blocks` blocks end in a short group. A one-token pass over such rows
+// requests its lines ahead, not only the page starts: the group loop does not read the whole
+// stream, its loads' strides jump over the short group between one row and the next, which the
+// core's per-instruction prefetcher does not follow. Qwen2.5-0.5B-shaped decode (rows of 896
+// and 4864: 12 and 8 blocks past the groups, plain q8_0 / q4_0 blocks then), fast-memory
+// minutes: Q8_0 84.4 against 73.7 % of the read limit; Q4_0's ffn_down 81-88 against 63-71 %
+// (thirty-seventh session, docs/benchmarks.md).
+constexpr bool ends_in_short_group(size_t blocks) noexcept {
+  return blocks % kR16Blocks != 0;
 }
 
-// Rows of `blocks` blocks: groups of kGroupBlocks (WGroup bytes of weights, AGroup bytes of
-// activation each), then the plain tail.
-template <class Tail, class WGroup, class AGroup, size_t kGroupBlocks>
-struct RepackedRows {
-  // Whether rows of `blocks` blocks end in plain ones. A one-token pass over such rows requests
-  // its lines ahead, not only the page starts: the plain blocks stand between one row's groups
-  // and the next, so each group load's stride jumps there, which the core's per-instruction
-  // prefetcher does not follow. Qwen2.5-0.5B-shaped decode (rows of 896 and 4864: 12 and 8
-  // plain blocks), fast-memory minutes: Q8_0 84.4 against 73.7 % of the read limit; Q4_0's
-  // ffn_down 81-88 against 63-71 %, its decode 0-4 points higher (thirty-seventh session,
-  // docs/benchmarks.md).
-  static constexpr bool ends_in_plain_blocks(size_t blocks) noexcept {
-    return blocks % kGroupBlocks != 0;
-  }
+#if defined(OXI_ARCH_AVX2)
 
-  // Writes y for T tokens x P rows: group_sum(t, p), the (token, row)'s f32 sum over the
-  // groups, plus its tail blocks' sum.
-  template <int T, int P, class GroupSum>
-  static void finish(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
-                     size_t blocks, float* y, size_t y_stride, const GroupSum& group_sum) noexcept {
-    const size_t groups = blocks / kGroupBlocks;
-    typename Tail::Acc tail[T][P]{};
-    plain_tail<Tail, T, P>(w, w_row_bytes, x, x_stride, groups * sizeof(WGroup),
-                           groups * sizeof(AGroup), blocks - groups * kGroupBlocks, tail);
-    for (int t = 0; t < T; ++t) {
-      for (int p = 0; p < P; ++p) y[t * y_stride + p] = group_sum(t, p) + Tail::finish(tail[t][p]);
-    }
+// A row's whole group (WGroup: d[16], then qs[k][64]) as the 256-bit passes read it: the
+// scales of blocks [8c, 8c + 8), and their 32 bytes of chunk k.
+template <class WGroup, bool kLoadOnce>
+struct WholeR16Group {
+  const WGroup* g;
+  static int halves() noexcept { return 2; }
+  __m256 scales(int c) const noexcept {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g->d + 8 * c)));
+  }
+  __m256i quants(int k, int c) const noexcept {
+    if constexpr (kLoadOnce)
+      return simd::load256_once(g->qs[k] + 32 * c);
+    else
+      return simd::load256(g->qs[k] + 32 * c);
   }
 };
+
+// A row's short group of m < 16 blocks, the same way: lanes past m read as zero (masked loads:
+// no byte past the row is touched), and blocks 8-15 only when there are any.
+struct ShortR16Group {
+  const uint8_t* g;
+  size_t m;
+  int halves() const noexcept { return m > 8 ? 2 : 1; }
+  // Blocks of half c present.
+  size_t count(int c) const noexcept { return std::min<size_t>(8, m - 8 * c); }
+#if defined(OXI_ARCH_AVX512)
+  __mmask8 mask(int c) const noexcept {
+    return static_cast<__mmask8>((1u << count(c)) - 1);
+  }
+  __m256 scales(int c) const noexcept {
+    return _mm256_cvtph_ps(_mm_maskz_loadu_epi16(mask(c), r16_scales(g) + 16 * c));
+  }
+  __m256i quants(int k, int c) const noexcept {
+    return _mm256_maskz_loadu_epi32(mask(c), r16_quants(g, m, k) + 32 * c);
+  }
+#else
+  __m256 scales(int c) const noexcept {
+    alignas(16) uint16_t d[8] = {};
+    std::memcpy(d, r16_scales(g) + 16 * c, 2 * count(c));
+    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d)));
+  }
+  __m256i quants(int k, int c) const noexcept {
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count(c))), lanes);
+    return _mm256_maskload_epi32(reinterpret_cast<const int*>(r16_quants(g, m, k) + 32 * c), mask);
+  }
+#endif
+};
+
+#endif
 
 // The QuantTile interface (tiles.h) over a tile that computes P rows per pass
 // (Tile::pass<T, P>, P = Tile::kRowsPerPass<T>, so its accumulators fit the registers).

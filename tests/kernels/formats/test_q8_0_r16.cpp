@@ -1,7 +1,7 @@
 // The repacked q8_0 layout (kernels/formats/q8_0_r16.h): lossless repacking, decoding identical
 // to q8_0, the activation layout, and its matvec / gemm_q against a naive double product, the
 // scalar path and plain q8_0 on every available instruction set. Row lengths leave blocks
-// outside the 16-block groups (stored as plain q8_0 at the row's end). Random rows hold every
+// outside the 16-block groups (a short group at the row's end). Random rows hold every
 // byte value, so weights of -128 (the edge of the sign trick) are exercised.
 #include <gtest/gtest.h>
 
@@ -24,9 +24,10 @@ namespace {
 using kernels::DType;
 using kernels::Isa;
 
-// Groups and a one-block tail, groups and a long tail, a tail only, groups and a tail, and one
-// group.
-const size_t kLengths[] = {32 * 17, 32 * 33, 32 * 5, 32 * 16 * 5 + 32 * 7, 32 * 16};
+// Short groups of 1 and 1 after two groups, a short group only (5), groups and a short group of
+// 7, one group, Qwen2.5-0.5B's rows (1 + 12 blocks) and a short group of 9 (blocks 8-15 used).
+const size_t kLengths[] = {32 * 17, 32 * 33, 32 * 5,          32 * 16 * 5 + 32 * 7,
+                           32 * 16, 896,     32 * 16 + 32 * 9};
 
 std::vector<uint8_t> repack(const std::vector<uint8_t>& q8_0, size_t n) {
   return repack_copy(DType::Q8_0, DType::Q8_0_R16, q8_0, n);
@@ -70,9 +71,10 @@ TEST(Q8_0R16, RepackIsLosslessAndDecodesBitExactly) {
   }
 }
 
-// The layout itself: block b's scale in d[b], its bytes 4k..4k+3 at qs[k][4b..4b+3].
+// The layout itself: block b's scale in d[b], its bytes 4k..4k+3 at qs[k][4b..4b+3]; the short
+// group of m blocks the same with m for 16 (d[m], then qs[k][4m]).
 TEST(Q8_0R16, GroupLayout) {
-  const size_t n = 32 * 16 * 2 + 32;
+  const size_t m = 3, n = 32 * 16 * 2 + 32 * m;
   const std::vector<uint8_t> plain = random_row(DType::Q8_0, n, 5);
   const std::vector<uint8_t> packed = repack(plain, n);
   const auto* blocks = reinterpret_cast<const kernels::BlockQ8_0*>(plain.data());
@@ -83,9 +85,14 @@ TEST(Q8_0R16, GroupLayout) {
     for (size_t j = 0; j < 32; ++j)
       ASSERT_EQ(g[i / 16].qs[j / 4][4 * (i % 16) + j % 4], b.qs[j]) << "block " << i;
   }
-  EXPECT_EQ(std::memcmp(packed.data() + 2 * sizeof(kernels::WeightGroupQ8R16), blocks + 32,
-                        sizeof(kernels::BlockQ8_0)),
-            0);
+  const uint8_t* short_group = packed.data() + 2 * sizeof(kernels::WeightGroupQ8R16);
+  for (size_t i = 0; i < m; ++i) {
+    const kernels::BlockQ8_0& b = blocks[32 + i];
+    EXPECT_EQ(std::memcmp(short_group + 2 * i, &b.d, 2), 0) << "short block " << i;
+    for (size_t k = 0; k < 8; ++k)
+      EXPECT_EQ(std::memcmp(short_group + 2 * m + 4 * m * k + 4 * i, &b.qs[4 * k], 4), 0)
+          << "short block " << i << " chunk " << k;
+  }
 }
 
 TEST(Q8_0R16, EncoderIsQ8_0Repacked) {
@@ -99,21 +106,26 @@ TEST(Q8_0R16, EncoderIsQ8_0Repacked) {
 }
 
 // The activation holds q8_0's own scales and integers, rearranged as the weights are, and 128 x
-// each block's sum of integers.
+// each block's sum of integers; the short group's lanes past its blocks are zero.
 TEST(Q8_0R16, ActivationIsQ8_0Rearranged) {
   for (size_t n : kLengths) {
     const std::vector<float> x = random_floats(n, static_cast<uint32_t>(n), -3.0f, 3.0f);
-    const size_t blocks = n / 32, groups = blocks / 16;
+    const size_t blocks = n / 32, groups = (blocks + 15) / 16;
     std::vector<kernels::BlockQ8_0> q8(blocks);
     kernels::quantize_activation(DType::Q8_0, x.data(), q8.data(), n);
     const size_t bytes = kernels::activation_bytes(DType::Q8_0_R16, n);
-    const size_t content = groups * sizeof(kernels::ActGroupQ8R16) + (blocks % 16) * 34;
-    ASSERT_EQ(bytes, (content + 63) / 64 * 64);  // padded to kActivationAlign
-    std::vector<uint8_t> act(bytes);
+    ASSERT_EQ(bytes, groups * sizeof(kernels::ActGroupQ8R16));  // 640: whole 64-byte lines
+    std::vector<uint8_t> act(bytes, 0xAB);
     kernels::quantize_activation(DType::Q8_0_R16, x.data(), act.data(), n);
     const auto* a = reinterpret_cast<const kernels::ActGroupQ8R16*>(act.data());
     for (size_t g = 0; g < groups; ++g) {
       for (size_t b = 0; b < 16; ++b) {
+        if (16 * g + b >= blocks) {
+          ASSERT_EQ(a[g].d[b], 0.0f);
+          ASSERT_EQ(a[g].sum128[b], 0);
+          for (size_t j = 0; j < 32; ++j) ASSERT_EQ(a[g].q[j / 4][4 * b + j % 4], 0);
+          continue;
+        }
         const kernels::BlockQ8_0& want = q8[16 * g + b];
         ASSERT_EQ(a[g].d[b], kernels::f16_to_f32(want.d));
         int32_t sum = 0;
@@ -124,9 +136,6 @@ TEST(Q8_0R16, ActivationIsQ8_0Rearranged) {
         ASSERT_EQ(a[g].sum128[b], 128 * sum) << "block " << 16 * g + b;
       }
     }
-    EXPECT_EQ(std::memcmp(act.data() + groups * sizeof(kernels::ActGroupQ8R16),
-                          q8.data() + groups * 16, (blocks % 16) * 34),
-              0);
   }
 }
 
@@ -135,7 +144,7 @@ TEST(Q8_0R16, MatvecMatchesNaiveDoubleScalarAndPlainOnEveryIsa) {
 }
 
 TEST(Q8_0R16, GemmQEqualsPerTokenMatvec) {
-  const size_t lengths[] = {32 * 16 * 5 + 32 * 7, 32 * 33, 32 * 5};
+  const size_t lengths[] = {32 * 16 * 5 + 32 * 7, 32 * 33, 32 * 5, 896};
   expect_gemm_q_matches_matvec(DType::Q8_0, DType::Q8_0_R16, lengths, GemmMatch::kBitExact);
 }
 
