@@ -18,33 +18,7 @@ namespace {
 
 constexpr size_t kGroupElems = kR16Blocks * QK;
 
-// m blocks into a group of m (a whole group when m == 16, a row's short group otherwise).
-void pack_blocks(const BlockQ4_0* b, size_t m, void* dst) noexcept {
-  auto* g = static_cast<uint8_t*>(dst);
-  for (size_t i = 0; i < m; ++i) {
-    std::memcpy(r16_scales(g) + 2 * i, &b[i].d, 2);
-    for (size_t k = 0; k < 4; ++k) std::memcpy(r16_quants(g, m, k) + 4 * i, &b[i].qs[4 * k], 4);
-  }
-}
-
-void unpack_blocks(const void* src, size_t m, BlockQ4_0* b) noexcept {
-  const auto* g = static_cast<const uint8_t*>(src);
-  for (size_t i = 0; i < m; ++i) {
-    std::memcpy(&b[i].d, r16_scales(g) + 2 * i, 2);
-    for (size_t k = 0; k < 4; ++k) std::memcpy(&b[i].qs[4 * k], r16_quants(g, m, k) + 4 * i, 4);
-  }
-}
-
-void pack_group(const BlockQ4_0* b, WeightGroupR16& g) noexcept {
-  pack_blocks(b, kR16Blocks, &g);
-}
-
-void unpack_group(const WeightGroupR16& g, BlockQ4_0* b) noexcept {
-  unpack_blocks(&g, kR16Blocks, b);
-}
-
-using Rows = RepackedRows<BlockQ4_0, WeightGroupR16, kR16Blocks, QK, DType::Q4_0, pack_group,
-                          unpack_group, pack_blocks, unpack_blocks>;
+using Rows = R16Rows<BlockQ4_0, WeightGroupR16, DType::Q4_0, QK>;
 
 // A group's activation from m <= 16 q8_0 blocks; lanes past m are zero.
 void fill_activation_group(const BlockQ8_0* b, size_t m, ActGroupR16& a) noexcept {

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "kernels/formats/q4_0_r16.h"
 #include "kernels/formats/quant.h"
 
 namespace oxi::kernels {
@@ -81,5 +82,47 @@ struct RepackedRows {
     }
   }
 };
+
+// The r16 layouts' groups (q4_0_r16.h, q8_0_r16.h): m blocks into a group of m (a whole group
+// when m == 16, a row's short group otherwise), d[m] then qs[k][4m], chunk k being bytes
+// 4k .. 4k + 3 of each block's quants; and back.
+template <class Block>
+void pack_r16_blocks(const Block* b, size_t m, void* dst) noexcept {
+  constexpr size_t kChunks = sizeof(b->qs) / 4;
+  auto* g = static_cast<uint8_t*>(dst);
+  for (size_t i = 0; i < m; ++i) {
+    std::memcpy(r16_scales(g) + 2 * i, &b[i].d, 2);
+    for (size_t k = 0; k < kChunks; ++k)
+      std::memcpy(r16_quants(g, m, k) + 4 * i, &b[i].qs[4 * k], 4);
+  }
+}
+
+template <class Block>
+void unpack_r16_blocks(const void* src, size_t m, Block* b) noexcept {
+  constexpr size_t kChunks = sizeof(b->qs) / 4;
+  const auto* g = static_cast<const uint8_t*>(src);
+  for (size_t i = 0; i < m; ++i) {
+    std::memcpy(&b[i].d, r16_scales(g) + 2 * i, 2);
+    for (size_t k = 0; k < kChunks; ++k)
+      std::memcpy(&b[i].qs[4 * k], r16_quants(g, m, k) + 4 * i, 4);
+  }
+}
+
+template <class Block, class Group>
+void pack_r16_group(const Block* b, Group& g) noexcept {
+  static_assert(sizeof(Group) == kR16Blocks * sizeof(Block));
+  pack_r16_blocks(b, kR16Blocks, &g);
+}
+
+template <class Block, class Group>
+void unpack_r16_group(const Group& g, Block* b) noexcept {
+  unpack_r16_blocks(&g, kR16Blocks, b);
+}
+
+// The row functions of an r16 layout of plain format Plain.
+template <class Block, class Group, DType Plain, size_t BlockElems>
+using R16Rows =
+    RepackedRows<Block, Group, kR16Blocks, BlockElems, Plain, pack_r16_group<Block, Group>,
+                 unpack_r16_group<Block, Group>, pack_r16_blocks<Block>, unpack_r16_blocks<Block>>;
 
 }  // namespace oxi::kernels

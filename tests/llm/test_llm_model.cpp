@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -317,12 +316,11 @@ void expect_state_restores(const std::string& arch, DType kv_type) {
     next = {argmax(a)};
   }
   if (kv_type == DType::F32) {  // a version 1 file (no cache type field: f32) loads too
-    std::ifstream in(dir / "state.bin", std::ios::binary);
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<uint8_t> bytes = oxi::test::read_file_bytes(dir / "state.bin");
     const uint32_t version1 = 1;
     std::memcpy(bytes.data() + 8, &version1, 4);
     bytes.erase(bytes.begin() + 8 + 4 * 4, bytes.begin() + 8 + 5 * 4);  // the type field
-    std::ofstream(dir / "v1.bin", std::ios::binary).write(bytes.data(), bytes.size());
+    oxi::test::write_file_bytes(dir / "v1.bin", bytes);
     Session v1(model, *b.cpu, 64, kv_type);
     v1.load_state(dir / "v1.bin");
     Session v2(model, *b.cpu, 64, kv_type);
@@ -373,9 +371,7 @@ TEST_P(PerArch, F16CacheHoldsTheRoundedRows) {
     s.eval(prompt);
     const auto file = dir / (std::string(kernels::name(type)) + ".state");
     s.save_state(file);
-    std::ifstream in(file, std::ios::binary);
-    const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
-                                  std::istreambuf_iterator<char>());
+    const std::vector<uint8_t> bytes = oxi::test::read_file_bytes(file);
     uint32_t stored_type = 0;
     std::memcpy(&stored_type, bytes.data() + 8 + 4 * 4, 4);
     EXPECT_EQ(stored_type, static_cast<uint32_t>(type));
