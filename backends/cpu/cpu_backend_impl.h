@@ -14,6 +14,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/piece_ranges.h"
+#include "backends/cpu/stream_calibration.h"
 #include "backends/cpu/worker_team.h"
 #include "lib/core/error.h"
 
@@ -51,6 +52,10 @@ class CpuBackend final : public Backend {
   void attention_by_gemm(const AttentionArgs& a, float scale);
   // The activations of the current call, quantized: grows to the largest call, then stays.
   std::byte* activation_buffer(size_t bytes);
+  // Runs a one-token quantized product over `weights` (its key for the calibration): in the
+  // stream mode the calibration asks for, timed, while the process's mode is not settled.
+  template <typename Product>
+  void run_matvec(const void* weights, const Product& product);
 
   int threads_;
   tbb::task_arena arena_;  // the helper threads come from here
@@ -60,6 +65,7 @@ class CpuBackend final : public Backend {
   tbb::enumerable_thread_specific<std::vector<float>> gemm_scratch_;
   // attention_by_gemm's V, transposed per kv head.
   std::vector<float> attention_vt_;
+  StreamCalibration calibration_;
 };
 
 template <typename Body>

@@ -9,10 +9,16 @@
 // tiles are in the same tables. matmul_shared_input runs several one-token matvecs of one input
 // as one parallel region.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_backend_impl.h"
 #include "kernels/formats/prefetch.h"
 #include "kernels/formats/quant.h"
@@ -56,6 +62,22 @@ void prime_stream(const std::byte* begin, size_t bytes) {
   t_stream_end = begin + bytes;
 }
 
+// The process's stream mode (kernels::stream_lines): "environment", "calibrated" or nothing
+// yet (MatvecStreaming::how). Set once: from OXI_STREAM_LINES when the first backend runs a
+// product, else by the first calibration that decides.
+std::atomic<const char*> g_stream_settled{nullptr};
+
+bool stream_mode_settled() {
+  static const bool from_environment = [] {
+    const char* e = std::getenv("OXI_STREAM_LINES");
+    if (e == nullptr || (std::string_view(e) != "0" && std::string_view(e) != "1")) return false;
+    kernels::set_stream_lines(*e == '1');
+    g_stream_settled.store("environment");
+    return true;
+  }();
+  return from_environment || g_stream_settled.load() != nullptr;
+}
+
 void add_bias(float* y, const float* bias, size_t count) {
   for (size_t i = 0; i < count; ++i) y[i] += bias[i];
 }
@@ -79,6 +101,32 @@ void validate(const WeightMatrix& w, std::span<const float> x, size_t m, std::sp
 }
 
 }  // namespace
+
+template <typename Product>
+void CpuBackend::run_matvec(const void* weights, const Product& product) {
+  std::optional<bool> mode;
+  if (kernels::format_kernels().stream_lines_choice && !stream_mode_settled()) {
+    mode = calibration_.mode_for(weights);
+    if (const std::optional<bool> decision = calibration_.decision()) {
+      const char* none = nullptr;  // the first backend to decide sets the process's mode
+      if (g_stream_settled.compare_exchange_strong(none, "calibrated"))
+        kernels::set_stream_lines(*decision);
+    }
+  }
+  if (!mode) return product();
+  kernels::set_stream_lines(*mode);
+  const auto start = std::chrono::steady_clock::now();
+  product();
+  calibration_.record(
+      weights, *mode,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+MatvecStreaming matvec_streaming() {
+  if (!kernels::format_kernels().stream_lines_choice) return {true, "fixed"};
+  const bool settled = stream_mode_settled();
+  return {kernels::stream_lines(), settled ? g_stream_settled.load() : "calibrating"};
+}
 
 std::byte* CpuBackend::activation_buffer(size_t bytes) {
   // Aligned to kActivationAlign, as the layouts' offsets inside it are: a 64-byte activation
@@ -119,15 +167,21 @@ void CpuBackend::matvec_path(const WeightMatrix& w, std::span<const float> x, si
   const size_t act_stride = as_is ? w.cols * sizeof(float) : act_bytes;
   const size_t rows_per_piece = matvec_rows_per_piece(w.row_bytes);
   const auto* weights = static_cast<const std::byte*>(w.data);
-  run_pieces(ceil_div(w.rows, rows_per_piece), [&](size_t piece) {
-    const size_t r0 = piece * rows_per_piece, rows = std::min(w.rows - r0, rows_per_piece);
-    prime_stream(weights + r0 * w.row_bytes, rows * w.row_bytes);
-    for (size_t t = 0; t < m; ++t) {
-      float* out = y.data() + t * w.rows + r0;
-      matvec(weights + r0 * w.row_bytes, w.row_bytes, rows, w.cols, act + t * act_stride, out);
-      if (bias) add_bias(out, bias + r0, rows);
-    }
-  });
+  const auto product = [&] {
+    run_pieces(ceil_div(w.rows, rows_per_piece), [&](size_t piece) {
+      const size_t r0 = piece * rows_per_piece, rows = std::min(w.rows - r0, rows_per_piece);
+      prime_stream(weights + r0 * w.row_bytes, rows * w.row_bytes);
+      for (size_t t = 0; t < m; ++t) {
+        float* out = y.data() + t * w.rows + r0;
+        matvec(weights + r0 * w.row_bytes, w.row_bytes, rows, w.cols, act + t * act_stride, out);
+        if (bias) add_bias(out, bias + r0, rows);
+      }
+    });
+  };
+  if (m == 1 && !as_is)
+    run_matvec(w.data, product);
+  else
+    product();
 }
 
 void CpuBackend::matmul_shared_input(std::span<const float> x, size_t m,
@@ -177,20 +231,22 @@ void CpuBackend::matmul_shared_input(std::span<const float> x, size_t m,
       kernels::quantize_activation(job.p->w->dtype, x.data(), buffer + job.act_offset,
                                    job.p->w->cols);
   }
-  run_pieces(pieces, [&](size_t piece) {
-    size_t j = jobs.size() - 1;
-    while (jobs[j].first_piece > piece) --j;
-    const Job& job = jobs[j];
-    const WeightMatrix& w = *job.p->w;
-    const size_t r0 = (piece - job.first_piece) * job.rows_per_piece;
-    const size_t rows = std::min(w.rows - r0, job.rows_per_piece);
-    const void* act = job.act_offset == kAsIs ? static_cast<const void*>(x.data())
-                                              : static_cast<const void*>(buffer + job.act_offset);
-    float* out = job.p->y.data() + r0;
-    prime_stream(static_cast<const std::byte*>(w.data) + r0 * w.row_bytes, rows * w.row_bytes);
-    job.matvec(static_cast<const std::byte*>(w.data) + r0 * w.row_bytes, w.row_bytes, rows, w.cols,
-               act, out);
-    if (job.p->bias) add_bias(out, job.p->bias + r0, rows);
+  run_matvec(products[0].w->data, [&] {
+    run_pieces(pieces, [&](size_t piece) {
+      size_t j = jobs.size() - 1;
+      while (jobs[j].first_piece > piece) --j;
+      const Job& job = jobs[j];
+      const WeightMatrix& w = *job.p->w;
+      const size_t r0 = (piece - job.first_piece) * job.rows_per_piece;
+      const size_t rows = std::min(w.rows - r0, job.rows_per_piece);
+      const void* act = job.act_offset == kAsIs ? static_cast<const void*>(x.data())
+                                                : static_cast<const void*>(buffer + job.act_offset);
+      float* out = job.p->y.data() + r0;
+      prime_stream(static_cast<const std::byte*>(w.data) + r0 * w.row_bytes, rows * w.row_bytes);
+      job.matvec(static_cast<const std::byte*>(w.data) + r0 * w.row_bytes, w.row_bytes, rows,
+                 w.cols, act, out);
+      if (job.p->bias) add_bias(out, job.p->bias + r0, rows);
+    });
   });
 }
 

@@ -55,6 +55,9 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   k.fast_q8_0_r16 = true;
   k.fast_q4_k_r8 = true;
 #endif
+#if defined(OXI_ARCH_AVX512)
+  k.stream_lines_choice = true;
+#endif
 }
 
 }  // namespace oxi::kernels::OXI_ARCH_NS

@@ -66,6 +66,7 @@
 // runs several copies of each (docs/benchmarks.md, thirty-fifth session).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -73,6 +74,22 @@
 namespace oxi::kernels {
 
 inline constexpr size_t kCacheLine = 64;
+
+// Whether the one-token passes that can stream on page-start requests alone (avx512 q4_0_r16 and
+// q8_0_r16 over rows of whole groups, q4_K_r8's batched rows; FormatKernels::stream_lines_choice)
+// request their lines ahead as well. Which reads faster depends on the machine: on the
+// thirty-fifth session's VM the page starts alone (TinyLlama-shaped decode +8 to +13 points of
+// the read limit), on the thirty-eighth's the lines (Q4_0 94-100 % of the limit against 80-85 %,
+// Q8_0 94-100 against 85-87 %, Q4_K_M +4; both AMD family 26). So the CPU backend measures it
+// on its first decode steps (backends/cpu/stream_calibration.h) and sets it here; lines until
+// then. Process-wide; the results do not depend on it.
+inline std::atomic<bool> g_stream_lines{true};
+inline void set_stream_lines(bool lines) noexcept {
+  g_stream_lines.store(lines, std::memory_order_relaxed);
+}
+inline bool stream_lines() noexcept {
+  return g_stream_lines.load(std::memory_order_relaxed);
+}
 // How many tiles ahead an interleaved-rows matvec tile prefetches (the rows kPrefetchTiles
 // tiles after its own).
 inline constexpr size_t kPrefetchTiles = 4;

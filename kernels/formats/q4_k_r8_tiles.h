@@ -43,14 +43,18 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
   static constexpr int kNoByte = -1;
 
   // Whether matvec's batched rows of whole groups request their lines ahead, or only the page
-  // starts (prefetch.h, thirty-fifth session): page starts with the avx512 kernel (decode
-  // faster), lines with the AVX2 one (on the same machine forced to AVX2, Q4_K_M decode 74-76 %
-  // of the limit with the lines against 69-73 % without, four runs each).
+  // starts: with the avx512 kernel as stream_lines() says (prefetch.h; the thirty-fifth
+  // session's VM decoded faster on page starts, the thirty-eighth's with the lines:
+  // TinyLlama-shaped Q4_K_M 80.6 against 76.4 % of the limit, 6 of 6 pairs), with the AVX2 one
+  // always (on the thirty-fifth session's machine forced to AVX2, Q4_K_M decode 74-76 % of the
+  // limit with the lines against 69-73 % without, four runs each).
+  static bool batched_row_lines() noexcept {
 #if defined(OXI_ARCH_AVX512)
-  static constexpr bool kBatchedRowLines = false;
+    return stream_lines();
 #else
-  static constexpr bool kBatchedRowLines = true;
+    return true;
 #endif
+  }
 
   // pshufb control: in every int32 lane (one block), byte k of that lane's 4 zero-extended to
   // both int16 halves (k2 == k), bytes k and k2 to the low and high int16, or byte k
@@ -343,7 +347,21 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
   // its ffn_down batched so at 67-72 % of the limit, at 87-94 % with pieces of 16 rows;
   // docs/benchmarks.md, thirty-seventh session). The rows with a short group request their
   // lines ahead (their whole-group loads step by 1152 and 2016 bytes in turn), the batched
-  // rows as kBatchedRowLines says.
+  // rows as batched_row_lines() says.
+  template <bool kLines>
+  static void batched_rows(const uint8_t* w, size_t w_row_bytes, size_t rows, size_t n,
+                           const uint8_t* x, float* y, const Constants& c) noexcept {
+    for (size_t r = 0; r + 8 <= rows; r += 8) {
+      __m256 acc[8];
+      for (int i = 0; i < 8; ++i) {
+        __m256 a[1][1] = {{_mm256_setzero_ps()}};
+        row_sums<1, 1, kLines>(w + (r + i) * w_row_bytes, w_row_bytes, x, 0, n, c, a);
+        acc[i] = a[0][0];
+      }
+      _mm256_storeu_ps(y + r, simd::hsum8(acc));
+    }
+  }
+
   static void matvec(const uint8_t* w, size_t w_row_bytes, size_t rows, size_t n, const uint8_t* x,
                      float* y) noexcept {
     const Constants c;
@@ -351,15 +369,11 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
     // Batches only when they take all the rows: a piece of 8 batched rows and 4 others would
     // give both codes' loads jumps in their strides (above).
     if ((n / QK_K) % kK8Blocks == 0 && rows % 8 == 0) {
-      for (; r + 8 <= rows; r += 8) {
-        __m256 acc[8];
-        for (int i = 0; i < 8; ++i) {
-          __m256 a[1][1] = {{_mm256_setzero_ps()}};
-          row_sums<1, 1, kBatchedRowLines>(w + (r + i) * w_row_bytes, w_row_bytes, x, 0, n, c, a);
-          acc[i] = a[0][0];
-        }
-        _mm256_storeu_ps(y + r, simd::hsum8(acc));
-      }
+      if (batched_row_lines())
+        batched_rows<true>(w, w_row_bytes, rows, n, x, y, c);
+      else
+        batched_rows<false>(w, w_row_bytes, rows, n, x, y, c);
+      r = rows;
     }
     // The rest one at a time (every row with a short group), with the constants made above:
     // through the pass<1, 1> that makes its own, each row made them again, ~30 of a 5632-wide

@@ -82,13 +82,14 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
   }
 
   // One token requests its lines ahead (kLines) on AVX2, and on avx512 where a row ends in a
-  // short group (ends_in_short_group); else only the page starts.
+  // short group (ends_in_short_group) or stream_lines() says so (prefetch.h); else only the
+  // page starts.
   template <int T, int P>
   static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
 #if defined(OXI_ARCH_AVX512)
     if constexpr (T == 1) {
-      if (!ends_in_short_group(n / QK))
+      if (!ends_in_short_group(n / QK) && !stream_lines())
         return pass_with<T, P, false>(w, w_row_bytes, x, x_stride, n, y, y_stride);
     }
 #endif
@@ -123,8 +124,8 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
           // kLines: its lines and the page starts among them (prefetch.h). AVX2: at 16 KB ahead
           // the page starts alone had read faster; at 8 KB the lines as well: Q8_0 decode /
           // weights read higher in 9 of 10 alternating pairs, +1.5 to +8 points
-          // (docs/benchmarks.md, twenty-fifth session). avx512, whose loop is shorter, requests
-          // the page starts alone, once per row (above), where the rows have no short group.
+          // (docs/benchmarks.md, twenty-fifth session). avx512, whose loop is shorter, may
+          // request the page starts alone, once per row (above; pass).
           if constexpr (T == 1 && kLines) {
             constexpr size_t kHalf = sizeof(WeightGroupQ8R16) / 2;
             prefetch_stream_part<kHalf>(reinterpret_cast<const uint8_t*>(wg[p]) + kPrefetchBytes +

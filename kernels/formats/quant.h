@@ -110,6 +110,8 @@ struct FormatKernels {
   bool fast_q8_0_r16 = false;
   // The same for q4_K_r8 and plain q4_K.
   bool fast_q4_k_r8 = false;
+  // Whether some one-token passes follow stream_lines() (prefetch.h): the avx512 kernels.
+  bool stream_lines_choice = false;
   // q8_0 activation blocks of x[0..n), bit-identical to quantize_row_q8_0 for finite x (what
   // quantize_activation uses for every q8_0-based layout).
   RowEncoder quantize_q8_0 = nullptr;

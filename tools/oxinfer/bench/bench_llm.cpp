@@ -280,6 +280,9 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   const double file_bytes = static_cast<double>(bench::model_bytes_on_disk(path));
   const double kv_bytes = static_cast<double>(session.kv_cache_bytes());
   const double resident_pct = 100.0 * resident / (file_bytes + kv_bytes);
+  // How the one-token products streamed (calibrated on the first decode steps unless
+  // OXI_STREAM_LINES says; backends/cpu/stream_calibration.h).
+  const backends::MatvecStreaming streaming = backends::matvec_streaming();
 
   if (json) {
     nlohmann::json products_by_kind = nlohmann::json::array();
@@ -324,6 +327,8 @@ int run_bench_llm(const std::vector<std::string>& argv) {
                                 {"model_file_bytes", file_bytes},
                                 {"kv_cache_bytes", kv_bytes},
                                 {"kv_cache_type", std::string(kernels::name(kv_type))},
+                                {"matvec_stream_lines", streaming.lines},
+                                {"matvec_stream_choice", streaming.how},
                                 {"resident_pct_of_file_plus_kv", resident_pct}};
     std::printf("%s\n", out.dump().c_str());
   } else {
@@ -359,6 +364,8 @@ int run_bench_llm(const std::vector<std::string>& argv) {
                   i == 0 ? "  products by kind" : "", k.ms_per_token, k.pct, k.calls_per_token,
                   k.gbs, k.name.c_str());
     }
+    std::printf("%-28s %s (%s)\n", "one-token streams",
+                streaming.lines ? "line requests" : "page starts alone", streaming.how);
     std::printf(
         "%-28s %9.1f MB = %.1f%% of file %.1f MB + KV cache %.1f MB (%s; %.1f MB before "
         "loading)\n",

@@ -1,0 +1,92 @@
+// StreamCalibration (backends/cpu/stream_calibration.h): alternating modes per matrix, the
+// decision from the matrices timed as often in both, and nothing asked once decided. And the
+// backend's products give the same results in either stream mode.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/stream_calibration.h"
+#include "kernels/formats/prefetch.h"
+#include "kernels/formats/quant.h"
+#include "tests/common/test_data.h"
+
+namespace oxi::backends {
+namespace {
+
+// Tokens of a model with `matrices` matrices, each product taking `lines_s` or `pages_s`
+// seconds in the two modes; returns the decision.
+std::optional<bool> run_tokens(StreamCalibration& c, int tokens, int matrices, double lines_s,
+                               double pages_s) {
+  std::vector<char> weights(static_cast<size_t>(matrices));
+  for (int t = 0; t < tokens; ++t) {
+    for (int m = 0; m < matrices; ++m) {
+      const std::optional<bool> mode = c.mode_for(&weights[m]);
+      if (!mode) continue;
+      // Whole tokens in one mode, in turn.
+      EXPECT_EQ(*mode, t % 2 == 0) << "token " << t << " matrix " << m;
+      // A slower matrix (m) does not bias the decision: both modes see every one.
+      c.record(&weights[m], *mode, (m + 1) * (*mode ? lines_s : pages_s));
+    }
+  }
+  return c.decision();
+}
+
+TEST(StreamCalibration, PicksTheFasterModeAfterItsRounds) {
+  constexpr int kRounds = StreamCalibration::kRoundsPerMode;
+  {
+    StreamCalibration c;
+    EXPECT_FALSE(run_tokens(c, 2 * kRounds, 5, 1.0, 1.1).has_value());  // not yet
+    EXPECT_EQ(run_tokens(c, 1, 5, 1.0, 1.1), std::optional<bool>(true));
+    EXPECT_FALSE(c.mode_for(&c).has_value());  // decided: nothing more to time
+  }
+  {
+    StreamCalibration c;
+    EXPECT_EQ(run_tokens(c, 2 * kRounds + 1, 7, 1.0, 0.9), std::optional<bool>(false));
+  }
+}
+
+// A matrix seen once (not in both modes) does not count: a huge time there changes nothing.
+TEST(StreamCalibration, OnlyMatricesTimedInBothModesCount) {
+  StreamCalibration c;
+  int once = 0;
+  ASSERT_EQ(c.mode_for(&once), std::optional<bool>(true));
+  c.record(&once, true, 1e6);  // lines look terrible here
+  EXPECT_EQ(run_tokens(c, 2 * StreamCalibration::kRoundsPerMode + 1, 3, 1.0, 2.0),
+            std::optional<bool>(true));
+}
+
+// The products' results do not depend on the stream mode (it only changes prefetch requests).
+TEST(StreamCalibration, ProductsAreTheSameInBothModes) {
+  auto backend = make_cpu_backend(2);
+  for (kernels::DType type : {kernels::DType::Q4_0, kernels::DType::Q8_0, kernels::DType::Q4_K}) {
+    const kernels::DType layout = kernels::format_kernels().preferred_layout(type);
+    const size_t rows = 64, cols = 2048;
+    const std::vector<float> dense = test::random_normal(rows * cols, 11);
+    std::vector<uint8_t> q(rows * kernels::row_bytes(layout, cols));
+    for (size_t r = 0; r < rows; ++r)
+      kernels::quantize_row(layout, dense.data() + r * cols,
+                            q.data() + r * kernels::row_bytes(layout, cols), cols);
+    WeightMatrix w;
+    w.dtype = layout;
+    w.rows = rows;
+    w.cols = cols;
+    w.row_bytes = kernels::row_bytes(layout, cols);
+    w.data = q.data();
+    const std::vector<float> x = test::random_normal(cols, 12);
+    std::vector<float> y[2] = {std::vector<float>(rows), std::vector<float>(rows)};
+    const bool before = kernels::stream_lines();
+    for (int lines = 0; lines < 2; ++lines) {
+      kernels::set_stream_lines(lines == 1);
+      // Past any calibration in this process, the mode set here stays for the call.
+      backend->matmul(w, x, 1, y[lines], nullptr);
+    }
+    kernels::set_stream_lines(before);
+    EXPECT_EQ(std::memcmp(y[0].data(), y[1].data(), rows * sizeof(float)), 0)
+        << kernels::name(layout);
+  }
+}
+
+}  // namespace
+}  // namespace oxi::backends
