@@ -58,6 +58,10 @@
 // thirty-sixth session the avx512 q8_0_r16 tiles request the page starts alone too: once their
 // inner loop was three instructions per 32 bytes instead of five (q8_0_r16_tiles.h), Q8_0 decoded
 // at 83.2 % without the lines against 77.8 % with them (three copies, two rounds, 6 of 6 pairs).
+// The thirty-eighth session's VM streamed those passes faster with their lines, by more (Q4_0
+// decode 94-100 against 80-85 % of the limit): since then stream_lines() below switches them,
+// set by the CPU backend's calibration (q6_K keeps the page starts: level or slower with lines
+// there).
 //
 // Measuring these choices: on the development VM a binary's decode speed depends on which
 // physical pages its code occupies in the page cache. Byte-identical copies of one build decoded
