@@ -79,7 +79,9 @@ TEST(StreamCalibration, ProductsAreTheSameInBothModes) {
     const bool before = kernels::stream_lines();
     for (int lines = 0; lines < 2; ++lines) {
       kernels::set_stream_lines(lines == 1);
-      // Past any calibration in this process, the mode set here stays for the call.
+      // Once the process's mode is settled the mode set here holds; while a calibration runs
+      // the backend sets it per call, and a matrix's two products run one in each mode then.
+      // Either way the two calls streamed differently.
       backend->matmul(w, x, 1, y[lines], nullptr);
     }
     kernels::set_stream_lines(before);
