@@ -15,11 +15,14 @@
 namespace oxi::backends {
 namespace {
 
+// The matrices of a model: their addresses are the calibration's keys (the same every token).
+std::vector<char> g_weights(16);
+
 // Tokens of a model with `matrices` matrices, each product taking `lines_s` or `pages_s`
 // seconds in the two modes; returns the decision.
 std::optional<bool> run_tokens(StreamCalibration& c, int tokens, int matrices, double lines_s,
                                double pages_s) {
-  std::vector<char> weights(static_cast<size_t>(matrices));
+  std::vector<char>& weights = g_weights;
   for (int t = 0; t < tokens; ++t) {
     for (int m = 0; m < matrices; ++m) {
       const std::optional<bool> mode = c.mode_for(&weights[m]);
