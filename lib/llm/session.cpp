@@ -34,10 +34,6 @@ size_t Session::n_ctx() const {
   return state_->cache.n_ctx();
 }
 
-kernels::DType Session::kv_type() const {
-  return state_->cache.type();
-}
-
 size_t Session::kv_cache_bytes() const {
   return state_->cache.bytes();
 }

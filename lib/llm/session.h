@@ -48,7 +48,6 @@ class Session {
 
   size_t n_past() const { return tokens_.size(); }
   size_t n_ctx() const;
-  kernels::DType kv_type() const;
   size_t kv_cache_bytes() const;
   const std::vector<int32_t>& tokens() const { return tokens_; }
   const Model& model() const { return *model_; }

@@ -31,10 +31,21 @@ void add_llm_options(ArgParser& p) {
   p.option("stop", "S", "stop before this text (repeatable)");
   p.option("choices", "A,B,C", "answer with exactly one of these (comma separated)");
   p.option("ctx", "N", "context size in tokens (default: the model's, at most 4096)");
-  p.option("cache-type", "f16|f32",
-           "KV cache elements (default f16 for quantized weights, f32 for float ones)");
+  add_cache_type_option(p);
   p.threads_option();
   p.option("quant", "q8|q4", "quantize an HF checkpoint's matrices at load");
+}
+
+void add_cache_type_option(ArgParser& p) {
+  p.option("cache-type", "f16|f32",
+           "KV cache elements (default f16 for quantized weights, f32 for float ones)");
+}
+
+std::optional<kernels::DType> cache_type_option(const ParsedArgs& args) {
+  const auto type = args.get("cache-type");
+  if (!type) return std::nullopt;
+  if (*type != "f16" && *type != "f32") throw UsageError("--cache-type must be f16 or f32");
+  return llm::kv_cache_type(*type);
 }
 
 llm::EngineOptions engine_options(const ParsedArgs& args) {
@@ -45,10 +56,7 @@ llm::EngineOptions engine_options(const ParsedArgs& args) {
   const long long ctx = args.get_int("ctx", 0);
   if (ctx < 0) throw UsageError("--ctx must not be negative");
   o.n_ctx = static_cast<size_t>(ctx);
-  if (const auto type = args.get("cache-type")) {
-    if (*type != "f16" && *type != "f32") throw UsageError("--cache-type must be f16 or f32");
-    o.kv_type = llm::kv_cache_type(*type);
-  }
+  o.kv_type = cache_type_option(args);
   if (const auto quant = args.get("quant")) {
     if (*quant != "q8" && *quant != "q4" && *quant != "q8_0" && *quant != "q4_0")
       throw UsageError("--quant must be q8 or q4");

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "kernels/formats/dtype.h"
 #include "lib/llm/engine.h"
 #include "tools/oxinfer/args.h"
 
@@ -13,6 +15,11 @@ namespace oxi::cli {
 // Adds -m, --ctx, --threads, --quant, --template, --system, the sampling options, --max-tokens,
 // --stop and --choices.
 void add_llm_options(ArgParser& parser);
+
+// --cache-type f16|f32 (also `bench llm`'s): declared, and read (nullopt when absent; throws
+// UsageError for anything else).
+void add_cache_type_option(ArgParser& parser);
+std::optional<kernels::DType> cache_type_option(const ParsedArgs& args);
 
 llm::EngineOptions engine_options(const ParsedArgs& args);
 // Throws UsageError for out-of-range values. Without --seed, a random seed.

@@ -17,12 +17,12 @@
 #include "lib/core/error.h"
 #include "lib/hub/hub.h"
 #include "lib/llm/engine.h"
-#include "lib/llm/kv_cache.h"
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/bench/machine_limits.h"
 #include "tools/oxinfer/bench/process_memory.h"
 #include "tools/oxinfer/bench/stopwatch.h"
 #include "tools/oxinfer/bench/timed_backend.h"
+#include "tools/oxinfer/llm_cli_options.h"
 
 namespace oxi::bench {
 namespace {
@@ -194,8 +194,7 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   p.option("tg", "N", "generated tokens (default 128; 0 = skip)");
   p.option("reps", "N", "repetitions, averaged (default 3)");
   p.option("quant", "q8|q4", "quantize an HF checkpoint's matrices at load");
-  p.option("cache-type", "f16|f32",
-           "KV cache elements (default f16 for quantized weights, f32 for float ones)");
+  add_cache_type_option(p);
   const ParsedArgs args = p.parse(argv);
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
@@ -209,11 +208,7 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   if (pp < 0 || tg < 0 || pp + tg == 0) throw UsageError("--pp and --tg must be >= 0, one > 0");
   if (reps < 1) throw UsageError("--reps must be at least 1");
   const bool json = args.flag("json");
-  std::optional<kernels::DType> cache_type;
-  if (const auto type = args.get("cache-type")) {
-    if (*type != "f16" && *type != "f32") throw UsageError("--cache-type must be f16 or f32");
-    cache_type = llm::kv_cache_type(*type);
-  }
+  const std::optional<kernels::DType> cache_type = cache_type_option(args);
 
   const double baseline = static_cast<double>(bench::resident_bytes());  // libraries, no model
   llm::LoadOptions load_options;
