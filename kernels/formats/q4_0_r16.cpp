@@ -16,8 +16,6 @@
 namespace oxi::kernels {
 namespace {
 
-constexpr size_t kGroupElems = kR16Blocks * QK;
-
 using Rows = R16Rows<BlockQ4_0, WeightGroupR16, DType::Q4_0, QK>;
 
 // A group's activation from m <= 16 q8_0 blocks; lanes past m are zero.
@@ -38,20 +36,11 @@ void fill_activation_group(const BlockQ8_0* b, size_t m, ActGroupR16& a) noexcep
 }  // namespace
 
 size_t q4_0_r16_activation_bytes(size_t n) noexcept {
-  const size_t blocks = n / QK;
-  return (blocks + kR16Blocks - 1) / kR16Blocks * sizeof(ActGroupR16);
+  return r16_activation_bytes<ActGroupR16>(n);
 }
 
 void quantize_activation_q4_0_r16(const float* x, void* out, size_t n) noexcept {
-  const size_t blocks = n / QK;
-  auto* a = static_cast<ActGroupR16*>(out);
-  const RowEncoder quantize_q8_0 = format_kernels().quantize_q8_0;
-  for (size_t first = 0; first < blocks; first += kR16Blocks, ++a, x += kGroupElems) {
-    const size_t m = std::min(kR16Blocks, blocks - first);
-    BlockQ8_0 b[kR16Blocks];
-    quantize_q8_0(x, b, m * QK);
-    fill_activation_group(b, m, *a);
-  }
+  quantize_r16_activation<ActGroupR16, fill_activation_group>(x, out, n);
 }
 
 void repack_row_q4_0_r16(const void* src, void* dst, size_t n) noexcept {

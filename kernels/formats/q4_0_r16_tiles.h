@@ -198,10 +198,8 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
 
 #else
 
-// The reference: one f32 sum per (token, row), block after block, the short group's last.
-struct Q4_0R16Tile {
-  static constexpr int kMatvecRows = 1;
-
+// The reference (R16ReferenceTile) with this layout's block term.
+struct Q4_0R16Tile : R16ReferenceTile<Q4_0R16Tile, WeightGroupR16, ActGroupR16> {
   // Block b's integer dot against the activation group, times its two scales: `group` holds m
   // blocks (q4_0_r16.h).
   static float block_term(const uint8_t* group, size_t m, const ActGroupR16& a, size_t b) noexcept {
@@ -214,25 +212,6 @@ struct Q4_0R16Tile {
     uint16_t d;
     std::memcpy(&d, r16_scales(group) + 2 * b, 2);
     return f16_to_f32(d) * a.d[b] * static_cast<float>(s - a.zero[b]);
-  }
-
-  template <int T, int R>
-  static void tile(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
-                   size_t n, float* y, size_t y_stride) noexcept {
-    const size_t blocks = n / QK;
-    float acc[T][R]{};
-    for (size_t first = 0; first < blocks; first += kR16Blocks) {
-      const size_t g = first / kR16Blocks, m = std::min(kR16Blocks, blocks - first);
-      for (int r = 0; r < R; ++r) {
-        const uint8_t* group = w + r * w_row_bytes + g * sizeof(WeightGroupR16);
-        for (int t = 0; t < T; ++t) {
-          const ActGroupR16& a = reinterpret_cast<const ActGroupR16*>(x + t * x_stride)[g];
-          for (size_t b = 0; b < m; ++b) acc[t][r] += block_term(group, m, a, b);
-        }
-      }
-    }
-    for (int t = 0; t < T; ++t)
-      for (int r = 0; r < R; ++r) y[t * y_stride + r] = acc[t][r];
   }
 };
 

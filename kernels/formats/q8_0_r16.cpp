@@ -13,7 +13,6 @@
 namespace oxi::kernels {
 namespace {
 
-constexpr size_t kGroupElems = kR16Blocks * QK;
 constexpr size_t kChunks = QK / 4;  // 4-byte chunks per block: the k of qs[k]
 
 using Rows = R16Rows<BlockQ8_0, WeightGroupQ8R16, DType::Q8_0, QK>;
@@ -33,20 +32,11 @@ void fill_activation_group(const BlockQ8_0* b, size_t m, ActGroupQ8R16& a) noexc
 }  // namespace
 
 size_t q8_0_r16_activation_bytes(size_t n) noexcept {
-  const size_t blocks = n / QK;
-  return (blocks + kR16Blocks - 1) / kR16Blocks * sizeof(ActGroupQ8R16);
+  return r16_activation_bytes<ActGroupQ8R16>(n);
 }
 
 void quantize_activation_q8_0_r16(const float* x, void* out, size_t n) noexcept {
-  const size_t blocks = n / QK;
-  auto* a = static_cast<ActGroupQ8R16*>(out);
-  const RowEncoder quantize_q8_0 = format_kernels().quantize_q8_0;
-  for (size_t first = 0; first < blocks; first += kR16Blocks, ++a, x += kGroupElems) {
-    const size_t m = std::min(kR16Blocks, blocks - first);
-    BlockQ8_0 b[kR16Blocks];
-    quantize_q8_0(x, b, m * QK);
-    fill_activation_group(b, m, *a);
-  }
+  quantize_r16_activation<ActGroupQ8R16, fill_activation_group>(x, out, n);
 }
 
 void repack_row_q8_0_r16(const void* src, void* dst, size_t n) noexcept {

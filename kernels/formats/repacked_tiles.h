@@ -81,6 +81,37 @@ struct ShortR16Group {
 
 #endif
 
+#if !defined(OXI_ARCH_AVX2)
+
+// The r16 layouts' reference tile: one f32 sum per (token, row), block after block, the short
+// group's last. Tile::block_term(group, m, a, b) is block b's integer dot against the
+// activation group a, times its two scales, for a group of m blocks (q4_0_r16.h).
+template <class Tile, class WGroup, class AGroup>
+struct R16ReferenceTile {
+  static constexpr int kMatvecRows = 1;
+
+  template <int T, int R>
+  static void tile(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
+                   size_t n, float* y, size_t y_stride) noexcept {
+    const size_t blocks = n / QK;
+    float acc[T][R]{};
+    for (size_t first = 0; first < blocks; first += kR16Blocks) {
+      const size_t g = first / kR16Blocks, m = std::min(kR16Blocks, blocks - first);
+      for (int r = 0; r < R; ++r) {
+        const uint8_t* group = w + r * w_row_bytes + g * sizeof(WGroup);
+        for (int t = 0; t < T; ++t) {
+          const AGroup& a = reinterpret_cast<const AGroup*>(x + t * x_stride)[g];
+          for (size_t b = 0; b < m; ++b) acc[t][r] += Tile::block_term(group, m, a, b);
+        }
+      }
+    }
+    for (int t = 0; t < T; ++t)
+      for (int r = 0; r < R; ++r) y[t * y_stride + r] = acc[t][r];
+  }
+};
+
+#endif
+
 // The QuantTile interface (tiles.h) over a tile that computes P rows per pass
 // (Tile::pass<T, P>, P = Tile::kRowsPerPass<T>, so its accumulators fit the registers).
 template <class Tile>
