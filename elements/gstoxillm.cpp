@@ -16,7 +16,10 @@
  *
  * The weights are loaded once per process (elements naming the same model and `quant` share
  * them, as do elements with the same `model-instance-id`); each element has its own KV cache.
- * Loading happens in the READY to PAUSED transition.
+ * Loading happens in the READY to PAUSED transition. `context-size` bounds an answer's tokens
+ * (system message, prompt and reply), `cache-type` sets the KV cache's precision and
+ * `chat-template` replaces the model's own template, as `--ctx`, `--cache-type` and `--template`
+ * do for `oxinfer chat`.
  *
  * ## Example launch line
  * |[
@@ -46,6 +49,7 @@
 
 #include "elements/enum_type.h"
 #include "elements/property_fields.h"
+#include "kernels/formats/dtype.h"
 #include "lib/core/error.h"
 #include "lib/core/model_cache.h"
 #include "lib/hub/hub.h"
@@ -78,6 +82,9 @@ enum {
   PROP_MODE,
   PROP_INTERVAL,
   PROP_MODEL_INSTANCE_ID,
+  PROP_CONTEXT_SIZE,
+  PROP_CACHE_TYPE,
+  PROP_CHAT_TEMPLATE,
 };
 
 /* Sampling defaults are oxinfer generate's, so an element answers like the CLI does. */
@@ -96,6 +103,9 @@ enum {
 #define DEFAULT_MODE GST_OXI_LLM_MODE_PER_BUFFER
 #define DEFAULT_INTERVAL 0.0
 #define DEFAULT_MODEL_INSTANCE_ID nullptr
+#define DEFAULT_CONTEXT_SIZE 0
+#define DEFAULT_CACHE_TYPE GST_OXI_LLM_CACHE_TYPE_AUTO
+#define DEFAULT_CHAT_TEMPLATE nullptr
 
 /* Answers queued before the streaming thread waits: enough to keep the task busy while a
  * burst of captions arrives, few enough that a slow model pushes back on its source. */
@@ -110,6 +120,17 @@ static GType gst_oxi_llm_mode_get_type(void) {
        "accumulate"},
       {0, nullptr, nullptr}};
   return oxi_enum_type(&type, "GstOxiLlmMode", values);
+}
+
+#define GST_TYPE_OXI_LLM_CACHE_TYPE (gst_oxi_llm_cache_type_get_type())
+static GType gst_oxi_llm_cache_type_get_type(void) {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {GST_OXI_LLM_CACHE_TYPE_AUTO, "f16 for quantized matrices, f32 for float ones", "auto"},
+      {GST_OXI_LLM_CACHE_TYPE_F16, "Half precision (half the memory)", "f16"},
+      {GST_OXI_LLM_CACHE_TYPE_F32, "Single precision", "f32"},
+      {0, nullptr, nullptr}};
+  return oxi_enum_type(&type, "GstOxiLlmCacheType", values);
 }
 
 static const OxiPropertyField properties[] = {
@@ -128,6 +149,9 @@ static const OxiPropertyField properties[] = {
     OXI_PROPERTY_FIELD(PROP_MODE, GstOxiLlm, mode),
     OXI_PROPERTY_FIELD(PROP_INTERVAL, GstOxiLlm, interval),
     OXI_PROPERTY_FIELD(PROP_MODEL_INSTANCE_ID, GstOxiLlm, model_instance_id),
+    OXI_PROPERTY_FIELD(PROP_CONTEXT_SIZE, GstOxiLlm, context_size),
+    OXI_PROPERTY_FIELD(PROP_CACHE_TYPE, GstOxiLlm, cache_type),
+    OXI_PROPERTY_FIELD(PROP_CHAT_TEMPLATE, GstOxiLlm, chat_template),
 };
 
 /* One unit of work for the source pad task, in stream order: a serialized event to forward, or
@@ -294,6 +318,26 @@ static void gst_oxi_llm_class_init(GstOxiLlmClass* klass) {
                           "Elements with the same id share one loaded model; with this set and "
                           "no model, use the model another element loaded under the id",
                           DEFAULT_MODEL_INSTANCE_ID, ready));
+  g_object_class_install_property(
+      gobject_class, PROP_CONTEXT_SIZE,
+      g_param_spec_uint("context-size", "Context size",
+                        "Tokens the KV cache holds for an answer: system message, prompt and "
+                        "reply (0 = the model's training context, at most 4096); a longer "
+                        "prompt is an error, a reply stops when it is full",
+                        0, G_MAXINT, DEFAULT_CONTEXT_SIZE, ready));
+  g_object_class_install_property(
+      gobject_class, PROP_CACHE_TYPE,
+      g_param_spec_enum("cache-type", "KV cache type",
+                        "Element type of the KV cache (auto: f16 when the model's matrices are "
+                        "quantized, f32 when they are float)",
+                        GST_TYPE_OXI_LLM_CACHE_TYPE, DEFAULT_CACHE_TYPE, ready));
+  g_object_class_install_property(
+      gobject_class, PROP_CHAT_TEMPLATE,
+      g_param_spec_string("chat-template", "Chat template",
+                          "Chat template instead of the model's own: a named one (llama2, llama3, "
+                          "chatml, gemma, phi3, zephyr, mistral) or a Jinja file (empty = the "
+                          "model's, else a fallback for its architecture)",
+                          DEFAULT_CHAT_TEMPLATE, ready));
 
   gst_element_class_set_static_metadata(
       element_class, "oxinfer LLM", "Filter/Text",
@@ -303,6 +347,7 @@ static void gst_oxi_llm_class_init(GstOxiLlmClass* klass) {
   gst_element_class_add_static_pad_template(element_class, &src_template);
   element_class->change_state = GST_DEBUG_FUNCPTR(gst_oxi_llm_change_state);
   gst_type_mark_as_plugin_api(GST_TYPE_OXI_LLM_MODE, static_cast<GstPluginAPIFlags>(0));
+  gst_type_mark_as_plugin_api(GST_TYPE_OXI_LLM_CACHE_TYPE, static_cast<GstPluginAPIFlags>(0));
 
   GST_DEBUG_CATEGORY_INIT(gst_oxi_llm_debug, "oxillm", 0, "oxinfer LLM");
 }
@@ -365,7 +410,14 @@ static gboolean gst_oxi_llm_load(GstOxiLlm* self) {
   const std::string spec = gst_oxi_llm_string(self->model);
   const std::string quant = gst_oxi_llm_string(self->quant);
   const std::string instance = gst_oxi_llm_string(self->model_instance_id);
-  const guint threads = self->threads;
+  oxi::llm::EngineOptions engine_options;
+  engine_options.threads = static_cast<int>(self->threads);
+  engine_options.n_ctx = self->context_size;
+  if (self->cache_type == GST_OXI_LLM_CACHE_TYPE_F16)
+    engine_options.kv_type = oxi::kernels::DType::F16;
+  else if (self->cache_type == GST_OXI_LLM_CACHE_TYPE_F32)
+    engine_options.kv_type = oxi::kernels::DType::F32;
+  engine_options.chat_template = gst_oxi_llm_string(self->chat_template);
   GST_OBJECT_UNLOCK(self);
 
   auto& cache = oxi::ModelCache<oxi::llm::Model>::instance();
@@ -410,9 +462,7 @@ static gboolean gst_oxi_llm_load(GstOxiLlm* self) {
   }
 
   try {
-    oxi::llm::EngineOptions options;
-    options.threads = static_cast<int>(threads);
-    self->state->engine = std::make_unique<oxi::llm::Engine>(self->state->model, options);
+    self->state->engine = std::make_unique<oxi::llm::Engine>(self->state->model, engine_options);
   } catch (const std::exception& e) {
     self->state->model.reset();
     GST_ELEMENT_ERROR(self, LIBRARY, INIT,

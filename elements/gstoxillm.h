@@ -14,6 +14,14 @@ typedef enum {
   GST_OXI_LLM_MODE_ACCUMULATE = 1,
 } GstOxiLlmMode;
 
+/* The KV cache's element type; auto = the library's choice (f16 when the model's matrices are
+ * quantized, f32 when they are float). */
+typedef enum {
+  GST_OXI_LLM_CACHE_TYPE_AUTO = 0,
+  GST_OXI_LLM_CACHE_TYPE_F16 = 1,
+  GST_OXI_LLM_CACHE_TYPE_F32 = 2,
+} GstOxiLlmCacheType;
+
 /* The C++ state (model, engine, work queue), defined in gstoxillm.cpp. */
 typedef struct _GstOxiLlmState GstOxiLlmState;
 
@@ -39,6 +47,9 @@ struct _GstOxiLlm {
   GstOxiLlmMode mode;
   gdouble interval; /* seconds of input media time; 0 = answer at EOS only */
   gchar* model_instance_id;
+  guint context_size; /* positions; 0 = the model's training context, at most 4096 */
+  GstOxiLlmCacheType cache_type;
+  gchar* chat_template; /* a named fallback or a Jinja file; empty = the model's own */
 
   /* owned; its own mutex guards the queue, the rest belongs to the streaming thread or the
    * source pad task as documented there */

@@ -51,8 +51,8 @@ class OxiLlm : public ::testing::Test {
 
   // What the engine answers, loaded separately from the same file, to the same messages.
   static std::string engine_answer(const std::string& system, const std::string& user,
-                                   int max_tokens, oxi::llm::SamplerOptions sampling = greedy()) {
-    oxi::llm::EngineOptions eo;
+                                   int max_tokens, oxi::llm::SamplerOptions sampling = greedy(),
+                                   oxi::llm::EngineOptions eo = {}) {
     eo.threads = 1;
     auto engine = oxi::llm::Engine::load(model_.string(), eo);
     oxi::llm::GenerateOptions g;
@@ -317,11 +317,20 @@ TEST_F(OxiLlm, PropertiesHaveDefaultsAndRanges) {
   EXPECT_EQ(max_tokens, 256);
   EXPECT_EQ(seed, -1);
   EXPECT_EQ(mode, 0);
+  guint context_size = 1;
+  gint cache_type = -1;
+  gchar* chat_template = nullptr;
+  g_object_get(e, "context-size", &context_size, "cache-type", &cache_type, "chat-template",
+               &chat_template, nullptr);
+  EXPECT_EQ(context_size, 0u);  // the model's training context, capped as in the library
+  EXPECT_EQ(cache_type, 0);     // auto
+  EXPECT_EQ(chat_template, nullptr);
 
   GObjectClass* klass = G_OBJECT_GET_CLASS(e);
   for (const char* name : {"model", "prompt-template", "system-prompt", "temperature", "top-k",
                            "top-p", "min-p", "repeat-penalty", "seed", "max-tokens", "threads",
-                           "quant", "mode", "interval", "model-instance-id"}) {
+                           "quant", "mode", "interval", "model-instance-id", "context-size",
+                           "cache-type", "chat-template"}) {
     GParamSpec* spec = g_object_class_find_property(klass, name);
     ASSERT_NE(spec, nullptr) << name;
     EXPECT_GT(std::strlen(g_param_spec_get_blurb(spec)), 10u) << name;
@@ -348,7 +357,63 @@ TEST_F(OxiLlm, PropertiesHaveDefaultsAndRanges) {
   gst_util_set_object_arg(G_OBJECT(e), "mode", "accumulate");
   g_object_get(e, "mode", &mode, nullptr);
   EXPECT_EQ(mode, 1);
+  gst_util_set_object_arg(G_OBJECT(e), "cache-type", "f32");
+  g_object_get(e, "cache-type", &cache_type, nullptr);
+  EXPECT_EQ(cache_type, 2);
   gst_object_unref(e);
+}
+
+// context-size reaches the engine: the reply stops where a context of that size is full, as the
+// engine's with the same n_ctx does, and a prompt longer than it is an error on the bus.
+TEST_F(OxiLlm, ContextSizeBoundsTheAnswer) {
+  oxi::llm::EngineOptions small;
+  small.n_ctx = 40;
+  const std::string bounded = engine_answer("", "w265", -1, greedy(), small);
+  // The tiny model's context is longer, and its greedy reply runs past 40 positions without an
+  // end token: otherwise the bound would not show.
+  ASSERT_NE(engine_answer("", "w265", -1), bounded);
+
+  GstHarness* h = harness("max-tokens=-1 context-size=40");
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w265", 0, GST_SECOND)), GST_FLOW_OK);
+  EXPECT_EQ(pull_answer(h).text, bounded);
+  gst_harness_teardown(h);
+
+  GstElement* e = gst_parse_launch(
+      ("oxillm model=\"" + model_.string() + "\" context-size=3 threads=1").c_str(), nullptr);
+  ASSERT_NE(e, nullptr);
+  GstBus* bus = gst_bus_new();
+  gst_element_set_bus(e, bus);
+  h = gst_harness_new_with_element(e, "sink", "src");
+  gst_harness_set_src_caps_str(h, "text/x-raw, format=(string)utf8");
+  gst_harness_push(h, text_buffer("w265 w266 w267", 0, GST_SECOND));
+  // The answer fails on the task, after the push returned.
+  const std::optional<oxi::test::BusError> error = oxi::test::pop_bus_error(bus, 60 * GST_SECOND);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_NE(error->message.find("the context only 3 positions"), std::string::npos)
+      << error->message;
+  gst_element_set_bus(e, nullptr);
+  gst_harness_teardown(h);
+  gst_object_unref(bus);
+  gst_object_unref(e);
+}
+
+// cache-type and chat-template reach the engine: the answers equal the engine's with the same
+// options (the template changes the prompt, so the answer: checked), and an unknown template
+// name is a load error naming it.
+TEST_F(OxiLlm, CacheTypeAndChatTemplateReachTheEngine) {
+  oxi::llm::EngineOptions chatml;
+  chatml.chat_template = "chatml";
+  chatml.kv_type = oxi::kernels::DType::F16;
+  const std::string expected = engine_answer("", "w266 w267", 12, greedy(), chatml);
+  ASSERT_NE(engine_answer("", "w266 w267", 12), expected);
+
+  GstHarness* h = harness("max-tokens=12 cache-type=f16 chat-template=chatml");
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w266 w267", 0, GST_SECOND)), GST_FLOW_OK);
+  EXPECT_EQ(pull_answer(h).text, expected);
+  gst_harness_teardown(h);
+
+  expect_load_error({{"model", model_.string()}, {"chat-template", "no-such-template"}},
+                    "no-such-template");
 }
 
 TEST_F(OxiLlm, SurvivesStateCycles) {
