@@ -195,6 +195,42 @@ TEST_F(CliLlm, ChatOneShotAndInteractive) {
   EXPECT_EQ(chat.out, t.text + "\n" + t2.text + "\n" + t.text + "\n");
 }
 
+// -f FILE feeds the file's bytes as -p would (newlines and all), -f - reads stdin; a missing
+// file is an error naming it, -p with -f a usage error.
+TEST_F(CliLlm, PromptFromFileOrStdin) {
+  const std::string text = "w260 w261\nw262\n";
+  const auto file = dir_ / "prompt.txt";
+  oxi::test::write_file_bytes(file, std::vector<uint8_t>(text.begin(), text.end()));
+  const std::vector<std::string> rest = {"--raw", "--temp", "0", "--max-tokens", "6",
+                                         "--show-tokens"};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), rest.begin(), rest.end());
+    return args;
+  };
+  const CommandResult p = generate(with({"-p", text}));
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const CommandResult f = generate(with({"-f", file.string()}));
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_EQ(f.out, p.out);
+  EXPECT_EQ(line_starting(f.err, "prompt tokens: "), line_starting(p.err, "prompt tokens: "));
+  // the newlines reached the tokenizer: the prompt differs from the text without them
+  const CommandResult flat = generate(with({"-p", "w260 w261 w262"}));
+  ASSERT_EQ(flat.exit_code, 0) << flat.err;
+  EXPECT_NE(line_starting(flat.err, "prompt tokens: "), line_starting(p.err, "prompt tokens: "));
+
+  std::vector<std::string> from_stdin = {"generate", "-m", model_, "--threads", "2", "-f", "-"};
+  from_stdin = with(from_stdin);
+  const CommandResult s = run_oxinfer(from_stdin, text);
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_EQ(s.out, p.out);
+
+  const std::string missing = (dir_ / "no-such-prompt.txt").string();
+  const CommandResult m = generate({"-f", missing});
+  EXPECT_EQ(m.exit_code, 1);
+  EXPECT_NE(m.err.find(missing), std::string::npos) << m.err;
+  EXPECT_EQ(generate({"-p", "x", "-f", file.string()}).exit_code, 2);
+}
+
 TEST_F(CliLlm, UsageErrors) {
   EXPECT_EQ(generate({"--raw"}).exit_code, 2);                   // no -p
   EXPECT_EQ(run_oxinfer({"generate", "-p", "x"}).exit_code, 2);  // no -m

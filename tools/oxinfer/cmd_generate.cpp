@@ -1,6 +1,8 @@
 // oxinfer generate -m MODEL -p TEXT [...]: one prompt, the reply streamed to stdout.
 #include <cstdio>
 #include <fstream>
+#include <iostream>
+#include <iterator>
 #include <string>
 
 #include <unistd.h>
@@ -32,14 +34,26 @@ void write_logits(const std::filesystem::path& file, std::span<const float> logi
   if (!out) throw Error(file.string(), "cannot write the logits");
 }
 
+// The prompt of -f FILE: the file's bytes as they are ("-": stdin).
+std::string read_prompt_file(const std::string& file) {
+  if (file == "-")
+    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error(file, "cannot open the prompt file");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw Error(file, "cannot read the prompt file");
+  return text;
+}
+
 }  // namespace
 
 int run_generate(const Argv& argv) {
-  ArgParser p("generate", "oxinfer generate -m MODEL -p TEXT [OPTIONS]",
+  ArgParser p("generate", "oxinfer generate -m MODEL (-p TEXT | -f FILE) [OPTIONS]",
               "Generate a reply to TEXT and stream it to stdout. Without --raw, TEXT is one user\n"
               "message rendered with the model's chat template; with --raw it is fed as is.");
   add_llm_options(p);
   p.option("prompt", "TEXT", "the prompt", "p");
+  p.option("file", "FILE", "read the prompt from FILE, as is (- = stdin)", "f");
   p.flag("raw", "feed the prompt without a chat template (BOS as the model says)");
   p.flag("print-prompt", "print the prompt text (after the template) before the reply");
   p.flag("show-tokens", "print the prompt's and the reply's token ids on stderr");
@@ -49,8 +63,10 @@ int run_generate(const Argv& argv) {
   const ParsedArgs args = p.parse(argv);
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "' (the prompt is -p TEXT)");
-  const auto prompt = args.get("prompt");
-  if (!prompt) throw UsageError("-p TEXT is required");
+  if (args.has("prompt") && args.has("file")) throw UsageError("give -p TEXT or -f FILE, not both");
+  const std::optional<std::string> prompt =
+      args.has("file") ? std::optional(read_prompt_file(*args.get("file"))) : args.get("prompt");
+  if (!prompt) throw UsageError("-p TEXT or -f FILE is required");
   const bool raw = args.flag("raw");
   if (raw && args.has("system")) throw UsageError("--system needs chat mode (drop --raw)");
   const llm::GenerateOptions options = generate_options(args);
