@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <exception>
@@ -16,6 +17,8 @@
 #include "backends/cpu/piece_ranges.h"
 #include "backends/cpu/stream_calibration.h"
 #include "backends/cpu/worker_team.h"
+#include "kernels/formats/dtype.h"
+#include "kernels/formats/prefetch.h"
 #include "lib/core/error.h"
 
 namespace oxi::backends {
@@ -52,10 +55,11 @@ class CpuBackend final : public Backend {
   void attention_by_gemm(const AttentionArgs& a, float scale);
   // The activations of the current call, quantized: grows to the largest call, then stays.
   std::byte* activation_buffer(size_t bytes);
-  // Runs a one-token quantized product over `weights` (its key for the calibration): in the
-  // stream mode the calibration asks for, timed, while the process's mode is not settled.
+  // Runs a one-token quantized product over `weights` of type `dtype` (the weights are its key
+  // for the calibration of that type's stream layout): in the stream mode the calibration asks
+  // for, timed, while the process's mode for the layout is not settled.
   template <typename Product>
-  void run_matvec(const void* weights, const Product& product);
+  void run_matvec(const void* weights, kernels::DType dtype, const Product& product);
 
   int threads_;
   tbb::task_arena arena_;  // the helper threads come from here
@@ -65,7 +69,8 @@ class CpuBackend final : public Backend {
   tbb::enumerable_thread_specific<std::vector<float>> gemm_scratch_;
   // attention_by_gemm's V, transposed per kv head.
   std::vector<float> attention_vt_;
-  StreamCalibration calibration_;
+  // One per stream layout (kernels::StreamLayout): each decides its own mode.
+  std::array<StreamCalibration, kernels::kStreamLayouts> calibrations_;
 };
 
 template <typename Body>

@@ -62,20 +62,23 @@ void prime_stream(const std::byte* begin, size_t bytes) {
   t_stream_end = begin + bytes;
 }
 
-// The process's stream mode (kernels::stream_lines): "environment", "calibrated" or nothing
-// yet (MatvecStreaming::how). Set once: from OXI_STREAM_LINES when the first backend runs a
-// product, else by the first calibration that decides.
-std::atomic<const char*> g_stream_settled{nullptr};
+// The process's stream mode of each layout (kernels::stream_lines): "environment",
+// "calibrated" or nothing yet (MatvecStreaming::how). Set once: every layout's from
+// OXI_STREAM_LINES when the first backend runs a product, else each by the first calibration
+// of that layout that decides.
+std::atomic<const char*> g_stream_settled[kernels::kStreamLayouts] = {nullptr, nullptr, nullptr};
 
-bool stream_mode_settled() {
+bool stream_mode_settled(kernels::StreamLayout layout) {
   static const bool from_environment = [] {
     const char* e = std::getenv("OXI_STREAM_LINES");
     if (e == nullptr || (std::string_view(e) != "0" && std::string_view(e) != "1")) return false;
-    kernels::set_stream_lines(*e == '1');
-    g_stream_settled.store("environment");
+    for (size_t l = 0; l < kernels::kStreamLayouts; ++l) {
+      kernels::set_stream_lines(static_cast<kernels::StreamLayout>(l), *e == '1');
+      g_stream_settled[l].store("environment");
+    }
     return true;
   }();
-  return from_environment || g_stream_settled.load() != nullptr;
+  return from_environment || g_stream_settled[static_cast<size_t>(layout)].load() != nullptr;
 }
 
 void add_bias(float* y, const float* bias, size_t count) {
@@ -103,29 +106,35 @@ void validate(const WeightMatrix& w, std::span<const float> x, size_t m, std::sp
 }  // namespace
 
 template <typename Product>
-void CpuBackend::run_matvec(const void* weights, const Product& product) {
+void CpuBackend::run_matvec(const void* weights, kernels::DType dtype, const Product& product) {
+  const std::optional<kernels::StreamLayout> layout =
+      kernels::format_kernels().stream_layout(dtype);
   std::optional<bool> mode;
-  if (kernels::format_kernels().stream_lines_choice && !stream_mode_settled()) {
-    mode = calibration_.mode_for(weights);
-    if (const std::optional<bool> decision = calibration_.decision()) {
+  if (layout && !stream_mode_settled(*layout)) {
+    const size_t l = static_cast<size_t>(*layout);
+    mode = calibrations_[l].mode_for(weights);
+    if (const std::optional<bool> decision = calibrations_[l].decision()) {
       const char* none = nullptr;  // the first backend to decide sets the process's mode
-      if (g_stream_settled.compare_exchange_strong(none, "calibrated"))
-        kernels::set_stream_lines(*decision);
+      if (g_stream_settled[l].compare_exchange_strong(none, "calibrated"))
+        kernels::set_stream_lines(*layout, *decision);
     }
   }
   if (!mode) return product();
-  kernels::set_stream_lines(*mode);
+  kernels::set_stream_lines(*layout, *mode);
   const auto start = std::chrono::steady_clock::now();
   product();
-  calibration_.record(
+  calibrations_[static_cast<size_t>(*layout)].record(
       weights, *mode,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
-MatvecStreaming matvec_streaming() {
-  if (!kernels::format_kernels().stream_lines_choice) return {true, "fixed"};
-  const bool settled = stream_mode_settled();
-  return {kernels::stream_lines(), settled ? g_stream_settled.load() : "calibrating"};
+MatvecStreaming matvec_streaming(kernels::DType weights) {
+  const std::optional<kernels::StreamLayout> layout =
+      kernels::format_kernels().stream_layout(weights);
+  if (!layout) return {true, "fixed"};
+  const bool settled = stream_mode_settled(*layout);
+  return {kernels::stream_lines(*layout),
+          settled ? g_stream_settled[static_cast<size_t>(*layout)].load() : "calibrating"};
 }
 
 std::byte* CpuBackend::activation_buffer(size_t bytes) {
@@ -179,7 +188,7 @@ void CpuBackend::matvec_path(const WeightMatrix& w, std::span<const float> x, si
     });
   };
   if (m == 1 && !as_is)
-    run_matvec(w.data, product);
+    run_matvec(w.data, w.dtype, product);
   else
     product();
 }
@@ -231,7 +240,13 @@ void CpuBackend::matmul_shared_input(std::span<const float> x, size_t m,
       kernels::quantize_activation(job.p->w->dtype, x.data(), buffer + job.act_offset,
                                    job.p->w->cols);
   }
-  run_matvec(products[0].w->data, [&] {
+  // Timed for the calibration of the first product's layout that has one (the others run in
+  // their layout's current mode: q / k and v, or gate and up, are of one type in most files).
+  const auto calibrated = std::find_if(products.begin(), products.end(), [](const auto& p) {
+    return kernels::format_kernels().stream_layout(p.w->dtype).has_value();
+  });
+  const WeightMatrix& key = calibrated != products.end() ? *calibrated->w : *products[0].w;
+  run_matvec(key.data, key.dtype, [&] {
     run_pieces(pieces, [&](size_t piece) {
       size_t j = jobs.size() - 1;
       while (jobs[j].first_piece > piece) --j;

@@ -1,8 +1,10 @@
-// StreamCalibration: whether this machine streams one-token products faster with the kernels'
-// line requests or with the page starts alone (kernels::stream_lines, prefetch.h), measured
-// on the products themselves. Every weight matrix a decode step multiplies comes back once a
-// token, so each is timed in both modes on alternate encounters (kRoundsPerMode each), and the
-// two modes' total seconds over the same matrices decide: the same bytes read in both, in
+// StreamCalibration: whether this machine streams one-token products of one weight layout
+// faster with the kernels' line requests or with the page starts alone (kernels::stream_lines,
+// prefetch.h), measured on the products themselves; the CPU backend has one per layout
+// (kernels::StreamLayout: on one VM q4_0_r16 streamed faster on page starts while q4_K_r8 did
+// with its lines, in the same minutes). Every weight matrix a decode step multiplies comes back
+// once a token, so each is timed in both modes on alternate encounters (kRoundsPerMode each), and
+// the two modes' total seconds over the same matrices decide: the same bytes read in both, in
 // alternating tokens of the same second. Whole tokens in one mode: with every other matrix of
 // a token in the other mode (so that each token's memory speed weighed on both alike), the two
 // differed by 1-10 % where whole tokens differed by 4-18 % (TinyLlama-shaped Q4_0, six runs

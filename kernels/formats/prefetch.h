@@ -59,9 +59,9 @@
 // inner loop was three instructions per 32 bytes instead of five (q8_0_r16_tiles.h), Q8_0 decoded
 // at 83.2 % without the lines against 77.8 % with them (three copies, two rounds, 6 of 6 pairs).
 // The thirty-eighth session's VM streamed those passes faster with their lines, by more (Q4_0
-// decode 94-100 against 80-85 % of the limit): since then stream_lines() below switches them,
-// set by the CPU backend's calibration (q6_K keeps the page starts: level or slower with lines
-// there).
+// decode 94-100 against 80-85 % of the limit): since then stream_lines(layout) below switches
+// them, set by the CPU backend's calibration, each layout on its own since the thirty-ninth
+// (q6_K keeps the page starts: level or slower with lines there).
 //
 // Measuring these choices: on the development VM a binary's decode speed depends on which
 // physical pages its code occupies in the page cache. Byte-identical copies of one build decoded
@@ -79,20 +79,24 @@ namespace oxi::kernels {
 
 inline constexpr size_t kCacheLine = 64;
 
-// Whether the one-token passes that can stream on page-start requests alone (avx512 q4_0_r16 and
-// q8_0_r16 over rows of whole groups, q4_K_r8's batched rows; FormatKernels::stream_lines_choice)
-// request their lines ahead as well. Which reads faster depends on the machine: on the
-// thirty-fifth session's VM the page starts alone (TinyLlama-shaped decode +8 to +13 points of
-// the read limit), on the thirty-eighth's the lines (Q4_0 94-100 % of the limit against 80-85 %,
-// Q8_0 94-100 against 85-87 %, Q4_K_M +4; both AMD family 26). So the CPU backend measures it
-// on its first decode steps (backends/cpu/stream_calibration.h) and sets it here; lines until
-// then. Process-wide; the results do not depend on it.
-inline std::atomic<bool> g_stream_lines{true};
-inline void set_stream_lines(bool lines) noexcept {
-  g_stream_lines.store(lines, std::memory_order_relaxed);
+// The one-token passes that can stream on page-start requests alone (avx512 q4_0_r16 and
+// q8_0_r16 over rows of whole groups, q4_K_r8's batched rows; FormatKernels::stream_layout),
+// and whether each requests its lines ahead as well. Which reads faster depends on the machine:
+// on the thirty-fifth session's VM the page starts alone (TinyLlama-shaped decode +8 to +13
+// points of the read limit), on the thirty-eighth's the lines (Q4_0 94-100 % of the limit
+// against 80-85 %, Q8_0 94-100 against 85-87 %, Q4_K_M +4; both AMD family 26); and on the
+// thirty-ninth's, at the same time, page starts for q4_0_r16 (Q4_0 81-85 against 76-78 %) and
+// lines for q4_K_r8 (Q4_K_M 79-83 against 64-73 %). So each layout has its own mode, which the
+// CPU backend measures on its first decode steps (backends/cpu/stream_calibration.h) and sets
+// here; lines until then. Process-wide; the results do not depend on it.
+enum class StreamLayout : uint8_t { kQ4_0R16, kQ8_0R16, kQ4KR8 };
+inline constexpr size_t kStreamLayouts = 3;
+inline std::atomic<bool> g_stream_lines[kStreamLayouts] = {true, true, true};
+inline void set_stream_lines(StreamLayout layout, bool lines) noexcept {
+  g_stream_lines[static_cast<size_t>(layout)].store(lines, std::memory_order_relaxed);
 }
-inline bool stream_lines() noexcept {
-  return g_stream_lines.load(std::memory_order_relaxed);
+inline bool stream_lines(StreamLayout layout) noexcept {
+  return g_stream_lines[static_cast<size_t>(layout)].load(std::memory_order_relaxed);
 }
 // How many tiles ahead an interleaved-rows matvec tile prefetches (the rows kPrefetchTiles
 // tiles after its own).

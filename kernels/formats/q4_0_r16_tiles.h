@@ -109,8 +109,8 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
   // twenty-fourth session); the activation's start a line (the backend's buffer is aligned).
   // The short group is read with masked loads (its bytes only).
   //
-  // The page starts ahead, not the lines, where stream_lines() says so (prefetch.h) and the rows
-  // do not end in a short group (ends_in_short_group); else the lines too (kLines).
+  // The page starts ahead, not the lines, where stream_lines(kQ4_0R16) says so (prefetch.h) and the
+  // rows do not end in a short group (ends_in_short_group); else the lines too (kLines).
   template <int P, bool kLines = false>
   static void one_token(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t n,
                         float* y) noexcept {
@@ -157,7 +157,7 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
                    size_t n, float* y, size_t y_stride) noexcept {
 #if defined(OXI_ARCH_AVX512)
     if constexpr (T == 1) {
-      if (ends_in_short_group(n / QK) || stream_lines())
+      if (ends_in_short_group(n / QK) || stream_lines(StreamLayout::kQ4_0R16))
         one_token<P, true>(w, w_row_bytes, x, n, y);
       else
         one_token<P>(w, w_row_bytes, x, n, y);

@@ -43,14 +43,14 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
   static constexpr int kNoByte = -1;
 
   // Whether matvec's batched rows of whole groups request their lines ahead, or only the page
-  // starts: with the avx512 kernel as stream_lines() says (prefetch.h; the thirty-fifth
+  // starts: with the avx512 kernel as stream_lines(kQ4KR8) says (prefetch.h; the thirty-fifth
   // session's VM decoded faster on page starts, the thirty-eighth's with the lines:
   // TinyLlama-shaped Q4_K_M 80.6 against 76.4 % of the limit, 6 of 6 pairs), with the AVX2 one
   // always (on the thirty-fifth session's machine forced to AVX2, Q4_K_M decode 74-76 % of the
   // limit with the lines against 69-73 % without, four runs each).
   static bool batched_row_lines() noexcept {
 #if defined(OXI_ARCH_AVX512)
-    return stream_lines();
+    return stream_lines(StreamLayout::kQ4KR8);
 #else
     return true;
 #endif

@@ -82,14 +82,14 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
   }
 
   // One token requests its lines ahead (kLines) on AVX2, and on avx512 where a row ends in a
-  // short group (ends_in_short_group) or stream_lines() says so (prefetch.h); else only the
+  // short group (ends_in_short_group) or stream_lines(kQ8_0R16) says so (prefetch.h); else only the
   // page starts.
   template <int T, int P>
   static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
 #if defined(OXI_ARCH_AVX512)
     if constexpr (T == 1) {
-      if (!ends_in_short_group(n / QK) && !stream_lines())
+      if (!ends_in_short_group(n / QK) && !stream_lines(StreamLayout::kQ8_0R16))
         return pass_with<T, P, false>(w, w_row_bytes, x, x_stride, n, y, y_stride);
     }
 #endif

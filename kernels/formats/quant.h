@@ -24,9 +24,11 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "kernels/cpu_features.h"
 #include "kernels/formats/dtype.h"
+#include "kernels/formats/prefetch.h"
 
 namespace oxi::kernels {
 
@@ -110,7 +112,7 @@ struct FormatKernels {
   bool fast_q8_0_r16 = false;
   // The same for q4_K_r8 and plain q4_K.
   bool fast_q4_k_r8 = false;
-  // Whether some one-token passes follow stream_lines() (prefetch.h): the avx512 kernels.
+  // Whether some one-token passes follow stream_lines(layout) (prefetch.h): the avx512 kernels.
   bool stream_lines_choice = false;
   // q8_0 activation blocks of x[0..n), bit-identical to quantize_row_q8_0 for finite x (what
   // quantize_activation uses for every q8_0-based layout).
@@ -128,6 +130,15 @@ struct FormatKernels {
     if (t == DType::Q8_0 && fast_q8_0_r16) return DType::Q8_0_R16;
     if (t == DType::Q4_K && fast_q4_k_r8) return DType::Q4_K_R8;
     return t;
+  }
+  // Which stream mode (stream_lines(layout), prefetch.h) one-token products of weights of type
+  // t follow; nullopt where they always request the same.
+  std::optional<StreamLayout> stream_layout(DType t) const noexcept {
+    if (!stream_lines_choice) return std::nullopt;
+    if (t == DType::Q4_0_R16) return StreamLayout::kQ4_0R16;
+    if (t == DType::Q8_0_R16) return StreamLayout::kQ8_0R16;
+    if (t == DType::Q4_K_R8) return StreamLayout::kQ4KR8;
+    return std::nullopt;
   }
 
  private:

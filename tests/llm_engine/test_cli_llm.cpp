@@ -9,8 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/formats/quant.h"
 #include "lib/llm/engine.h"
 #include "tests/common/test_data.h"
+#include "tests/llm/tiny_model.h"
 #include "tests/llm_engine/engine_fixture.h"
 
 namespace oxi::llm::test {
@@ -201,8 +203,8 @@ TEST_F(CliLlm, PromptFromFileOrStdin) {
   const std::string text = "w260 w261\nw262\n";
   const auto file = dir_ / "prompt.txt";
   oxi::test::write_file_bytes(file, std::vector<uint8_t>(text.begin(), text.end()));
-  const std::vector<std::string> rest = {"--raw", "--temp", "0", "--max-tokens", "6",
-                                         "--show-tokens"};
+  const std::vector<std::string> rest = {"--raw",        "--temp", "0",
+                                         "--max-tokens", "6",      "--show-tokens"};
   auto with = [&](std::vector<std::string> args) {
     args.insert(args.end(), rest.begin(), rest.end());
     return args;
@@ -322,6 +324,34 @@ TEST_F(CliLlm, BenchLlmF16Cache) {
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("kv_cache_type").get<std::string>(), "f16");
   EXPECT_EQ(j.at("kv_cache_bytes").get<double>(), 2 * 2 * 17 * 32 * 2.0);
+  // float weights: no one-token pass has a stream mode to choose
+  EXPECT_TRUE(j.at("matvec_stream_by_layout").empty());
+  EXPECT_EQ(j.at("matvec_stream_choice").get<std::string>(), "fixed");
+}
+
+// A quantized model: the stream mode of its repacked layout (where the kernels have the choice),
+// the same in matvec_stream_lines / _choice (the layout with most of decode's bytes).
+TEST_F(CliLlm, BenchLlmStreamModeByLayout) {
+  const auto file = dir_ / "tiny_q4k.gguf";
+  write_gguf(
+      make_tiny_model(tiny_spec("llama", true), kernels::DType::Q4_K, kernels::DType::F32, 7),
+      file);
+  const CommandResult r = run_oxinfer({"bench", "llm", "-m", file.string(), "--threads", "2",
+                                       "--json", "--pp", "0", "--tg", "16", "--reps", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json& by_layout = j.at("matvec_stream_by_layout");
+  const kernels::DType held = kernels::format_kernels().preferred_layout(kernels::DType::Q4_K);
+  if (!kernels::format_kernels().stream_layout(held)) {
+    EXPECT_TRUE(by_layout.empty()) << by_layout.dump();
+    EXPECT_EQ(j.at("matvec_stream_choice").get<std::string>(), "fixed");
+    return;
+  }
+  ASSERT_EQ(by_layout.size(), 1u) << by_layout.dump();
+  const nlohmann::json& mode = by_layout.at(std::string(kernels::name(held)));
+  EXPECT_EQ(j.at("matvec_stream_lines").get<bool>(), mode.at("lines").get<bool>());
+  EXPECT_EQ(j.at("matvec_stream_choice").get<std::string>(), mode.at("choice").get<std::string>());
+  EXPECT_NE(mode.at("choice").get<std::string>(), "fixed");
 }
 
 }  // namespace

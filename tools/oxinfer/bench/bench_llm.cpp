@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/cpu/cpu_backend.h"
+#include "kernels/formats/quant.h"
 #include "lib/core/error.h"
 #include "lib/hub/hub.h"
 #include "lib/llm/engine.h"
@@ -36,22 +37,46 @@ void mean_sd(const std::vector<double>& v, double& mean, double& sd) {
   sd = v.size() > 1 ? std::sqrt(var / static_cast<double>(v.size() - 1)) : 0;
 }
 
+// The matrices one decode step multiplies, grouped into its parallel regions in its order.
+std::vector<std::vector<const backends::WeightMatrix*>> decode_matrices(const llm::Model& model) {
+  const llm::ModelWeights& w = model.weights();
+  std::vector<std::vector<const backends::WeightMatrix*>> regions;
+  for (const llm::LayerWeights& l : w.layers) {
+    regions.push_back({&l.wq, &l.wk, &l.wv});
+    regions.push_back({&l.wo});
+    regions.push_back({&l.w_gate, &l.w_up});
+    regions.push_back({&l.w_down});
+  }
+  regions.push_back({&w.output});
+  return regions;
+}
+
 }  // namespace
 
 std::vector<ReadRegion> decode_read_regions(const llm::Model& model) {
-  const llm::ModelWeights& w = model.weights();
-  const auto bytes = [](const backends::WeightMatrix& m) {
-    return std::span<const std::byte>(static_cast<const std::byte*>(m.data), m.rows * m.row_bytes);
-  };
   std::vector<ReadRegion> regions;
-  for (const llm::LayerWeights& l : w.layers) {
-    regions.push_back({bytes(l.wq), bytes(l.wk), bytes(l.wv)});
-    regions.push_back({bytes(l.wo)});
-    regions.push_back({bytes(l.w_gate), bytes(l.w_up)});
-    regions.push_back({bytes(l.w_down)});
+  for (const auto& matrices : decode_matrices(model)) {
+    ReadRegion& region = regions.emplace_back();
+    for (const backends::WeightMatrix* m : matrices)
+      region.emplace_back(static_cast<const std::byte*>(m->data), m->rows * m->row_bytes);
   }
-  regions.push_back({bytes(w.output)});
   return regions;
+}
+
+std::vector<LayoutBytes> decode_stream_layouts(const llm::Model& model) {
+  std::vector<LayoutBytes> layouts;
+  for (const auto& matrices : decode_matrices(model)) {
+    for (const backends::WeightMatrix* m : matrices) {
+      if (!kernels::format_kernels().stream_layout(m->dtype)) continue;
+      auto it = std::find_if(layouts.begin(), layouts.end(),
+                             [&](const LayoutBytes& l) { return l.dtype == m->dtype; });
+      if (it == layouts.end()) it = layouts.insert(layouts.end(), {m->dtype, 0.0});
+      it->bytes += static_cast<double>(m->rows * m->row_bytes);
+    }
+  }
+  std::stable_sort(layouts.begin(), layouts.end(),
+                   [](const LayoutBytes& a, const LayoutBytes& b) { return a.bytes > b.bytes; });
+  return layouts;
 }
 
 double decode_weight_bytes(const llm::Model& model) {
@@ -275,9 +300,12 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   const double file_bytes = static_cast<double>(bench::model_bytes_on_disk(path));
   const double kv_bytes = static_cast<double>(session.kv_cache_bytes());
   const double resident_pct = 100.0 * resident / (file_bytes + kv_bytes);
-  // How the one-token products streamed (calibrated on the first decode steps unless
-  // OXI_STREAM_LINES says; backends/cpu/stream_calibration.h).
-  const backends::MatvecStreaming streaming = backends::matvec_streaming();
+  // How the one-token products streamed, per weight layout with a choice (calibrated on the
+  // first decode steps unless OXI_STREAM_LINES says; backends/cpu/stream_calibration.h);
+  // matvec_stream_lines / _choice are those of the layout holding most of decode's bytes.
+  const std::vector<bench::LayoutBytes> layouts = bench::decode_stream_layouts(*model);
+  const backends::MatvecStreaming streaming = backends::matvec_streaming(
+      layouts.empty() ? model->weights().output.dtype : layouts.front().dtype);
 
   if (json) {
     nlohmann::json products_by_kind = nlohmann::json::array();
@@ -287,6 +315,12 @@ int run_bench_llm(const std::vector<std::string>& argv) {
                                   {"ms_per_token", k.ms_per_token},
                                   {"pct", k.pct},
                                   {"gbs", k.gbs}});
+    }
+    nlohmann::json stream_by_layout = nlohmann::json::object();
+    for (const bench::LayoutBytes& l : layouts) {
+      const backends::MatvecStreaming m = backends::matvec_streaming(l.dtype);
+      stream_by_layout[std::string(kernels::name(l.dtype))] = {{"lines", m.lines},
+                                                               {"choice", m.how}};
     }
     const std::string pp_key = "pp" + std::to_string(pp), tg_key = "tg" + std::to_string(tg);
     const nlohmann::json out = {{"model", path.string()},
@@ -324,6 +358,7 @@ int run_bench_llm(const std::vector<std::string>& argv) {
                                 {"kv_cache_type", std::string(kernels::name(kv_type))},
                                 {"matvec_stream_lines", streaming.lines},
                                 {"matvec_stream_choice", streaming.how},
+                                {"matvec_stream_by_layout", stream_by_layout},
                                 {"resident_pct_of_file_plus_kv", resident_pct}};
     std::printf("%s\n", out.dump().c_str());
   } else {
@@ -359,8 +394,13 @@ int run_bench_llm(const std::vector<std::string>& argv) {
                   i == 0 ? "  products by kind" : "", k.ms_per_token, k.pct, k.calls_per_token,
                   k.gbs, k.name.c_str());
     }
-    std::printf("%-28s %s (%s)\n", "one-token streams",
-                streaming.lines ? "line requests" : "page starts alone", streaming.how);
+    if (layouts.empty()) std::printf("%-28s fixed by the kernels\n", "one-token streams");
+    for (size_t i = 0; i < layouts.size(); ++i) {
+      const backends::MatvecStreaming m = backends::matvec_streaming(layouts[i].dtype);
+      std::printf("%-28s %s: %s (%s)\n", i == 0 ? "one-token streams" : "",
+                  std::string(kernels::name(layouts[i].dtype)).c_str(),
+                  m.lines ? "line requests" : "page starts alone", m.how);
+    }
     std::printf(
         "%-28s %9.1f MB = %.1f%% of file %.1f MB + KV cache %.1f MB (%s; %.1f MB before "
         "loading)\n",

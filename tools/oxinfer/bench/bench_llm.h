@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/formats/dtype.h"
 #include "lib/llm/session.h"
 #include "tools/oxinfer/bench/machine_limits.h"
 
@@ -60,6 +61,14 @@ double decode_weight_bytes(const llm::Model& model);
 // The weight matrices one decode step reads, grouped into its parallel regions in its order:
 // per layer {q, k, v} (one shared-input region), {o}, {gate, up}, {down}; then the output.
 std::vector<ReadRegion> decode_read_regions(const llm::Model& model);
+
+// The weight layouts among decode's matrices whose one-token products have a stream mode
+// (kernels::FormatKernels::stream_layout), with their bytes, most bytes first.
+struct LayoutBytes {
+  kernels::DType dtype;
+  double bytes = 0;
+};
+std::vector<LayoutBytes> decode_stream_layouts(const llm::Model& model);
 
 // Runs pp and tg `reps` times each on `session` (its cache is cleared before each run; it needs
 // n_ctx >= max(pp, tg)). Random ids from a fixed seed. In a tg run every kTokensBetweenPasses
