@@ -1,8 +1,7 @@
 // oxinfer generate -m MODEL -p TEXT [...]: one prompt, the reply streamed to stdout.
 #include <cstdio>
 #include <fstream>
-#include <iostream>
-#include <iterator>
+#include <optional>
 #include <string>
 
 #include <unistd.h>
@@ -11,6 +10,7 @@
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/commands.h"
 #include "tools/oxinfer/llm_cli_options.h"
+#include "tools/oxinfer/text_input.h"
 
 namespace oxi::cli {
 namespace {
@@ -34,17 +34,6 @@ void write_logits(const std::filesystem::path& file, std::span<const float> logi
   if (!out) throw Error(file.string(), "cannot write the logits");
 }
 
-// The prompt of -f FILE: the file's bytes as they are ("-": stdin).
-std::string read_prompt_file(const std::string& file) {
-  if (file == "-")
-    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(file, "cannot open the prompt file");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw Error(file, "cannot read the prompt file");
-  return text;
-}
-
 }  // namespace
 
 int run_generate(const Argv& argv) {
@@ -64,8 +53,9 @@ int run_generate(const Argv& argv) {
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "' (the prompt is -p TEXT)");
   if (args.has("prompt") && args.has("file")) throw UsageError("give -p TEXT or -f FILE, not both");
-  const std::optional<std::string> prompt =
-      args.has("file") ? std::optional(read_prompt_file(*args.get("file"))) : args.get("prompt");
+  std::optional<std::string> prompt = args.get("prompt");
+  if (const auto file = args.get("file"))
+    prompt = *file == "-" ? read_stdin() : read_text_file(*file);
   if (!prompt) throw UsageError("-p TEXT or -f FILE is required");
   const bool raw = args.flag("raw");
   if (raw && args.has("system")) throw UsageError("--system needs chat mode (drop --raw)");

@@ -1,13 +1,12 @@
 // oxinfer tokenize -m MODEL [--no-bos] [--special] TEXT|-: the token ids of a text.
 #include <cstdio>
-#include <iostream>
-#include <iterator>
 #include <string>
 
 #include "lib/core/error.h"
 #include "lib/tokenizer/load.h"
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/commands.h"
+#include "tools/oxinfer/text_input.h"
 
 namespace oxi::cli {
 
@@ -26,9 +25,7 @@ int run_tokenize(const Argv& argv) {
   if (args.positional().size() != 1)
     throw UsageError("expected one TEXT argument (or - for stdin)");
   std::string text = args.positional()[0];
-  if (text == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  }
+  if (text == "-") text = read_stdin();
 
   const tokenizer::Tokenizer tok = tokenizer::load(*model);
   const bool add_bos = tok.add_bos() && !args.flag("no-bos");

@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <set>
 
 #include "lib/core/error.h"
+#include "tools/oxinfer/text_input.h"
 
 namespace oxi::cli {
 namespace {
@@ -132,12 +131,6 @@ PipelineParam parse_param(std::string_view rest, const std::string& where) {
   return p;
 }
 
-std::string read_text(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(file.string(), "cannot read");
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 }  // namespace
 
 const PipelineParam* PipelineFile::find(std::string_view param) const {
@@ -215,7 +208,7 @@ PipelineFile parse_pipeline(std::string_view text, const std::string& name) {
 }
 
 PipelineFile load_pipeline_file(const fs::path& file) {
-  PipelineFile p = parse_pipeline(read_text(file), file.stem().string());
+  PipelineFile p = parse_pipeline(read_text_file(file), file.stem().string());
   p.path = file;
   return p;
 }

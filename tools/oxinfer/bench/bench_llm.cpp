@@ -304,8 +304,8 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   // first decode steps unless OXI_STREAM_LINES says; backends/cpu/stream_calibration.h);
   // matvec_stream_lines / _choice are those of the layout holding most of decode's bytes.
   const std::vector<bench::LayoutBytes> layouts = bench::decode_stream_layouts(*model);
-  const backends::MatvecStreaming streaming = backends::matvec_streaming(
-      layouts.empty() ? model->weights().output.dtype : layouts.front().dtype);
+  const backends::MatvecStreaming streaming =
+      layouts.empty() ? backends::MatvecStreaming{} : backends::matvec_streaming(layouts[0].dtype);
 
   if (json) {
     nlohmann::json products_by_kind = nlohmann::json::array();
