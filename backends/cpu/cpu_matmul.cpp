@@ -66,7 +66,7 @@ void prime_stream(const std::byte* begin, size_t bytes) {
 // "calibrated" or nothing yet (MatvecStreaming::how). Set once: every layout's from
 // OXI_STREAM_LINES when the first backend runs a product, else each by the first calibration
 // of that layout that decides.
-std::atomic<const char*> g_stream_settled[kernels::kStreamLayouts] = {nullptr, nullptr, nullptr};
+std::atomic<const char*> g_stream_settled[kernels::kStreamLayouts]{};  // all nullptr
 
 bool stream_mode_settled(kernels::StreamLayout layout) {
   static const bool from_environment = [] {
