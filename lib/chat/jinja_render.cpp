@@ -2,6 +2,7 @@
 // configures it: Python truthiness and str(), undefined values that render as "", loops that
 // scope their variables, namespaces shared by reference.
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -26,6 +27,7 @@ std::string type_name(const Value& v) {
   if (v.is_undefined()) return "undefined";
   if (v.kind == Value::Kind::ns) return "namespace";
   if (v.kind == Value::Kind::macro) return "macro";
+  if (v.kind == Value::Kind::builtin) return "function";
   const Json& j = v.data;
   if (j.is_null()) return "none";
   if (j.is_boolean()) return "bool";
@@ -161,10 +163,19 @@ class Renderer {
 
  private:
   // ---- variables ----
+  // Variables, then the environment's global functions (a variable of the same name hides one).
   Value lookup(const std::string& name) const {
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
       auto f = it->find(name);
       if (f != it->end()) return f->second;
+    }
+    static const std::array<std::string_view, 5> kBuiltins = {"raise_exception", "strftime_now",
+                                                              "namespace", "range", "dict"};
+    if (std::find(kBuiltins.begin(), kBuiltins.end(), name) != kBuiltins.end()) {
+      Value fn;
+      fn.kind = Value::Kind::builtin;
+      fn.builtin = name;
+      return fn;
     }
     return Value::undefined();
   }
@@ -434,6 +445,7 @@ class Renderer {
     if (a.kind == Value::Kind::undefined) return true;
     if (a.kind == Value::Kind::ns) return a.ns == b.ns;
     if (a.kind == Value::Kind::macro) return a.macro == b.macro;
+    if (a.kind == Value::Kind::builtin) return a.builtin == b.builtin;
     if (a.data.is_boolean() != b.data.is_boolean() && a.data.is_number() && b.data.is_number()) {
       return a.data.get<double>() == b.data.get<double>();
     }
@@ -561,8 +573,11 @@ class Renderer {
     }
     Value callee = eval(*e.a);
     if (callee.kind == Value::Kind::macro) return call_macro(*callee.macro, args);
-    if (e.a->kind != Expr::Kind::name) eval_error(e.line, "value is not callable");
-    const std::string& fn = e.a->name;
+    if (callee.kind != Value::Kind::builtin) {
+      const std::string what = e.a->kind == Expr::Kind::name ? "'" + e.a->name + "'" : "value";
+      eval_error(e.line, what + " is undefined or not callable");
+    }
+    const std::string& fn = callee.builtin;
     if (fn == "raise_exception") {
       throw Error("chat template",
                   args.pos.empty() ? std::string("raise_exception") : to_python_str(args.pos[0]));
@@ -602,7 +617,7 @@ class Renderer {
       const size_t n = std::strftime(buf, sizeof(buf), fmt.c_str(), &tm);
       return Value::of(std::string(buf, n));
     }
-    eval_error(e.line, "'" + fn + "' is undefined or not callable");
+    eval_error(e.line, "'" + fn + "' is not callable");
   }
 
   Value call_macro(const Stmt& m, const Args& args) {
@@ -997,7 +1012,7 @@ class Renderer {
     if (t == "sequence" || t == "iterable") {
       return data && (v.data.is_array() || v.data.is_string() || v.data.is_object());
     }
-    if (t == "callable") return v.kind == Value::Kind::macro;
+    if (t == "callable") return v.kind == Value::Kind::macro || v.kind == Value::Kind::builtin;
     if (t == "lower" || t == "upper") {
       if (!v.is_string()) return false;
       for (char c : v.data.get<std::string>()) {

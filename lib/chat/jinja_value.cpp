@@ -14,6 +14,7 @@ bool Value::truthy() const {
       return false;
     case Kind::ns:
     case Kind::macro:
+    case Kind::builtin:
       return true;
     case Kind::data:
       break;
@@ -48,7 +49,7 @@ std::string python_float_repr(double d) {
   std::string out;
   if (exp < -4 || exp >= 16) {
     out = digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
+    if (digits.size() > 1) out.append(".").append(digits, 1);
     char eb[16];
     std::snprintf(eb, sizeof(eb), "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
     out += eb;
@@ -185,6 +186,7 @@ std::string to_python_str(const Value& v) {
   if (v.kind == Value::Kind::undefined) return "";
   if (v.kind == Value::Kind::ns) return "<Namespace>";
   if (v.kind == Value::Kind::macro) return "<Macro>";
+  if (v.kind == Value::Kind::builtin) return "<function>";
   if (v.data.is_string()) return v.data.get<std::string>();
   return to_python_repr(v.data);
 }

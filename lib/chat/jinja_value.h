@@ -2,8 +2,11 @@
 //
 // Data (strings, numbers, lists, dicts) is an ordered JSON value, because Python dicts keep
 // insertion order and templates print them with tojson. Two kinds are not data: `undefined`
-// (a missing variable or key, which renders as "" and is falsy) and a namespace (a mutable
-// object created by namespace(), shared by reference so loop bodies can update it).
+// (a missing variable or key, which renders as "" and is falsy), a namespace (a mutable
+// object created by namespace(), shared by reference so loop bodies can update it), a macro,
+// and a builtin: one of the global functions (raise_exception, strftime_now, namespace, range,
+// dict), which jinja2 resolves as names, so that `strftime_now is defined` holds as in
+// transformers' environment (Llama 3.x templates ask it before calling).
 #pragma once
 
 #include <map>
@@ -21,11 +24,12 @@ struct Stmt;
 using Namespace = std::map<std::string, Value>;
 
 struct Value {
-  enum class Kind { undefined, data, ns, macro };
+  enum class Kind { undefined, data, ns, macro, builtin };
   Kind kind = Kind::undefined;
   Json data;
   std::shared_ptr<Namespace> ns;
   const Stmt* macro = nullptr;  // a {% macro %} of the template being rendered (not owned)
+  std::string builtin;          // the global function's name
 
   static Value undefined() { return {}; }
   static Value of(Json j) {

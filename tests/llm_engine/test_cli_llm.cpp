@@ -104,7 +104,7 @@ TEST_F(CliLlm, LoadKvContinuesBitIdentically) {
   const std::string state = (dir_ / "state.kv").string();
   const std::string split = (dir_ / "split.bin").string(), whole = (dir_ / "whole.bin").string();
   // The model's default cache (f32: float weights) and an f16 one.
-  for (const std::vector<std::string> cache :
+  for (const std::vector<std::string>& cache :
        {std::vector<std::string>{}, std::vector<std::string>{"--cache-type", "f16"}}) {
     SCOPED_TRACE(cache.empty() ? "default cache" : "f16 cache");
     const auto with_cache = [&](std::vector<std::string> args) {

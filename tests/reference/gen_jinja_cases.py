@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/chat/jinja_cases.json: templates, contexts and the output that jinja2 renders
 with the environment transformers' apply_chat_template uses (trim_blocks, lstrip_blocks,
-loop controls, its tojson filter, raise_exception). The C++ interpreter must match every case
+loop controls, its tojson filter, raise_exception, strftime_now). The C++ interpreter must match every case
 byte for byte. Needs Debian's python3-jinja2; run from the source root:
 
     /usr/bin/python3 tests/reference/gen_jinja_cases.py
@@ -9,6 +9,7 @@ byte for byte. Needs Debian's python3-jinja2; run from the source root:
 import json
 import os
 import sys
+from datetime import datetime
 
 from jinja2.exceptions import TemplateError
 from jinja2.ext import loopcontrols
@@ -17,6 +18,10 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 def raise_exception(message):
     raise TemplateError(message)
+
+
+def strftime_now(format):
+    return datetime.now().strftime(format)
 
 
 def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
@@ -28,6 +33,7 @@ ENV = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
                                     extensions=[loopcontrols])
 ENV.filters["tojson"] = tojson
 ENV.globals["raise_exception"] = raise_exception
+ENV.globals["strftime_now"] = strftime_now
 
 CHAT = [
     {"role": "system", "content": "  You are terse.  "},
@@ -115,6 +121,10 @@ TEMPLATES = {
     "tests": "{% for v in [1, 2.5, 'x', none, true, [1], {'a': 1}] %}{{ v is number }}{{ v is string }}{{ v is none }}{{ v is mapping }}{{ v is iterable }}{{ v is sequence }}{{ v is boolean }}{{ v is integer }}{{ v is float }};{% endfor %}|{{ 6 is divisibleby 3 }} {{ 7 is divisibleby(3) }} {{ x is defined }} {{ nope is undefined }} {{ 'ab' is lower }} {{ 'AB' is upper }} {{ 3 is odd }} {{ 'a' in 'cat' }} {{ 2 in [1,2] }} {{ 'k' in {'k': 1} }} {{ 'z' not in 'cat' }}",
     # Macros, set blocks, namespaces updated in loops.
     "macros": "{% macro tag(name, body='?') %}<{{ name }}>{{ body }}</{{ name }}>{% endmacro %}{{ tag('a', 'x') }}{{ tag('b') }}{{ tag(name='c', body='y') }}|{% set block %}inner {{ 1 + 1 }}{% endset %}{{ block }}|{% set ns = namespace(total=0, names='') %}{% for p in people %}{% set ns.total = ns.total + p.age %}{% set ns.names = ns.names + p.name %}{% endfor %}{{ ns.total }} {{ ns.names }}",
+    # The global functions are names like any other (Llama 3.x templates ask
+    # `strftime_now is defined` before calling it); a variable hides one. The year's length
+    # keeps the case independent of the date.
+    "globals": "{{ strftime_now is defined }} {{ raise_exception is defined }} {{ namespace is callable }} {{ range is defined }} {{ dict is defined }} {{ nothing is defined }}|{% if strftime_now is defined %}{% set year = strftime_now('%Y') %}{% endif %}{{ year | length }}|{% set range = 'shadowed' %}{{ range }} {{ range is callable }}",
     "error_alternation": "{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate') }}{% endif %}{{ message['content'] }}{% endfor %}",
 }
 
@@ -133,7 +143,7 @@ CASES = [
     ("headers_tools", "chat"), ("headers_tools", "chat_tools"), ("headers_tools", "chat_no_system"),
     ("turns_strict", "chat_no_system"), ("turns_strict", "chat"),
     ("whitespace", "data"), ("values", "data"), ("loops", "data"), ("filters", "data"),
-    ("tests", "data"), ("macros", "data"), ("error_alternation", "chat"),
+    ("tests", "data"), ("macros", "data"), ("globals", "data"), ("error_alternation", "chat"),
 ]
 
 
