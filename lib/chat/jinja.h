@@ -6,9 +6,13 @@
 //   std::string prompt = t.render({{"messages", msgs}, {"add_generation_prompt", true}});
 //
 // Supported: {{ }}, {% if/elif/else %}, {% for a[, b] in x [if c] %} with loop.*, else,
-// break/continue, {% set %} (also ns.attr and block form), {% macro %}, namespace(), range(),
-// raise_exception(), strftime_now(), the filters and tests listed in jinja_render.cpp, and the
-// string/dict methods templates call (strip, split, startswith, items, get, ...).
+// break/continue, {% set %} (also ns.attr and block form), {% macro %}, {% filter %} blocks,
+// namespace(), range(), dict(), raise_exception(), strftime_now() (the globals resolve as
+// names, so `strftime_now is defined` holds), string literals with Python's escapes, |safe
+// strings that HTML-escape what `+` joins to them (jinja2's Markup), attributes of undefined
+// values raising as jinja2's Undefined does, the filters and tests listed in jinja_render.cpp,
+// and the string/dict methods templates call (strip, split, startswith, items, get, ...).
+// Not supported: dict literals with non-string keys (Seed-OSS's thinking budgets).
 #pragma once
 
 #include <memory>

@@ -42,12 +42,27 @@ struct Expr {
   int line = 0;
 };
 
+// The name a {% filter %} block's rendered body is bound to while its filters run: not an
+// identifier a template can write.
+inline constexpr const char* kFilterBody = "filter body";
+
 struct Stmt;
 using StmtPtr = std::unique_ptr<Stmt>;
 using Body = std::vector<StmtPtr>;
 
 struct Stmt {
-  enum class Kind { text, output, if_, for_, set, set_block, break_, continue_, macro };
+  enum class Kind {
+    text,
+    output,
+    if_,
+    for_,
+    set,
+    set_block,
+    break_,
+    continue_,
+    macro,
+    filter_block,  // {% filter f(args) | g %} body {% endfilter %}: expr filters kFilterBody
+  };
   Kind kind = Kind::text;
   std::string text;                  // text
   ExprPtr expr;                      // output / set value / for iterable

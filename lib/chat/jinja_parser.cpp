@@ -1,6 +1,7 @@
 #include "lib/chat/jinja_parser.h"
 
 #include <cctype>
+#include <cstdint>
 #include <cstring>
 
 #include "lib/core/error.h"
@@ -10,6 +11,101 @@ namespace {
 
 [[noreturn]] void syntax_error(int line, const std::string& message) {
   throw Error("chat template", "line " + std::to_string(line) + ": " + message);
+}
+
+// Appends code point cp as UTF-8.
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+// The escape sequence at code[i] (a backslash) of a string literal, decoded into out as
+// jinja2 decodes literals (Python's unicode-escape): backslash-newline joins lines, \\ \' \"
+// \a \b \f \n \r \t \v, \ooo (octal), \xhh, \uhhhh, \Uhhhhhhhh; unknown escapes stay as
+// written. Returns the index past the sequence. (Mistral Small 3.1's template continues its
+// strings over lines this way.)
+size_t python_escape(const std::string& code, size_t i, int line, std::string& out) {
+  const char e = code[i + 1];
+  const auto hex = [&](size_t digits) {
+    uint32_t v = 0;
+    for (size_t k = 0; k < digits; ++k) {
+      const size_t at = i + 2 + k;
+      const char d = at < code.size() ? code[at] : '\0';
+      if (!std::isxdigit(static_cast<unsigned char>(d)))
+        syntax_error(line, std::string("truncated \\") + e + " escape in a string literal");
+      v = v * 16 +
+          static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(d))
+                                    ? d - '0'
+                                    : std::tolower(static_cast<unsigned char>(d)) - 'a' + 10);
+    }
+    if (v > 0x10FFFF) syntax_error(line, "escape beyond U+10FFFF in a string literal");
+    append_utf8(out, v);
+    return i + 2 + digits;
+  };
+  switch (e) {
+    case '\n':
+      return i + 2;
+    case '\\':
+    case '\'':
+    case '"':
+      out += e;
+      return i + 2;
+    case 'a':
+      out += '\a';
+      return i + 2;
+    case 'b':
+      out += '\b';
+      return i + 2;
+    case 'f':
+      out += '\f';
+      return i + 2;
+    case 'n':
+      out += '\n';
+      return i + 2;
+    case 'r':
+      out += '\r';
+      return i + 2;
+    case 't':
+      out += '\t';
+      return i + 2;
+    case 'v':
+      out += '\v';
+      return i + 2;
+    case 'x':
+      return hex(2);
+    case 'u':
+      return hex(4);
+    case 'U':
+      return hex(8);
+    case 'N':
+      syntax_error(line, "\\N{...} escapes are not supported");
+    default:
+      break;
+  }
+  if (e >= '0' && e <= '7') {
+    uint32_t v = 0;
+    size_t k = i + 1;
+    for (; k < code.size() && k < i + 4 && code[k] >= '0' && code[k] <= '7'; ++k)
+      v = v * 8 + static_cast<uint32_t>(code[k] - '0');
+    append_utf8(out, v);
+    return k;
+  }
+  out += '\\';
+  out += e;
+  return i + 2;
 }
 
 // ---- Segments: the template split into text and tags, whitespace rules applied ----
@@ -80,9 +176,10 @@ std::vector<Segment> split_segments(std::string_view src) {
       if (c == '\n') ++line;
       if (open != '#') {
         if (quote) {
-          if (c == '\\')
+          if (c == '\\') {
+            if (q + 1 < src.size() && src[q + 1] == '\n') ++line;  // a continued literal
             ++q;
-          else if (c == quote)
+          } else if (c == quote)
             quote = 0;
           continue;
         }
@@ -180,33 +277,7 @@ std::vector<Token> tokenize(const std::string& code, int line) {
           s += code[j];
           continue;
         }
-        const char e = code[++j];
-        switch (e) {
-          case 'n':
-            s += '\n';
-            break;
-          case 't':
-            s += '\t';
-            break;
-          case 'r':
-            s += '\r';
-            break;
-          case '\\':
-            s += '\\';
-            break;
-          case '\'':
-            s += '\'';
-            break;
-          case '"':
-            s += '"';
-            break;
-          case '0':
-            s += '\0';
-            break;
-          default:
-            s += '\\';
-            s += e;  // Python keeps unknown escapes as written
-        }
+        j = python_escape(code, j, line, s) - 1;
       }
       if (j >= code.size()) syntax_error(line, "unterminated string literal");
       out.push_back({Token::Kind::string, s, Json(s)});
@@ -264,6 +335,16 @@ class ExprParser {
   // Top level: a tuple without parentheses is allowed where Jinja allows it (for/set), so
   // callers choose parse_expression (no bare tuples) or parse_tuple_or_expression.
   ExprPtr parse_expression() { return parse_ternary(); }
+  // The filters of a {% filter %} tag (`upper`, `indent(4) | trim`) applied to `subject`.
+  ExprPtr parse_filter_chain(const std::string& subject) {
+    auto body = make(Expr::Kind::name);
+    body->name = subject;
+    auto f = make(Expr::Kind::filter);
+    f->name = expect_name();
+    f->a = std::move(body);
+    if (is_op("(")) parse_call_args(*f);
+    return parse_filtered(std::move(f));
+  }
 
   ExprPtr parse_tuple_or_expression() {
     ExprPtr first = parse_expression();
@@ -720,6 +801,14 @@ class TemplateParser {
       p.expect_op(")");
       p.expect_end();
       s->body = parse_body({"endmacro"});
+      ++pos_;
+      return s;
+    }
+    if (word == "filter") {
+      s->kind = Stmt::Kind::filter_block;
+      s->expr = p.parse_filter_chain(kFilterBody);
+      p.expect_end();
+      s->body = parse_body({"endfilter"});
       ++pos_;
       return s;
     }

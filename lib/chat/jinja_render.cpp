@@ -42,6 +42,61 @@ bool is_int(const Json& j) {
   return j.is_number_integer() || j.is_number_unsigned();
 }
 
+// Python's str.splitlines(): \n, \r\n, \r, \v, \f, \x1c-\x1e, U+0085, U+2028, U+2029 end a
+// line; a final line break gives no empty last line.
+std::vector<std::string> python_splitlines(const std::string& s) {
+  std::vector<std::string> lines;
+  std::string line;
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;  // length of a line break at i
+    if (c == '\r')
+      n = i + 1 < s.size() && s[i + 1] == '\n' ? 2 : 1;
+    else if (c == '\n' || c == '\v' || c == '\f' || (c >= 0x1c && c <= 0x1e))
+      n = 1;
+    else if (s.compare(i, 2, "\xC2\x85") == 0)
+      n = 2;
+    else if (s.compare(i, 3, "\xE2\x80\xA8") == 0 || s.compare(i, 3, "\xE2\x80\xA9") == 0)
+      n = 3;
+    if (n == 0) {
+      line += s[i++];
+      continue;
+    }
+    lines.push_back(std::move(line));
+    line.clear();
+    i += n;
+  }
+  if (!line.empty()) lines.push_back(std::move(line));
+  return lines;
+}
+
+// markupsafe's escape: & < > " ' as entities.
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
 std::string strip_chars(const std::string& s, const std::string* chars, bool left, bool right) {
   auto is_strip = [&](char c) {
     return chars ? chars->find(c) != std::string::npos
@@ -210,6 +265,16 @@ class Renderer {
         set_target(s, Value::of(captured));
         return Flow::normal;
       }
+      case Stmt::Kind::filter_block: {
+        std::string captured;
+        exec_body(s.body, captured);
+        scopes_.emplace_back();
+        assign(kFilterBody, Value::of(std::move(captured)));
+        const Value filtered = eval(*s.expr);
+        scopes_.pop_back();
+        out += to_python_str(filtered);
+        return Flow::normal;
+      }
       case Stmt::Kind::break_:
         return Flow::break_;
       case Stmt::Kind::continue_:
@@ -317,6 +382,18 @@ class Renderer {
   }
 
   // ---- expressions ----
+  // The value of e, which an attribute or item is taken from: jinja2's Undefined raises there
+  // (a missing key reads as undefined; a key of that does not).
+  Value defined(const Expr& e) {
+    Value v = eval(e);
+    if (v.is_undefined()) {
+      eval_error(e.line,
+                 (e.kind == Expr::Kind::name ? "'" + e.name + "'" : std::string("a value")) +
+                     " is undefined");
+    }
+    return v;
+  }
+
   Value eval(const Expr& e) {
     switch (e.kind) {
       case Expr::Kind::literal:
@@ -324,9 +401,9 @@ class Renderer {
       case Expr::Kind::name:
         return lookup(e.name);
       case Expr::Kind::attr:
-        return get_attr(eval(*e.a), e.name);
+        return get_attr(defined(*e.a), e.name);
       case Expr::Kind::subscript:
-        return get_item(eval(*e.a), eval(*e.args[0]), e.line);
+        return get_item(defined(*e.a), eval(*e.args[0]), e.line);
       case Expr::Kind::slice: {
         Value seq = eval(*e.a);
         Value parts[3];
@@ -453,6 +530,7 @@ class Renderer {
   }
 
   bool contains(const Value& hay, const Value& needle, int line) {
+    if (hay.is_undefined()) return false;  // jinja2's Undefined iterates as empty
     if (hay.kind != Value::Kind::data) {
       if (hay.kind == Value::Kind::ns && needle.is_string())
         return hay.ns->count(needle.data.get<std::string>()) > 0;
@@ -502,8 +580,14 @@ class Renderer {
     const Json& a = l.data;
     const Json& b = r.data;
     if (op == "+") {
-      if (a.is_string() && b.is_string())
-        return Value::of(a.get<std::string>() + b.get<std::string>());
+      if (a.is_string() && b.is_string()) {
+        if (!l.markup && !r.markup) return Value::of(a.get<std::string>() + b.get<std::string>());
+        const auto& x = a.get_ref<const std::string&>();
+        const auto& y = b.get_ref<const std::string&>();
+        Value joined = Value::of((l.markup ? x : html_escape(x)) + (r.markup ? y : html_escape(y)));
+        joined.markup = true;
+        return joined;
+      }
       if (a.is_array() && b.is_array()) {
         Json out = a;
         for (const Json& x : b) out.push_back(x);
@@ -568,7 +652,7 @@ class Renderer {
   Value call(const Expr& e) {
     Args args = eval_args(e);
     if (e.a->kind == Expr::Kind::attr) {
-      Value obj = eval(*e.a->a);
+      Value obj = defined(*e.a->a);
       return call_method(obj, e.a->name, args, e.line);
     }
     Value callee = eval(*e.a);
@@ -893,31 +977,15 @@ class Renderer {
       return Value::of(std::round(v.data.get<double>() * p) / p);
     }
     if (f == "safe" || f == "e" || f == "escape") {
-      if (f == "safe") return v;
-      std::string out;
-      for (char c : to_python_str(v)) {
-        switch (c) {
-          case '&':
-            out += "&amp;";
-            break;
-          case '<':
-            out += "&lt;";
-            break;
-          case '>':
-            out += "&gt;";
-            break;
-          case '"':
-            out += "&#34;";
-            break;
-          case '\'':
-            out += "&#39;";
-            break;
-          default:
-            out += c;
-        }
-      }
-      return Value::of(out);
+      if (v.markup) return v;
+      Value marked = Value::of(f == "safe" ? to_python_str(v) : html_escape(to_python_str(v)));
+      marked.markup = true;
+      return marked;
     }
+    // jinja2 guards these with `if seq:` (functionary's `tools | selectattr(...)` on none).
+    if ((f == "selectattr" || f == "rejectattr" || f == "select" || f == "reject" || f == "map") &&
+        !v.truthy())
+      return Value::of(Json::array());
     if (f == "selectattr" || f == "rejectattr" || f == "select" || f == "reject") {
       const bool by_attr = f == "selectattr" || f == "rejectattr";
       const bool keep_match = f == "selectattr" || f == "select";
@@ -971,6 +1039,30 @@ class Renderer {
       std::sort(items.begin(), items.end(), [](auto& a, auto& b) { return a.first < b.first; });
       Json out = Json::array();
       for (auto& [k, x] : items) out.push_back(Json::array({k, x}));
+      return Value::of(std::move(out));
+    }
+    if (f == "indent") {
+      // jinja2's do_indent: every line after the first (the first too with first=true) gets the
+      // indentation (width spaces, or the string given); blank lines only with blank=true.
+      const Value* width = args.get(0, "width");
+      std::string indentation(4, ' ');
+      if (width && width->is_string())
+        indentation = width->data.get<std::string>();
+      else if (width && width->kind == Value::Kind::data && is_int(width->data))
+        indentation.assign(static_cast<size_t>(std::max<int64_t>(0, width->data.get<int64_t>())),
+                           ' ');
+      const Value* first = args.get(1, "first");
+      const Value* blank = args.get(2, "blank");
+      // jinja2 appends a newline first, so a trailing one is kept as an empty last line
+      const std::vector<std::string> lines = python_splitlines(to_python_str(v) + "\n");
+      std::string out;
+      for (size_t i = 0; i < lines.size(); ++i) {
+        if (i > 0) out += '\n';
+        const bool indented =
+            i == 0 ? first && first->truthy() : !lines[i].empty() || (blank && blank->truthy());
+        if (indented) out += indentation;
+        out += lines[i];
+      }
       return Value::of(std::move(out));
     }
     if (f == "wordcount")

@@ -30,6 +30,9 @@ struct Value {
   std::shared_ptr<Namespace> ns;
   const Stmt* macro = nullptr;  // a {% macro %} of the template being rendered (not owned)
   std::string builtin;          // the global function's name
+  // A string marked safe (jinja2's Markup, from |safe or |escape): `+` with a plain string
+  // HTML-escapes the plain one, as Markup.__add__ does even with autoescape off.
+  bool markup = false;
 
   static Value undefined() { return {}; }
   static Value of(Json j) {

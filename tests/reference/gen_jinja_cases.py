@@ -125,6 +125,13 @@ TEMPLATES = {
     # `strftime_now is defined` before calling it); a variable hides one. The year's length
     # keeps the case independent of the date.
     "globals": "{{ strftime_now is defined }} {{ raise_exception is defined }} {{ namespace is callable }} {{ range is defined }} {{ dict is defined }} {{ nothing is defined }}|{% if strftime_now is defined %}{% set year = strftime_now('%Y') %}{% endif %}{{ year | length }}|{% set range = 'shadowed' %}{{ range }} {{ range is callable }}",
+    # String literals decode Python escapes (Mistral Small 3.1 continues strings over lines).
+    "escapes": "{{ 'a\\\nb' }}|{{ 'A\\x42\\u00e9\\101\\U0001F600' }}|{{ '\\a\\b\\f\\v\\q\\0' }}|{{ \"it\\'s \\\"q\\\"\" }}",
+    # |safe gives Markup: `+` escapes the plain side (functionary's tool list), `~` does not;
+    # indent; {% filter %} blocks (firefunction); `in` an undefined; select / map on none.
+    "markup_indent_filter": "{{ 'a'|safe + '<b>\"' }}|{{ '<b>' + 'a'|safe }}|{{ 'x: '|safe + d|tojson }}|{{ 'a'|safe ~ '<b>' }}|{{ '<&>'|e }}{{ '<'|e|e }}|{{ 'a\\nb\\nc'|indent(4) }}|{{ 'x\\n\\ny'|indent(2, first=true) }}|{{ 'p\\n\\nq'|indent(2, true, true) }}|{{ 'a\\nb'|indent('> ') }}|{{ ''|indent(2, true) }}|{{ 'a\\n'|indent }}|{% filter upper %}ab{{ x }}{% endfilter %}|[{% filter trim %}  hi  {% endfilter %}]|{% filter indent(2) | upper %}a\nb{% endfilter %}|{{ 'a' in nope }} {{ 'a' not in nope }}|{{ none|selectattr('type', 'equalto', 'a')|list }}{{ none|map(attribute='a')|list }}{{ ''|select|list }}",
+    # An attribute of an undefined value raises, as jinja2's Undefined does.
+    "undefined_attribute": "{{ d.missing }}|{{ nope.attr }}",
     "error_alternation": "{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate') }}{% endif %}{{ message['content'] }}{% endfor %}",
 }
 
@@ -143,7 +150,9 @@ CASES = [
     ("headers_tools", "chat"), ("headers_tools", "chat_tools"), ("headers_tools", "chat_no_system"),
     ("turns_strict", "chat_no_system"), ("turns_strict", "chat"),
     ("whitespace", "data"), ("values", "data"), ("loops", "data"), ("filters", "data"),
-    ("tests", "data"), ("macros", "data"), ("globals", "data"), ("error_alternation", "chat"),
+    ("tests", "data"), ("macros", "data"), ("globals", "data"), ("escapes", "data"),
+    ("markup_indent_filter", "data"), ("undefined_attribute", "data"),
+    ("error_alternation", "chat"),
 ]
 
 
