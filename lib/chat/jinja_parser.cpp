@@ -108,6 +108,28 @@ size_t python_escape(const std::string& code, size_t i, int line, std::string& o
   return i + 2;
 }
 
+// Templates come from model files: nesting and expression size are bounded, so that a hostile
+// or broken one fails with an error instead of exhausting the stack (real templates nest a
+// handful of levels and write expressions of a few dozen nodes).
+constexpr int kMaxNesting = 100;
+constexpr int kMaxExprNodes = 2000;
+
+class NestingGuard {
+ public:
+  NestingGuard(int& depth, int limit, int line, const char* what) : depth_(depth) {
+    if (++depth_ > limit) {
+      --depth_;
+      syntax_error(line, what);
+    }
+  }
+  ~NestingGuard() { --depth_; }
+  NestingGuard(const NestingGuard&) = delete;
+  NestingGuard& operator=(const NestingGuard&) = delete;
+
+ private:
+  int& depth_;
+};
+
 // ---- Segments: the template split into text and tags, whitespace rules applied ----
 
 struct Segment {
@@ -262,10 +284,14 @@ std::vector<Token> tokenize(const std::string& code, int line) {
       for (size_t k = i; k < j; ++k) {
         if (code[k] != '_') digits += code[k];
       }
-      if (is_float)
-        out.push_back({Token::Kind::number, digits, Json(std::stod(digits))});
-      else
-        out.push_back({Token::Kind::integer, digits, Json(std::stoll(digits))});
+      try {
+        if (is_float)
+          out.push_back({Token::Kind::number, digits, Json(std::stod(digits))});
+        else
+          out.push_back({Token::Kind::integer, digits, Json(std::stoll(digits))});
+      } catch (const std::logic_error&) {  // out_of_range, invalid_argument
+        syntax_error(line, "number '" + digits + "' out of range");
+      }
       i = j;
       continue;
     }
@@ -326,6 +352,9 @@ class ExprParser {
   }
 
   ExprPtr make(Expr::Kind k) {
+    // Bounds the tree (chains like a + a + ... or a|f|f|... grow it without recursing here),
+    // so that evaluating and destroying it cannot exhaust the stack.
+    if (++nodes_ > kMaxExprNodes) syntax_error(line_, "expression too large");
     auto e = std::make_unique<Expr>();
     e->kind = k;
     e->line = line_;
@@ -360,6 +389,7 @@ class ExprParser {
   }
 
   ExprPtr parse_ternary() {
+    const NestingGuard guard(depth_, kMaxNesting, line_, "expression nested too deeply");
     ExprPtr value = parse_or();
     if (is_name("if")) {
       ++pos_;
@@ -642,6 +672,7 @@ class ExprParser {
   std::vector<Token> toks_;
   size_t pos_ = 0;
   int line_;
+  int nodes_ = 0, depth_ = 0;
 };
 
 // ---- Statement parser ----
@@ -669,6 +700,8 @@ class TemplateParser {
 
   // Parses statements until a tag whose first word is in `stop` (left unconsumed).
   Body parse_body(const std::vector<std::string>& stop) {
+    const NestingGuard guard(depth_, kMaxNesting, pos_ < segs_.size() ? segs_[pos_].line : 0,
+                             "blocks nested too deeply");
     Body body;
     while (pos_ < segs_.size()) {
       const Segment& seg = segs_[pos_];
@@ -828,6 +861,7 @@ class TemplateParser {
 
   std::vector<Segment> segs_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

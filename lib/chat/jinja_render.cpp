@@ -199,6 +199,14 @@ std::string title_case(const std::string& s) {
   return out;
 }
 
+// Templates come from model files, so what one render may do is bounded: a hostile or broken
+// template fails with an error instead of running out of memory, stack or time. Real chat
+// templates stay far below (a conversation of thousands of messages takes a few passes).
+constexpr size_t kMaxText = size_t{64} << 20;  // bytes of any string or of the output
+constexpr int64_t kMaxSteps = 1'000'000;       // loop iterations and macro calls, all told
+constexpr int kMaxMacroDepth = 100;
+constexpr int64_t kMaxRange = 100'000;  // jinja2's sandbox (MAX_RANGE) refuses larger ranges
+
 class Renderer {
  public:
   explicit Renderer(const Json& context) {
@@ -211,6 +219,7 @@ class Renderer {
   Flow exec_body(const Body& body, std::string& out) {
     for (const StmtPtr& s : body) {
       const Flow f = exec(*s, out);
+      check_size(out.size(), s->line);
       if (f != Flow::normal) return f;
     }
     return Flow::normal;
@@ -367,6 +376,7 @@ class Renderer {
     }
     const int64_t n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
+      step(s.line);
       scopes_.emplace_back();
       Json loop = {{"index", i + 1},        {"index0", i}, {"first", i == 0},
                    {"last", i == n - 1},    {"length", n}, {"revindex", n - i},
@@ -572,7 +582,12 @@ class Renderer {
     if (op == ">=") return Value::of(compare_values(l, r, e.line) >= 0);
     if (op == "in") return Value::of(contains(r, l, e.line));
     if (op == "not in") return Value::of(!contains(r, l, e.line));
-    if (op == "~") return Value::of(to_python_str(l) + to_python_str(r));
+    if (op == "~") {
+      std::string joined = to_python_str(l);
+      const std::string right = to_python_str(r);
+      check_size(joined.size() + right.size(), e.line);
+      return Value::of(joined + right);
+    }
     if (l.kind != Value::Kind::data || r.kind != Value::Kind::data) {
       eval_error(e.line, "unsupported operand types for " + op + ": " + type_name(l) + " and " +
                              type_name(r));
@@ -581,6 +596,8 @@ class Renderer {
     const Json& b = r.data;
     if (op == "+") {
       if (a.is_string() && b.is_string()) {
+        check_size(a.get_ref<const std::string&>().size() + b.get_ref<const std::string&>().size(),
+                   e.line);
         if (!l.markup && !r.markup) return Value::of(a.get<std::string>() + b.get<std::string>());
         const auto& x = a.get_ref<const std::string&>();
         const auto& y = b.get_ref<const std::string&>();
@@ -589,12 +606,18 @@ class Renderer {
         return joined;
       }
       if (a.is_array() && b.is_array()) {
+        if (a.size() + b.size() > kMaxText / 64) eval_error(e.line, "list too long");
         Json out = a;
         for (const Json& x : b) out.push_back(x);
         return Value::of(std::move(out));
       }
     }
     if (op == "*" && a.is_string() && is_int(b)) {
+      const int64_t times = b.get<int64_t>();
+      if (times > 0)
+        check_size(a.get_ref<const std::string&>().size() *
+                       static_cast<size_t>(std::min<int64_t>(times, kMaxText + 1)),
+                   e.line);
       std::string out;
       for (int64_t i = 0; i < b.get<int64_t>(); ++i) out += a.get_ref<const std::string&>();
       return Value::of(out);
@@ -674,6 +697,10 @@ class Renderer {
       return ns;
     }
     if (fn == "range") {
+      for (const Value& a : args.pos) {
+        if (a.kind != Value::Kind::data || !is_int(a.data))
+          eval_error(e.line, "range() takes integers, got " + type_name(a));
+      }
       int64_t start = 0, stop = 0, step = 1;
       if (args.pos.size() == 1)
         stop = args.pos[0].data.get<int64_t>();
@@ -683,6 +710,10 @@ class Renderer {
         if (args.pos.size() >= 3) step = args.pos[2].data.get<int64_t>();
       }
       if (step == 0) eval_error(e.line, "range() step cannot be zero");
+      const double count =
+          (static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step);
+      if (count > static_cast<double>(kMaxRange))
+        eval_error(e.line, "range too big (more than " + std::to_string(kMaxRange) + ")");
       Json out = Json::array();
       for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.push_back(i);
       return Value::of(std::move(out));
@@ -705,6 +736,11 @@ class Renderer {
   }
 
   Value call_macro(const Stmt& m, const Args& args) {
+    step(m.line);
+    if (macro_depth_ >= kMaxMacroDepth)
+      eval_error(m.line,
+                 "macro calls nested more than " + std::to_string(kMaxMacroDepth) + " deep");
+    ++macro_depth_;
     scopes_.emplace_back();
     for (size_t i = 0; i < m.params.size(); ++i) {
       const Value* v = args.get(i, m.params[i].c_str());
@@ -718,6 +754,7 @@ class Renderer {
     std::string out;
     exec_body(m.body, out);
     scopes_.pop_back();
+    --macro_depth_;
     return Value::of(out);
   }
 
@@ -1130,7 +1167,18 @@ class Renderer {
     eval_error(line, "unsupported test '" + t + "'");
   }
 
+  static void check_size(size_t bytes, int line) {
+    if (bytes > kMaxText)
+      eval_error(line, "text longer than " + std::to_string(kMaxText >> 20) + " MiB");
+  }
+  void step(int line) {
+    if (++steps_ > kMaxSteps)
+      eval_error(line, "more than " + std::to_string(kMaxSteps) + " loop iterations and calls");
+  }
+
   std::vector<std::map<std::string, Value>> scopes_;
+  int64_t steps_ = 0;
+  int macro_depth_ = 0;
 };
 
 }  // namespace
@@ -1141,7 +1189,12 @@ Template::Template(std::string_view source)
 std::string Template::render(const Json& context) const {
   Renderer r(context);
   std::string out;
-  r.exec_body(*body_, out);
+  try {
+    r.exec_body(*body_, out);
+  } catch (const nlohmann::json::exception& e) {
+    // a value of the wrong type met where the interpreter read one without checking
+    throw Error("chat template", std::string("invalid value: ") + e.what());
+  }
   return out;
 }
 

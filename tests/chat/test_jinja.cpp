@@ -1,6 +1,5 @@
 // The Jinja interpreter against jinja2: every case in jinja_cases.json was rendered by jinja2
 // with transformers' chat-template environment (tests/reference/gen_jinja_cases.py).
-#include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -8,19 +7,14 @@
 #include "lib/chat/chat_template.h"
 #include "lib/chat/jinja.h"
 #include "lib/core/error.h"
+#include "tests/chat/jinja_cases.h"
 
 namespace {
 
 using oxi::jinja::Json;
 
-Json load_cases() {
-  std::ifstream in(std::string(OXI_TEST_SOURCE_DIR) + "/jinja_cases.json");
-  EXPECT_TRUE(in.good());
-  return Json::parse(in);
-}
-
 TEST(Jinja, MatchesJinja2OnEveryCase) {
-  const Json cases = load_cases();
+  const Json cases = oxi::test::load_jinja_cases();
   ASSERT_GE(cases.size(), 10u);
   for (const Json& c : cases) {
     SCOPED_TRACE(c["name"].get<std::string>());
