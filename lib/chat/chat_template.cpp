@@ -93,10 +93,12 @@ std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages,
                                 bool add_generation_prompt) const {
   jinja::Json msgs = jinja::Json::array();
   for (const ChatMessage& m : messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
-  const jinja::Json context = {{"messages", std::move(msgs)},
-                               {"add_generation_prompt", add_generation_prompt},
-                               {"bos_token", bos_},
-                               {"eos_token", eos_}};
+  // What transformers' apply_chat_template passes without tools or documents: both as None,
+  // so `tools is defined` holds there too (functionary's template branches on it).
+  const jinja::Json context = {
+      {"messages", std::move(msgs)}, {"tools", nullptr},
+      {"documents", nullptr},        {"add_generation_prompt", add_generation_prompt},
+      {"bos_token", bos_},           {"eos_token", eos_}};
   return template_->render(context);
 }
 
