@@ -78,4 +78,15 @@ TEST(ChatTemplate, NamedFallbacksRenderTheirFormats) {
                oxi::Error);
 }
 
+// The context transformers' apply_chat_template gives a template without tools or documents:
+// both None (so defined), beside the conversation and the BOS / EOS strings.
+TEST(ChatTemplate, ContextIsTransformers) {
+  const oxi::ChatTemplate t(
+      "{{ tools is defined }} {{ tools is none }} {{ documents is none }} {{ bos_token }}"
+      "{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}"
+      "{{ add_generation_prompt }}{{ eos_token }}",
+      "<s>", "</s>");
+  EXPECT_EQ(t.apply({{"user", "hi"}}, true), "True True True <s>[user:hi]True</s>");
+}
+
 }  // namespace
