@@ -103,7 +103,12 @@ PreTokenizer match_pre_tokenizer(const std::vector<std::string>& steps,
 
 void apply_normalizer(const json& normalizer, const std::string& context, TokenizerSpec& spec) {
   const std::string type = type_of(normalizer);
-  if (normalizer.is_null() || type == "NFC" || type == "NFKC") return;  // input is assumed NFC
+  if (normalizer.is_null()) return;
+  if (type == "NFC") {
+    spec.nfc = true;
+    return;
+  }
+  if (type == "NFKC") return;  // not applied: text is taken as already compatibility-normalized
   if (type == "Sequence") {
     for (const json& n : normalizer.at("normalizers")) apply_normalizer(n, context, spec);
   } else if (type == "Prepend") {

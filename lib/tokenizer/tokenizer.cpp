@@ -150,6 +150,24 @@ Tokenizer::Tokenizer(TokenizerSpec spec) {
   impl_ = std::move(impl);
 }
 
+namespace {
+
+// NFC of UTF-8 text; text that is ASCII (already NFC) or not valid UTF-8 is kept as it is.
+std::string nfc_utf8(std::string_view text) {
+  if (std::all_of(text.begin(), text.end(), [](char c) { return static_cast<uint8_t>(c) < 0x80; }))
+    return std::string(text);
+  std::u32string cps;
+  for (size_t pos = 0; pos < text.size();) {
+    const DecodedCodePoint d = decode_code_point(text, pos);
+    if (d.cp == 0xFFFD && d.length == 1) return std::string(text);  // an invalid sequence
+    cps.push_back(d.cp);
+    pos += d.length;
+  }
+  return encode_utf8(nfc(cps));
+}
+
+}  // namespace
+
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
                                        bool parse_special) const {
   const Impl& impl = *impl_;
@@ -157,8 +175,13 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
   std::vector<int32_t> out;
   if (add_bos && s.bos) out.push_back(*s.bos);
 
+  std::string normalized;
   auto encode_text = [&](std::string_view piece, bool at_start) {
     if (piece.empty()) return;
+    if (s.nfc) {
+      normalized = nfc_utf8(piece);
+      piece = normalized;
+    }
     switch (s.algorithm) {
       case Algorithm::sentencepiece:
         encode_sentencepiece(impl, piece, at_start, out);

@@ -49,6 +49,7 @@ struct TokenizerSpec {
   bool ignore_merges = false;     // BPE: a word found whole in the vocabulary is kept (Llama 3)
   bool add_space_prefix = false;  // "▁"-escaped text gets a leading "▁" (SentencePiece)
   bool escape_spaces = false;  // spaces become "▁" before merging (SentencePiece, its BPE form)
+  bool nfc = false;  // text is NFC-normalized first (tokenizer.json's NFC normalizer: Qwen2)
 
   // WordPiece.
   WordPieceStyle wordpiece_style = WordPieceStyle::hashes;

@@ -128,6 +128,76 @@ void append_nfd(std::u32string& out, char32_t cp) {
   if (!append_mapping(out, cp, tables::kNfdMappings, tables::kNfdData)) out.push_back(cp);
 }
 
+uint8_t combining_class(char32_t cp) noexcept {
+  if (cp >= 0x110000) return 0;
+  const auto* it = std::upper_bound(
+      std::begin(tables::kCombiningClassRuns), std::end(tables::kCombiningClassRuns), cp,
+      [](char32_t v, const tables::CombiningClassRun& run) { return v < run.first; });
+  return std::prev(it)->ccc;
+}
+
+namespace {
+
+// The primary composite of the canonical pair (a, b), or 0 (UAX #15; Hangul arithmetically).
+char32_t compose_pair(char32_t a, char32_t b) noexcept {
+  constexpr char32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
+  constexpr char32_t kLCount = 19, kVCount = 21, kTCount = 28, kNCount = kVCount * kTCount;
+  if (a >= kLBase && a < kLBase + kLCount && b >= kVBase && b < kVBase + kVCount)
+    return kSBase + ((a - kLBase) * kVCount + (b - kVBase)) * kTCount;
+  if (a >= kSBase && a < kSBase + kLCount * kNCount && (a - kSBase) % kTCount == 0 && b > kTBase &&
+      b < kTBase + kTCount)
+    return a + (b - kTBase);
+  const auto* end = std::end(tables::kCompositions);
+  const auto* it =
+      std::lower_bound(std::begin(tables::kCompositions), end, std::pair(a, b),
+                       [](const tables::Composition& c, std::pair<char32_t, char32_t> k) {
+                         return c.first != k.first ? c.first < k.first : c.second < k.second;
+                       });
+  return it != end && it->first == a && it->second == b ? it->composite : 0;
+}
+
+}  // namespace
+
+std::u32string nfc(std::u32string_view text) {
+  // 1. Full canonical decomposition.
+  std::u32string d;
+  d.reserve(text.size());
+  for (char32_t cp : text) append_nfd(d, cp);
+  // 2. Canonical ordering: each run of non-starters sorted stably by combining class.
+  for (size_t i = 1; i < d.size(); ++i) {
+    const uint8_t c = combining_class(d[i]);
+    if (c == 0) continue;
+    for (size_t j = i; j > 0; --j) {
+      const uint8_t prev = combining_class(d[j - 1]);
+      if (prev == 0 || prev <= c) break;
+      std::swap(d[j - 1], d[j]);
+    }
+  }
+  // 3. Canonical composition: a character joins the last starter unless a character between
+  //    them has a class >= its own (blocked); a starter joins only an adjacent starter.
+  std::u32string out;
+  out.reserve(d.size());
+  size_t starter = std::u32string::npos;
+  int last_class = -1;  // class of out.back(); -1 right after the starter (nothing between)
+  for (char32_t cp : d) {
+    const int c = combining_class(cp);
+    if (starter != std::u32string::npos && (last_class == -1 || last_class < c)) {
+      if (const char32_t composite = compose_pair(out[starter], cp); composite != 0) {
+        out[starter] = composite;
+        continue;
+      }
+    }
+    if (c == 0) {
+      starter = out.size();
+      last_class = -1;
+    } else {
+      last_class = c;
+    }
+    out.push_back(cp);
+  }
+  return out;
+}
+
 void append_lowercase(std::u32string& out, char32_t cp) {
   if (cp < 0x80) {
     out.push_back(cp >= 'A' && cp <= 'Z' ? cp + 32 : cp);

@@ -88,6 +88,11 @@ size_t utf8_sequence_length(uint8_t lead) noexcept;
 
 // Appends the full canonical decomposition of `cp` (Hangul included), without reordering.
 void append_nfd(std::u32string& out, char32_t cp);
+// The canonical combining class of `cp` (0 for starters).
+uint8_t combining_class(char32_t cp) noexcept;
+// Unicode Normalization Form C of `text` (canonical decomposition, canonical ordering, then
+// canonical composition), as tokenizer.json's NFC normalizer applies it.
+std::u32string nfc(std::u32string_view text);
 // Appends the full lowercase mapping of `cp` (one or more code points).
 void append_lowercase(std::u32string& out, char32_t cp);
 

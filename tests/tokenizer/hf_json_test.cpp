@@ -66,6 +66,29 @@ TEST(HfJson, SplitPatternSelectsLlama3AndTemplateAddsBos) {
   EXPECT_EQ(tok.encode("1234", true), (Ids{6, 5, 3}));
 }
 
+// Qwen2's tokenizer.json normalizes to NFC first: a decomposed "e" + U+0301 encodes as the
+// precomposed "é" does (bytes C3 A9 -> "Ã©" in the byte-level alphabet), not as e + CC 81.
+TEST(HfJson, NfcNormalizerComposesFirst) {
+  test::TempDir dir;
+  write(dir / "tokenizer.json", R"({
+    "normalizer": {"type": "NFC"},
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+    "model": {"type": "BPE", "vocab": {"Ã": 0, "©": 1, "Ã©": 2, "e": 3, "Ì": 4, "ģ": 5, "a": 6},
+              "merges": ["Ã ©"]}
+  })");
+  const Tokenizer tok = load(dir.path());
+  EXPECT_EQ(tok.encode("\xC3\xA9", false), (Ids{2}));
+  EXPECT_EQ(tok.encode("e\xCC\x81", false), (Ids{2}));
+  EXPECT_EQ(tok.encode("ae\xCC\x81", false), (Ids{6, 2}));
+  // Without the normalizer the decomposed form stays three byte symbols.
+  write(dir / "tokenizer.json", R"({
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+    "model": {"type": "BPE", "vocab": {"Ã": 0, "©": 1, "Ã©": 2, "e": 3, "Ì": 4, "ģ": 5, "a": 6},
+              "merges": ["Ã ©"]}
+  })");
+  EXPECT_EQ(load(dir.path()).encode("e\xCC\x81", false), (Ids{3, 4, 5}));
+}
+
 TEST(HfJson, WordPieceWithBertNormalizer) {
   test::TempDir dir;
   write(dir / "tokenizer.json", R"({

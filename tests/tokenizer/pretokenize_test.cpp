@@ -1,11 +1,14 @@
 #include "lib/tokenizer/pretokenize.h"
 
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "lib/tokenizer/unicode.h"
+#include "lib/tokenizer/unicode_tables.h"
 
 namespace oxi::tokenizer {
 namespace {
@@ -96,6 +99,26 @@ TEST(Unicode, NfdAndLowercase) {
   out.clear();
   append_lowercase(out, U'Ä');
   EXPECT_EQ(out, U"ä");
+}
+
+// NFC against Python's unicodedata (tests/reference/gen_nfc_cases.py; the same Unicode version
+// as lib/tokenizer/unicode_tables.h).
+TEST(Unicode, NfcMatchesPythonUnicodedata) {
+  std::ifstream in(std::string(OXI_TEST_SOURCE_DIR) + "/nfc_cases.json");
+  ASSERT_TRUE(in.good());
+  const nlohmann::json cases = nlohmann::json::parse(in);
+  EXPECT_EQ(cases["unicode_version"].get<std::string>(), unicode_tables::kUnicodeVersion);
+  ASSERT_GE(cases["cases"].size(), 400u);
+  size_t changed = 0;
+  for (const auto& c : cases["cases"]) {
+    const std::string text = c["text"].get<std::string>(), expected = c["nfc"].get<std::string>();
+    EXPECT_EQ(encode_utf8(nfc(decode_utf8(text))), expected) << text;
+    changed += text != expected;
+  }
+  EXPECT_GT(changed, 100u);  // most cases compose, reorder or decompose something
+  EXPECT_EQ(combining_class(U'a'), 0);
+  EXPECT_EQ(combining_class(0x0301), 230);
+  EXPECT_EQ(combining_class(0x0323), 220);
 }
 
 TEST(Unicode, Utf8RoundTrip) {
