@@ -56,6 +56,10 @@ void collect_steps(const json& pre, const std::string& context, TokenizerSpec& s
     if (pre.value("use_regex", true)) {
       steps.emplace_back(pre_tokenizer_steps(PreTokenizer::gpt2).front());
     }
+  } else if (type == "Split" && spec.escape_spaces && pre.at("pattern").is_object() &&
+             pre["pattern"].value("String", std::string()) == " " && !pre.value("invert", false)) {
+    // Gemma's: Split(" ", MergedWithPrevious) after the Replace(" " -> "▁") normalizer, which
+    // has left no space to split at (normalizers run first): nothing to do.
   } else if (type == "Split") {
     const json& pattern = pre.at("pattern");
     if (pattern.contains("Regex"))

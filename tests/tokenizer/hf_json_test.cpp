@@ -89,6 +89,38 @@ TEST(HfJson, NfcNormalizerComposesFirst) {
   EXPECT_EQ(load(dir.path()).encode("e\xCC\x81", false), (Ids{3, 4, 5}));
 }
 
+// Gemma 2 / 3's tokenizer.json: spaces become "▁" in the normalizer, then a Split at " "
+// (MergedWithPrevious) finds none; the text stays one word, merged across the "▁".
+TEST(HfJson, GemmaSplitAfterSpaceReplaceIsANoOp) {
+  test::TempDir dir;
+  const std::string model = R"(
+    "model": {"type": "BPE", "byte_fallback": true, "unk_token": "<unk>",
+              "vocab": {"<pad>": 0, "<unk>": 1, "<bos>": 2, "a": 3, "b": 4, "▁": 5, "▁a": 6,
+                        "ab": 7, "▁ab": 8},
+              "merges": [["▁", "a"], ["a", "b"], ["▁a", "b"]]})";
+  write(dir / "tokenizer.json", R"({
+    "added_tokens": [{"id": 2, "content": "<bos>", "special": true}],
+    "normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "▁"},
+    "pre_tokenizer": {"type": "Split", "pattern": {"String": " "},
+                      "behavior": "MergedWithPrevious", "invert": false},)" +
+                                    model + "}");
+  const Tokenizer tok = load(dir.path());
+  EXPECT_EQ(tok.pre_tokenizer(), PreTokenizer::none);
+  EXPECT_EQ(tok.encode("ab ab", false), (Ids{7, 8}));
+  EXPECT_EQ(tok.encode("ab  a", false), (Ids{7, 5, 6}));
+  // Without the normalizer the split would cut the text at spaces: not supported, and said so.
+  write(dir / "tokenizer.json", R"({
+    "pre_tokenizer": {"type": "Split", "pattern": {"String": " "},
+                      "behavior": "MergedWithPrevious", "invert": false},)" +
+                                    model + "}");
+  try {
+    load(dir.path());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Isolated"), std::string::npos) << e.what();
+  }
+}
+
 TEST(HfJson, WordPieceWithBertNormalizer) {
   test::TempDir dir;
   write(dir / "tokenizer.json", R"({
