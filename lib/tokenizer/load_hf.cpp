@@ -141,6 +141,36 @@ void apply_normalizer(const json& normalizer, const std::string& context, Tokeni
   }
 }
 
+// The special tokens a post-processor puts around a single sequence: TemplateProcessing's
+// SpecialToken pieces (before the sequence: BOS, after: EOS), Bert / Roberta's cls and sep.
+// A Sequence applies its processors in turn (Llama 3: ByteLevel, then TemplateProcessing);
+// ByteLevel adds no tokens.
+template <class IdOf>
+void apply_post_processor(const json& post, const IdOf& id_of, TokenizerSpec& spec) {
+  const std::string type = type_of(post);
+  if (type == "Sequence") {
+    for (const json& p : post.at("processors")) apply_post_processor(p, id_of, spec);
+  } else if (type == "TemplateProcessing") {
+    const json& single = post.at("single");
+    for (size_t i = 0; i < single.size(); ++i) {
+      if (!single[i].contains("SpecialToken")) continue;
+      const auto id = id_of(single[i]["SpecialToken"].at("id").template get<std::string>());
+      if (i == 0) {
+        spec.bos = id;
+        spec.add_bos = id.has_value();
+      } else {
+        spec.eos = id;
+        spec.add_eos = id.has_value();
+      }
+    }
+  } else if (type == "BertProcessing" || type == "RobertaProcessing") {
+    spec.bos = id_of(post.at("cls").at(0).template get<std::string>());
+    spec.eos = id_of(post.at("sep").at(0).template get<std::string>());
+    spec.add_bos = spec.bos.has_value();
+    spec.add_eos = spec.eos.has_value();
+  }
+}
+
 }  // namespace
 
 TokenizerSpec spec_from_hf_json(const fs::path& path) {
@@ -223,27 +253,7 @@ TokenizerSpec spec_from_hf_json(const fs::path& path) {
   if (spec.algorithm == Algorithm::bpe) spec.pre_tokenizer = match_pre_tokenizer(steps, context);
 
   // Special tokens the post-processor adds around a sequence.
-  const json& post = root.contains("post_processor") ? root["post_processor"] : json();
-  const std::string post_type = type_of(post);
-  if (post_type == "TemplateProcessing") {
-    const json& single = post.at("single");
-    for (size_t i = 0; i < single.size(); ++i) {
-      if (!single[i].contains("SpecialToken")) continue;
-      const auto id = id_of(single[i]["SpecialToken"].at("id").get<std::string>());
-      if (i == 0) {
-        spec.bos = id;
-        spec.add_bos = id.has_value();
-      } else {
-        spec.eos = id;
-        spec.add_eos = id.has_value();
-      }
-    }
-  } else if (post_type == "BertProcessing" || post_type == "RobertaProcessing") {
-    spec.bos = id_of(post.at("cls").at(0).get<std::string>());
-    spec.eos = id_of(post.at("sep").at(0).get<std::string>());
-    spec.add_bos = spec.bos.has_value();
-    spec.add_eos = spec.eos.has_value();
-  }
+  if (root.contains("post_processor")) apply_post_processor(root["post_processor"], id_of, spec);
 
   const fs::path config_path = path.parent_path() / "tokenizer_config.json";
   if (fs::exists(config_path)) {

@@ -121,6 +121,27 @@ TEST(HfJson, GemmaSplitAfterSpaceReplaceIsANoOp) {
   }
 }
 
+// Llama 3.x's tokenizer.json wraps its TemplateProcessing in a Sequence after a ByteLevel
+// post-processor: BOS is still added (as transformers adds it to every encode).
+TEST(HfJson, SequencePostProcessorAddsBos) {
+  test::TempDir dir;
+  write(dir / "tokenizer.json", R"({
+    "added_tokens": [{"id": 3, "content": "<|begin_of_text|>", "special": true}],
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+    "post_processor": {"type": "Sequence", "processors": [
+      {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true},
+      {"type": "TemplateProcessing",
+       "single": [{"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}},
+                  {"Sequence": {"id": "A", "type_id": 0}}],
+       "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>", "ids": [3]}}}]},
+    "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}
+  })");
+  const Tokenizer tok = load(dir.path());
+  EXPECT_TRUE(tok.add_bos());
+  EXPECT_EQ(tok.bos(), 3);
+  EXPECT_EQ(tok.encode("ab", true), (Ids{3, 2}));
+}
+
 TEST(HfJson, WordPieceWithBertNormalizer) {
   test::TempDir dir;
   write(dir / "tokenizer.json", R"({
