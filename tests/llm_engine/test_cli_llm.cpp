@@ -197,6 +197,32 @@ TEST_F(CliLlm, ChatOneShotAndInteractive) {
   EXPECT_EQ(chat.out, t.text + "\n" + t2.text + "\n" + t.text + "\n");
 }
 
+// chat's --print-prompt / --show-tokens: each turn's rendered conversation before its reply,
+// and the context's and reply's ids, the same as the Engine's and as generate prints them.
+TEST_F(CliLlm, ChatPrintsPromptAndTokens) {
+  const std::vector<std::string> args = {
+      "-m",       model_,           "--temp",       "0", "--max-tokens", "4", "--system",
+      "be brief", "--print-prompt", "--show-tokens"};
+  std::vector<std::string> chat_args = {"chat", "--prompt", "w260"};
+  chat_args.insert(chat_args.end(), args.begin(), args.end());
+  const CommandResult chat = run_oxinfer(chat_args);
+  ASSERT_EQ(chat.exit_code, 0) << chat.err;
+  auto e = engine();
+  const std::vector<oxi::ChatMessage> messages = {{"system", "be brief"}, {"user", "w260"}};
+  const std::string rendered = e->render(messages);
+  const TurnStats t = e->send(messages, greedy(4));
+  EXPECT_EQ(chat.out, rendered + "\n" + t.text + "\n");
+  EXPECT_EQ(line_starting(chat.err, "prompt tokens: "), ids_text(t.prompt_ids));
+  EXPECT_EQ(line_starting(chat.err, "generated tokens: "), ids_text(t.generated_ids));
+  std::vector<std::string> gen_args = {"generate", "-p", "w260"};
+  gen_args.insert(gen_args.end(), args.begin(), args.end());
+  const CommandResult gen = run_oxinfer(gen_args);
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  EXPECT_EQ(line_starting(gen.err, "prompt tokens: "), line_starting(chat.err, "prompt tokens: "));
+  EXPECT_EQ(line_starting(gen.err, "generated tokens: "),
+            line_starting(chat.err, "generated tokens: "));
+}
+
 // -f FILE feeds the file's bytes as -p would (newlines and all), -f - reads stdin; a missing
 // file is an error naming it, -p with -f a usage error.
 TEST_F(CliLlm, PromptFromFileOrStdin) {

@@ -13,9 +13,20 @@
 namespace oxi::cli {
 namespace {
 
+struct TurnOutput {
+  bool print_prompt = false;  // the rendered conversation before the reply (stdout)
+  bool show_tokens = false;   // the context's and the reply's token ids (stderr)
+};
+
 // One turn: the reply streamed to stdout, then a newline; Ctrl-C cuts the reply short.
 void chat_turn(llm::Engine& engine, std::vector<ChatMessage> messages,
-               const llm::GenerateOptions& options) {
+               const llm::GenerateOptions& options, const TurnOutput& output) {
+  if (output.print_prompt) {
+    const std::string text = engine.render(messages);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fputs("\n", stdout);
+    std::fflush(stdout);
+  }
   llm::TurnStats stats;
   {
     const CancelOnInterrupt cancel_on_ctrl_c(engine);
@@ -23,6 +34,10 @@ void chat_turn(llm::Engine& engine, std::vector<ChatMessage> messages,
   }
   std::fputs("\n", stdout);
   std::fflush(stdout);
+  if (output.show_tokens) {
+    print_ids("prompt tokens: ", stats.prompt_ids);
+    print_ids("generated tokens: ", stats.generated_ids);
+  }
   print_turn_stats(stats);
 }
 
@@ -35,7 +50,10 @@ int run_chat(const Argv& argv) {
               "turn, then exit.");
   add_llm_options(p);
   p.option("prompt", "TEXT", "answer this one message and exit", "p");
+  p.flag("print-prompt", "print each turn's prompt text (the conversation after the template)");
+  p.flag("show-tokens", "print each turn's context and reply token ids on stderr");
   const ParsedArgs args = p.parse(argv);
+  const TurnOutput output{args.flag("print-prompt"), args.flag("show-tokens")};
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
   const llm::GenerateOptions options = generate_options(args);
@@ -51,7 +69,7 @@ int run_chat(const Argv& argv) {
   };
 
   if (const auto prompt = args.get("prompt")) {
-    chat_turn(*engine, first_messages(*prompt), options);
+    chat_turn(*engine, first_messages(*prompt), options, output);
     return 0;
   }
   const bool interactive = isatty(STDIN_FILENO);
@@ -70,7 +88,7 @@ int run_chat(const Argv& argv) {
       continue;
     }
     if (line.empty()) continue;
-    chat_turn(*engine, first_messages(line), options);
+    chat_turn(*engine, first_messages(line), options, output);
   }
   if (interactive) std::fputs("\n", stderr);
   return 0;

@@ -15,15 +15,6 @@
 namespace oxi::cli {
 namespace {
 
-void print_ids(const char* label, const std::vector<int32_t>& ids) {
-  std::string line = label;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i > 0) line += ' ';
-    line += std::to_string(ids[i]);
-  }
-  std::fprintf(stderr, "%s\n", line.c_str());
-}
-
 void write_logits(const std::filesystem::path& file, std::span<const float> logits) {
   if (logits.empty())
     throw Error(file.string(), "no logits to dump (the prompt was not evaluated)");

@@ -136,6 +136,15 @@ bool print_piece(std::string_view piece) {
   return true;
 }
 
+void print_ids(const char* label, const std::vector<int32_t>& ids) {
+  std::string line = label;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) line += ' ';
+    line += std::to_string(ids[i]);
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
 void print_turn_stats(const llm::TurnStats& s) {
   if (!spdlog::default_logger()->should_log(spdlog::level::info)) return;
   std::fprintf(stderr,

@@ -38,6 +38,8 @@ class CancelOnInterrupt {
 
 // Writes a piece of reply text to stdout at once (streaming).
 bool print_piece(std::string_view piece);
+// "LABEL1 2 3" on stderr: --show-tokens' lines ("prompt tokens: ", "generated tokens: ").
+void print_ids(const char* label, const std::vector<int32_t>& ids);
 // "prompt: 12 tokens (3 cached) in 40.1 ms, 299.3 tok/s | generation: ..." on stderr, unless -q.
 void print_turn_stats(const llm::TurnStats& stats);
 
