@@ -5,31 +5,13 @@
 #include <cstring>
 
 #include "lib/core/error.h"
+#include "lib/tokenizer/unicode.h"  // append_utf8
 
 namespace oxi::jinja {
 namespace {
 
 [[noreturn]] void syntax_error(int line, const std::string& message) {
   throw Error("chat template", "line " + std::to_string(line) + ": " + message);
-}
-
-// Appends code point cp as UTF-8.
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 // The escape sequence at code[i] (a backslash) of a string literal, decoded into out as
@@ -52,7 +34,7 @@ size_t python_escape(const std::string& code, size_t i, int line, std::string& o
                                     : std::tolower(static_cast<unsigned char>(d)) - 'a' + 10);
     }
     if (v > 0x10FFFF) syntax_error(line, "escape beyond U+10FFFF in a string literal");
-    append_utf8(out, v);
+    tokenizer::append_utf8(out, static_cast<char32_t>(v));
     return i + 2 + digits;
   };
   switch (e) {
@@ -100,7 +82,7 @@ size_t python_escape(const std::string& code, size_t i, int line, std::string& o
     size_t k = i + 1;
     for (; k < code.size() && k < i + 4 && code[k] >= '0' && code[k] <= '7'; ++k)
       v = v * 8 + static_cast<uint32_t>(code[k] - '0');
-    append_utf8(out, v);
+    tokenizer::append_utf8(out, static_cast<char32_t>(v));
     return k;
   }
   out += '\\';
