@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "lib/core/error.h"
 #include "lib/tokenizer/unicode.h"  // append_utf8
@@ -37,46 +38,20 @@ size_t python_escape(const std::string& code, size_t i, int line, std::string& o
     tokenizer::append_utf8(out, static_cast<char32_t>(v));
     return i + 2 + digits;
   };
-  switch (e) {
-    case '\n':
+  constexpr std::pair<char, char> kSingle[] = {{'\\', '\\'}, {'\'', '\''}, {'"', '"'},  {'a', '\a'},
+                                               {'b', '\b'},  {'f', '\f'},  {'n', '\n'}, {'r', '\r'},
+                                               {'t', '\t'},  {'v', '\v'}};
+  for (const auto& [letter, byte] : kSingle) {
+    if (e == letter) {
+      out += byte;
       return i + 2;
-    case '\\':
-    case '\'':
-    case '"':
-      out += e;
-      return i + 2;
-    case 'a':
-      out += '\a';
-      return i + 2;
-    case 'b':
-      out += '\b';
-      return i + 2;
-    case 'f':
-      out += '\f';
-      return i + 2;
-    case 'n':
-      out += '\n';
-      return i + 2;
-    case 'r':
-      out += '\r';
-      return i + 2;
-    case 't':
-      out += '\t';
-      return i + 2;
-    case 'v':
-      out += '\v';
-      return i + 2;
-    case 'x':
-      return hex(2);
-    case 'u':
-      return hex(4);
-    case 'U':
-      return hex(8);
-    case 'N':
-      syntax_error(line, "\\N{...} escapes are not supported");
-    default:
-      break;
+    }
   }
+  if (e == '\n') return i + 2;  // a line continued
+  if (e == 'x') return hex(2);
+  if (e == 'u') return hex(4);
+  if (e == 'U') return hex(8);
+  if (e == 'N') syntax_error(line, "\\N{...} escapes are not supported");
   if (e >= '0' && e <= '7') {
     uint32_t v = 0;
     size_t k = i + 1;
