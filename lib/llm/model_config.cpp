@@ -177,12 +177,30 @@ void read_hf_rope_parameters(const nlohmann::json& j, ModelConfig& c, const std:
 
 }  // namespace
 
+// Gemma3TextConfig's defaults. transformers writes a composite config's text_config as its
+// difference from them, so Gemma 3 4B / 12B / 27B (Gemma3ForConditionalGeneration) name only
+// the sizes that differ (hidden_size, intermediate_size, num_hidden_layers, sliding_window,
+// rope_scaling) and leave out the heads, head_dim, vocabulary, rope_theta, ...
+// (sliding_window_pattern is left to apply_gemma3_defaults, after layer_types.)
+nlohmann::json with_gemma3_text_defaults(const nlohmann::json& j) {
+  nlohmann::json d = {{"vocab_size", 262208},      {"hidden_size", 2304},
+                      {"intermediate_size", 9216}, {"num_hidden_layers", 26},
+                      {"num_attention_heads", 8},  {"num_key_value_heads", 4},
+                      {"head_dim", 256},           {"max_position_embeddings", 131072},
+                      {"rms_norm_eps", 1e-6},      {"tie_word_embeddings", true},
+                      {"rope_theta", 1000000.0},   {"query_pre_attn_scalar", 256},
+                      {"sliding_window", 4096},    {"rope_local_base_freq", 10000.0}};
+  d.update(j);
+  return d;
+}
+
 ModelConfig config_from_hf(const nlohmann::json& root, const std::string& context) {
-  const nlohmann::json& j = root.contains("text_config") ? root["text_config"] : root;
-  ModelConfig c;
+  const nlohmann::json& text = root.contains("text_config") ? root["text_config"] : root;
   const std::string model_type =
-      json_or<std::string>(j, "model_type", json_or<std::string>(root, "model_type", ""));
+      json_or<std::string>(text, "model_type", json_or<std::string>(root, "model_type", ""));
+  ModelConfig c;
   c.arch = hf_arch(model_type, context);
+  const nlohmann::json j = c.arch == "gemma3" ? with_gemma3_text_defaults(text) : text;
   c.n_vocab = json_or<int>(j, "vocab_size", 0);
   c.n_embd = json_or<int>(j, "hidden_size", 0);
   c.n_layer = json_or<int>(j, "num_hidden_layers", 0);

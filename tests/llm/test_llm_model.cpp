@@ -660,6 +660,43 @@ TEST(HfConfig, RopeParametersOfTransformers5) {
   EXPECT_EQ(gc.rope_scaling.factor, 8.0f);
 }
 
+// Gemma 3 4B's config.json: a composite config whose text_config lists only what differs from
+// Gemma3TextConfig's defaults (as transformers saves it); the rest are those defaults.
+TEST(HfConfig, Gemma3TextConfigDefaultsFillAMinimalTextConfig) {
+  const nlohmann::json j = {{"architectures", {"Gemma3ForConditionalGeneration"}},
+                            {"model_type", "gemma3"},
+                            {"text_config",
+                             {{"hidden_size", 2560},
+                              {"intermediate_size", 10240},
+                              {"model_type", "gemma3_text"},
+                              {"num_hidden_layers", 34},
+                              {"rope_scaling", {{"factor", 8.0}, {"rope_type", "linear"}}},
+                              {"sliding_window", 1024}}},
+                            {"vision_config", {{"model_type", "siglip_vision_model"}}}};
+  const ModelConfig c = config_from_hf(j, "t");
+  EXPECT_EQ(c.arch, "gemma3");
+  EXPECT_EQ(c.n_vocab, 262208);
+  EXPECT_EQ(c.n_embd, 2560);
+  EXPECT_EQ(c.n_layer, 34);
+  EXPECT_EQ(c.n_head, 8);
+  EXPECT_EQ(c.n_head_kv, 4);
+  EXPECT_EQ(c.head_dim, 256);
+  EXPECT_EQ(c.rope_base, 1000000.0f);
+  EXPECT_EQ(c.rope_base_local, 10000.0f);
+  EXPECT_EQ(c.rope_scaling.kind, kernels::RopeScaling::Kind::linear);
+  EXPECT_EQ(c.rope_scaling.factor, 8.0f);
+  EXPECT_FLOAT_EQ(c.attn_scale, 1.0f / 16.0f);  // query_pre_attn_scalar 256
+  EXPECT_EQ(c.window_of_layer(0), 1024);
+  EXPECT_EQ(c.window_of_layer(5), 0);  // every 6th layer global
+  EXPECT_TRUE(c.tied_embeddings);
+  // Given keys win over the defaults.
+  nlohmann::json k = j;
+  k["text_config"]["num_attention_heads"] = 16;
+  k["text_config"]["rope_theta"] = 500000.0;
+  EXPECT_EQ(config_from_hf(k, "t").n_head, 16);
+  EXPECT_EQ(config_from_hf(k, "t").rope_base, 500000.0f);
+}
+
 TEST(ModelLoad, SessionRefusesContextOverflow) {
   const TinyModel tiny = make_tiny_model(tiny_spec("llama", false), DType::F32, DType::F32, 1);
   oxi::test::TempDir dir;
