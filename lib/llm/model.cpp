@@ -22,7 +22,9 @@ bool starts_with_gguf_magic(const fs::path& file) {
 }
 
 // tokenizer_config.json's chat_template: a string, or a list of {name, template} (the
-// "default" one is used), else a chat_template.jinja file beside it.
+// "default" one is used), else a chat_template.jinja file beside it, else the processor's
+// chat_template.json ({"chat_template": "..."}: multimodal checkpoints such as Gemma 3 4B
+// saved by transformers before chat_template.jinja existed).
 std::optional<std::string> hf_chat_template(const hf::Directory& dir) {
   const nlohmann::json& tc = dir.tokenizer_config;
   if (tc.is_object() && tc.contains("chat_template")) {
@@ -38,6 +40,13 @@ std::optional<std::string> hf_chat_template(const hf::Directory& dir) {
     std::ostringstream text;
     text << in.rdbuf();
     return text.str();
+  }
+  const fs::path processor = dir.dir / "chat_template.json";
+  if (fs::exists(processor)) {
+    std::ifstream in(processor, std::ios::binary);
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("chat_template") && j["chat_template"].is_string())
+      return j["chat_template"].get<std::string>();
   }
   return std::nullopt;
 }

@@ -458,6 +458,24 @@ TEST_P(PerArch, CarriesTokenizerTemplateAndStopTokens) {
   EXPECT_EQ(h->eos_ids(), (std::vector<int32_t>{2, 5}));  // + generation_config.json
 }
 
+// Where a Hugging Face directory keeps its chat template: tokenizer_config.json, else
+// chat_template.jinja (newer transformers), else the processor's chat_template.json
+// (multimodal checkpoints such as Gemma 3 4B).
+TEST(ModelLoad, HfChatTemplateFromJinjaOrProcessorFile) {
+  const TinyModel tiny = make_tiny_model(tiny_spec("llama", false), DType::F32, DType::F32, 2);
+  oxi::test::TempDir dir;
+  write_hf_dir(tiny, dir / "hf");
+  const auto rewrite = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / "hf" / name, std::ios::binary | std::ios::trunc) << text;
+  };
+  rewrite("tokenizer_config.json", R"({"bos_token": "<s>", "eos_token": "</s>"})");
+  EXPECT_FALSE(Model::load(dir / "hf")->chat_template().has_value());
+  rewrite("chat_template.json", R"({"chat_template": "from the processor {{ messages }}"})");
+  EXPECT_EQ(Model::load(dir / "hf")->chat_template(), "from the processor {{ messages }}");
+  rewrite("chat_template.jinja", "from the jinja file");
+  EXPECT_EQ(Model::load(dir / "hf")->chat_template(), "from the jinja file");
+}
+
 // Q4_0, Q8_0 and Q4_K matrices are repacked at load where the kernels prefer another layout
 // (AVX2: Q4_0_R16, Q8_0_R16, Q4_K_R8). Widths of 18 and 32 blocks exercise whole 16-block groups
 // and the plain-layout tail; kv projections (9 blocks) only the tail (q4_K: 8 and 9 blocks of
