@@ -112,12 +112,15 @@ bool append_mapping(std::u32string& out, char32_t cp, const tables::Mapping (&ro
   return true;
 }
 
+// Hangul syllables decompose and compose arithmetically (Unicode 3.12): S = SBase + (L index *
+// VCount + V index) * TCount + T index.
+constexpr char32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
+constexpr char32_t kLCount = 19, kVCount = 21, kTCount = 28;
+constexpr char32_t kNCount = kVCount * kTCount, kSCount = kLCount * kNCount;
+
 }  // namespace
 
 void append_nfd(std::u32string& out, char32_t cp) {
-  // Hangul syllables decompose arithmetically (Unicode 3.12).
-  constexpr char32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
-  constexpr char32_t kTCount = 28, kNCount = 21 * 28, kSCount = 19 * 21 * 28;
   if (cp >= kSBase && cp < kSBase + kSCount) {
     const char32_t s = cp - kSBase;
     out.push_back(kLBase + s / kNCount);
@@ -140,11 +143,9 @@ namespace {
 
 // The primary composite of the canonical pair (a, b), or 0 (UAX #15; Hangul arithmetically).
 char32_t compose_pair(char32_t a, char32_t b) noexcept {
-  constexpr char32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
-  constexpr char32_t kLCount = 19, kVCount = 21, kTCount = 28, kNCount = kVCount * kTCount;
   if (a >= kLBase && a < kLBase + kLCount && b >= kVBase && b < kVBase + kVCount)
     return kSBase + ((a - kLBase) * kVCount + (b - kVBase)) * kTCount;
-  if (a >= kSBase && a < kSBase + kLCount * kNCount && (a - kSBase) % kTCount == 0 && b > kTBase &&
+  if (a >= kSBase && a < kSBase + kSCount && (a - kSBase) % kTCount == 0 && b > kTBase &&
       b < kTBase + kTCount)
     return a + (b - kTBase);
   const auto* end = std::end(tables::kCompositions);
