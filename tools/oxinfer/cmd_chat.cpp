@@ -21,12 +21,7 @@ struct TurnOutput {
 // One turn: the reply streamed to stdout, then a newline; Ctrl-C cuts the reply short.
 void chat_turn(llm::Engine& engine, std::vector<ChatMessage> messages,
                const llm::GenerateOptions& options, const TurnOutput& output) {
-  if (output.print_prompt) {
-    const std::string text = engine.render(messages);
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fputs("\n", stdout);
-    std::fflush(stdout);
-  }
+  if (output.print_prompt) print_prompt(engine.render(messages));
   llm::TurnStats stats;
   {
     const CancelOnInterrupt cancel_on_ctrl_c(engine);
@@ -34,10 +29,7 @@ void chat_turn(llm::Engine& engine, std::vector<ChatMessage> messages,
   }
   std::fputs("\n", stdout);
   std::fflush(stdout);
-  if (output.show_tokens) {
-    print_ids("prompt tokens: ", stats.prompt_ids);
-    print_ids("generated tokens: ", stats.generated_ids);
-  }
+  if (output.show_tokens) print_turn_ids(stats);
   print_turn_stats(stats);
 }
 

@@ -62,12 +62,7 @@ int run_generate(const Argv& argv) {
       messages.push_back({"system", *system});
     messages.push_back({"user", *prompt});
   }
-  if (args.flag("print-prompt")) {
-    const std::string text = raw ? *prompt : engine->render(messages);
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fputs("\n", stdout);
-    std::fflush(stdout);
-  }
+  if (args.flag("print-prompt")) print_prompt(raw ? *prompt : engine->render(messages));
 
   llm::TurnStats stats;
   {
@@ -78,10 +73,7 @@ int run_generate(const Argv& argv) {
   if (isatty(STDOUT_FILENO) && !stats.text.empty()) std::fputs("\n", stdout);
   std::fflush(stdout);
 
-  if (args.flag("show-tokens")) {
-    print_ids("prompt tokens: ", stats.prompt_ids);
-    print_ids("generated tokens: ", stats.generated_ids);
-  }
+  if (args.flag("show-tokens")) print_turn_ids(stats);
   if (const auto file = args.get("dump-logits")) write_logits(*file, engine->prompt_logits());
   if (const auto file = args.get("save-kv")) engine->save_state(*file);
   print_turn_stats(stats);

@@ -136,13 +136,23 @@ bool print_piece(std::string_view piece) {
   return true;
 }
 
-void print_ids(const char* label, const std::vector<int32_t>& ids) {
-  std::string line = label;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i > 0) line += ' ';
-    line += std::to_string(ids[i]);
-  }
-  std::fprintf(stderr, "%s\n", line.c_str());
+void print_prompt(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fputs("\n", stdout);
+  std::fflush(stdout);
+}
+
+void print_turn_ids(const llm::TurnStats& stats) {
+  const auto print_ids = [](const char* label, const std::vector<int32_t>& ids) {
+    std::string line = label;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i > 0) line += ' ';
+      line += std::to_string(ids[i]);
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+  };
+  print_ids("prompt tokens: ", stats.prompt_ids);
+  print_ids("generated tokens: ", stats.generated_ids);
 }
 
 void print_turn_stats(const llm::TurnStats& s) {

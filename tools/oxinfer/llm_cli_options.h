@@ -38,8 +38,11 @@ class CancelOnInterrupt {
 
 // Writes a piece of reply text to stdout at once (streaming).
 bool print_piece(std::string_view piece);
-// "LABEL1 2 3" on stderr: --show-tokens' lines ("prompt tokens: ", "generated tokens: ").
-void print_ids(const char* label, const std::vector<int32_t>& ids);
+// --print-prompt: the prompt text and a newline on stdout, before the reply.
+void print_prompt(const std::string& text);
+// --show-tokens: "prompt tokens: 1 2 3" and "generated tokens: ..." (the turn's context and
+// reply ids) on stderr.
+void print_turn_ids(const llm::TurnStats& stats);
 // "prompt: 12 tokens (3 cached) in 40.1 ms, 299.3 tok/s | generation: ..." on stderr, unless -q.
 void print_turn_stats(const llm::TurnStats& stats);
 
