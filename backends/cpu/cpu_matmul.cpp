@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,9 +42,12 @@ size_t ceil_div(size_t a, size_t b) {
   return (a + b - 1) / b;
 }
 
-size_t matvec_rows_per_piece(size_t row_bytes) {
-  const size_t rows = std::clamp<size_t>(ceil_div(kMatvecPieceBytes, row_bytes), 4, 256);
-  return ceil_div(rows, 4) * 4;
+// A multiple of 4 rows, and of the rows the weight type holds together (q4_K_r8s' sets of up
+// to 8 rows; kGemmQRowTile is a multiple of 8 too).
+size_t matvec_rows_per_piece(const WeightMatrix& w) {
+  const size_t rows = std::clamp<size_t>(ceil_div(kMatvecPieceBytes, w.row_bytes), 4, 256);
+  const size_t granule = std::lcm<size_t>(4, kernels::row_granule(w.dtype, w.cols));
+  return ceil_div(rows, granule) * granule;
 }
 
 // Where this thread's last matvec piece ended: a piece that starts elsewhere starts a new
@@ -96,6 +100,10 @@ void validate(const WeightMatrix& w, std::span<const float> x, size_t m, std::sp
   if (w.row_bytes < dense_row)
     throw Error("matmul", "weight " + shape_text(w) + ": row_bytes " + std::to_string(w.row_bytes) +
                               " < " + std::to_string(dense_row));
+  if (const size_t granule = kernels::row_granule(w.dtype, w.cols);
+      w.rows % granule != 0 || (granule > 1 && w.row_bytes != dense_row))
+    throw Error("matmul", "weight " + shape_text(w) + ": " + std::string(kernels::name(w.dtype)) +
+                              " takes dense rows in sets of " + std::to_string(granule));
   if (x.size() < m * w.cols || y.size() < m * w.rows)
     throw Error("matmul", "weight " + shape_text(w) + " with " + std::to_string(m) +
                               " tokens needs x of " + std::to_string(m * w.cols) + " and y of " +
@@ -174,7 +182,7 @@ void CpuBackend::matvec_path(const WeightMatrix& w, std::span<const float> x, si
     act = buffer;
   }
   const size_t act_stride = as_is ? w.cols * sizeof(float) : act_bytes;
-  const size_t rows_per_piece = matvec_rows_per_piece(w.row_bytes);
+  const size_t rows_per_piece = matvec_rows_per_piece(w);
   const auto* weights = static_cast<const std::byte*>(w.data);
   const auto product = [&] {
     run_pieces(ceil_div(w.rows, rows_per_piece), [&](size_t piece) {
@@ -218,7 +226,7 @@ void CpuBackend::matmul_shared_input(std::span<const float> x, size_t m,
   for (const SharedInputProduct& p : products) {
     const WeightMatrix& w = *p.w;
     Job job{&p,     kernels::format_kernels().matvec_for(w.dtype),
-            kAsIs,  matvec_rows_per_piece(w.row_bytes),
+            kAsIs,  matvec_rows_per_piece(w),
             pieces, false};
     if (kernels::activation_dtype(w.dtype) != kernels::DType::F32) {
       const auto same = std::find_if(jobs.begin(), jobs.end(), [&](const Job& e) {

@@ -10,6 +10,7 @@
 #include "kernels/formats/fp16.h"
 #include "kernels/formats/q4_0_r16.h"
 #include "kernels/formats/q4_k_r8.h"
+#include "kernels/formats/q4_k_r8s.h"
 #include "kernels/formats/q8_0_r16.h"
 #include "kernels/formats/quant.h"
 
@@ -272,6 +273,20 @@ RowDecoder row_decoder(DType t) noexcept {
 
 void dequantize_row(DType t, const void* src, float* dst, size_t n) noexcept {
   if (const RowDecoder f = row_decoder(t)) f(src, dst, n);
+}
+
+size_t row_granule(DType t, size_t n) noexcept {
+  return t == DType::Q4_K_R8S ? k8s_set_rows(n) : 1;
+}
+
+void dequantize_matrix_row(DType t, const void* matrix, size_t row_bytes, size_t row, float* dst,
+                           size_t n) noexcept {
+  const size_t granule = row_granule(t, n), first = row - row % granule;
+  const auto* at = static_cast<const std::byte*>(matrix) + first * row_bytes;
+  if (t == DType::Q4_K_R8S)
+    dequantize_set_row_q4_k_r8s(at, row - first, dst, n);
+  else
+    dequantize_row(t, at, dst, n);
 }
 
 }  // namespace oxi::kernels

@@ -37,6 +37,8 @@ enum class DType : uint32_t {
   Q8_0_R16 = 62,
   // Kernel-internal: q4_K rows repacked at load for faster products (q4_k_r8.h).
   Q4_K_R8 = 61,
+  // Kernel-internal: q4_K rows repacked in sets of rows into whole q4_K_r8 groups (q4_k_r8s.h).
+  Q4_K_R8S = 60,
 };
 
 struct DTypeInfo {

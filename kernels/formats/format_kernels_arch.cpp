@@ -3,6 +3,7 @@
 #include "kernels/formats/float_tiles.h"
 #include "kernels/formats/q4_0_r16_tiles.h"
 #include "kernels/formats/q4_k_r8_tiles.h"
+#include "kernels/formats/q4_k_r8s_tiles.h"
 #include "kernels/formats/q8_0_r16_tiles.h"
 #include "kernels/formats/quant.h"
 #include "kernels/formats/quantize_act_simd.h"
@@ -48,6 +49,9 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   set<Q4_0R16Tile>(k, DType::Q4_0_R16);
   set<Q8_0R16Tile>(k, DType::Q8_0_R16);
   set<Q4KR8Tile>(k, DType::Q4_K_R8);
+  // q4_K_r8s: its own loops over sets (the drivers take rows one at a time)
+  k.matvec[static_cast<size_t>(DType::Q4_K_R8S)] = Q4KR8STile::matvec;
+  k.gemm_q[static_cast<size_t>(DType::Q4_K_R8S)] = Q4KR8STile::gemm;
   k.quantize_q8_0 = quantize_q8_0;
   k.quantize_q8_K = quantize_q8_K;
 #if defined(OXI_ARCH_AVX2)

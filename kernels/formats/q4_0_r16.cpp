@@ -8,6 +8,7 @@
 
 #include "kernels/formats/fp16.h"
 #include "kernels/formats/q4_k_r8.h"
+#include "kernels/formats/q4_k_r8s.h"
 #include "kernels/formats/q8_0_r16.h"
 #include "kernels/formats/quant.h"
 #include "kernels/formats/quantize_k.h"
@@ -74,6 +75,25 @@ bool repack_row(DType from, DType to, const void* src, void* dst, size_t n) noex
     unpack_row_q4_k_r8(src, dst, n);
   } else {
     return false;
+  }
+  return true;
+}
+
+bool repack_rows(DType from, DType to, const void* src, void* dst, size_t rows, size_t n) noexcept {
+  const size_t granule = row_granule(to, n) * row_granule(from, n), bytes = row_bytes(from, n);
+  if (rows % granule != 0 || bytes != row_bytes(to, n)) return false;
+  const auto* s = static_cast<const std::byte*>(src);
+  auto* d = static_cast<std::byte*>(dst);
+  if (from == DType::Q4_K && to == DType::Q4_K_R8S) {
+    for (size_t r = 0; r < rows; r += granule) repack_set_q4_k_r8s(s + r * bytes, d + r * bytes, n);
+    return true;
+  }
+  if (from == DType::Q4_K_R8S && to == DType::Q4_K) {
+    for (size_t r = 0; r < rows; r += granule) unpack_set_q4_k_r8s(s + r * bytes, d + r * bytes, n);
+    return true;
+  }
+  for (size_t r = 0; r < rows; ++r) {
+    if (!repack_row(from, to, s + r * bytes, d + r * bytes, n)) return false;
   }
   return true;
 }

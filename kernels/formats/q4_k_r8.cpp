@@ -15,8 +15,9 @@ size_t group_size(size_t blocks, size_t first) noexcept {
   return std::min(kK8Blocks, blocks - first);
 }
 
-// nb q4_K blocks -> one group of the layout (q4_k_r8.h), 144 * nb bytes at g.
-void pack_group(const BlockQ4_K* blocks, size_t nb, uint8_t* g) noexcept {
+}  // namespace
+
+void pack_group_q4_k_r8(const BlockQ4_K* blocks, size_t nb, uint8_t* g) noexcept {
   const size_t row = k8_row_bytes(nb);
   for (size_t b = 0; b < nb; ++b) {
     const BlockQ4_K& s = blocks[b];
@@ -46,7 +47,7 @@ void pack_group(const BlockQ4_K* blocks, size_t nb, uint8_t* g) noexcept {
   }
 }
 
-void unpack_group(const uint8_t* g, size_t nb, BlockQ4_K* blocks) noexcept {
+void unpack_group_q4_k_r8(const uint8_t* g, size_t nb, BlockQ4_K* blocks) noexcept {
   const size_t row = k8_row_bytes(nb);
   for (size_t b = 0; b < nb; ++b) {
     BlockQ4_K& s = blocks[b];
@@ -85,7 +86,19 @@ void unpack_group(const uint8_t* g, size_t nb, BlockQ4_K* blocks) noexcept {
   }
 }
 
-}  // namespace
+void set_activation_lane_q4_k_r8(const BlockQ8_K& b, size_t k, ActGroupK8& a) noexcept {
+  a.d[k] = b.d;
+  for (size_t p = 0; p < 4; ++p) {
+    a.sums[p][2 * k] = static_cast<int16_t>(b.bsums[4 * p] + b.bsums[4 * p + 1]);
+    a.sums[p][2 * k + 1] = static_cast<int16_t>(b.bsums[4 * p + 2] + b.bsums[4 * p + 3]);
+  }
+  for (size_t j = 0; j < 8; ++j) {
+    for (size_t i = 0; i < 4; ++i) {
+      std::memcpy(&a.q[j][i][0][4 * k], &b.qs[32 * j + 8 * i], 4);
+      std::memcpy(&a.q[j][i][1][4 * k], &b.qs[32 * j + 8 * i + 4], 4);
+    }
+  }
+}
 
 size_t q4_k_r8_activation_bytes(size_t n) noexcept {
   const size_t blocks = n / QK_K;
@@ -103,19 +116,7 @@ void quantize_activation_q4_k_r8(const float* x, void* out, size_t n) noexcept {
     // uninitialised scale could be a NaN, and 0 * NaN is not 0). A whole group's lanes are all
     // written below.
     if (nb < kK8Blocks) std::memset(a, 0, sizeof(*a));
-    for (size_t k = 0; k < nb; ++k) {
-      a->d[k] = b[k].d;
-      for (size_t p = 0; p < 4; ++p) {
-        a->sums[p][2 * k] = static_cast<int16_t>(b[k].bsums[4 * p] + b[k].bsums[4 * p + 1]);
-        a->sums[p][2 * k + 1] = static_cast<int16_t>(b[k].bsums[4 * p + 2] + b[k].bsums[4 * p + 3]);
-      }
-      for (size_t j = 0; j < 8; ++j) {
-        for (size_t i = 0; i < 4; ++i) {
-          std::memcpy(&a->q[j][i][0][4 * k], &b[k].qs[32 * j + 8 * i], 4);
-          std::memcpy(&a->q[j][i][1][4 * k], &b[k].qs[32 * j + 8 * i + 4], 4);
-        }
-      }
-    }
+    for (size_t k = 0; k < nb; ++k) set_activation_lane_q4_k_r8(b[k], k, *a);
   }
 }
 
@@ -126,7 +127,7 @@ void repack_row_q4_k_r8(const void* src, void* dst, size_t n) noexcept {
   const auto* b = static_cast<const BlockQ4_K*>(src);
   auto* g = static_cast<uint8_t*>(dst);
   for (size_t first = 0; first < blocks; first += kK8Blocks)
-    pack_group(b + first, group_size(blocks, first), g + first * sizeof(BlockQ4_K));
+    pack_group_q4_k_r8(b + first, group_size(blocks, first), g + first * sizeof(BlockQ4_K));
 }
 
 void unpack_row_q4_k_r8(const void* src, void* dst, size_t n) noexcept {
@@ -134,7 +135,7 @@ void unpack_row_q4_k_r8(const void* src, void* dst, size_t n) noexcept {
   const auto* g = static_cast<const uint8_t*>(src);
   auto* b = static_cast<BlockQ4_K*>(dst);
   for (size_t first = 0; first < blocks; first += kK8Blocks)
-    unpack_group(g + first * sizeof(BlockQ4_K), group_size(blocks, first), b + first);
+    unpack_group_q4_k_r8(g + first * sizeof(BlockQ4_K), group_size(blocks, first), b + first);
 }
 
 void dequantize_row_q4_k_r8(const void* src, float* dst, size_t n) noexcept {
@@ -144,7 +145,7 @@ void dequantize_row_q4_k_r8(const void* src, float* dst, size_t n) noexcept {
   for (size_t first = 0; first < blocks; first += kK8Blocks) {
     const size_t nb = group_size(blocks, first);
     BlockQ4_K b[kK8Blocks];
-    unpack_group(g + first * sizeof(BlockQ4_K), nb, b);
+    unpack_group_q4_k_r8(g + first * sizeof(BlockQ4_K), nb, b);
     plain(b, dst + first * QK_K, nb * QK_K);
   }
 }
@@ -157,7 +158,7 @@ void quantize_row_q4_k_r8(const float* src, void* dst, size_t n) noexcept {
     const size_t nb = group_size(blocks, first);
     BlockQ4_K b[kK8Blocks];
     plain(src + first * QK_K, b, nb * QK_K);
-    pack_group(b, nb, g + first * sizeof(BlockQ4_K));
+    pack_group_q4_k_r8(b, nb, g + first * sizeof(BlockQ4_K));
   }
 }
 

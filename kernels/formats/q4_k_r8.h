@@ -82,6 +82,12 @@ void quantize_activation_q4_k_r8(const float* x, void* out, size_t n) noexcept;
 void repack_row_q4_k_r8(const void* src, void* dst, size_t n) noexcept;
 void unpack_row_q4_k_r8(const void* src, void* dst, size_t n) noexcept;
 
+// One group of nb <= 8 blocks: q4_K -> this layout (144 * nb bytes at g) and back; and lane k of
+// a group's activation from one q8_K block (q4_k_r8s.h builds its groups from these).
+void pack_group_q4_k_r8(const BlockQ4_K* blocks, size_t nb, uint8_t* g) noexcept;
+void unpack_group_q4_k_r8(const uint8_t* g, size_t nb, BlockQ4_K* blocks) noexcept;
+void set_activation_lane_q4_k_r8(const BlockQ8_K& b, size_t k, ActGroupK8& a) noexcept;
+
 // Row decoder and encoder (bit-identical to q4_K's on the same values).
 void dequantize_row_q4_k_r8(const void* src, float* dst, size_t n) noexcept;
 void quantize_row_q4_k_r8(const float* src, void* dst, size_t n) noexcept;

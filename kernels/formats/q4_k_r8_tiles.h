@@ -391,45 +391,46 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
 struct Q4KR8Tile {
   static constexpr int kMatvecRows = 1;
 
+  // Block b (lane b) of a group of nb blocks against lane b of its activation group.
+  static float block_sum(const uint8_t* g, size_t nb, size_t b, const ActGroupK8& a) noexcept {
+    const size_t row = k8_row_bytes(nb);
+    int32_t isum = 0, mins = 0;
+    for (size_t j = 0; j < 8; ++j) {
+      const size_t k = j % 4;
+      const int lo_s = g[kK8RowScLo * row + 4 * b + k];
+      const int lo_m = g[kK8RowMnLo * row + 4 * b + k];
+      const int hi = g[kK8RowHi * row + 4 * b + k];
+      const int sc = j < 4 ? (lo_s & 0xF) | (hi & 3) << 4 : (lo_s >> 4) | ((hi >> 2) & 3) << 4;
+      const int mn = j < 4 ? (lo_m & 0xF) | ((hi >> 4) & 3) << 4 : (lo_m >> 4) | (hi >> 6) << 4;
+      int32_t s = 0;
+      for (size_t i = 0; i < 4; ++i) {
+        const uint8_t* qs = g + k8_qs_row(j, i) * row;
+        for (size_t m = 4 * b; m < 4 * b + 4; ++m)
+          s += (qs[m] & 0xF) * a.q[j][i][0][m] + (qs[m] >> 4) * a.q[j][i][1][m];
+      }
+      isum += sc * s;
+      mins += mn * a.sums[j / 2][2 * b + j % 2];
+    }
+    uint32_t dm;
+    std::memcpy(&dm, g + kK8RowDm * row + 4 * b, 4);
+    const float d = f16_to_f32(static_cast<uint16_t>(dm));
+    const float dmin = f16_to_f32(static_cast<uint16_t>(dm >> 16));
+    return (a.d[b] * d) * static_cast<float>(isum) - (a.d[b] * dmin) * static_cast<float>(mins);
+  }
+
   template <int T, int R>
   static void tile(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
     const size_t blocks = n / QK_K;
     float acc[T][R]{};
     for (size_t first = 0; first < blocks; first += kK8Blocks) {
-      const size_t nb = std::min(kK8Blocks, blocks - first), row = k8_row_bytes(nb);
+      const size_t nb = std::min(kK8Blocks, blocks - first);
       for (int r = 0; r < R; ++r) {
         const uint8_t* g = w + r * w_row_bytes + first * sizeof(BlockQ4_K);
         for (int t = 0; t < T; ++t) {
           const ActGroupK8& a =
               reinterpret_cast<const ActGroupK8*>(x + t * x_stride)[first / kK8Blocks];
-          for (size_t b = 0; b < nb; ++b) {
-            int32_t isum = 0, mins = 0;
-            for (size_t j = 0; j < 8; ++j) {
-              const size_t k = j % 4;
-              const int lo_s = g[kK8RowScLo * row + 4 * b + k];
-              const int lo_m = g[kK8RowMnLo * row + 4 * b + k];
-              const int hi = g[kK8RowHi * row + 4 * b + k];
-              const int sc =
-                  j < 4 ? (lo_s & 0xF) | (hi & 3) << 4 : (lo_s >> 4) | ((hi >> 2) & 3) << 4;
-              const int mn =
-                  j < 4 ? (lo_m & 0xF) | ((hi >> 4) & 3) << 4 : (lo_m >> 4) | (hi >> 6) << 4;
-              int32_t s = 0;
-              for (size_t i = 0; i < 4; ++i) {
-                const uint8_t* qs = g + k8_qs_row(j, i) * row;
-                for (size_t m = 4 * b; m < 4 * b + 4; ++m)
-                  s += (qs[m] & 0xF) * a.q[j][i][0][m] + (qs[m] >> 4) * a.q[j][i][1][m];
-              }
-              isum += sc * s;
-              mins += mn * a.sums[j / 2][2 * b + j % 2];
-            }
-            uint32_t dm;
-            std::memcpy(&dm, g + kK8RowDm * row + 4 * b, 4);
-            const float d = f16_to_f32(static_cast<uint16_t>(dm));
-            const float dmin = f16_to_f32(static_cast<uint16_t>(dm >> 16));
-            acc[t][r] += (a.d[b] * d) * static_cast<float>(isum) -
-                         (a.d[b] * dmin) * static_cast<float>(mins);
-          }
+          for (size_t b = 0; b < nb; ++b) acc[t][r] += block_sum(g, nb, b, a);
         }
       }
     }

@@ -49,8 +49,14 @@ using GemmQFn = void (*)(const void* w, size_t w_row_bytes, size_t rows, size_t 
 inline constexpr size_t kDTypeSlots = 64;
 
 // Weight types with matvec / gemm_q / dequantize / quantize support:
-// f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K, q4_0_r16, q8_0_r16 and
-// q4_K_r8.
+// f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K, q4_0_r16, q8_0_r16, q4_K_r8
+// and q4_K_r8s (which has no row decoder or encoder: a matrix of it is decoded by
+// dequantize_matrix_row).
+bool weight_supported(DType t) noexcept;
+
+// Rows of n elements a matrix of type t holds together: a multiple of it is the least a matrix,
+// a product's row range or a repack takes (k8s_set_rows(n) for q4_K_r8s, 1 for every other type).
+size_t row_granule(DType t, size_t n) noexcept;
 bool weight_supported(DType t) noexcept;
 
 // ---- rows (scalar reference; dequantization is bit-exact to ggml) ----
@@ -62,6 +68,10 @@ void quantize_row(DType t, const float* src, void* dst, size_t n) noexcept;
 // Function pointers for the above; nullptr for unsupported types.
 RowDecoder row_decoder(DType t) noexcept;
 RowEncoder row_encoder(DType t) noexcept;
+// Row `row` of a matrix of type t (rows row_bytes apart) decoded: dequantize_row of that row,
+// or for q4_K_r8s through the row's set.
+void dequantize_matrix_row(DType t, const void* matrix, size_t row_bytes, size_t row, float* dst,
+                           size_t n) noexcept;
 
 // ---- activations ----
 
@@ -97,6 +107,9 @@ void quantize_activation(DType weight, const float* x, void* out, size_t n) noex
 // q8_0_r16, q4_K <-> q4_K_r8), byte count unchanged and lossless. Returns false (writing nothing)
 // for any other pair. src and dst must not overlap.
 bool repack_row(DType from, DType to, const void* src, void* dst, size_t n) noexcept;
+// The same for `rows` dense rows (a multiple of row_granule of both types), which also takes
+// q4_K <-> q4_K_r8s.
+bool repack_rows(DType from, DType to, const void* src, void* dst, size_t rows, size_t n) noexcept;
 
 // ---- products ----
 
@@ -131,13 +144,16 @@ struct FormatKernels {
     if (t == DType::Q4_K && fast_q4_k_r8) return DType::Q4_K_R8;
     return t;
   }
+  // The same for a matrix of rows x cols: q4_K rows that end in a short q4_K_r8 group take
+  // q4_K_r8s where their count fills its sets (q4_k_r8s.h).
+  DType preferred_layout(DType t, size_t rows, size_t cols) const noexcept;
   // Which stream mode (stream_lines(layout), prefetch.h) one-token products of weights of type
   // t follow; nullopt where they always request the same.
   std::optional<StreamLayout> stream_layout(DType t) const noexcept {
     if (!stream_lines_choice) return std::nullopt;
     if (t == DType::Q4_0_R16) return StreamLayout::kQ4_0R16;
     if (t == DType::Q8_0_R16) return StreamLayout::kQ8_0R16;
-    if (t == DType::Q4_K_R8) return StreamLayout::kQ4KR8;
+    if (t == DType::Q4_K_R8 || t == DType::Q4_K_R8S) return StreamLayout::kQ4KR8;
     return std::nullopt;
   }
 

@@ -205,7 +205,9 @@ void quantize_row(DType t, const float* src, void* dst, size_t n) noexcept {
 }
 
 bool weight_supported(DType t) noexcept {
-  return t != DType::Q8_1 && t != DType::Q8_K && row_encoder(t) != nullptr;
+  // q4_K_r8s has no row encoder (a row is not addressable on its own: q4_k_r8s.h)
+  return t == DType::Q4_K_R8S ||
+         (t != DType::Q8_1 && t != DType::Q8_K && row_encoder(t) != nullptr);
 }
 
 }  // namespace oxi::kernels

@@ -12,8 +12,7 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }
 
 void dequantize_matrix_row(const backends::WeightMatrix& w, size_t row, std::span<float> out) {
-  kernels::dequantize_row(w.dtype, static_cast<const std::byte*>(w.data) + row * w.row_bytes,
-                          out.data(), w.cols);
+  kernels::dequantize_matrix_row(w.dtype, w.data, w.row_bytes, row, out.data(), w.cols);
 }
 
 WeightBuilder::WeightBuilder(TensorFinder find, WeightCopies& copies, std::string context)

@@ -27,11 +27,13 @@ std::byte* owned_copy(formats::WeightCopies& copies, const void* p, size_t bytes
 // Rewrites m's rows as `to` in place (m is one of w's own copies).
 void repack_in_place(std::byte* own, const backends::WeightMatrix& m, kernels::DType to) {
   if (to == m.dtype) return;  // a plain copy (repack_for_cpu): nothing to rearrange
-  std::vector<std::byte> row(m.row_bytes);
-  for (size_t r = 0; r < m.rows; ++r) {
+  // a row at a time, or a set of rows (q4_K_r8s)
+  const size_t granule = kernels::row_granule(to, m.cols);
+  std::vector<std::byte> rows(granule * m.row_bytes);
+  for (size_t r = 0; r < m.rows; r += granule) {
     std::byte* at = own + r * m.row_bytes;
-    std::memcpy(row.data(), at, m.row_bytes);
-    kernels::repack_row(m.dtype, to, row.data(), at, m.cols);
+    std::memcpy(rows.data(), at, rows.size());
+    kernels::repack_rows(m.dtype, to, rows.data(), at, granule, m.cols);
   }
 }
 
@@ -56,13 +58,18 @@ void repack_into(const backends::WeightMatrix& m, kernels::DType to, std::byte* 
     read(src, total, dst);  // one read, then repacked where it landed
     repack_in_place(dst, m, to);
   } else {
-    std::vector<std::byte> row(m.row_bytes);
-    for (size_t r = 0; r < m.rows; ++r) {
-      read(src + r * m.row_bytes, m.row_bytes, row.data());
+    // rows apart in the file: gathered dense a row (or a set of rows) at a time
+    const size_t granule = kernels::row_granule(to, m.cols);
+    std::vector<std::byte> rows(granule * dense), row(m.row_bytes);
+    for (size_t r = 0; r < m.rows; r += granule) {
+      for (size_t i = 0; i < granule; ++i) {
+        read(src + (r + i) * m.row_bytes, m.row_bytes, row.data());
+        std::memcpy(rows.data() + i * dense, row.data(), dense);
+      }
       if (to == m.dtype)
-        std::memcpy(dst + r * dense, row.data(), dense);
+        std::memcpy(dst + r * dense, rows.data(), rows.size());
       else
-        kernels::repack_row(m.dtype, to, row.data(), dst + r * dense, m.cols);
+        kernels::repack_rows(m.dtype, to, rows.data(), dst + r * dense, granule, m.cols);
     }
   }
   if (in_file) mapping->release_pages(static_cast<size_t>(src - file.data()), total);
@@ -74,6 +81,17 @@ bool repack_enabled() {
   const char* v = std::getenv("OXI_REPACK");
   return v == nullptr || std::string_view(v) != "0";
 }
+
+namespace {
+
+// OXI_REPACK=rows: only the layouts of single rows (q4_K_r8 where q4_K_r8s would be taken), to
+// compare the two in one binary.
+bool row_sets_enabled() {
+  const char* v = std::getenv("OXI_REPACK");
+  return v == nullptr || std::string_view(v) != "rows";
+}
+
+}  // namespace
 
 // Repacks every matrix the forward pass multiplies (the token embedding only when it is the
 // tied output matrix: lookups decode single rows, for which the file layout is as good). Copies
@@ -111,7 +129,9 @@ void repack_for_cpu(ModelWeights& w, const MappedFile* mapping) {
     if (!own) total += (m->rows * kernels::row_bytes(to, m->cols) + 63) / 64 * 64;
   };
   for (backends::WeightMatrix* m : all) {
-    const kernels::DType to = kernels.preferred_layout(m->dtype);
+    const kernels::DType to = row_sets_enabled()
+                                  ? kernels.preferred_layout(m->dtype, m->rows, m->cols)
+                                  : kernels.preferred_layout(m->dtype);
     if (to == m->dtype) continue;
     if (m == &w.token_embd) continue;  // not tied to a repacked output: lookups only
     add(m, to);

@@ -1,7 +1,8 @@
 // Repacking loaded weights into the layouts the CPU kernels multiply fastest (kernels::
 // FormatKernels::preferred_layout: Q4_0 -> Q4_0_R16, Q8_0 -> Q8_0_R16 and Q4_K -> Q4_K_R8 on
-// AVX2), as llama.cpp repacks Q4_0 / Q8_0 / Q4_K for its CPU backend. Results differ from the
-// file's layout by f32 summation order only.
+// AVX2, or Q4_K_R8S where rows would end in a short Q4_K_R8 group), as llama.cpp repacks Q4_0 /
+// Q8_0 / Q4_K for its CPU backend. Results differ from the file's layout by f32 summation order
+// only.
 #pragma once
 
 #include "lib/llm/weights.h"
@@ -12,7 +13,8 @@ class MappedFile;
 
 namespace oxi::llm {
 
-// Whether loaders repack: on unless the environment sets OXI_REPACK=0.
+// Whether loaders repack: on unless the environment sets OXI_REPACK=0 (OXI_REPACK=rows: without
+// the row-set layout q4_K_r8s).
 bool repack_enabled();
 
 // Repacks every matrix of `w` the forward pass multiplies, when the selected kernels prefer

@@ -86,16 +86,22 @@ TestWeights make_float_weights(DType dtype, size_t rows, size_t cols, uint32_t s
 
 // Quantized weights from kernels::quantize_row; their exact values from dequantize_row (which
 // the formats tests check bit-exact against the ggml rules).
+// q4_K_r8s (rows in sets, no row encoder) is made as q4_K and repacked.
 TestWeights make_quant_weights(DType dtype, size_t rows, size_t cols, uint32_t seed) {
+  const DType source = dtype == DType::Q4_K_R8S ? DType::Q4_K : dtype;
   const std::vector<float> src = test::random_normal(rows * cols, seed);
   TestWeights w{dtype, rows, cols, kernels::row_bytes(dtype, cols), {}, {}};
   w.bytes.resize(rows * w.row_bytes);
   w.values.resize(rows * cols);
   std::vector<float> row(cols);
   for (size_t r = 0; r < rows; ++r) {
-    kernels::quantize_row(dtype, src.data() + r * cols, w.bytes.data() + r * w.row_bytes, cols);
-    kernels::dequantize_row(dtype, w.bytes.data() + r * w.row_bytes, row.data(), cols);
+    kernels::quantize_row(source, src.data() + r * cols, w.bytes.data() + r * w.row_bytes, cols);
+    kernels::dequantize_row(source, w.bytes.data() + r * w.row_bytes, row.data(), cols);
     for (size_t c = 0; c < cols; ++c) w.values[r * cols + c] = row[c];
+  }
+  if (source != dtype) {
+    const std::vector<uint8_t> plain = w.bytes;
+    EXPECT_TRUE(kernels::repack_rows(source, dtype, plain.data(), w.bytes.data(), rows, cols));
   }
   return w;
 }
@@ -194,10 +200,11 @@ TEST(CpuMatmul, QuantizedWeightsMatchNaiveDouble) {
   }
 }
 
-// Weights repacked (Q4_0 -> Q4_0_R16, Q8_0 -> Q8_0_R16, Q4_K -> Q4_K_R8: the layouts decode uses
-// on AVX2): the naive double bound as for the plain type, and the plain matmul's result within
-// 1e-5 of the products' magnitude (same integers, another f32 summation order), for one token
-// (matvec) and several (gemm_q).
+// Weights repacked (Q4_0 -> Q4_0_R16, Q8_0 -> Q8_0_R16, Q4_K -> Q4_K_R8 / Q4_K_R8S: the layouts
+// decode uses on AVX2; q4_K_r8s in sets of up to 8 rows, so 72 rows there, else 67): the naive
+// double bound as for the plain type, and the plain matmul's result within 1e-5 of the products'
+// magnitude (same integers, another f32 summation order), for one token (matvec) and several
+// (gemm_q).
 void expect_repacked_matches_plain(DType plain_type, DType packed_type) {
   const auto backend = make_cpu_backend(2);
   // whole groups and a tail, a tail only, groups and a longer tail (16 blocks a group; 8 of 256
@@ -208,14 +215,12 @@ void expect_repacked_matches_plain(DType plain_type, DType packed_type) {
           : std::vector<size_t>{32 * 17, 32 * 3, 32 * 16 * 5 + 32 * 7};
   for (size_t cols : widths) {
     SCOPED_TRACE("K=" + std::to_string(cols));
-    const TestWeights plain = make_quant_weights(plain_type, 67, cols, 23);
+    const size_t rows = kernels::row_granule(packed_type, cols) > 1 ? 72 : 67;
+    const TestWeights plain = make_quant_weights(plain_type, rows, cols, 23);
     TestWeights packed = plain;
     packed.dtype = packed_type;
-    for (size_t r = 0; r < plain.rows; ++r) {
-      ASSERT_TRUE(kernels::repack_row(plain_type, packed_type,
-                                      plain.bytes.data() + r * plain.row_bytes,
-                                      packed.bytes.data() + r * plain.row_bytes, cols));
-    }
+    ASSERT_TRUE(kernels::repack_rows(plain_type, packed_type, plain.bytes.data(),
+                                     packed.bytes.data(), rows, cols));
     for (size_t m : {1, 3, 37}) {
       expect_matches(*backend, packed, m, m == 37, 500 + static_cast<uint32_t>(m));
       const std::vector<float> x = test::random_floats(m * cols, 600 + static_cast<uint32_t>(m));
@@ -244,6 +249,18 @@ TEST(CpuMatmul, RepackedQ8_0MatchesPlainQ8_0) {
 
 TEST(CpuMatmul, RepackedQ4_KMatchesPlainQ4_K) {
   expect_repacked_matches_plain(DType::Q4_K, DType::Q4_K_R8);
+  expect_repacked_matches_plain(DType::Q4_K, DType::Q4_K_R8S);
+}
+
+// q4_K_r8s takes whole sets of rows: a count that does not fill them is an error, not a product
+// of the rows it happens to cover.
+TEST(CpuMatmul, RowSetsMustBeWhole) {
+  const auto backend = make_cpu_backend(2);
+  TestWeights w = make_quant_weights(DType::Q4_K_R8S, 8, 256 * 9, 5);
+  w.rows = 7;
+  const std::vector<float> x(w.cols, 1.0f);
+  std::vector<float> y(8);
+  EXPECT_THROW(backend->matmul(w.view(), x, 1, y), Error);
 }
 
 // Every path, run with 1, 2 and 3 threads: the results must agree bit for bit.
@@ -253,12 +270,13 @@ TEST(CpuMatmul, BitIdenticalAcrossThreadCounts) {
     size_t rows, cols, m;
   };
   const Case cases[] = {
-      {DType::F32, 515, 131, 1},      {DType::F16, 515, 131, 3},
-      {DType::F16, 300, 131, 150},    {DType::Q4_0, 301, 128, 1},
-      {DType::Q4_0, 301, 128, 70},    {DType::Q4_K, 131, 256, 37},
-      {DType::Q4_0_R16, 301, 608, 1}, {DType::Q4_0_R16, 301, 512, 70},  // groups (+ a tail)
-      {DType::Q8_0_R16, 301, 608, 1}, {DType::Q8_0_R16, 301, 512, 70},
-      {DType::Q4_K_R8, 131, 2304, 1}, {DType::Q4_K_R8, 131, 2048, 37},
+      {DType::F32, 515, 131, 1},       {DType::F16, 515, 131, 3},
+      {DType::F16, 300, 131, 150},     {DType::Q4_0, 301, 128, 1},
+      {DType::Q4_0, 301, 128, 70},     {DType::Q4_K, 131, 256, 37},
+      {DType::Q4_0_R16, 301, 608, 1},  {DType::Q4_0_R16, 301, 512, 70},  // groups (+ a tail)
+      {DType::Q8_0_R16, 301, 608, 1},  {DType::Q8_0_R16, 301, 512, 70},
+      {DType::Q4_K_R8, 131, 2304, 1},  {DType::Q4_K_R8, 131, 2048, 37},
+      {DType::Q4_K_R8S, 132, 5632, 1}, {DType::Q4_K_R8S, 136, 2304, 37},  // sets of 4 / 8 rows
   };
   std::vector<std::unique_ptr<Backend>> backends;
   for (int threads : {1, 2, 3}) backends.push_back(make_cpu_backend(threads));

@@ -477,9 +477,10 @@ TEST(ModelLoad, HfChatTemplateFromJinjaOrProcessorFile) {
 }
 
 // Q4_0, Q8_0 and Q4_K matrices are repacked at load where the kernels prefer another layout
-// (AVX2: Q4_0_R16, Q8_0_R16, Q4_K_R8). Widths of 18 and 32 blocks exercise whole 16-block groups
-// and the plain-layout tail; kv projections (9 blocks) only the tail (q4_K: 8 and 9 blocks of
-// 256, one 8-block group, then one and a short group of one). The repacked model matches the
+// (AVX2: Q4_0_R16, Q8_0_R16, Q4_K_R8, and Q4_K_R8S for q4_K rows that end in a short group).
+// Widths of 18 and 32 blocks exercise whole 16-block groups and the plain-layout tail; kv
+// projections (9 blocks) only the tail (q4_K: 8 and 9 blocks of 256, one 8-block group, then
+// ffn_down's rows of 9 blocks in sets of 8 rows, q4_K_r8s). The repacked model matches the
 // reference as the plain one does. Against the plain layout (OXI_REPACK=0) the sums differ by
 // f32 rounding only, but the next matmul quantizes its input to 8 bits again, and a value that
 // sat on a rounding boundary may step by one q8 level: so most positions agree within 1e-4 of
@@ -498,12 +499,15 @@ void expect_repacked_matches_plain_layout(const std::string& arch, DType type,
   oxi::test::TempDir dir;
   write_gguf(tiny, dir / "model.gguf");
   const auto repacked = Model::load(dir / "model.gguf");
-  const DType layout = kernels::format_kernels().preferred_layout(type);
+  const kernels::FormatKernels& k = kernels::format_kernels();
+  const DType layout = k.preferred_layout(type);
   EXPECT_TRUE(layout == type || layout == repacked_type) << kernels::name(layout);
   const ModelWeights& w = repacked->weights();
   for (const backends::WeightMatrix* m :
        {&w.layers[0].wq, &w.layers[1].wk, &w.layers[0].w_down, &w.layers[1].w_up, &w.output})
-    EXPECT_EQ(m->dtype, layout);
+    EXPECT_EQ(m->dtype, k.preferred_layout(type, m->rows, m->cols));
+  // q4_K rows of 9 super-blocks (ffn_down) end in a short q4_K_r8 group: in sets of 8 rows
+  if (layout == DType::Q4_K_R8) EXPECT_EQ(w.layers[0].w_down.dtype, DType::Q4_K_R8S);
   if (spec.tied) {
     EXPECT_EQ(w.token_embd.data, w.output.data);  // one repacked copy serves both
     EXPECT_EQ(w.token_embd.dtype, layout);

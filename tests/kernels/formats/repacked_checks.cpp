@@ -32,15 +32,18 @@ struct Matrix {
   std::vector<std::vector<float>> deq;  // reference-dequantized rows
 };
 
-Matrix make_matrix(DType plain, DType packed, size_t rows, size_t n, uint32_t seed) {
+// `sets` x row_granule(packed, n) rows (q4_K_r8s repacks whole sets of rows).
+Matrix make_matrix(DType plain, DType packed, size_t sets, size_t n, uint32_t seed) {
+  const size_t rows = sets * kernels::row_granule(packed, n);
   Matrix m{rows, n, kernels::row_bytes(plain, n), {}, {}, {}};
   for (size_t r = 0; r < rows; ++r) {
     const std::vector<uint8_t> row = random_row(plain, n, seed * 1000 + r);
-    const std::vector<uint8_t> p = packed == plain ? row : repack_copy(plain, packed, row, n);
     m.plain.insert(m.plain.end(), row.begin(), row.end());
-    m.packed.insert(m.packed.end(), p.begin(), p.end());
     m.deq.push_back(reference_dequantize(plain, row.data(), n));
   }
+  m.packed = m.plain;
+  if (packed != plain)
+    EXPECT_TRUE(kernels::repack_rows(plain, packed, m.plain.data(), m.packed.data(), rows, n));
   return m;
 }
 
@@ -71,9 +74,10 @@ void expect_matvec_matches_naive_scalar_and_plain(DType plain, DType packed,
                                                   std::span<const size_t> lengths) {
   const size_t block = kernels::info(plain).block_elems;
   for (size_t n : lengths) {
-    for (size_t rows : {1u, 3u, 7u, 33u}) {
-      const Matrix m = make_matrix(plain, packed, rows, n, static_cast<uint32_t>(rows + n));
-      const std::vector<float> x = random_floats(n, static_cast<uint32_t>(rows), -2.0f, 2.0f);
+    for (size_t sets : {1u, 3u, 7u, 33u}) {
+      const Matrix m = make_matrix(plain, packed, sets, n, static_cast<uint32_t>(sets + n));
+      const size_t rows = m.rows;
+      const std::vector<float> x = random_floats(n, static_cast<uint32_t>(sets), -2.0f, 2.0f);
       std::vector<uint8_t> act(kernels::activation_bytes(packed, n));
       std::vector<uint8_t> act_plain(kernels::activation_bytes(plain, n));
       kernels::quantize_activation(packed, x.data(), act.data(), n);
@@ -109,12 +113,13 @@ void expect_gemm_q_matches_matvec(DType plain, DType packed, std::span<const siz
                                   GemmMatch match) {
   for (size_t n : lengths) {
     const size_t ab = kernels::activation_bytes(packed, n);
-    for (size_t rows : {1u, 7u, 33u}) {
-      const Matrix m = make_matrix(plain, packed, rows, n, static_cast<uint32_t>(rows + 7));
+    for (size_t sets : {1u, 7u, 33u}) {
+      const Matrix m = make_matrix(plain, packed, sets, n, static_cast<uint32_t>(sets + 7));
+      const size_t rows = m.rows;
       for (size_t tokens : {1u, 3u, 5u, 9u}) {
         std::vector<uint8_t> acts(tokens * ab);
         for (size_t t = 0; t < tokens; ++t) {
-          const std::vector<float> x = random_floats(n, static_cast<uint32_t>(31 * t + rows));
+          const std::vector<float> x = random_floats(n, static_cast<uint32_t>(31 * t + sets));
           kernels::quantize_activation(packed, x.data(), acts.data() + t * ab, n);
         }
         for (Isa isa : available_isas()) {
@@ -155,9 +160,10 @@ void expect_avx512_bit_identical_to_avx2(DType plain, DType packed,
   const std::vector<Isa> isas = available_isas();
   const auto have = [&](Isa isa) { return std::find(isas.begin(), isas.end(), isa) != isas.end(); };
   if (!have(Isa::avx2) || !have(Isa::avx512)) GTEST_SKIP() << "needs avx2 and avx512";
-  constexpr size_t kRows = 9, kTokens = 5;
+  constexpr size_t kSets = 9, kTokens = 5;
   for (size_t n : lengths) {
-    const Matrix m = make_matrix(plain, packed, kRows, n, static_cast<uint32_t>(n + 77));
+    const Matrix m = make_matrix(plain, packed, kSets, n, static_cast<uint32_t>(n + 77));
+    const size_t kRows = m.rows;
     const size_t ab = kernels::activation_bytes(packed, n);
     std::vector<uint8_t> acts(kTokens * ab);
     for (size_t t = 0; t < kTokens; ++t) {

@@ -25,11 +25,12 @@ inline bool has_avx2_kernels(kernels::Isa isa) {
 std::vector<uint8_t> repack_copy(kernels::DType plain, kernels::DType packed,
                                  const std::vector<uint8_t>& row, size_t n);
 
-// For every n in `lengths` and 1, 3, 7 and 33 random rows of type `plain` (repacked to
-// `packed`): the packed matvec on every ISA is within the activation-rounding bound of a naive
-// double dot with the unquantized x (per block of info(plain).block_elems: sum |w| *
-// (amax / 127 * 0.5 + amax * 1e-3), plus 2e-5 * magnitude), and within 1e-5 * magnitude of the
-// scalar ISA's packed matvec and of the plain type's matvec on the same ISA.
+// For every n in `lengths` and 1, 3, 7 and 33 random rows of type `plain` (times
+// row_granule(packed, n): whole sets of q4_K_r8s rows; repacked to `packed`): the packed matvec on
+// every ISA is within the activation-rounding bound of a naive double dot with the unquantized x
+// (per block of info(plain).block_elems: sum |w| * (amax / 127 * 0.5 + amax * 1e-3), plus 2e-5 *
+// magnitude), and within 1e-5 * magnitude of the scalar ISA's packed matvec and of the plain type's
+// matvec on the same ISA.
 void expect_matvec_matches_naive_scalar_and_plain(kernels::DType plain, kernels::DType packed,
                                                   std::span<const size_t> lengths);
 
@@ -39,16 +40,17 @@ enum class GemmMatch {
   kUpToContraction,  // within 1e-6 relative (FMA contraction may differ)
 };
 
-// For every n in `lengths`, 1, 7 and 33 rows and 1, 3, 5 and 9 tokens: the packed gemm_q on
-// every ISA matches that ISA's packed matvec per token as `match` says, and leaves the output
-// stride's padding untouched.
+// For every n in `lengths`, 1, 7 and 33 rows (times row_granule, as above) and 1, 3, 5 and 9
+// tokens: the packed gemm_q on every ISA matches that ISA's packed matvec per token as `match`
+// says, and leaves the output stride's padding untouched.
 void expect_gemm_q_matches_matvec(kernels::DType plain, kernels::DType packed,
                                   std::span<const size_t> lengths, GemmMatch match);
 
 // Where the avx512 kernels of `packed` take 512-bit vectors but fold them to the 256-bit
-// kernel's int32 lanes before any f32 arithmetic (q6_K, q4_K_r8): for every n in `lengths`, 9
-// rows and 5 tokens, its matvec and gemm_q on avx512 give the bits they give on avx2. Skips
-// where this machine lacks either. `packed` may be `plain` (a type kept in its GGUF layout).
+// kernel's int32 lanes before any f32 arithmetic (q6_K, q4_K_r8, q4_K_r8s): for every n in
+// `lengths`, 9 rows (times row_granule) and 5 tokens, its matvec and gemm_q on avx512 give the
+// bits they give on avx2. Skips where this machine lacks either. `packed` may be `plain` (a type
+// kept in its GGUF layout).
 void expect_avx512_bit_identical_to_avx2(kernels::DType plain, kernels::DType packed,
                                          std::span<const size_t> lengths);
 
