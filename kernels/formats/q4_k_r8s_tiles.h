@@ -26,40 +26,55 @@ inline constexpr size_t kQ4KR8STokenChunk = 16;
 struct Q4KR8STile {
   using K8 = Q4KR8Tile;
 
-  // acc[i][t] += token t's sums of row i of the set at `set` (rows of n elements); act[t]: the
-  // token's activation (its first group).
+  // The shape of a set of rows of n elements (q4_k_r8s.h), worked out once per call.
+  struct Shape {
+    size_t q, tail, set_rows, groups, row_groups;
+    explicit Shape(size_t n) noexcept
+        : q(n / QK_K / kK8Blocks),
+          tail(n / QK_K % kK8Blocks),
+          set_rows(k8s_set_rows(n)),
+          groups(k8s_set_groups(n)),
+          row_groups(set_rows * q) {}
+  };
+
+  // acc[i][t] = token t's sums of row i of the set at `set`; act[t]: the token's activation (its
+  // first group). A row group's sums go to a register accumulator of its row, stored once the
+  // row's groups are done; a tail group's lanes are added into the rows they belong to.
   template <int T, bool kLines>
-  [[gnu::always_inline]] static void set_sums(const uint8_t* set, size_t n,
+  [[gnu::always_inline]] static void set_sums(const uint8_t* set, const Shape& s,
                                               const ActGroupK8* const* act, const K8::Constants& c,
                                               __m256 (&acc)[kK8Blocks][T]) noexcept {
-    const size_t q = n / QK_K / kK8Blocks, tail = n / QK_K % kK8Blocks;
-    const size_t groups = k8s_set_groups(n), row_groups = k8s_set_rows(n) * q;
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256 row_acc[T];
+    for (int t = 0; t < T; ++t) row_acc[t] = _mm256_setzero_ps();
     // the row of a row group and its whole group in that row
     size_t row = 0, in_row = 0;
-    for (size_t g = 0; g < groups; ++g) {
-      const bool row_group = g < row_groups;
-      const size_t act_group = row_group ? in_row : q + (g - row_groups);
+    for (size_t g = 0; g < s.groups; ++g) {
+      const bool row_group = g < s.row_groups;
+      const size_t act_group = row_group ? in_row : s.q + (g - s.row_groups);
       const ActGroupK8* a[T];
+      for (int t = 0; t < T; ++t) a[t] = act[t] + act_group;
+      // one copy of the group's code for every group, so that each load keeps one stride
       __m256 v[T][1];
-      for (int t = 0; t < T; ++t) {
-        a[t] = act[t] + act_group;
-        v[t][0] = _mm256_setzero_ps();
-      }
+      for (int t = 0; t < T; ++t) v[t][0] = _mm256_setzero_ps();
       K8::group<T, 1, false, kLines>(set + g * kK8GroupBytes, 0, 0, __m256i{}, a, c, v);
       if (row_group) {
-        for (int t = 0; t < T; ++t) acc[row][t] = _mm256_add_ps(acc[row][t], v[t][0]);
-        if (++in_row == q) {
+        for (int t = 0; t < T; ++t) row_acc[t] = _mm256_add_ps(row_acc[t], v[t][0]);
+        if (++in_row == s.q) {
+          for (int t = 0; t < T; ++t) {
+            acc[row][t] = row_acc[t];
+            row_acc[t] = _mm256_setzero_ps();
+          }
           in_row = 0;
           ++row;
         }
         continue;
       }
       // tail lanes 8h + k, k0 <= k < k1, belong to row i
-      const size_t first = kK8Blocks * (g - row_groups);
-      size_t k0 = 0, i = first / tail;
+      const size_t first = kK8Blocks * (g - s.row_groups);
+      size_t k0 = 0, i = first / s.tail;
       while (k0 < kK8Blocks) {
-        const size_t k1 = std::min(kK8Blocks, (i + 1) * tail - first);
+        const size_t k1 = std::min(kK8Blocks, (i + 1) * s.tail - first);
         const __m256 in_row_i = _mm256_castsi256_ps(_mm256_and_si256(
             _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(k1)), lane),
             _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(static_cast<int>(k0) - 1))));
@@ -74,12 +89,13 @@ struct Q4KR8STile {
   template <bool kLines>
   static void matvec_sets(const uint8_t* w, size_t w_row_bytes, size_t rows, size_t n,
                           const uint8_t* x, float* y, const K8::Constants& c) noexcept {
-    const size_t set_rows = k8s_set_rows(n);
+    const Shape s(n);
+    const size_t set_rows = s.set_rows;
     const ActGroupK8* act[1] = {reinterpret_cast<const ActGroupK8*>(x)};
     for (size_t r = 0; r + set_rows <= rows; r += set_rows) {
       __m256 acc[kK8Blocks][1];
       for (auto& a : acc) a[0] = _mm256_setzero_ps();
-      set_sums<1, kLines>(w + r * w_row_bytes, n, act, c, acc);
+      set_sums<1, kLines>(w + r * w_row_bytes, s, act, c, acc);
       if (set_rows == kK8Blocks) {
         const __m256 all[kK8Blocks] = {acc[0][0], acc[1][0], acc[2][0], acc[3][0],
                                        acc[4][0], acc[5][0], acc[6][0], acc[7][0]};
@@ -103,17 +119,16 @@ struct Q4KR8STile {
   }
 
   template <int T>
-  static void set_tokens(const uint8_t* set, size_t n, const uint8_t* x, size_t x_stride, float* y,
-                         size_t y_stride, const K8::Constants& c) noexcept {
+  static void set_tokens(const uint8_t* set, const Shape& s, const uint8_t* x, size_t x_stride,
+                         float* y, size_t y_stride, const K8::Constants& c) noexcept {
     const ActGroupK8* act[T];
     for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const ActGroupK8*>(x + t * x_stride);
     __m256 acc[kK8Blocks][T];
     for (auto& row : acc)
       for (auto& a : row) a = _mm256_setzero_ps();
-    set_sums<T, false>(set, n, act, c, acc);
-    const size_t set_rows = k8s_set_rows(n);
+    set_sums<T, false>(set, s, act, c, acc);
     for (int t = 0; t < T; ++t)
-      for (size_t i = 0; i < set_rows; ++i) y[t * y_stride + i] = simd::hsum(acc[i][t]);
+      for (size_t i = 0; i < s.set_rows; ++i) y[t * y_stride + i] = simd::hsum(acc[i][t]);
   }
 
   static void gemm(const void* w, size_t w_row_bytes, size_t rows, size_t n, const void* x_act,
@@ -121,25 +136,26 @@ struct Q4KR8STile {
     const K8::Constants c;
     const auto* wb = static_cast<const uint8_t*>(w);
     const auto* xb = static_cast<const uint8_t*>(x_act);
-    const size_t set_rows = k8s_set_rows(n);
+    const Shape s(n);
+    const size_t set_rows = s.set_rows;
     for (size_t t0 = 0; t0 < tokens; t0 += kQ4KR8STokenChunk) {
       const size_t t1 = std::min(tokens, t0 + kQ4KR8STokenChunk);
       for (size_t r = 0; r + set_rows <= rows; r += set_rows) {
         const uint8_t* set = wb + r * w_row_bytes;
         size_t t = t0;
         for (; t + 4 <= t1; t += 4)
-          set_tokens<4>(set, n, xb + t * x_stride, x_stride, y + t * y_stride + r, y_stride, c);
+          set_tokens<4>(set, s, xb + t * x_stride, x_stride, y + t * y_stride + r, y_stride, c);
         const uint8_t* xt = xb + t * x_stride;
         float* yt = y + t * y_stride + r;
         switch (t1 - t) {
           case 3:
-            set_tokens<3>(set, n, xt, x_stride, yt, y_stride, c);
+            set_tokens<3>(set, s, xt, x_stride, yt, y_stride, c);
             break;
           case 2:
-            set_tokens<2>(set, n, xt, x_stride, yt, y_stride, c);
+            set_tokens<2>(set, s, xt, x_stride, yt, y_stride, c);
             break;
           case 1:
-            set_tokens<1>(set, n, xt, x_stride, yt, y_stride, c);
+            set_tokens<1>(set, s, xt, x_stride, yt, y_stride, c);
             break;
           default:
             break;
