@@ -507,7 +507,9 @@ void expect_repacked_matches_plain_layout(const std::string& arch, DType type,
        {&w.layers[0].wq, &w.layers[1].wk, &w.layers[0].w_down, &w.layers[1].w_up, &w.output})
     EXPECT_EQ(m->dtype, k.preferred_layout(type, m->rows, m->cols));
   // q4_K rows of 9 super-blocks (ffn_down) end in a short q4_K_r8 group: in sets of 8 rows
-  if (layout == DType::Q4_K_R8) EXPECT_EQ(w.layers[0].w_down.dtype, DType::Q4_K_R8S);
+  if (layout == DType::Q4_K_R8) {
+    EXPECT_EQ(w.layers[0].w_down.dtype, DType::Q4_K_R8S);
+  }
   if (spec.tied) {
     EXPECT_EQ(w.token_embd.data, w.output.data);  // one repacked copy serves both
     EXPECT_EQ(w.token_embd.dtype, layout);

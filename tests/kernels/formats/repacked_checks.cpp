@@ -42,8 +42,9 @@ Matrix make_matrix(DType plain, DType packed, size_t sets, size_t n, uint32_t se
     m.deq.push_back(reference_dequantize(plain, row.data(), n));
   }
   m.packed = m.plain;
-  if (packed != plain)
+  if (packed != plain) {
     EXPECT_TRUE(kernels::repack_rows(plain, packed, m.plain.data(), m.packed.data(), rows, n));
+  }
   return m;
 }
 
