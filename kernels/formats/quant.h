@@ -57,7 +57,6 @@ bool weight_supported(DType t) noexcept;
 // Rows of n elements a matrix of type t holds together: a multiple of it is the least a matrix,
 // a product's row range or a repack takes (k8s_set_rows(n) for q4_K_r8s, 1 for every other type).
 size_t row_granule(DType t, size_t n) noexcept;
-bool weight_supported(DType t) noexcept;
 
 // ---- rows (scalar reference; dequantization is bit-exact to ggml) ----
 
@@ -107,8 +106,8 @@ void quantize_activation(DType weight, const float* x, void* out, size_t n) noex
 // q8_0_r16, q4_K <-> q4_K_r8), byte count unchanged and lossless. Returns false (writing nothing)
 // for any other pair. src and dst must not overlap.
 bool repack_row(DType from, DType to, const void* src, void* dst, size_t n) noexcept;
-// The same for `rows` dense rows (a multiple of row_granule of both types), which also takes
-// q4_K <-> q4_K_r8s.
+// The same for `rows` dense rows, which also takes q4_K <-> q4_K_r8s; false (writing nothing)
+// also when rows is not a multiple of both types' row_granule.
 bool repack_rows(DType from, DType to, const void* src, void* dst, size_t rows, size_t n) noexcept;
 
 // ---- products ----

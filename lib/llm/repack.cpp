@@ -15,6 +15,13 @@
 namespace oxi::llm {
 namespace {
 
+// OXI_REPACK=rows: only the layouts of single rows (q4_K_r8 where q4_K_r8s would be taken), to
+// compare the two in one binary.
+bool row_sets_enabled() {
+  const char* v = std::getenv("OXI_REPACK");
+  return v == nullptr || std::string_view(v) != "rows";
+}
+
 // The heap copy (WeightCopies::bytes) holding [p, p + bytes), for repacking in place.
 std::byte* owned_copy(formats::WeightCopies& copies, const void* p, size_t bytes) {
   const auto* b = static_cast<const std::byte*>(p);
@@ -81,17 +88,6 @@ bool repack_enabled() {
   const char* v = std::getenv("OXI_REPACK");
   return v == nullptr || std::string_view(v) != "0";
 }
-
-namespace {
-
-// OXI_REPACK=rows: only the layouts of single rows (q4_K_r8 where q4_K_r8s would be taken), to
-// compare the two in one binary.
-bool row_sets_enabled() {
-  const char* v = std::getenv("OXI_REPACK");
-  return v == nullptr || std::string_view(v) != "rows";
-}
-
-}  // namespace
 
 // Repacks every matrix the forward pass multiplies (the token embedding only when it is the
 // tied output matrix: lookups decode single rows, for which the file layout is as good). Copies
