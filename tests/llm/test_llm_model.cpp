@@ -196,9 +196,11 @@ TEST_P(HfWeights, MatchReference) {
   const std::string what = c.arch + " hf " + c.format + " " + std::string(kernels::name(c.dtype)) +
                            (c.quant ? " --quant " + std::string(kernels::name(*c.quant)) : "");
   if (c.quant) {
-    // Held in the layout the kernels prefer (--quant q4_0 is repacked to Q4_0_R16 on AVX2).
-    EXPECT_EQ(model->weights().layers[0].w_down.dtype,
-              kernels::format_kernels().preferred_layout(*c.quant));
+    // Held in the layout the kernels prefer for its shape (--quant q4_0 is repacked to Q4_0_R16
+    // on AVX2).
+    const backends::WeightMatrix& down = model->weights().layers[0].w_down;
+    EXPECT_EQ(down.dtype,
+              kernels::format_kernels().preferred_layout(*c.quant, down.rows, down.cols));
     expect_matches_reference(model, quantized_copy(tiny, *c.quant), logit_tolerance(*c.quant),
                              what);
   } else {
@@ -512,7 +514,7 @@ void expect_repacked_matches_plain_layout(const std::string& arch, DType type,
   }
   if (spec.tied) {
     EXPECT_EQ(w.token_embd.data, w.output.data);  // one repacked copy serves both
-    EXPECT_EQ(w.token_embd.dtype, layout);
+    EXPECT_EQ(w.token_embd.dtype, k.preferred_layout(type, w.output.rows, w.output.cols));
   } else {
     EXPECT_NE(w.token_embd.dtype, repacked_type);  // lookups only: left in the file
   }
