@@ -276,7 +276,7 @@ void dequantize_row(DType t, const void* src, float* dst, size_t n) noexcept {
 }
 
 size_t row_granule(DType t, size_t n) noexcept {
-  return t == DType::Q4_K_R8S ? k8s_set_rows(n) : 1;
+  return t == DType::Q4_K_R8S ? K8Sets(n).set_rows : 1;
 }
 
 void dequantize_matrix_row(DType t, const void* matrix, size_t row_bytes, size_t row, float* dst,

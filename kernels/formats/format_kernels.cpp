@@ -81,7 +81,7 @@ const FormatKernels& format_kernels(Isa isa) noexcept {
 DType FormatKernels::preferred_layout(DType t, size_t rows, size_t cols) const noexcept {
   const DType layout = preferred_layout(t);
   if (layout == DType::Q4_K_R8 && (cols / QK_K) % kK8Blocks != 0 && rows > 0 &&
-      rows % k8s_set_rows(cols) == 0 && matvec_for(DType::Q4_K_R8S) != nullptr)
+      rows % K8Sets(cols).set_rows == 0 && matvec_for(DType::Q4_K_R8S) != nullptr)
     return DType::Q4_K_R8S;
   return layout;
 }

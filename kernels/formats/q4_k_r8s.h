@@ -26,35 +26,56 @@
 #pragma once
 
 #include <cstddef>
+#include <numeric>
 
 #include "kernels/formats/q4_k_r8.h"
 
 namespace oxi::kernels {
 
-// Rows per set, groups per set, and activation groups, for rows of n elements (n a multiple of
-// 256).
-size_t k8s_set_rows(size_t n) noexcept;
-size_t k8s_set_groups(size_t n) noexcept;
-size_t k8s_activation_groups(size_t n) noexcept;
+// The sets of rows of n elements (n a multiple of 256): the arrangement above, worked out once.
+struct K8Sets {
+  size_t q, tail;     // whole groups and tail blocks of a row
+  size_t set_rows;    // R
+  size_t groups;      // groups of a set
+  size_t row_groups;  // R * q, the set's first groups
+  size_t act_groups;  // q + R * t / 8, the activation's groups
 
-// Where lane k of group g of a set comes from: its row in the set, its block in that row, and
-// the activation group the group reads.
-struct K8SetLane {
-  size_t row, block;
+  constexpr explicit K8Sets(size_t n) noexcept
+      : q(n / QK_K / kK8Blocks),
+        tail(n / QK_K % kK8Blocks),
+        set_rows(tail == 0 ? 1 : kK8Blocks / std::gcd(tail, kK8Blocks)),
+        groups(set_rows * (n / QK_K) / kK8Blocks),
+        row_groups(set_rows * q),
+        act_groups(q + set_rows * tail / kK8Blocks) {}
+
+  struct Lane {
+    size_t row, block;
+  };
+  // Where lane k of group g of a set comes from: its row in the set and its block in that row.
+  constexpr Lane lane(size_t g, size_t k) const noexcept {
+    if (g < row_groups) return {g / q, kK8Blocks * (g % q) + k};
+    const size_t l = kK8Blocks * (g - row_groups) + k;
+    return {l / tail, kK8Blocks * q + l % tail};
+  }
+  // The activation group group g reads, and the block of x in lane k of activation group a.
+  constexpr size_t act_group(size_t g) const noexcept {
+    return g < row_groups ? g % q : q + (g - row_groups);
+  }
+  constexpr size_t act_block(size_t a, size_t k) const noexcept {
+    return a < q ? kK8Blocks * a + k : kK8Blocks * q + (kK8Blocks * (a - q) + k) % tail;
+  }
 };
-K8SetLane k8s_lane(size_t n, size_t g, size_t k) noexcept;
-size_t k8s_activation_group(size_t n, size_t g) noexcept;
 
 // Bytes of one prepared activation of n values, and the activation itself (q8_K-quantized as
 // the q4_K activation, in the set pattern above).
 size_t q4_k_r8s_activation_bytes(size_t n) noexcept;
 void quantize_activation_q4_k_r8s(const float* x, void* out, size_t n) noexcept;
 
-// One set: its k8s_set_rows(n) q4_K rows (dense, one after another) -> the set, and back.
+// One set: its K8Sets(n).set_rows q4_K rows (dense, one after another) -> the set, and back.
 void repack_set_q4_k_r8s(const void* q4_k_rows, void* set, size_t n) noexcept;
 void unpack_set_q4_k_r8s(const void* set, void* q4_k_rows, size_t n) noexcept;
 
-// Row `row` (< k8s_set_rows(n)) of a set, decoded (bit-identical to q4_K's decoder).
+// Row `row` (< K8Sets(n).set_rows) of a set, decoded (bit-identical to q4_K's decoder).
 void dequantize_set_row_q4_k_r8s(const void* set, size_t row, float* dst, size_t n) noexcept;
 
 }  // namespace oxi::kernels

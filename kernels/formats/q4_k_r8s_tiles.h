@@ -26,22 +26,11 @@ inline constexpr size_t kQ4KR8STokenChunk = 16;
 struct Q4KR8STile {
   using K8 = Q4KR8Tile;
 
-  // The shape of a set of rows of n elements (q4_k_r8s.h), worked out once per call.
-  struct Shape {
-    size_t q, tail, set_rows, groups, row_groups;
-    explicit Shape(size_t n) noexcept
-        : q(n / QK_K / kK8Blocks),
-          tail(n / QK_K % kK8Blocks),
-          set_rows(k8s_set_rows(n)),
-          groups(k8s_set_groups(n)),
-          row_groups(set_rows * q) {}
-  };
-
   // acc[i][t] = token t's sums of row i of the set at `set`; act[t]: the token's activation (its
   // first group). A row group's sums go to a register accumulator of its row, stored once the
   // row's groups are done; a tail group's lanes are added into the rows they belong to.
   template <int T, bool kLines>
-  [[gnu::always_inline]] static void set_sums(const uint8_t* set, const Shape& s,
+  [[gnu::always_inline]] static void set_sums(const uint8_t* set, const K8Sets& s,
                                               const ActGroupK8* const* act, const K8::Constants& c,
                                               __m256 (&acc)[kK8Blocks][T]) noexcept {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -89,7 +78,7 @@ struct Q4KR8STile {
   template <bool kLines>
   static void matvec_sets(const uint8_t* w, size_t w_row_bytes, size_t rows, size_t n,
                           const uint8_t* x, float* y, const K8::Constants& c) noexcept {
-    const Shape s(n);
+    const K8Sets s(n);
     const size_t set_rows = s.set_rows;
     const ActGroupK8* act[1] = {reinterpret_cast<const ActGroupK8*>(x)};
     for (size_t r = 0; r + set_rows <= rows; r += set_rows) {
@@ -106,7 +95,7 @@ struct Q4KR8STile {
     }
   }
 
-  // One token; rows a multiple of k8s_set_rows(n), w at a set's start.
+  // One token; rows a multiple of K8Sets(n).set_rows, w at a set's start.
   static void matvec(const void* w, size_t w_row_bytes, size_t rows, size_t n, const void* x,
                      float* y) noexcept {
     const K8::Constants c;
@@ -119,7 +108,7 @@ struct Q4KR8STile {
   }
 
   template <int T>
-  static void set_tokens(const uint8_t* set, const Shape& s, const uint8_t* x, size_t x_stride,
+  static void set_tokens(const uint8_t* set, const K8Sets& s, const uint8_t* x, size_t x_stride,
                          float* y, size_t y_stride, const K8::Constants& c) noexcept {
     const ActGroupK8* act[T];
     for (int t = 0; t < T; ++t) act[t] = reinterpret_cast<const ActGroupK8*>(x + t * x_stride);
@@ -136,7 +125,7 @@ struct Q4KR8STile {
     const K8::Constants c;
     const auto* wb = static_cast<const uint8_t*>(w);
     const auto* xb = static_cast<const uint8_t*>(x_act);
-    const Shape s(n);
+    const K8Sets s(n);
     const size_t set_rows = s.set_rows;
     for (size_t t0 = 0; t0 < tokens; t0 += kQ4KR8STokenChunk) {
       const size_t t1 = std::min(tokens, t0 + kQ4KR8STokenChunk);
@@ -171,20 +160,20 @@ struct Q4KR8STile {
 struct Q4KR8STile {
   static void gemm(const void* w, size_t w_row_bytes, size_t rows, size_t n, const void* x_act,
                    size_t x_stride, size_t tokens, float* y, size_t y_stride) noexcept {
-    const size_t set_rows = k8s_set_rows(n), groups = k8s_set_groups(n);
+    const K8Sets s(n);
     const auto* wb = static_cast<const uint8_t*>(w);
     for (size_t t = 0; t < tokens; ++t) {
       const auto* act =
           reinterpret_cast<const ActGroupK8*>(static_cast<const uint8_t*>(x_act) + t * x_stride);
-      for (size_t r = 0; r + set_rows <= rows; r += set_rows) {
+      for (size_t r = 0; r + s.set_rows <= rows; r += s.set_rows) {
         float acc[kK8Blocks]{};
-        for (size_t g = 0; g < groups; ++g) {
+        for (size_t g = 0; g < s.groups; ++g) {
           const uint8_t* group = wb + r * w_row_bytes + g * kK8GroupBytes;
-          const ActGroupK8& a = act[k8s_activation_group(n, g)];
+          const ActGroupK8& a = act[s.act_group(g)];
           for (size_t k = 0; k < kK8Blocks; ++k)
-            acc[k8s_lane(n, g, k).row] += Q4KR8Tile::block_sum(group, kK8Blocks, k, a);
+            acc[s.lane(g, k).row] += Q4KR8Tile::block_sum(group, kK8Blocks, k, a);
         }
-        for (size_t i = 0; i < set_rows; ++i) y[t * y_stride + r + i] = acc[i];
+        for (size_t i = 0; i < s.set_rows; ++i) y[t * y_stride + r + i] = acc[i];
       }
     }
   }

@@ -55,7 +55,8 @@ inline constexpr size_t kDTypeSlots = 64;
 bool weight_supported(DType t) noexcept;
 
 // Rows of n elements a matrix of type t holds together: a multiple of it is the least a matrix,
-// a product's row range or a repack takes (k8s_set_rows(n) for q4_K_r8s, 1 for every other type).
+// a product's row range or a repack takes (K8Sets(n).set_rows for q4_K_r8s, 1 for every other
+// type).
 size_t row_granule(DType t, size_t n) noexcept;
 
 // ---- rows (scalar reference; dequantization is bit-exact to ggml) ----

@@ -45,16 +45,16 @@ TEST(Q4_KR8S, SetsFillWholeGroups) {
   EXPECT_TRUE(kernels::weight_supported(DType::Q4_K_R8S));
   EXPECT_EQ(kernels::activation_dtype(DType::Q4_K_R8S), DType::Q8_K);
   EXPECT_EQ(kernels::row_decoder(DType::Q4_K_R8S), nullptr);  // rows are not on their own
-  EXPECT_EQ(kernels::k8s_set_rows(256 * 22), 4u);
-  EXPECT_EQ(kernels::k8s_set_groups(256 * 22), 11u);
-  EXPECT_EQ(kernels::k8s_activation_groups(256 * 22), 5u);  // 2 whole + 3 tail patterns
-  EXPECT_EQ(kernels::k8s_set_rows(256 * 12), 2u);
-  EXPECT_EQ(kernels::k8s_set_rows(256 * 43), 8u);
-  EXPECT_EQ(kernels::k8s_set_rows(256 * 16), 1u);
+  EXPECT_EQ(kernels::K8Sets(256 * 22).set_rows, 4u);
+  EXPECT_EQ(kernels::K8Sets(256 * 22).groups, 11u);
+  EXPECT_EQ(kernels::K8Sets(256 * 22).act_groups, 5u);  // 2 whole + 3 tail patterns
+  EXPECT_EQ(kernels::K8Sets(256 * 12).set_rows, 2u);
+  EXPECT_EQ(kernels::K8Sets(256 * 43).set_rows, 8u);
+  EXPECT_EQ(kernels::K8Sets(256 * 16).set_rows, 1u);
   for (size_t n : kLengths) {
-    const size_t nb = n / 256, rows = kernels::k8s_set_rows(n);
+    const size_t nb = n / 256, rows = kernels::K8Sets(n).set_rows;
     EXPECT_EQ(rows * nb % 8, 0u) << n;
-    EXPECT_EQ(kernels::k8s_set_groups(n) * 8, rows * nb) << n;
+    EXPECT_EQ(kernels::K8Sets(n).groups * 8, rows * nb) << n;
     EXPECT_EQ(kernels::row_granule(DType::Q4_K_R8S, n), rows);
     EXPECT_EQ(kernels::row_granule(DType::Q4_K_R8, n), 1u);
     EXPECT_EQ(kernels::row_bytes(DType::Q4_K_R8S, n), kernels::row_bytes(DType::Q4_K, n));
@@ -72,7 +72,7 @@ struct Source {
   size_t row, block;
 };
 Source expected_lane(size_t n, size_t g, size_t k) {
-  const size_t q = n / 256 / 8, t = n / 256 % 8, rows = kernels::k8s_set_rows(n);
+  const size_t q = n / 256 / 8, t = n / 256 % 8, rows = kernels::K8Sets(n).set_rows;
   if (g < rows * q) return {g / q, 8 * (g % q) + k};
   const size_t lane = 8 * (g - rows * q) + k;
   return {lane / t, 8 * q + lane % t};
@@ -80,7 +80,7 @@ Source expected_lane(size_t n, size_t g, size_t k) {
 
 TEST(Q4_KR8S, GroupsAreRowGroupsThenTails) {
   for (size_t n : kLengths) {
-    const size_t rows = kernels::k8s_set_rows(n), nb = n / 256;
+    const size_t rows = kernels::K8Sets(n).set_rows, nb = n / 256;
     const std::vector<uint8_t> plain = random_rows(rows, n, 3);
     std::vector<uint8_t> packed(plain.size());
     ASSERT_TRUE(
@@ -88,7 +88,7 @@ TEST(Q4_KR8S, GroupsAreRowGroupsThenTails) {
     const auto* blocks = reinterpret_cast<const kernels::BlockQ4_K*>(plain.data());
     // every (row, block) exactly once
     std::vector<int> seen(rows * nb);
-    for (size_t g = 0; g < kernels::k8s_set_groups(n); ++g) {
+    for (size_t g = 0; g < kernels::K8Sets(n).groups; ++g) {
       kernels::BlockQ4_K want[8];
       for (size_t k = 0; k < 8; ++k) {
         const Source s = expected_lane(n, g, k);
@@ -107,7 +107,7 @@ TEST(Q4_KR8S, GroupsAreRowGroupsThenTails) {
 
 TEST(Q4_KR8S, RepackIsLosslessAndEveryRowDecodesBitExactly) {
   for (size_t n : kLengths) {
-    const size_t rows = 2 * kernels::k8s_set_rows(n);
+    const size_t rows = 2 * kernels::K8Sets(n).set_rows;
     const size_t row_bytes = kernels::row_bytes(DType::Q4_K, n);
     const std::vector<uint8_t> plain = random_rows(rows, n, static_cast<uint32_t>(n));
     std::vector<uint8_t> packed(plain.size()), back(plain.size());
@@ -136,9 +136,9 @@ TEST(Q4_KR8S, RepackIsLosslessAndEveryRowDecodesBitExactly) {
 TEST(Q4_KR8S, ActivationIsTheWholeGroupsThenTheTailPattern) {
   for (size_t n : kLengths) {
     const std::vector<float> x = random_floats(n, static_cast<uint32_t>(n), -3.0f, 3.0f);
-    const size_t nb = n / 256, q = nb / 8, t = nb % 8, rows = kernels::k8s_set_rows(n);
+    const size_t nb = n / 256, q = nb / 8, t = nb % 8, rows = kernels::K8Sets(n).set_rows;
     const size_t groups = q + rows * t / 8;
-    ASSERT_EQ(kernels::k8s_activation_groups(n), groups);
+    ASSERT_EQ(kernels::K8Sets(n).act_groups, groups);
     std::vector<kernels::BlockQ8_K> q8(nb);
     kernels::quantize_activation(DType::Q4_K, x.data(), q8.data(), n);
     const size_t bytes = kernels::activation_bytes(DType::Q4_K_R8S, n);
