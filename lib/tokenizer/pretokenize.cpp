@@ -46,8 +46,15 @@ bool is_ascii_digit(char32_t c) {
   return c >= '0' && c <= '9';
 }
 
-char32_t ascii_lower(char32_t c) {
-  return c >= 'A' && c <= 'Z' ? c + 32 : c;
+// c under Unicode simple case folding (CaseFolding.txt, status C) where it folds to an ASCII
+// letter: A-Z, LONG S (U+017F) to s and KELVIN SIGN (U+212A) to k. That is how a
+// case-insensitive regex ((?i:'s|...), Oniguruma's and Perl's alike) compares letters:
+// "'\u017F" is the contraction 's (tests/tokenizer/pretokenize_cases.json).
+char32_t fold_to_ascii(char32_t c) {
+  if (c >= 'A' && c <= 'Z') return c + 32;
+  if (c == 0x017F) return 's';
+  if (c == 0x212A) return 'k';
+  return c;
 }
 
 // 's|'t|'re|'ve|'m|'ll|'d, optionally case-insensitive.
@@ -55,7 +62,7 @@ size_t contraction(Subject s, size_t pos, bool ignore_case) {
   if (s[pos] != '\'' || pos + 1 >= s.size()) return 0;
   auto at = [&](size_t i) -> char32_t {
     if (i >= s.size()) return 0;
-    return ignore_case ? ascii_lower(s[i]) : s[i];
+    return ignore_case ? fold_to_ascii(s[i]) : s[i];
   };
   const char32_t a = at(pos + 1), b = at(pos + 2);
   if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
@@ -422,13 +429,15 @@ std::vector<std::string_view> pre_tokenizer_steps(PreTokenizer kind) {
               R"(| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"};
     case PreTokenizer::deepseek_llm:
       return {"[\r\n]",
-              "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-"
+              "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-"
+              "ՖႠ-"
               "ჅᎠ-"
               "Ᏽᏸ-"
               "ᏽᲐ-"
               "ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-"
               "Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳ"
-              "Ꙁ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-"
+              "Ꙁ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-"
+              "𐓓𐓘-"
               "𐓻𐲀-"
               "𐲲𐳀-"
               "𐳲𑢠-"

@@ -74,6 +74,38 @@ TEST(Pretokenize, GgufNames) {
   EXPECT_EQ(pre_tokenizer_from_gguf_name("no-such-thing"), std::nullopt);
 }
 
+// Every pre-tokenizer against its regexes run by Perl's regex engine on 300 strings of mixed
+// scripts, digits, punctuation, symbols, contractions and whitespace
+// (tests/reference/gen_pretokenize_cases.py; the same Unicode version as unicode_tables.h).
+TEST(Pretokenize, MatchesItsRegexesRunByPerl) {
+  std::ifstream in(std::string(OXI_TEST_SOURCE_DIR) + "/pretokenize_cases.json");
+  ASSERT_TRUE(in.good());
+  const nlohmann::json cases = nlohmann::json::parse(in);
+  EXPECT_EQ(cases["unicode_version"].get<std::string>(), unicode_tables::kUnicodeVersion);
+  const auto texts = cases["texts"].get<std::vector<std::string>>();
+  ASSERT_GE(texts.size(), 300u);
+  const std::pair<const char*, PreTokenizer> kinds[] = {
+      {"gpt2", PreTokenizer::gpt2},
+      {"llama3", PreTokenizer::llama3},
+      {"qwen2", PreTokenizer::qwen2},
+      {"deepseek_llm", PreTokenizer::deepseek_llm},
+      {"deepseek_coder", PreTokenizer::deepseek_coder},
+      {"falcon", PreTokenizer::falcon},
+      {"starcoder", PreTokenizer::starcoder},
+      {"bloom", PreTokenizer::bloom},
+      {"bpe_default", PreTokenizer::bpe_default},
+  };
+  for (const auto& [name, kind] : kinds) {
+    const auto& lengths = cases["kinds"][name]["lengths"];
+    ASSERT_EQ(lengths.size(), texts.size()) << name;
+    for (size_t i = 0; i < texts.size(); ++i) {
+      std::vector<size_t> got;  // each word's length in code points
+      for (std::string_view w : pretokenize(kind, texts[i])) got.push_back(decode_utf8(w).size());
+      EXPECT_EQ(got, lengths[i].get<std::vector<size_t>>()) << name << ": \"" << texts[i] << '"';
+    }
+  }
+}
+
 TEST(Unicode, Categories) {
   EXPECT_EQ(category(U'A'), Category::Lu);
   EXPECT_TRUE(is_letter(U'é'));
