@@ -5,7 +5,9 @@ The tokenizers need, per code point: the general category (for the \\p{L}, \\p{N
 classes of the pre-tokenizer patterns and for BERT's punctuation / control / accent rules),
 the canonical decomposition (NFD, for BERT's accent stripping), the canonical combining
 class and the primary composites (NFC, for tokenizer.json's NFC normalizer) and the lowercase
-mapping.
+mapping. The chat templates' Python string methods (lib/chat/python_str.cpp) also need the upper-
+and titlecase mappings and Python's casing properties (str.title(), islower(), isupper() and
+lower()'s final sigma) and its digit, numeric and space classes.
 Everything is stored as compact sorted tables that unicode.cpp binary-searches.
 
 usage: python3 scripts/gen_unicode_tables.py [OUTPUT]   (default: lib/tokenizer/unicode_tables.h)
@@ -58,6 +60,44 @@ def mappings(transform):
     return rows, data
 
 
+def title_differences():
+    """(cp, offset, length) rows for the code points whose titlecase mapping (str.title() of the
+    character alone) is not their uppercase mapping; the others title as they upper."""
+    rows, data = [], []
+    for cp in range(MAX_CP):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        c = chr(cp)
+        if c.title() != c.upper():
+            rows.append((cp, len(data), len(c.title())))
+            data.extend(ord(x) for x in c.title())
+    return rows, data
+
+
+def str_property_runs():
+    """Runs of what Python's str methods see of a code point, as bits: 1 cased (str.title()
+    lowercases the letter after it), 2 lowercase (islower), 4 uppercase (isupper), 8 titlecase
+    (istitle and not isupper), 16 case-ignorable (lower() looks past it for a final sigma),
+    32 isdigit, 64 isnumeric, 128 isspace."""
+    runs, previous = [], None
+    for cp in range(MAX_CP):
+        flags = 0
+        if not 0xD800 <= cp <= 0xDFFF:
+            c = chr(cp)
+            cased = (c + "a").title().endswith("a")
+            # A final sigma after c: skipped over when c is case-ignorable, so what stands
+            # before c decides (a cased "A": final form; a space: not).
+            ignorable = (("A" + c + "\u03a3").lower().endswith("\u03c2") if not cased else
+                         (" " + c + "\u03a3").lower().endswith("\u03c3"))
+            flags = (int(cased) | int(c.islower()) << 1 | int(c.isupper()) << 2 |
+                     int(c.istitle() and not c.isupper()) << 3 | int(ignorable) << 4 |
+                     int(c.isdigit()) << 5 | int(c.isnumeric()) << 6 | int(c.isspace()) << 7)
+        if flags != previous:
+            runs.append((cp, flags))
+            previous = flags
+    return runs
+
+
 def combining_class_runs():
     runs, previous = [], None
     for cp in range(MAX_CP):
@@ -92,6 +132,9 @@ def main():
     runs = category_runs()
     nfd_rows, nfd_data = mappings(lambda s: unicodedata.normalize("NFD", s))
     lower_rows, lower_data = mappings(lambda s: s.lower())
+    upper_rows, upper_data = mappings(lambda s: s.upper())
+    title_rows, title_data = title_differences()
+    str_props = str_property_runs()
     ccc_runs = combining_class_runs()
     pairs = compositions()
 
@@ -112,7 +155,10 @@ def main():
                "  uint32_t length;\n};")
     for name, rows, data, what in (
             ("Nfd", nfd_rows, nfd_data, "Full canonical decompositions (NFD), Hangul excluded."),
-            ("Lowercase", lower_rows, lower_data, "Full lowercase mappings (str.lower).")):
+            ("Lowercase", lower_rows, lower_data, "Full lowercase mappings (str.lower)."),
+            ("Uppercase", upper_rows, upper_data, "Full uppercase mappings (str.upper)."),
+            ("Titlecase", title_rows, title_data,
+             "Full titlecase mappings where they differ from the uppercase ones.")):
         out.append(f"// {what}")
         out.append(f"inline constexpr Mapping k{name}Mappings[{len(rows)}] = {{")
         out.append(wrap([f"{{0x{cp:X}, {off}, {n}}}" for cp, off, n in rows]))
@@ -120,6 +166,13 @@ def main():
         out.append(f"inline constexpr char32_t k{name}Data[{len(data)}] = {{")
         out.append(wrap([f"0x{c:X}" for c in data]))
         out.append("};\n")
+    out.append("// What Python's str methods see of a code point (bits: 1 cased, 2 lowercase,")
+    out.append("// 4 uppercase, 8 titlecase, 16 case-ignorable, 32 isdigit, 64 isnumeric, 128 isspace):")
+    out.append("// a run starts at `first` and lasts until the next run.")
+    out.append("struct StrPropertyRun {\n  uint32_t first;\n  uint8_t flags;\n};")
+    out.append(f"inline constexpr StrPropertyRun kStrPropertyRuns[{len(str_props)}] = {{")
+    out.append(wrap([f"{{0x{cp:X}, {f}}}" for cp, f in str_props]))
+    out.append("};\n")
     out.append("// Canonical combining classes: a run starts at `first` and lasts until the next run.")
     out.append("struct CombiningClassRun {\n  uint32_t first;\n  uint8_t ccc;\n};")
     out.append(f"inline constexpr CombiningClassRun kCombiningClassRuns[{len(ccc_runs)}] = {{")
@@ -134,7 +187,8 @@ def main():
     with open(out_path, "w", encoding="utf-8") as f:
         f.write("\n".join(out) + "\n")
     print(f"{out_path}: {len(runs)} category runs, {len(nfd_rows)} decompositions, "
-          f"{len(lower_rows)} lowercase mappings")
+          f"{len(lower_rows)} lowercase, {len(upper_rows)} uppercase, {len(title_rows)} titlecase "
+          f"mappings, {len(str_props)} str property runs")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,15 @@
 // strings that HTML-escape what `+` joins to them (jinja2's Markup), attributes of undefined
 // values raising as jinja2's Undefined does, the filters and tests listed in jinja_render.cpp,
 // and the string/dict methods templates call (strip, split, startswith, items, get, ...).
-// Not supported: dict literals with non-string keys (Seed-OSS's thinking budgets).
+// Values follow Python: bool is an int (True == 1, True + 1), strings index, slice and iterate
+// by character, casing and whitespace are Unicode's as Python has them (python_str.h), `**`
+// groups as in jinja2, floats floor-divide and round as CPython does.
+// Not supported: dict literals with non-string keys (Seed-OSS's thinking budgets), tuples
+// (a tuple is a list: it prints as [..], not (..)), printf-style `%` formatting, str.format(),
+// the center / truncate / batch filters. jinja2's lazy values print differently: dict.items()
+// and |reverse without |list print as lists here (jinja2: dict_items(...) or an iterator's
+// repr), and a list that holds jinja2's Undefined (map(attribute=) over items without it)
+// holds "" here (it renders, joins and tests false the same).
 #pragma once
 
 #include <memory>

@@ -434,10 +434,20 @@ class ExprParser {
     return l;
   }
   ExprPtr parse_multiplicative() {
-    ExprPtr l = parse_unary();
+    ExprPtr l = parse_power();
     while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
       std::string op = next().text;
-      l = binary(op, std::move(l), parse_unary());
+      l = binary(op, std::move(l), parse_power());
+    }
+    return l;
+  }
+  // As in jinja2 (not Python): `**` binds less tightly than a sign and groups from the left,
+  // so -2 ** 2 is 4 and 2 ** 3 ** 2 is 64.
+  ExprPtr parse_power() {
+    ExprPtr l = parse_unary();
+    while (is_op("**")) {
+      ++pos_;
+      l = binary("**", std::move(l), parse_unary());
     }
     return l;
   }

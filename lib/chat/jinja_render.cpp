@@ -6,12 +6,15 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <map>
 #include <vector>
 
 #include "lib/chat/jinja.h"
 #include "lib/chat/jinja_parser.h"
+#include "lib/chat/python_str.h"
 #include "lib/core/error.h"
 
 namespace oxi::jinja {
@@ -42,32 +45,97 @@ bool is_int(const Json& j) {
   return j.is_number_integer() || j.is_number_unsigned();
 }
 
-// Python's str.splitlines(): \n, \r\n, \r, \v, \f, \x1c-\x1e, U+0085, U+2028, U+2029 end a
-// line; a final line break gives no empty last line.
-std::vector<std::string> python_splitlines(const std::string& s) {
-  std::vector<std::string> lines;
-  std::string line;
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = 0;  // length of a line break at i
-    if (c == '\r')
-      n = i + 1 < s.size() && s[i + 1] == '\n' ? 2 : 1;
-    else if (c == '\n' || c == '\v' || c == '\f' || (c >= 0x1c && c <= 0x1e))
-      n = 1;
-    else if (s.compare(i, 2, "\xC2\x85") == 0)
-      n = 2;
-    else if (s.compare(i, 3, "\xE2\x80\xA8") == 0 || s.compare(i, 3, "\xE2\x80\xA9") == 0)
-      n = 3;
-    if (n == 0) {
-      line += s[i++];
-      continue;
+// Python's bool is an int: True == 1, True + 1 == 2, -True == -1, False < 1.
+bool is_int_like(const Json& j) {
+  return is_int(j) || j.is_boolean();
+}
+bool is_number_like(const Json& j) {
+  return j.is_number() || j.is_boolean();
+}
+int64_t int_value(const Json& j) {
+  return j.is_boolean() ? int64_t{j.get<bool>()} : j.get<int64_t>();
+}
+double float_value(const Json& j) {
+  return j.is_boolean() ? double(j.get<bool>()) : j.get<double>();
+}
+// An argument that must be an int (a bool counts): its value, `dflt` when absent or none.
+int64_t int_arg(const Value* v, int64_t dflt, const char* what, int line) {
+  if (!v || v->is_undefined() || v->is_none()) return dflt;
+  if (v->kind != Value::Kind::data || !is_int_like(v->data))
+    eval_error(line, std::string(what) + " must be an integer, got " + type_name(*v));
+  return int_value(v->data);
+}
+
+// Python's divmod of floats (CPython's float_divmod): the remainder has the divisor's sign (a
+// zero one too), the quotient is floored and corrected where fmod's remainder is exact.
+std::pair<double, double> python_float_divmod(double x, double y) {
+  double mod = std::fmod(x, y);
+  double div = (x - mod) / y;
+  if (mod != 0) {
+    if ((y < 0) != (mod < 0)) {
+      mod += y;
+      div -= 1.0;
     }
-    lines.push_back(std::move(line));
-    line.clear();
-    i += n;
+  } else {
+    mod = std::copysign(0.0, y);
   }
-  if (!line.empty()) lines.push_back(std::move(line));
-  return lines;
+  double floordiv;
+  if (div != 0) {
+    floordiv = std::floor(div);
+    if (div - floordiv > 0.5) floordiv += 1.0;
+  } else {
+    floordiv = std::copysign(0.0, x / y);
+  }
+  return {floordiv, mod};
+}
+
+// Python's round(x, digits): ints stay ints (rounded to tens for digits < 0), floats round to
+// the nearest decimal of the exact binary value, ties to even (printf does the same).
+Value python_round(const Json& x, int64_t digits) {
+  if (is_int_like(x)) {
+    const int64_t v = int_value(x);
+    if (digits >= 0 || digits < -18) return Value::of(digits >= 0 ? v : int64_t{0});
+    int64_t unit = 1;
+    for (int64_t i = 0; i < -digits; ++i) unit *= 10;
+    int64_t q = v / unit, r = v % unit;
+    if (r < 0) {
+      --q;
+      r += unit;
+    }
+    if (2 * r > unit || (2 * r == unit && q % 2 != 0)) ++q;
+    return Value::of(q * unit);
+  }
+  const double v = float_value(x);
+  if (!std::isfinite(v) || digits > 300) return Value::of(v);
+  if (digits < 0) {
+    const double unit = std::pow(10.0, static_cast<double>(-digits));
+    return Value::of(std::nearbyint(v / unit) * unit);
+  }
+  char text[400];
+  std::snprintf(text, sizeof text, "%.*f", static_cast<int>(digits), v);
+  return Value::of(std::strtod(text, nullptr));
+}
+
+// jinja2's title filter (not str.title()): the text cut before and after runs of whitespace and
+// of - ( { [ <, and each piece's first character uppercased, the rest lowercased.
+std::string title_filter(const std::string& s) {
+  const auto separator = [](std::string_view c) {
+    return c.size() == 1
+               ? std::string_view("-({[<").find(c[0]) != std::string_view::npos || py::isspace(c)
+               : py::isspace(c);
+  };
+  std::string out;
+  const std::vector<std::string_view> chars = py::chars(s);
+  for (size_t i = 0; i < chars.size();) {
+    const bool sep = separator(chars[i]);
+    size_t j = i + 1;
+    while (j < chars.size() && separator(chars[j]) == sep) ++j;
+    std::string piece;
+    for (size_t k = i + 1; k < j; ++k) piece += chars[k];
+    out += py::upper(chars[i]) + py::lower(piece);
+    i = j;
+  }
+  return out;
 }
 
 // markupsafe's escape: & < > " ' as entities.
@@ -97,32 +165,20 @@ std::string html_escape(const std::string& s) {
   return out;
 }
 
-std::string strip_chars(const std::string& s, const std::string* chars, bool left, bool right) {
-  auto is_strip = [&](char c) {
-    return chars ? chars->find(c) != std::string::npos
-                 : std::isspace(static_cast<unsigned char>(c)) != 0;
-  };
-  size_t b = 0, e = s.size();
-  if (left) {
-    while (b < e && is_strip(s[b])) ++b;
-  }
-  if (right) {
-    while (e > b && is_strip(s[e - 1])) --e;
-  }
-  return s.substr(b, e - b);
-}
-
 // Python sequence index normalisation for slices.
 Json slice_json(const Json& seq, const Value* start, const Value* stop, const Value* step_v,
                 int line) {
-  const int64_t n = seq.is_string() ? static_cast<int64_t>(seq.get_ref<const std::string&>().size())
-                                    : static_cast<int64_t>(seq.size());
+  const std::vector<std::string_view> chars = seq.is_string()
+                                                  ? py::chars(seq.get_ref<const std::string&>())
+                                                  : std::vector<std::string_view>();
+  const int64_t n =
+      seq.is_string() ? static_cast<int64_t>(chars.size()) : static_cast<int64_t>(seq.size());
   int64_t step = 1;
-  if (step_v && !step_v->is_undefined() && !step_v->is_none()) step = step_v->data.get<int64_t>();
+  step = int_arg(step_v, 1, "a slice step", line);
   if (step == 0) eval_error(line, "slice step cannot be zero");
   auto norm = [&](const Value* v, int64_t dflt, bool is_start) -> int64_t {
     if (!v || v->is_undefined() || v->is_none()) return dflt;
-    int64_t i = v->data.get<int64_t>();
+    int64_t i = int_arg(v, dflt, "a slice index", line);
     if (i < 0) i += n;
     if (step > 0) return std::clamp<int64_t>(i, 0, n);
     (void)is_start;
@@ -131,71 +187,13 @@ Json slice_json(const Json& seq, const Value* start, const Value* stop, const Va
   const int64_t b = norm(start, step > 0 ? 0 : n - 1, true);
   const int64_t e = norm(stop, step > 0 ? n : -1, false);
   if (seq.is_string()) {
-    const std::string& s = seq.get_ref<const std::string&>();
     std::string out;
-    for (int64_t i = b; step > 0 ? i < e : i > e; i += step) out += s[static_cast<size_t>(i)];
+    for (int64_t i = b; step > 0 ? i < e : i > e; i += step) out += chars[static_cast<size_t>(i)];
     return out;
   }
   Json out = Json::array();
   for (int64_t i = b; step > 0 ? i < e : i > e; i += step)
     out.push_back(seq[static_cast<size_t>(i)]);
-  return out;
-}
-
-std::vector<std::string> python_split(const std::string& s, const std::string* sep,
-                                      int64_t maxsplit) {
-  std::vector<std::string> out;
-  if (!sep) {
-    size_t i = 0;
-    while (i < s.size()) {
-      while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-      if (i >= s.size()) break;
-      if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
-        out.push_back(strip_chars(s.substr(i), nullptr, false, true));
-        return out;
-      }
-      size_t j = i;
-      while (j < s.size() && !std::isspace(static_cast<unsigned char>(s[j]))) ++j;
-      out.push_back(s.substr(i, j - i));
-      i = j;
-    }
-    return out;
-  }
-  size_t start = 0;
-  for (;;) {
-    if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) break;
-    const size_t k = s.find(*sep, start);
-    if (k == std::string::npos) break;
-    out.push_back(s.substr(start, k - start));
-    start = k + sep->size();
-  }
-  out.push_back(s.substr(start));
-  return out;
-}
-
-std::string replace_all(std::string s, const std::string& from, const std::string& to,
-                        int64_t count) {
-  if (from.empty()) return s;
-  size_t pos = 0;
-  int64_t done = 0;
-  while ((count < 0 || done < count) && (pos = s.find(from, pos)) != std::string::npos) {
-    s.replace(pos, from.size(), to);
-    pos += to.size();
-    ++done;
-  }
-  return s;
-}
-
-std::string title_case(const std::string& s) {
-  std::string out = s;
-  bool prev_alpha = false;
-  for (char& c : out) {
-    const bool alpha = std::isalpha(static_cast<unsigned char>(c)) != 0;
-    if (alpha)
-      c = prev_alpha ? static_cast<char>(std::tolower(static_cast<unsigned char>(c)))
-                     : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    prev_alpha = alpha;
-  }
   return out;
 }
 
@@ -322,20 +320,8 @@ class Renderer {
     } else if (j.is_object()) {
       for (auto it = j.begin(); it != j.end(); ++it) items.push_back(Value::of(it.key()));
     } else if (j.is_string()) {
-      // Iterate UTF-8 code points, as Python iterates characters.
-      const std::string& s = j.get_ref<const std::string&>();
-      for (size_t i = 0; i < s.size();) {
-        size_t n = 1;
-        const unsigned char c = static_cast<unsigned char>(s[i]);
-        if (c >= 0xF0)
-          n = 4;
-        else if (c >= 0xE0)
-          n = 3;
-        else if (c >= 0xC0)
-          n = 2;
-        items.push_back(Value::of(s.substr(i, n)));
-        i += n;
-      }
+      for (std::string_view c : py::chars(j.get_ref<const std::string&>()))
+        items.push_back(Value::of(std::string(c)));
     } else {
       eval_error(line, "cannot iterate over " + type_name(v));
     }
@@ -436,11 +422,11 @@ class Renderer {
       case Expr::Kind::unary: {
         Value v = eval(*e.a);
         if (e.name == "not") return Value::of(!v.truthy());
-        if (v.kind != Value::Kind::data || !v.data.is_number())
+        if (v.kind != Value::Kind::data || !is_number_like(v.data))
           eval_error(e.line, "bad operand for unary " + e.name);
-        if (e.name == "+") return v;
-        if (is_int(v.data)) return Value::of(-v.data.get<int64_t>());
-        return Value::of(-v.data.get<double>());
+        if (is_int_like(v.data))
+          return Value::of(e.name == "+" ? int_value(v.data) : -int_value(v.data));
+        return Value::of(e.name == "+" ? float_value(v.data) : -float_value(v.data));
       }
       case Expr::Kind::binary:
         return binary(e);
@@ -500,14 +486,16 @@ class Renderer {
       auto it = j.find(key.data.get<std::string>());
       return it == j.end() ? Value::undefined() : Value::of(*it);
     }
-    if ((j.is_array() || j.is_string()) && key.kind == Value::Kind::data && is_int(key.data)) {
-      const int64_t n = j.is_string() ? static_cast<int64_t>(j.get_ref<const std::string&>().size())
-                                      : static_cast<int64_t>(j.size());
-      int64_t i = key.data.get<int64_t>();
+    if ((j.is_array() || j.is_string()) && key.kind == Value::Kind::data && is_int_like(key.data)) {
+      const std::vector<std::string_view> chars = j.is_string()
+                                                      ? py::chars(j.get_ref<const std::string&>())
+                                                      : std::vector<std::string_view>();
+      const int64_t n =
+          j.is_string() ? static_cast<int64_t>(chars.size()) : static_cast<int64_t>(j.size());
+      int64_t i = int_value(key.data);
       if (i < 0) i += n;
       if (i < 0 || i >= n) return Value::undefined();
-      if (j.is_string())
-        return Value::of(std::string(1, j.get_ref<const std::string&>()[static_cast<size_t>(i)]));
+      if (j.is_string()) return Value::of(std::string(chars[static_cast<size_t>(i)]));
       return Value::of(j[static_cast<size_t>(i)]);
     }
     (void)line;
@@ -517,12 +505,23 @@ class Renderer {
   static int compare_values(const Value& a, const Value& b, int line) {
     if (a.kind != Value::Kind::data || b.kind != Value::Kind::data)
       eval_error(line, "cannot order " + type_name(a));
-    if (a.data.is_number() && b.data.is_number()) {
-      const double x = a.data.get<double>(), y = b.data.get<double>();
+    if (is_int_like(a.data) && is_int_like(b.data)) {
+      const int64_t x = int_value(a.data), y = int_value(b.data);
+      return x < y ? -1 : x > y ? 1 : 0;
+    }
+    if (is_number_like(a.data) && is_number_like(b.data)) {
+      const double x = float_value(a.data), y = float_value(b.data);
       return x < y ? -1 : x > y ? 1 : 0;
     }
     if (a.data.is_string() && b.data.is_string()) {
       return a.data.get_ref<const std::string&>().compare(b.data.get_ref<const std::string&>());
+    }
+    if (a.data.is_array() && b.data.is_array()) {  // element by element, then by length
+      for (size_t i = 0; i < a.data.size() && i < b.data.size(); ++i) {
+        if (equal_values(Value::of(a.data[i]), Value::of(b.data[i]))) continue;
+        return compare_values(Value::of(a.data[i]), Value::of(b.data[i]), line);
+      }
+      return a.data.size() < b.data.size() ? -1 : a.data.size() > b.data.size() ? 1 : 0;
     }
     eval_error(line, "cannot compare " + type_name(a) + " with " + type_name(b));
   }
@@ -533,8 +532,9 @@ class Renderer {
     if (a.kind == Value::Kind::ns) return a.ns == b.ns;
     if (a.kind == Value::Kind::macro) return a.macro == b.macro;
     if (a.kind == Value::Kind::builtin) return a.builtin == b.builtin;
-    if (a.data.is_boolean() != b.data.is_boolean() && a.data.is_number() && b.data.is_number()) {
-      return a.data.get<double>() == b.data.get<double>();
+    if (a.data.is_boolean() != b.data.is_boolean() && is_number_like(a.data) &&
+        is_number_like(b.data)) {  // True == 1, False == 0.0
+      return float_value(a.data) == float_value(b.data);
     }
     return a.data == b.data;
   }
@@ -562,6 +562,39 @@ class Renderer {
     eval_error(line, "'in' needs a container, got " + type_name(hay));
   }
 
+  // seq * times (a str or a list repeated; none for times <= 0), bounded like any text.
+  static Json repeat(const Json& seq, int64_t times, int line) {
+    const size_t unit = seq.is_string() ? seq.get_ref<const std::string&>().size() : seq.size();
+    if (times <= 0 || unit == 0) return seq.is_string() ? Json("") : Json::array();
+    const size_t limit = seq.is_string() ? kMaxText : kMaxText / 64;
+    if (static_cast<uint64_t>(times) > limit / unit) eval_error(line, "repetition too long");
+    Json out = seq.is_string() ? Json("") : Json::array();
+    for (int64_t i = 0; i < times; ++i) {
+      if (seq.is_string())
+        out.get_ref<std::string&>() += seq.get_ref<const std::string&>();
+      else
+        for (const Json& x : seq) out.push_back(x);
+    }
+    return out;
+  }
+
+  // Python's a ** b: an int for ints with b >= 0, else a float (no complex results).
+  static Value power(const Json& a, const Json& b, int line) {
+    if (is_int_like(a) && is_int_like(b) && int_value(b) >= 0) {
+      int64_t base = int_value(a), e = int_value(b), out = 1;
+      for (; e > 0; e >>= 1) {
+        if (e & 1 && __builtin_mul_overflow(out, base, &out)) eval_error(line, "integer too large");
+        if (e > 1 && __builtin_mul_overflow(base, base, &base))
+          eval_error(line, "integer too large");
+      }
+      return Value::of(out);
+    }
+    const double x = float_value(a), y = float_value(b);
+    if (x == 0 && y < 0) eval_error(line, "0.0 cannot be raised to a negative power");
+    if (x < 0 && y != std::floor(y)) eval_error(line, "a negative number to a fractional power");
+    return Value::of(std::pow(x, y));
+  }
+
   Value binary(const Expr& e) {
     const std::string& op = e.name;
     if (op == "and") {
@@ -582,6 +615,11 @@ class Renderer {
     if (op == ">=") return Value::of(compare_values(l, r, e.line) >= 0);
     if (op == "in") return Value::of(contains(r, l, e.line));
     if (op == "not in") return Value::of(!contains(r, l, e.line));
+    // printf-style formatting: only a text without conversions and a dict (Python returns the
+    // text); anything else is refused rather than formatted differently.
+    if (op == "%" && l.is_string() && r.kind == Value::Kind::data && r.data.is_object() &&
+        l.data.get_ref<const std::string&>().find('%') == std::string::npos)
+      return l;
     if (op == "~") {
       std::string joined = to_python_str(l);
       const std::string right = to_python_str(r);
@@ -612,24 +650,21 @@ class Renderer {
         return Value::of(std::move(out));
       }
     }
-    if (op == "*" && a.is_string() && is_int(b)) {
-      const int64_t times = b.get<int64_t>();
-      if (times > 0)
-        check_size(a.get_ref<const std::string&>().size() *
-                       static_cast<size_t>(std::min<int64_t>(times, kMaxText + 1)),
-                   e.line);
-      std::string out;
-      for (int64_t i = 0; i < b.get<int64_t>(); ++i) out += a.get_ref<const std::string&>();
-      return Value::of(out);
+    if (op == "*" && (a.is_string() || a.is_array() || b.is_string() || b.is_array())) {
+      const bool seq_left = a.is_string() || a.is_array();
+      const Json& seq = seq_left ? a : b;
+      const Json& times_j = seq_left ? b : a;
+      if (is_int_like(times_j)) return Value::of(repeat(seq, int_value(times_j), e.line));
     }
-    if (a.is_number() && b.is_number() && !a.is_boolean() && !b.is_boolean()) {
-      const bool ints = is_int(a) && is_int(b);
+    if (is_number_like(a) && is_number_like(b)) {
+      const bool ints = is_int_like(a) && is_int_like(b);
       if (op == "/") {
-        if (b.get<double>() == 0) eval_error(e.line, "division by zero");
-        return Value::of(a.get<double>() / b.get<double>());
+        if (float_value(b) == 0) eval_error(e.line, "division by zero");
+        return Value::of(float_value(a) / float_value(b));
       }
+      if (op == "**") return power(a, b, e.line);
       if (ints) {
-        const int64_t x = a.get<int64_t>(), y = b.get<int64_t>();
+        const int64_t x = int_value(a), y = int_value(b);
         if (op == "+") return Value::of(x + y);
         if (op == "-") return Value::of(x - y);
         if (op == "*") return Value::of(x * y);
@@ -640,12 +675,15 @@ class Renderer {
         if (op == "//") return Value::of(q);
         if (op == "%") return Value::of(x - q * y);
       } else {
-        const double x = a.get<double>(), y = b.get<double>();
+        const double x = float_value(a), y = float_value(b);
         if (op == "+") return Value::of(x + y);
         if (op == "-") return Value::of(x - y);
         if (op == "*") return Value::of(x * y);
-        if (op == "//") return Value::of(std::floor(x / y));
-        if (op == "%") return Value::of(x - std::floor(x / y) * y);
+        if (y == 0 && (op == "//" || op == "%")) eval_error(e.line, "division by zero");
+        if (op == "//" || op == "%") {
+          const auto [quotient, rest] = python_float_divmod(x, y);
+          return Value::of(op == "//" ? quotient : rest);
+        }
       }
     }
     eval_error(e.line, "unsupported operand types for " + op + ": " + type_name(l) + " and " +
@@ -698,16 +736,16 @@ class Renderer {
     }
     if (fn == "range") {
       for (const Value& a : args.pos) {
-        if (a.kind != Value::Kind::data || !is_int(a.data))
+        if (a.kind != Value::Kind::data || !is_int_like(a.data))
           eval_error(e.line, "range() takes integers, got " + type_name(a));
       }
       int64_t start = 0, stop = 0, step = 1;
       if (args.pos.size() == 1)
-        stop = args.pos[0].data.get<int64_t>();
+        stop = int_value(args.pos[0].data);
       else if (args.pos.size() >= 2) {
-        start = args.pos[0].data.get<int64_t>();
-        stop = args.pos[1].data.get<int64_t>();
-        if (args.pos.size() >= 3) step = args.pos[2].data.get<int64_t>();
+        start = int_value(args.pos[0].data);
+        stop = int_value(args.pos[1].data);
+        if (args.pos.size() >= 3) step = int_value(args.pos[2].data);
       }
       if (step == 0) eval_error(e.line, "range() step cannot be zero");
       const double count =
@@ -768,24 +806,24 @@ class Renderer {
         chars_storage = a0->data.get<std::string>();
         chars = &chars_storage;
       }
-      if (name == "strip") return Value::of(strip_chars(s, chars, true, true));
-      if (name == "lstrip") return Value::of(strip_chars(s, chars, true, false));
-      if (name == "rstrip") return Value::of(strip_chars(s, chars, false, true));
-      if (name == "upper" || name == "lower") {
-        std::string out = s;
-        for (char& c : out) {
-          c = static_cast<char>(name == "upper" ? std::toupper(static_cast<unsigned char>(c))
-                                                : std::tolower(static_cast<unsigned char>(c)));
-        }
-        return Value::of(out);
-      }
-      if (name == "title") return Value::of(title_case(s));
-      if (name == "capitalize") {
-        std::string out = s;
-        for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        if (!out.empty())
-          out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
-        return Value::of(out);
+      if (name == "strip") return Value::of(py::strip(s, chars, true, true));
+      if (name == "lstrip") return Value::of(py::strip(s, chars, true, false));
+      if (name == "rstrip") return Value::of(py::strip(s, chars, false, true));
+      if (name == "upper") return Value::of(py::upper(s));
+      if (name == "lower") return Value::of(py::lower(s));
+      if (name == "title") return Value::of(py::title(s));
+      if (name == "capitalize") return Value::of(py::capitalize(s));
+      if (name == "islower") return Value::of(py::islower(s));
+      if (name == "isupper") return Value::of(py::isupper(s));
+      if (name == "isalpha") return Value::of(py::isalpha(s));
+      if (name == "isdigit") return Value::of(py::isdigit(s));
+      if (name == "isnumeric") return Value::of(py::isnumeric(s));
+      if (name == "isalnum") return Value::of(py::isalnum(s));
+      if (name == "isspace") return Value::of(py::isspace(s));
+      if (name == "splitlines") {
+        Json out = Json::array();
+        for (std::string& line : py::splitlines(s)) out.push_back(std::move(line));
+        return Value::of(std::move(out));
       }
       if (name == "startswith" || name == "endswith") {
         auto matches = [&](const std::string& p) {
@@ -813,17 +851,9 @@ class Renderer {
           if (sep_s.empty()) eval_error(line, "empty separator");
           sep_p = &sep_s;
         }
-        int64_t maxsplit = maxs && maxs->kind == Value::Kind::data ? maxs->data.get<int64_t>() : -1;
-        std::vector<std::string> parts;
-        if (name == "rsplit" && maxsplit >= 0 && sep_p) {
-          // Split from the right: reverse, split, reverse back.
-          std::string rs(s.rbegin(), s.rend()), rsep(sep_s.rbegin(), sep_s.rend());
-          parts = python_split(rs, &rsep, maxsplit);
-          for (std::string& p : parts) std::reverse(p.begin(), p.end());
-          std::reverse(parts.begin(), parts.end());
-        } else {
-          parts = python_split(s, sep_p, maxsplit);
-        }
+        const int64_t maxsplit = int_arg(maxs, -1, "maxsplit", line);
+        const std::vector<std::string> parts =
+            name == "split" ? py::split(s, sep_p, maxsplit) : py::rsplit(s, sep_p, maxsplit);
         Json out = Json::array();
         for (auto& p : parts) out.push_back(p);
         return Value::of(std::move(out));
@@ -832,21 +862,10 @@ class Renderer {
         const Value* b = args.get(1, "new");
         const Value* c = args.get(2, "count");
         return Value::of(
-            replace_all(s, str_arg(a0, ""), str_arg(b, ""),
-                        c && c->kind == Value::Kind::data ? c->data.get<int64_t>() : -1));
+            py::replace(s, str_arg(a0, ""), str_arg(b, ""), int_arg(c, -1, "count", line)));
       }
-      if (name == "find") {
-        const size_t k = s.find(str_arg(a0, ""));
-        return Value::of(k == std::string::npos ? int64_t{-1} : static_cast<int64_t>(k));
-      }
-      if (name == "count") {
-        const std::string sub = str_arg(a0, "");
-        int64_t n = 0;
-        for (size_t k = 0; !sub.empty() && (k = s.find(sub, k)) != std::string::npos;
-             k += sub.size())
-          ++n;
-        return Value::of(n);
-      }
+      if (name == "find") return Value::of(py::find(s, str_arg(a0, "")));
+      if (name == "count") return Value::of(py::count(s, str_arg(a0, "")));
       if (name == "join") {
         const Value* seq = args.get(0, "iterable");
         std::string out;
@@ -860,6 +879,28 @@ class Renderer {
         }
         return Value::of(out);
       }
+      if (name == "partition" || name == "rpartition") {  // a list for Python's 3-tuple
+        const std::string sep = str_arg(a0, "");
+        if (sep.empty()) eval_error(line, "empty separator");
+        const size_t k = name == "partition" ? s.find(sep) : s.rfind(sep);
+        if (k == std::string::npos)
+          return Value::of(name == "partition" ? Json::array({s, "", ""})
+                                               : Json::array({"", "", s}));
+        return Value::of(Json::array({s.substr(0, k), sep, s.substr(k + sep.size())}));
+      }
+    }
+    if (obj.kind == Value::Kind::data && obj.data.is_array() &&
+        (name == "count" || name == "index")) {
+      const Value* x = args.get(0, "value");
+      if (!x) eval_error(line, name + "() needs an argument");
+      int64_t n = 0;
+      for (size_t i = 0; i < obj.data.size(); ++i) {
+        if (!equal_values(Value::of(obj.data[i]), *x)) continue;
+        if (name == "index") return Value::of(static_cast<int64_t>(i));
+        ++n;
+      }
+      if (name == "index") eval_error(line, "index(): value is not in the list");
+      return Value::of(n);
     }
     if (obj.kind == Value::Kind::data && obj.data.is_object()) {
       const Json& d = obj.data;
@@ -891,11 +932,8 @@ class Renderer {
   static int64_t length_of(const Value& v, int line) {
     if (v.is_undefined()) return 0;
     if (v.kind == Value::Kind::data) {
-      if (v.data.is_string()) {
-        int64_t n = 0;  // code points, as Python's len()
-        for (unsigned char c : v.data.get_ref<const std::string&>()) n += (c & 0xC0) != 0x80;
-        return n;
-      }
+      if (v.data.is_string())
+        return static_cast<int64_t>(py::length(v.data.get_ref<const std::string&>()));
       if (v.data.is_array() || v.data.is_object()) return static_cast<int64_t>(v.data.size());
     }
     eval_error(line, "object of type " + type_name(v) + " has no length");
@@ -914,26 +952,27 @@ class Renderer {
       const Value* c = args.get(0, "chars");
       if (c && c->is_string()) chars_s = c->data.get<std::string>();
       return Value::of(
-          strip_chars(to_python_str(v), c && c->is_string() ? &chars_s : nullptr, true, true));
+          py::strip(to_python_str(v), c && c->is_string() ? &chars_s : nullptr, true, true));
     }
     if (f == "length" || f == "count") return Value::of(length_of(v, e.line));
     if (f == "tojson") {
       need_data("tojson");
       const Value* ind = args.get(0, "indent");
-      const int indent = ind && ind->kind == Value::Kind::data && is_int(ind->data)
-                             ? static_cast<int>(ind->data.get<int64_t>())
+      const int indent = ind && ind->kind == Value::Kind::data && is_int_like(ind->data)
+                             ? static_cast<int>(std::clamp<int64_t>(int_value(ind->data), -1, 64))
                              : -1;
       return Value::of(to_json_text(v.data, indent));
     }
     if (f == "string") return Value::of(to_python_str(v));
-    if (f == "upper" || f == "lower" || f == "title" || f == "capitalize") {
+    if (f == "title") return Value::of(title_filter(to_python_str(v)));
+    if (f == "upper" || f == "lower" || f == "capitalize") {
       return call_method(Value::of(to_python_str(v)), f, {}, e.line);
     }
     if (f == "replace") {
       const Value* c = args.get(2, "count");
-      return Value::of(replace_all(
-          to_python_str(v), str_arg(args.get(0, "old"), ""), str_arg(args.get(1, "new"), ""),
-          c && c->kind == Value::Kind::data ? c->data.get<int64_t>() : -1));
+      return Value::of(py::replace(to_python_str(v), str_arg(args.get(0, "old"), ""),
+                                   str_arg(args.get(1, "new"), ""),
+                                   int_arg(c, -1, "count", e.line)));
     }
     if (f == "default" || f == "d") {
       const Value* dflt = args.get(0, "default_value");
@@ -954,8 +993,9 @@ class Renderer {
     if (f == "reverse") {
       need_data("reverse");
       if (v.data.is_string()) {
-        std::string s = v.data.get<std::string>();
-        std::reverse(s.begin(), s.end());
+        std::vector<std::string_view> chars = py::chars(v.data.get_ref<const std::string&>());
+        std::string s;
+        for (auto it = chars.rbegin(); it != chars.rend(); ++it) s += *it;
         return Value::of(s);
       }
       Json out = Json::array();
@@ -981,6 +1021,7 @@ class Renderer {
       return call_method(v, "items", {}, e.line);
     }
     if (f == "int") {
+      if (v.kind == Value::Kind::data && is_int_like(v.data)) return Value::of(int_value(v.data));
       if (v.kind == Value::Kind::data && v.data.is_number())
         return Value::of(static_cast<int64_t>(v.data.get<double>()));
       if (v.is_string()) {
@@ -992,7 +1033,8 @@ class Renderer {
       return Value::of(int64_t{0});
     }
     if (f == "float") {
-      if (v.kind == Value::Kind::data && v.data.is_number()) return Value::of(v.data.get<double>());
+      if (v.kind == Value::Kind::data && is_number_like(v.data))
+        return Value::of(float_value(v.data));
       if (v.is_string()) {
         try {
           return Value::of(std::stod(v.data.get<std::string>()));
@@ -1003,15 +1045,74 @@ class Renderer {
     }
     if (f == "abs") {
       need_data("abs");
-      if (is_int(v.data)) return Value::of(std::llabs(v.data.get<int64_t>()));
-      return Value::of(std::fabs(v.data.get<double>()));
+      if (!is_number_like(v.data)) eval_error(e.line, "abs filter needs a number");
+      if (is_int_like(v.data)) return Value::of(std::llabs(int_value(v.data)));
+      return Value::of(std::fabs(float_value(v.data)));
     }
     if (f == "round") {
       need_data("round");
+      if (!is_number_like(v.data)) eval_error(e.line, "round filter needs a number");
       const Value* prec = args.get(0, "precision");
-      const double p =
-          std::pow(10.0, prec && prec->kind == Value::Kind::data ? prec->data.get<double>() : 0.0);
-      return Value::of(std::round(v.data.get<double>() * p) / p);
+      const int64_t digits = prec && prec->kind == Value::Kind::data && is_int_like(prec->data)
+                                 ? int_value(prec->data)
+                                 : 0;
+      const std::string method = str_arg(args.get(1, "method"), "common");
+      if (method == "common") return python_round(v.data, digits);
+      if (method != "floor" && method != "ceil")
+        eval_error(e.line, "round method must be common, floor or ceil");
+      const double scale = std::pow(10.0, static_cast<double>(digits));
+      const double x = float_value(v.data) * scale;
+      return Value::of((method == "floor" ? std::floor(x) : std::ceil(x)) / scale);
+    }
+    if (f == "sort" || f == "min" || f == "max") {
+      // jinja2's do_sort / do_min / do_max: strings compared lowercased unless case_sensitive,
+      // or items by an attribute; sort is stable, min / max take the first of equals.
+      const Value* rev = f == "sort" ? args.get(0, "reverse") : nullptr;
+      const Value* cs = args.get(f == "sort" ? 1 : 0, "case_sensitive");
+      const Value* attr = args.get(f == "sort" ? 2 : 1, "attribute");
+      const bool case_sensitive = cs && cs->truthy();
+      std::vector<Value> items = iterate(v, e.line);
+      std::vector<Value> keys;
+      for (const Value& x : items) {
+        Value k = attr && attr->is_string() ? get_attr(x, attr->data.get<std::string>()) : x;
+        if (!case_sensitive && k.is_string()) k = Value::of(py::lower(k.data.get<std::string>()));
+        keys.push_back(std::move(k));
+      }
+      std::vector<size_t> order(items.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      const bool reverse = rev && rev->truthy();
+      const auto less = [&](size_t i, size_t j) {
+        return compare_values(reverse ? keys[j] : keys[i], reverse ? keys[i] : keys[j], e.line) < 0;
+      };
+      if (f == "sort") {
+        std::stable_sort(order.begin(), order.end(), less);
+        Json out = Json::array();
+        for (size_t i : order) out.push_back(data_of(items[i], e.line));
+        return Value::of(std::move(out));
+      }
+      if (items.empty()) return Value::undefined();
+      size_t best = 0;
+      for (size_t i = 1; i < items.size(); ++i) {
+        const int c = compare_values(keys[i], keys[best], e.line);
+        if (f == "min" ? c < 0 : c > 0) best = i;
+      }
+      return items[best];
+    }
+    if (f == "sum") {
+      const Value* attr = args.get(0, "attribute");
+      const Value* start = args.get(1, "start");
+      Json total = start && start->kind == Value::Kind::data ? start->data : Json(int64_t{0});
+      for (const Value& x : iterate(v, e.line)) {
+        const Value item =
+            attr && attr->is_string() ? get_attr(x, attr->data.get<std::string>()) : x;
+        if (item.kind != Value::Kind::data || !is_number_like(item.data) || !is_number_like(total))
+          eval_error(e.line, "sum filter needs numbers, got " + type_name(item));
+        if (is_int_like(total) && is_int_like(item.data))
+          total = int_value(total) + int_value(item.data);
+        else
+          total = float_value(total) + float_value(item.data);
+      }
+      return Value::of(std::move(total));
     }
     if (f == "safe" || f == "e" || f == "escape") {
       if (v.markup) return v;
@@ -1049,7 +1150,13 @@ class Renderer {
       const Value* attr = args.kw.count("attribute") ? &args.kw.at("attribute") : nullptr;
       for (const Value& x : iterate(v, e.line)) {
         if (attr) {
-          out.push_back(data_of(get_attr(x, str_arg(attr, "")), e.line));
+          // A missing attribute is jinja2's Undefined (or map's default=), which renders and
+          // joins as "" and is falsy; a list here holds data, so it holds "" for it.
+          const Value* dflt = args.kw.count("default") ? &args.kw.at("default") : nullptr;
+          const Value got = get_attr(x, str_arg(attr, ""));
+          out.push_back(!got.is_undefined()                       ? data_of(got, e.line)
+                        : dflt && dflt->kind == Value::Kind::data ? dflt->data
+                                                                  : Json(""));
         } else if (!args.pos.empty()) {
           const std::string name = str_arg(&args.pos[0], "");
           out.push_back(data_of(apply_named_filter(name, x, e.line), e.line));
@@ -1069,13 +1176,26 @@ class Renderer {
       return Value::of(std::move(out));
     }
     if (f == "dictsort") {
+      // jinja2's do_dictsort(case_sensitive=False, by='key', reverse=False)
       need_data("dictsort");
-      std::vector<std::pair<std::string, Json>> items;
-      for (auto it = v.data.begin(); it != v.data.end(); ++it)
-        items.emplace_back(it.key(), it.value());
-      std::sort(items.begin(), items.end(), [](auto& a, auto& b) { return a.first < b.first; });
+      if (!v.data.is_object()) eval_error(e.line, "dictsort filter needs a dict");
+      const Value* cs = args.get(0, "case_sensitive");
+      const bool case_sensitive = cs && cs->truthy();
+      const std::string by = str_arg(args.get(1, "by"), "key");
+      if (by != "key" && by != "value") eval_error(e.line, "dictsort by must be key or value");
+      const Value* rev = args.get(2, "reverse");
+      std::vector<std::pair<Value, Json>> items;  // (sort key, [key, value])
+      for (auto it = v.data.begin(); it != v.data.end(); ++it) {
+        Value k = Value::of(by == "key" ? Json(it.key()) : it.value());
+        if (!case_sensitive && k.is_string()) k = Value::of(py::lower(k.data.get<std::string>()));
+        items.emplace_back(std::move(k), Json::array({it.key(), it.value()}));
+      }
+      const bool reverse = rev && rev->truthy();
+      std::stable_sort(items.begin(), items.end(), [&](const auto& a, const auto& b) {
+        return compare_values(reverse ? b.first : a.first, reverse ? a.first : b.first, e.line) < 0;
+      });
       Json out = Json::array();
-      for (auto& [k, x] : items) out.push_back(Json::array({k, x}));
+      for (auto& [k, x] : items) out.push_back(std::move(x));
       return Value::of(std::move(out));
     }
     if (f == "indent") {
@@ -1085,13 +1205,13 @@ class Renderer {
       std::string indentation(4, ' ');
       if (width && width->is_string())
         indentation = width->data.get<std::string>();
-      else if (width && width->kind == Value::Kind::data && is_int(width->data))
-        indentation.assign(static_cast<size_t>(std::max<int64_t>(0, width->data.get<int64_t>())),
-                           ' ');
+      else if (width && width->kind == Value::Kind::data && is_int_like(width->data))
+        indentation.assign(
+            static_cast<size_t>(std::clamp<int64_t>(int_value(width->data), 0, 4096)), ' ');
       const Value* first = args.get(1, "first");
       const Value* blank = args.get(2, "blank");
       // jinja2 appends a newline first, so a trailing one is kept as an empty last line
-      const std::vector<std::string> lines = python_splitlines(to_python_str(v) + "\n");
+      const std::vector<std::string> lines = py::splitlines(to_python_str(v) + "\n");
       std::string out;
       for (size_t i = 0; i < lines.size(); ++i) {
         if (i > 0) out += '\n';
@@ -1102,15 +1222,25 @@ class Renderer {
       }
       return Value::of(std::move(out));
     }
-    if (f == "wordcount")
-      return Value::of(static_cast<int64_t>(python_split(to_python_str(v), nullptr, -1).size()));
+    if (f == "wordcount") {  // jinja2: the runs of \w (letters, digits of any script, "_")
+      int64_t words = 0;
+      bool in_word = false;
+      const std::string text = to_python_str(v);
+      for (std::string_view c : py::chars(text)) {
+        const bool word = c == "_" || py::isalnum(c);
+        words += word && !in_word;
+        in_word = word;
+      }
+      return Value::of(words);
+    }
     eval_error(e.line, "unsupported filter '" + f + "'");
   }
 
   Value apply_named_filter(const std::string& name, const Value& v, int line) {
     if (name == "string") return Value::of(to_python_str(v));
-    if (name == "trim") return Value::of(strip_chars(to_python_str(v), nullptr, true, true));
-    if (name == "upper" || name == "lower" || name == "title" || name == "capitalize") {
+    if (name == "trim") return Value::of(py::strip(to_python_str(v), nullptr, true, true));
+    if (name == "title") return Value::of(title_filter(to_python_str(v)));
+    if (name == "upper" || name == "lower" || name == "capitalize") {
       return call_method(Value::of(to_python_str(v)), name, {}, line);
     }
     if (name == "length" || name == "count") return Value::of(length_of(v, line));
@@ -1142,23 +1272,26 @@ class Renderer {
       return data && (v.data.is_array() || v.data.is_string() || v.data.is_object());
     }
     if (t == "callable") return v.kind == Value::Kind::macro || v.kind == Value::Kind::builtin;
-    if (t == "lower" || t == "upper") {
-      if (!v.is_string()) return false;
-      for (char c : v.data.get<std::string>()) {
-        if (t == "lower" ? std::isupper(static_cast<unsigned char>(c))
-                         : std::islower(static_cast<unsigned char>(c)))
-          return false;
+    if (t == "lower") return py::islower(to_python_str(v));  // jinja2: str(value).islower()
+    if (t == "upper") return py::isupper(to_python_str(v));
+    // jinja2: value % 2 == 1, value % 2 == 0, value % num == 0 (Python's %, floats too)
+    if (t == "odd" || t == "even" || t == "divisibleby") {
+      const Value* by = t == "divisibleby" ? (args.empty() ? nullptr : &args[0]) : nullptr;
+      if (!data || !is_number_like(v.data) ||
+          (t == "divisibleby" &&
+           (!by || by->kind != Value::Kind::data || !is_number_like(by->data))))
+        eval_error(line, "'" + t + "' test needs numbers");
+      const Json divisor = by ? by->data : Json(int64_t{2});
+      if (float_value(divisor) == 0) eval_error(line, "division by zero");
+      double rest;
+      if (is_int_like(v.data) && is_int_like(divisor)) {
+        const int64_t x = int_value(v.data), y = int_value(divisor);
+        rest = static_cast<double>(((x % y) + y) % y);
+      } else {
+        const double x = float_value(v.data), y = float_value(divisor);
+        rest = x - std::floor(x / y) * y;
       }
-      return true;
-    }
-    if (t == "odd" || t == "even") {
-      if (!data || !is_int(v.data)) eval_error(line, "'" + t + "' test needs an integer");
-      return (v.data.get<int64_t>() % 2 != 0) == (t == "odd");
-    }
-    if (t == "divisibleby") {
-      if (args.empty() || !data || !is_int(v.data)) eval_error(line, "divisibleby needs integers");
-      const int64_t d = args[0].data.get<int64_t>();
-      return d != 0 && v.data.get<int64_t>() % d == 0;
+      return t == "odd" ? rest == 1 : rest == 0;
     }
     if (t == "equalto" || t == "eq" || t == "==" || t == "sameas")
       return !args.empty() && equal_values(v, args[0]);

@@ -209,4 +209,32 @@ void append_lowercase(std::u32string& out, char32_t cp) {
   }
 }
 
+void append_uppercase(std::u32string& out, char32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(cp >= 'a' && cp <= 'z' ? cp - 32 : cp);
+    return;
+  }
+  if (!append_mapping(out, cp, tables::kUppercaseMappings, tables::kUppercaseData)) {
+    out.push_back(cp);
+  }
+}
+
+void append_titlecase(std::u32string& out, char32_t cp) {
+  if (!append_mapping(out, cp, tables::kTitlecaseMappings, tables::kTitlecaseData))
+    append_uppercase(out, cp);
+}
+
+StrProperties str_properties(char32_t cp) noexcept {
+  uint8_t f = 0;
+  if (cp < 0x110000) {
+    const auto* end = std::end(tables::kStrPropertyRuns);
+    const auto* it = std::upper_bound(
+        std::begin(tables::kStrPropertyRuns), end, cp,
+        [](char32_t v, const tables::StrPropertyRun& run) { return v < run.first; });
+    f = std::prev(it)->flags;
+  }
+  return {(f & 1) != 0,  (f & 2) != 0,  (f & 4) != 0,  (f & 8) != 0,
+          (f & 16) != 0, (f & 32) != 0, (f & 64) != 0, (f & 128) != 0};
+}
+
 }  // namespace oxi::tokenizer

@@ -2,12 +2,14 @@
 """Writes tests/chat/jinja_cases.json: templates, contexts and the output that jinja2 renders
 with the environment transformers' apply_chat_template uses (trim_blocks, lstrip_blocks,
 loop controls, its tojson filter, raise_exception, strftime_now). The C++ interpreter must match every case
-byte for byte. Needs Debian's python3-jinja2; run from the source root:
+byte for byte. Needs jinja2 3.1 (Debian's python3-jinja2 is 3.1.2; the committed file was
+written with 3.1.6); run from the source root:
 
     /usr/bin/python3 tests/reference/gen_jinja_cases.py
 """
 import json
 import os
+import random
 import sys
 from datetime import datetime
 
@@ -156,6 +158,101 @@ CASES = [
 ]
 
 
+# Random expressions (fixed seed) over values of every type, non-ASCII text included: operators
+# with Python's semantics (bool as int, ** as jinja2 groups it, floor division and modulo of
+# negatives), the filters, tests and str methods templates use, indexing and slicing by
+# character, casing of any script. Only what jinja2 renders is kept, in chunks of 25 per case.
+# Left out on purpose (the interpreter differs, see lib/chat/jinja.h): tuples and the
+# dict_items / generator objects that jinja2 prints by repr, Undefined inside printed lists, a
+# sign right before `**` (jinja2's code generator and its constant folding disagree there).
+EXPRESSION_CONTEXT = {
+    "n": 7, "z": 0, "f": 2.5, "g": -0.1, "s": "Hello World", "e": "", "u": "héllo wörld ΟΔΟΣ ǆemal",
+    "w": "ﬁne straße  İstanbul\tΣ.", "l": [3, 1, 2], "ls": ["b", "A", "c", "é"], "d": {"b": 1, "a": 2},
+    "t": True, "fl": False, "none": None,
+    "msgs": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo", "name": "bot"}]}
+ATOMS = ["n", "z", "f", "g", "s", "e", "u", "w", "l", "ls", "d", "t", "fl", "none", "msgs",
+         "0", "1", "2", "3", "-4", "10", "0.5", "2.0", "1e3", "0.1", "'a'", "'abc'", "''", "'x y z'",
+         "'é'", "'ÉCOLE'", "'A,B'", "[1, 2]", "[]", "['x', 'Y']", "{'k': 1}", "{}", "true", "false",
+         "none", "'42'", "'3.5'", "' pad '", "'ǅ'", "'²3'", "'٣'"]
+BINARY = ["+", "-", "*", "/", "//", "%", "~", "==", "!=", "<", ">", "<=", ">=", "and", "or", "in",
+          "not in"]
+POWER_OPERANDS = ["2", "3", "n", "z", "0.5", "t", "fl", "f"]
+FILTERS = ["length", "string", "int", "float", "abs", "round", "round(1)", "round(1, 'floor')",
+           "round(method='ceil')", "lower", "upper", "title", "capitalize", "trim", "first", "last",
+           "list", "join(',')", "join", "reverse|list", "sort", "sort(reverse=true)",
+           "sort(case_sensitive=true)", "unique|list", "default('D')", "default('D', true)",
+           "tojson", "e", "replace('l', 'L')", "sum", "min", "max", "select|list", "reject|list",
+           "map('upper')|list", "map('title')|list", "indent(2)", "wordcount", "count"]
+TESTS = ["defined", "undefined", "none", "string", "number", "integer", "float", "mapping",
+         "iterable", "sequence", "odd", "even", "divisibleby(3)", "true", "false", "boolean",
+         "lower", "upper", "equalto(1)", "sameas(none)", "in([1, 2])"]
+STR_METHODS = ["upper()", "lower()", "title()", "capitalize()", "strip()", "lstrip('h')",
+               "rstrip('.')", "split()", "split(' ')", "split(' ', 1)", "rsplit(' ', 1)",
+               "rsplit(none, 1)", "startswith('h')", "startswith(('x', 'H'))", "endswith('.')",
+               "replace('l', 'L')", "replace('', '-', 2)", "count('l')", "find('ö')", "isdigit()",
+               "isalpha()", "isalnum()", "isspace()", "islower()", "isupper()", "splitlines()",
+               "partition(' ')[2]", "rpartition('l') | join('+')"]
+SUBSCRIPTS = ["0", "-1", "1:", ":-1", "::2", "::-1", "1:3", "5", "-3:"]
+
+
+def random_expression(rng, depth=0):
+    r = rng.random()
+    if depth > 2 or r < 0.3:
+        return rng.choice(ATOMS)
+    if r < 0.47:
+        return f"({random_expression(rng, depth + 1)} {rng.choice(BINARY)} {random_expression(rng, depth + 1)})"
+    if r < 0.5:
+        return f"({rng.choice(POWER_OPERANDS)} ** {rng.choice(POWER_OPERANDS)})"
+    if r < 0.65:
+        return f"({random_expression(rng, depth + 1)} | {rng.choice(FILTERS)})"
+    if r < 0.72:
+        return f"({random_expression(rng, depth + 1)} is {rng.choice(['', 'not '])}{rng.choice(TESTS)})"
+    if r < 0.82:
+        return rng.choice(["s", "e", "u", "w", "'ÀÉ ǆ'"]) + "." + rng.choice(STR_METHODS)
+    if r < 0.87:
+        return f"{rng.choice(['s', 'u', 'w', 'l', 'ls'])}[{rng.choice(SUBSCRIPTS)}]"
+    if r < 0.88:
+        return rng.choice(["l.count(1)", "ls.count('é')", "l.index(2)", "ls.index('c')"])
+    if r < 0.92:
+        return f"(not {random_expression(rng, depth + 1)})"
+    if r < 0.95:
+        return f"(-{rng.choice(['n', 'f', 't', '(1 + 2)', 'l[0]'])})"
+    return (f"({random_expression(rng, depth + 1)} if {random_expression(rng, depth + 1)} "
+            f"else {random_expression(rng, depth + 1)})")
+
+
+def random_template(rng):
+    r = rng.random()
+    if r < 0.6:
+        return "{{ " + random_expression(rng) + " }}"
+    if r < 0.8:
+        return "{% if " + random_expression(rng) + " %}T{% else %}F{% endif %}"
+    if r < 0.9:
+        return "{% for x in " + random_expression(rng) + " %}{{ x }}{{ loop.index }},{% endfor %}"
+    return ("{% for k, v in " + rng.choice(["d", "{'B': 1, 'a': 2, 'c': 0}"]) + " | " +
+            rng.choice(["dictsort", "dictsort(true)", "dictsort(by='value')", "dictsort(reverse=true)",
+                        "items"]) + " %}{{ k }}={{ v }};{% endfor %}")
+
+
+def expression_cases(count=1200, seed=5, per_case=25):
+    rng = random.Random(seed)
+    kept = []
+    for _ in range(count):
+        template = random_template(rng)
+        try:
+            ENV.from_string(template).render(**json.loads(json.dumps(EXPRESSION_CONTEXT)))
+            kept.append(template)
+        except Exception:  # jinja2 refuses it: not a case
+            pass
+    cases = []
+    for k in range(0, len(kept), per_case):
+        template = "\n".join(kept[k:k + per_case])
+        cases.append({"name": f"expressions/{k // per_case}", "template": template,
+                      "context": EXPRESSION_CONTEXT,
+                      "expected": ENV.from_string(template).render(**json.loads(json.dumps(EXPRESSION_CONTEXT)))})
+    return cases
+
+
 def main():
     out = []
     for tname, cname in CASES:
@@ -166,6 +263,7 @@ def main():
             case = {"error": str(e)}
         case.update({"name": f"{tname}/{cname}", "template": TEMPLATES[tname], "context": CONTEXTS[cname]})
         out.append(case)
+    out.extend(expression_cases())
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     path = os.path.join(root, "tests", "chat", "jinja_cases.json")
     with open(path, "w", encoding="utf-8") as f:
