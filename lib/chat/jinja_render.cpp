@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "lib/chat/jinja.h"
@@ -615,9 +616,11 @@ class Renderer {
     if (op == ">=") return Value::of(compare_values(l, r, e.line) >= 0);
     if (op == "in") return Value::of(contains(r, l, e.line));
     if (op == "not in") return Value::of(!contains(r, l, e.line));
-    // printf-style formatting: only a text without conversions and a dict (Python returns the
-    // text); anything else is refused rather than formatted differently.
-    if (op == "%" && l.is_string() && r.kind == Value::Kind::data && r.data.is_object() &&
+    // printf-style formatting: only a text without conversions and a dict or list (Python
+    // takes either as a mapping and returns the text); anything else is refused rather than
+    // formatted differently.
+    if (op == "%" && l.is_string() && r.kind == Value::Kind::data &&
+        (r.data.is_object() || r.data.is_array()) &&
         l.data.get_ref<const std::string&>().find('%') == std::string::npos)
       return l;
     if (op == "~") {
@@ -1020,28 +1023,32 @@ class Renderer {
       need_data("items");
       return call_method(v, "items", {}, e.line);
     }
+    // jinja2's do_int / do_float: int(value) (for text, else int(float(text))) or float(value),
+    // and the default (0 / 0.0, or default=) for what Python refuses.
     if (f == "int") {
+      const Value* dflt = args.get(0, "default");
+      const Value fallback = dflt ? *dflt : Value::of(int64_t{0});
       if (v.kind == Value::Kind::data && is_int_like(v.data)) return Value::of(int_value(v.data));
-      if (v.kind == Value::Kind::data && v.data.is_number())
-        return Value::of(static_cast<int64_t>(v.data.get<double>()));
+      std::optional<double> x;
+      if (v.kind == Value::Kind::data && v.data.is_number()) x = v.data.get<double>();
       if (v.is_string()) {
-        try {
-          return Value::of(static_cast<int64_t>(std::stoll(v.data.get<std::string>())));
-        } catch (const std::exception&) {
-        }
+        if (const auto i = py::parse_int(v.data.get<std::string>())) return Value::of(*i);
+        x = py::parse_float(v.data.get<std::string>());
       }
-      return Value::of(int64_t{0});
+      if (!x || !std::isfinite(*x)) return fallback;
+      const double t = std::trunc(*x);
+      if (std::fabs(t) >= 9.2233720368547758e18)
+        eval_error(e.line, "int filter: value out of range");
+      return Value::of(static_cast<int64_t>(t));
     }
     if (f == "float") {
+      const Value* dflt = args.get(0, "default");
       if (v.kind == Value::Kind::data && is_number_like(v.data))
         return Value::of(float_value(v.data));
       if (v.is_string()) {
-        try {
-          return Value::of(std::stod(v.data.get<std::string>()));
-        } catch (const std::exception&) {
-        }
+        if (const auto x = py::parse_float(v.data.get<std::string>())) return Value::of(*x);
       }
-      return Value::of(0.0);
+      return dflt ? *dflt : Value::of(0.0);
     }
     if (f == "abs") {
       need_data("abs");

@@ -1,6 +1,9 @@
 #include "lib/chat/python_str.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <cstdlib>
 
 #include "lib/tokenizer/unicode.h"
 
@@ -283,6 +286,63 @@ int64_t count(std::string_view s, std::string_view sub) {
 int64_t find(std::string_view s, std::string_view sub) {
   const size_t k = s.find(sub);
   return k == std::string_view::npos ? -1 : char_index(s, k);
+}
+
+std::optional<int64_t> parse_int(std::string_view text) {
+  const std::string t = strip(text, nullptr, true, true);
+  size_t i = 0;
+  const bool negative = !t.empty() && t[0] == '-';
+  if (!t.empty() && (t[0] == '-' || t[0] == '+')) ++i;
+  if (i == t.size()) return std::nullopt;
+  uint64_t value = 0;
+  bool digit_before = false;
+  for (; i < t.size(); ++i) {
+    if (t[i] == '_' && digit_before && i + 1 < t.size() && t[i + 1] >= '0' && t[i + 1] <= '9') {
+      digit_before = false;
+      continue;
+    }
+    if (t[i] < '0' || t[i] > '9') return std::nullopt;
+    const uint64_t next = value * 10 + static_cast<uint64_t>(t[i] - '0');
+    if (value > (uint64_t{1} << 63) / 10 || next > (uint64_t{1} << 63)) return std::nullopt;
+    value = next;
+    digit_before = true;
+  }
+  if (!negative && value > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+  return negative ? static_cast<int64_t>(0 - value) : static_cast<int64_t>(value);
+}
+
+std::optional<double> parse_float(std::string_view text) {
+  std::string t = strip(text, nullptr, true, true);
+  // Python's syntax: digits with single "_" between them, ".", an exponent; or inf / infinity
+  // / nan with a sign. strtod would also take hex floats and "nan(...)": checked first.
+  std::string plain;
+  size_t i = 0;
+  if (!t.empty() && (t[0] == '-' || t[0] == '+')) plain += t[i++];
+  std::string rest = t.substr(i);
+  for (char& c : rest) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (rest == "inf" || rest == "infinity" || rest == "nan") return std::strtod(t.c_str(), nullptr);
+  bool digits = false, dot = false, exponent = false;
+  for (size_t k = 0; k < rest.size(); ++k) {
+    const char c = rest[k];
+    if (c >= '0' && c <= '9') {
+      digits = true;
+    } else if (c == '_' && k > 0 && k + 1 < rest.size() &&
+               std::isdigit(static_cast<unsigned char>(rest[k - 1])) &&
+               std::isdigit(static_cast<unsigned char>(rest[k + 1]))) {
+      continue;
+    } else if (c == '.' && !dot && !exponent) {
+      dot = true;
+    } else if (c == 'e' && digits && !exponent) {
+      exponent = true;
+      digits = false;
+      if (k + 1 < rest.size() && (rest[k + 1] == '+' || rest[k + 1] == '-')) plain += rest[k++];
+    } else {
+      return std::nullopt;
+    }
+    plain += rest[k];
+  }
+  if (!digits) return std::nullopt;
+  return std::strtod(plain.c_str(), nullptr);
 }
 
 }  // namespace oxi::jinja::py

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,5 +48,11 @@ std::vector<std::string> splitlines(std::string_view s);
 std::string replace(std::string_view s, std::string_view from, std::string_view to, int64_t count);
 int64_t count(std::string_view s, std::string_view sub);
 int64_t find(std::string_view s, std::string_view sub);
+
+// int(text) and float(text): surrounding whitespace allowed, int with a sign and "_" between
+// digits, float also "1e3", ".5", "inf", "nan"; nullopt where Python raises (or an int beyond
+// 64 bits).
+std::optional<int64_t> parse_int(std::string_view text);
+std::optional<double> parse_float(std::string_view text);
 
 }  // namespace oxi::jinja::py
