@@ -16,8 +16,7 @@
 // by character, casing and whitespace are Unicode's as Python has them (python_str.h), `**`
 // groups as in jinja2, floats floor-divide and round as CPython does.
 // Not supported: dict literals with non-string keys (Seed-OSS's thinking budgets), integers
-// beyond 64 bits (an error where Python would make a big int; |int of text takes ASCII
-// digits only), tuples
+// beyond 64 bits (an error where Python would make a big int), tuples
 // (a tuple is a list: it prints as [..], not (..)), printf-style `%` formatting, str.format(),
 // the center / truncate / batch filters. jinja2's lazy values print differently: dict.items()
 // and |reverse without |list print as lists here (jinja2: dict_items(...) or an iterator's

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "lib/core/json_string.h"
+#include "lib/tokenizer/unicode.h"
 
 namespace oxi::jinja {
 
@@ -68,15 +69,37 @@ std::string python_float_repr(double d) {
 
 namespace {
 
+// Python's str.isprintable() for one character: not a control, format, surrogate, private-use,
+// unassigned or separator character (the space excepted).
+bool python_printable(char32_t c) {
+  using tokenizer::Category;
+  if (c == ' ') return true;
+  switch (tokenizer::category(c)) {
+    case Category::Cc:
+    case Category::Cf:
+    case Category::Cs:
+    case Category::Co:
+    case Category::Cn:
+    case Category::Zl:
+    case Category::Zp:
+    case Category::Zs:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// Python's repr() of a str: quoted with ' (or " when only ' occurs), backslash escapes for
+// \\, the quote, \t \n \r, and \xhh / \uhhhh / \Uhhhhhhhh for what is not printable.
 std::string python_str_repr(const std::string& s) {
   const bool has_single = s.find('\'') != std::string::npos;
   const bool has_double = s.find('"') != std::string::npos;
   const char quote = (has_single && !has_double) ? '"' : '\'';
   std::string out(1, quote);
-  for (unsigned char c : s) {
+  for (char32_t c : tokenizer::decode_utf8(s)) {
     if (c == '\\')
       out += "\\\\";
-    else if (c == static_cast<unsigned char>(quote))
+    else if (c == static_cast<char32_t>(quote))
       out += std::string("\\") + quote;
     else if (c == '\n')
       out += "\\n";
@@ -84,12 +107,13 @@ std::string python_str_repr(const std::string& s) {
       out += "\\r";
     else if (c == '\t')
       out += "\\t";
-    else if (c < 0x20 || c == 0x7f) {
-      char b[8];
-      std::snprintf(b, sizeof(b), "\\x%02x", c);
+    else if (c < 0x20 || c == 0x7f || (c >= 0x80 && !python_printable(c))) {
+      char b[16];
+      const unsigned v = static_cast<unsigned>(c);
+      std::snprintf(b, sizeof(b), c <= 0xff ? "\\x%02x" : c <= 0xffff ? "\\u%04x" : "\\U%08x", v);
       out += b;
     } else {
-      out += static_cast<char>(c);
+      tokenizer::append_utf8(out, c);
     }
   }
   out += quote;

@@ -288,8 +288,22 @@ int64_t find(std::string_view s, std::string_view sub) {
   return k == std::string_view::npos ? -1 : char_index(s, k);
 }
 
+// text with every Unicode decimal digit (category Nd) as its ASCII digit, as int() and float()
+// read them: Nd digits come in runs of whole 0-9 sets, so a digit's value is its distance from
+// the start of its run, modulo 10.
+std::string ascii_digits(std::string_view text) {
+  std::u32string cps = code_points(text);
+  for (char32_t& c : cps) {
+    if (c < 0x80 || tokenizer::category(c) != tokenizer::Category::Nd) continue;
+    char32_t start = c;
+    while (start > 0 && tokenizer::category(start - 1) == tokenizer::Category::Nd) --start;
+    c = U'0' + (c - start) % 10;
+  }
+  return utf8(cps);
+}
+
 std::optional<int64_t> parse_int(std::string_view text) {
-  const std::string t = strip(text, nullptr, true, true);
+  const std::string t = ascii_digits(strip(text, nullptr, true, true));
   size_t i = 0;
   const bool negative = !t.empty() && t[0] == '-';
   if (!t.empty() && (t[0] == '-' || t[0] == '+')) ++i;
@@ -312,7 +326,7 @@ std::optional<int64_t> parse_int(std::string_view text) {
 }
 
 std::optional<double> parse_float(std::string_view text) {
-  std::string t = strip(text, nullptr, true, true);
+  std::string t = ascii_digits(strip(text, nullptr, true, true));
   // Python's syntax: digits with single "_" between them, ".", an exponent; or inf / infinity
   // / nan with a sign. strtod would also take hex floats and "nan(...)": checked first.
   std::string plain;

@@ -49,9 +49,9 @@ std::string replace(std::string_view s, std::string_view from, std::string_view 
 int64_t count(std::string_view s, std::string_view sub);
 int64_t find(std::string_view s, std::string_view sub);
 
-// int(text) and float(text): surrounding whitespace allowed, int with a sign and "_" between
-// digits, float also "1e3", ".5", "inf", "nan"; nullopt where Python raises (or an int beyond
-// 64 bits).
+// int(text) and float(text): surrounding whitespace allowed, digits of any script, int with a
+// sign and "_" between digits, float also "1e3", ".5", "inf", "nan"; nullopt where Python
+// raises (or an int beyond 64 bits).
 std::optional<int64_t> parse_int(std::string_view text);
 std::optional<double> parse_float(std::string_view text);
 

@@ -168,9 +168,10 @@ CASES = [
 EXPRESSION_CONTEXT = {
     "n": 7, "z": 0, "f": 2.5, "g": -0.1, "s": "Hello World", "e": "", "u": "héllo wörld ΟΔΟΣ ǆemal",
     "w": "ﬁne straße  İstanbul\tΣ.", "l": [3, 1, 2], "ls": ["b", "A", "c", "é"], "d": {"b": 1, "a": 2},
-    "t": True, "fl": False, "none": None,
+    "c": "tab\there\x00 nbsp\xa0 zw\u200b 'q' \\ é\u3000🦙\U000e0001", "t": True, "fl": False, "none": None,
     "msgs": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo", "name": "bot"}]}
-ATOMS = ["n", "z", "f", "g", "s", "e", "u", "w", "l", "ls", "d", "t", "fl", "none", "msgs",
+ATOMS = ["n", "z", "f", "g", "s", "e", "u", "w", "c", "[c]", "{'k': c, c: 'v'}", "l", "ls", "d",
+         "t", "fl", "none", "msgs",
          "0", "1", "2", "3", "-4", "10", "0.5", "2.0", "1e3", "0.1", "'a'", "'abc'", "''", "'x y z'",
          "'é'", "'ÉCOLE'", "'A,B'", "[1, 2]", "[]", "['x', 'Y']", "{'k': 1}", "{}", "true", "false",
          "none", "'42'", "'3.5'", "' pad '", "'ǅ'", "'²3'", "'٣'", "'12abc'", "' 1_000 '",
