@@ -95,22 +95,46 @@ struct Segment {
   int line;
 };
 
-std::vector<Segment> split_segments(std::string_view src) {
+// The source as jinja2's lexer reads it: every line break (\r\n, \r, \n) as "\n", and one
+// final line break dropped (keep_trailing_newline is off in transformers' environment), inside
+// string literals too.
+std::string normalized_source(std::string_view raw) {
+  std::string src;
+  src.reserve(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] == '\r') {
+      src += '\n';
+      if (i + 1 < raw.size() && raw[i + 1] == '\n') ++i;
+    } else {
+      src += raw[i];
+    }
+  }
+  if (!src.empty() && src.back() == '\n') src.pop_back();
+  return src;
+}
+
+std::vector<Segment> split_segments(std::string_view raw) {
+  const std::string source = normalized_source(raw);
+  const std::string_view src = source;
   std::vector<Segment> out;
   std::string text;
   int line = 1;
   bool strip_next_text = false;  // set by "-%}" / "-}}" / "-#}"
   bool trim_newline = false;     // trim_blocks: drop one newline after %} or #}
   size_t i = 0;
+  // lstrip_blocks: spaces and tabs before a block tag go when only they stand between the
+  // start of its line (in the source) and the tag.
+  const auto tag_starts_line = [&](size_t tag) {
+    size_t k = tag;
+    while (k > 0 && (src[k - 1] == ' ' || src[k - 1] == '\t')) --k;
+    return k == 0 || src[k - 1] == '\n';
+  };
   auto flush_text = [&](bool strip_right, bool lstrip_line) {
     if (strip_right) {
       while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
         text.pop_back();
     } else if (lstrip_line) {
-      // lstrip_blocks: remove spaces/tabs between the last newline and the tag.
-      size_t k = text.size();
-      while (k > 0 && (text[k - 1] == ' ' || text[k - 1] == '\t')) --k;
-      if (k == 0 || text[k - 1] == '\n') text.resize(k);
+      while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.pop_back();
     }
     if (!text.empty()) out.push_back({Segment::Kind::text, text, line});
     text.clear();
@@ -171,17 +195,21 @@ std::vector<Segment> split_segments(std::string_view src) {
     }
     if (q + 1 >= src.size()) syntax_error(tag_line, "unclosed tag");
     size_t body_end = q;
-    bool strip_right = false;
-    if (body_end > p && src[body_end - 1] == '-') strip_right = true, --body_end;
+    bool strip_right = false,
+         keep_right = false;  // "-%}": strip what follows; "+%}": no trim_blocks
+    if (body_end > p && src[body_end - 1] == '-')
+      strip_right = true, --body_end;
+    else if (body_end > p && src[body_end - 1] == '+' && open != '{')
+      keep_right = true, --body_end;
     const bool is_block = open != '{';
-    flush_text(strip_left, is_block && !keep_left);
+    flush_text(strip_left, is_block && !keep_left && tag_starts_line(i));
     if (open == '{')
       out.push_back({Segment::Kind::expr, std::string(src.substr(p, body_end - p)), tag_line});
     else if (open == '%')
       out.push_back({Segment::Kind::stmt, std::string(src.substr(p, body_end - p)), tag_line});
     i = q + 2;
     strip_next_text = strip_right;
-    trim_newline = is_block && !strip_right;
+    trim_newline = is_block && !strip_right && !keep_right;
   }
   flush_text(false, false);
   return out;

@@ -255,6 +255,65 @@ def expression_cases(count=1200, seed=5, per_case=25):
     return cases
 
 
+# Random templates of text and tags (fixed seed) for the whitespace rules: trim_blocks and
+# lstrip_blocks, "-" and "+" on either side of block, comment and variable tags, tags that do
+# or do not start their line, line breaks kept or dropped at the end of the template.
+WS_TEXT = ["", " ", "  ", "\n", "\n\n", " \n", "\n  ", "\t", "a", "b c", "x\n", "  y  \n",
+           "\n\tz", "  \n  ", "\r\n"]
+
+
+def random_ws_template(rng):
+    def marker():
+        return rng.choice(["", "", "-", "+"]) if rng.random() < 0.5 else ""
+
+    def text():
+        return "".join(rng.choice(WS_TEXT) for _ in range(rng.randint(0, 3)))
+
+    def tag(body):
+        return "{%" + marker() + " " + body + " " + marker() + "%}"
+
+    def block(depth):
+        parts = []
+        for _ in range(rng.randint(1, 4)):
+            r = rng.random()
+            parts.append(text())
+            if r < 0.3 or depth > 2:
+                parts.append("{{" + rng.choice(["", "-"]) + " " + rng.choice(["x", "ns.c", "y", "'q'"]) +
+                             " " + rng.choice(["", "-"]) + "}}")
+            elif r < 0.45:
+                parts.append(tag("if " + rng.choice(["x", "not x", "y > 1"])) + block(depth + 1) +
+                             (tag("else") + block(depth + 1) if rng.random() < 0.5 else "") + tag("endif"))
+            elif r < 0.6:
+                parts.append(tag(f"for i in range({rng.randint(0, 3)})") + block(depth + 1) + tag("endfor"))
+            elif r < 0.7:
+                parts.append(tag("set y = " + rng.choice(["1", "x", "(y or 0) + 1"])))
+            elif r < 0.8:
+                parts.append(tag("set ns.c = ns.c + 1"))
+            elif r < 0.9:
+                parts.append("{#" + marker() + " c " + marker() + "#}")
+            else:
+                parts.append(tag("for k in ['a', 'b']") + block(depth + 1) + tag("else") + "E" +
+                             tag("endfor"))
+        parts.append(text())
+        return "".join(parts)
+
+    return tag("set ns = namespace(c=0)") + block(0) + rng.choice(["", "\n", "\r\n", "\n\n"])
+
+
+def whitespace_cases(count=300, seed=9):
+    rng = random.Random(seed)
+    cases = []
+    for k in range(count):
+        template = random_ws_template(rng)
+        try:
+            expected = ENV.from_string(template).render(x=True)
+        except Exception:  # jinja2 refuses it: not a case
+            continue
+        cases.append({"name": f"whitespace_random/{k}", "template": template, "context": {"x": True},
+                      "expected": expected})
+    return cases
+
+
 def main():
     out = []
     for tname, cname in CASES:
@@ -266,6 +325,7 @@ def main():
         case.update({"name": f"{tname}/{cname}", "template": TEMPLATES[tname], "context": CONTEXTS[cname]})
         out.append(case)
     out.extend(expression_cases())
+    out.extend(whitespace_cases())
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     path = os.path.join(root, "tests", "chat", "jinja_cases.json")
     with open(path, "w", encoding="utf-8") as f:
