@@ -214,6 +214,13 @@ class Renderer {
       scopes_.back()[it.key()] = Value::of(it.value());
     }
   }
+  // A namespace may hold itself (set ns.me = ns): emptying every namespace of the render frees
+  // such cycles, which reference counts alone would keep. None outlives the render.
+  ~Renderer() {
+    for (const auto& ns : namespaces_) ns->clear();
+  }
+  Renderer(const Renderer&) = delete;
+  Renderer& operator=(const Renderer&) = delete;
 
   Flow exec_body(const Body& body, std::string& out) {
     for (const StmtPtr& s : body) {
@@ -734,6 +741,7 @@ class Renderer {
       Value ns;
       ns.kind = Value::Kind::ns;
       ns.ns = std::make_shared<Namespace>();
+      namespaces_.push_back(ns.ns);
       for (auto& [k, v] : args.kw) (*ns.ns)[k] = v;
       return ns;
     }
@@ -1317,6 +1325,7 @@ class Renderer {
   }
 
   std::vector<std::map<std::string, Value>> scopes_;
+  std::vector<std::shared_ptr<Namespace>> namespaces_;  // every namespace() of the render
   int64_t steps_ = 0;
   int macro_depth_ = 0;
 };
