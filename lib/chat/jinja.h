@@ -5,7 +5,8 @@
 //   oxi::jinja::Template t(source);                    // throws oxi::Error on syntax errors
 //   std::string prompt = t.render({{"messages", msgs}, {"add_generation_prompt", true}});
 //
-// Supported: {{ }}, {% if/elif/else %}, {% for a[, b] in x [if c] %} with loop.*, else,
+// Supported: {{ }}, {% if/elif/else %}, {% for a[, b] in x [if c] %} with loop.* (cycle() and
+// changed() too; not recursive loops), else,
 // break/continue, {% set %} (also ns.attr and block form), {% macro %}, {% filter %} blocks,
 // namespace(), range(), dict(), raise_exception(), strftime_now() (the globals resolve as
 // names, so `strftime_now is defined` holds), string literals with Python's escapes, |safe

@@ -369,12 +369,15 @@ class Renderer {
       return;
     }
     const int64_t n = static_cast<int64_t>(items.size());
+    loops_.emplace_back();
     for (int64_t i = 0; i < n; ++i) {
       step(s.line);
       scopes_.emplace_back();
-      Json loop = {{"index", i + 1},        {"index0", i}, {"first", i == 0},
-                   {"last", i == n - 1},    {"length", n}, {"revindex", n - i},
-                   {"revindex0", n - i - 1}};
+      loops_.back().index0 = i;
+      // depth: loops here are not recursive, so every one is at depth 1
+      Json loop = {{"index", i + 1},         {"index0", i}, {"first", i == 0},
+                   {"last", i == n - 1},     {"length", n}, {"revindex", n - i},
+                   {"revindex0", n - i - 1}, {"depth", 1},  {"depth0", 0}};
       if (i > 0 && items[i - 1].kind == Value::Kind::data) loop["previtem"] = items[i - 1].data;
       if (i + 1 < n && items[i + 1].kind == Value::Kind::data) loop["nextitem"] = items[i + 1].data;
       assign("loop", Value::of(std::move(loop)));
@@ -383,6 +386,7 @@ class Renderer {
       scopes_.pop_back();
       if (f == Flow::break_) break;
     }
+    loops_.pop_back();
   }
 
   // ---- expressions ----
@@ -722,6 +726,22 @@ class Renderer {
 
   Value call(const Expr& e) {
     Args args = eval_args(e);
+    // loop.cycle(a, b, ...): the argument of this iteration, in turn; loop.changed(a, ...):
+    // whether the values differ from the last call's in this loop (true the first time).
+    if (e.a->kind == Expr::Kind::attr && e.a->a->kind == Expr::Kind::name &&
+        e.a->a->name == "loop" && !loops_.empty() &&
+        (e.a->name == "cycle" || e.a->name == "changed")) {
+      LoopFrame& frame = loops_.back();
+      if (e.a->name == "cycle") {
+        if (args.pos.empty()) eval_error(e.line, "loop.cycle() needs at least one value");
+        return args.pos[static_cast<size_t>(frame.index0) % args.pos.size()];
+      }
+      Json values = Json::array();
+      for (const Value& a : args.pos) values.push_back(data_of(a, e.line));
+      const bool changed = !frame.changed_last || *frame.changed_last != values;
+      frame.changed_last = std::move(values);
+      return Value::of(changed);
+    }
     if (e.a->kind == Expr::Kind::attr) {
       Value obj = defined(*e.a->a);
       return call_method(obj, e.a->name, args, e.line);
@@ -1326,6 +1346,11 @@ class Renderer {
 
   std::vector<std::map<std::string, Value>> scopes_;
   std::vector<std::shared_ptr<Namespace>> namespaces_;  // every namespace() of the render
+  struct LoopFrame {
+    int64_t index0 = 0;
+    std::optional<Json> changed_last;  // loop.changed()'s values of its last call
+  };
+  std::vector<LoopFrame> loops_;  // the for loops running, innermost last
   int64_t steps_ = 0;
   int macro_depth_ = 0;
 };

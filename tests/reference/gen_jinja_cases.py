@@ -314,6 +314,61 @@ def whitespace_cases(count=300, seed=9):
     return cases
 
 
+# Random nested for loops (fixed seed): every loop.* attribute, loop.cycle() and loop.changed(),
+# break / continue, loop filters, else branches, set inside loops (scoped) and through a
+# namespace (not).
+LOOP_CONTEXT = {"l": [3, 1, 2], "ls": ["b", "a"], "d": {"b": 1, "a": 2}, "e": [], "n": 2,
+                "msgs": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
+LOOP_ITERABLES = ["l", "ls", "d", "msgs", "e", "range(n)", "range(3, 0, -1)", "l | sort", "'ab'",
+                  "msgs | selectattr('role', 'equalto', 'user')", "l if l else []"]
+LOOP_VALUES = ["loop.index", "loop.index0", "loop.revindex", "loop.revindex0", "loop.first",
+               "loop.last", "loop.length", "loop.previtem", "loop.nextitem", "loop.cycle('o', 'e')",
+               "loop.changed(x)", "loop.depth", "loop.depth0", "x", "x ~ '!'", "ns.t", "y"]
+
+
+def random_loop_template(rng):
+    def body(depth):
+        parts = []
+        for _ in range(rng.randint(1, 3)):
+            r = rng.random()
+            if r < 0.35 or depth > 2:
+                parts.append("{{ " + rng.choice(LOOP_VALUES) + " }},")
+            elif r < 0.5:
+                parts.append("{% if " + rng.choice(["loop.first", "loop.last", "loop.index is even", "x",
+                                                    "not loop.last"]) + " %}" + body(depth + 1) +
+                             "{% else %}-{% endif %}")
+            elif r < 0.6:
+                parts.append("{% if loop.index > 1 %}{% " + rng.choice(["break", "continue"]) +
+                             " %}{% endif %}")
+            elif r < 0.7:
+                parts.append("{% set ns.t = ns.t ~ loop.index %}")
+            elif r < 0.8:
+                parts.append("{% set y = loop.index %}")
+            else:
+                v = rng.choice(["x", "z"])
+                condition = " if " + v + rng.choice([" != 1", ""]) if rng.random() < 0.3 else ""
+                parts.append("{% for " + v + " in " + rng.choice(LOOP_ITERABLES) + condition + " %}[" +
+                             body(depth + 1) + "]{% else %}E{% endfor %}")
+        return "".join(parts)
+
+    return ("{% set ns = namespace(t='') %}{% set y = 0 %}{% for x in " + rng.choice(LOOP_ITERABLES) +
+            " %}" + body(0) + "{% endfor %}|{{ ns.t }}|{{ y }}")
+
+
+def loop_cases(count=200, seed=13):
+    rng = random.Random(seed)
+    cases = []
+    for k in range(count):
+        template = random_loop_template(rng)
+        try:
+            expected = ENV.from_string(template).render(**json.loads(json.dumps(LOOP_CONTEXT)))
+        except Exception:  # jinja2 refuses it: not a case
+            continue
+        cases.append({"name": f"loops_random/{k}", "template": template, "context": LOOP_CONTEXT,
+                      "expected": expected})
+    return cases
+
+
 def main():
     out = []
     for tname, cname in CASES:
@@ -326,6 +381,7 @@ def main():
         out.append(case)
     out.extend(expression_cases())
     out.extend(whitespace_cases())
+    out.extend(loop_cases())
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     path = os.path.join(root, "tests", "chat", "jinja_cases.json")
     with open(path, "w", encoding="utf-8") as f:
