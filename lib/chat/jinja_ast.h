@@ -68,7 +68,8 @@ struct Stmt {
   ExprPtr expr;                      // output / set value / for iterable
   std::vector<ExprPtr> conditions;   // if / elif conditions
   std::vector<Body> branches;        // if: one body per condition, then else (optional)
-  std::vector<std::string> targets;  // for: loop variables; set: name or {ns, attr}
+  std::vector<std::string> targets;  // for: loop variables; set: name, {ns, attr} or names
+  bool unpack = false;               // set a, b = ...: targets are names to unpack into
   ExprPtr loop_filter;               // for ... if cond
   Body body;                         // for / set_block / macro body
   Body else_body;                    // for ... else

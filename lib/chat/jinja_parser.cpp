@@ -792,6 +792,12 @@ class TemplateParser {
       if (p.is_op(".")) {
         p.next();
         s->targets.push_back(p.expect_name());
+      } else {
+        while (p.is_op(",")) {  // set a, b = ...
+          p.next();
+          s->targets.push_back(p.expect_name());
+          s->unpack = true;
+        }
       }
       if (p.is_op("=")) {
         p.next();

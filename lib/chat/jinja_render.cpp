@@ -306,6 +306,14 @@ class Renderer {
   }
 
   void set_target(const Stmt& s, Value v) {
+    if (s.unpack) {  // set a, b = pair
+      const std::vector<Value> items = iterate(v, s.line);
+      if (items.size() != s.targets.size())
+        eval_error(s.line, "cannot unpack " + std::to_string(items.size()) + " values into " +
+                               std::to_string(s.targets.size()) + " names");
+      for (size_t i = 0; i < items.size(); ++i) assign(s.targets[i], items[i]);
+      return;
+    }
     if (s.targets.size() == 1) {
       assign(s.targets[0], std::move(v));
       return;
@@ -820,6 +828,18 @@ class Renderer {
       else
         assign(m.params[i], Value::undefined());
     }
+    // what no parameter takes: the extra positional arguments as varargs, the other keyword
+    // arguments as kwargs (jinja2 refuses them when the body does not use these names; here
+    // they are always there)
+    Json varargs = Json::array(), kwargs = Json::object();
+    for (size_t i = m.params.size(); i < args.pos.size(); ++i)
+      varargs.push_back(data_of(args.pos[i], m.line));
+    for (const auto& [name, value] : args.kw) {
+      if (std::find(m.params.begin(), m.params.end(), name) == m.params.end())
+        kwargs[name] = data_of(value, m.line);
+    }
+    assign("varargs", Value::of(std::move(varargs)));
+    assign("kwargs", Value::of(std::move(kwargs)));
     std::string out;
     exec_body(m.body, out);
     scopes_.pop_back();
@@ -987,12 +1007,28 @@ class Renderer {
     }
     if (f == "length" || f == "count") return Value::of(length_of(v, e.line));
     if (f == "tojson") {
+      // transformers' tojson(x, ensure_ascii=False, indent=None, separators=None,
+      // sort_keys=False)
       need_data("tojson");
-      const Value* ind = args.get(0, "indent");
-      const int indent = ind && ind->kind == Value::Kind::data && is_int_like(ind->data)
-                             ? static_cast<int>(std::clamp<int64_t>(int_value(ind->data), -1, 64))
-                             : -1;
-      return Value::of(to_json_text(v.data, indent));
+      JsonStyle style;
+      const Value* ascii = args.get(0, "ensure_ascii");
+      style.ensure_ascii = ascii && ascii->truthy();
+      const Value* ind = args.get(1, "indent");
+      if (ind && ind->kind == Value::Kind::data && is_int_like(ind->data))
+        style.indent = static_cast<int>(std::clamp<int64_t>(int_value(ind->data), -1, 64));
+      const Value* seps = args.get(2, "separators");
+      if (seps && seps->kind == Value::Kind::data && seps->data.is_array()) {
+        if (seps->data.size() != 2 || !seps->data[0].is_string() || !seps->data[1].is_string())
+          eval_error(e.line, "tojson separators must be two strings");
+        style.item_separator = seps->data[0].get<std::string>();
+        style.key_separator = seps->data[1].get<std::string>();
+        // an empty separator is written as given, not as the default
+        if (style.item_separator.empty() || style.key_separator.empty())
+          eval_error(e.line, "tojson: empty separators are not supported");
+      }
+      const Value* sort = args.get(3, "sort_keys");
+      style.sort_keys = sort && sort->truthy();
+      return Value::of(to_json_text(v.data, style));
     }
     if (f == "string") return Value::of(to_python_str(v));
     if (f == "title") return Value::of(title_filter(to_python_str(v)));
@@ -1202,11 +1238,22 @@ class Renderer {
       return Value::of(std::move(out));
     }
     if (f == "unique") {
+      // jinja2's do_unique(case_sensitive=False, attribute=None): the first of each value,
+      // strings compared lowercased
+      const Value* cs = args.get(0, "case_sensitive");
+      const Value* attr = args.get(1, "attribute");
+      const bool case_sensitive = cs && cs->truthy();
       Json out = Json::array();
+      std::vector<Value> seen;
       for (const Value& x : iterate(v, e.line)) {
-        bool seen = false;
-        for (const Json& y : out) seen = seen || y == x.data;
-        if (!seen) out.push_back(x.data);
+        Value key = attr && attr->is_string() ? get_attr(x, attr->data.get<std::string>()) : x;
+        if (!case_sensitive && key.is_string())
+          key = Value::of(py::lower(key.data.get<std::string>()));
+        bool found = false;
+        for (const Value& k : seen) found = found || equal_values(k, key);
+        if (found) continue;
+        seen.push_back(key);
+        out.push_back(data_of(x, e.line));
       }
       return Value::of(std::move(out));
     }
@@ -1328,9 +1375,22 @@ class Renderer {
       }
       return t == "odd" ? rest == 1 : rest == 0;
     }
-    if (t == "equalto" || t == "eq" || t == "==" || t == "sameas")
-      return !args.empty() && equal_values(v, args[0]);
+    if (t == "equalto" || t == "eq" || t == "==") return !args.empty() && equal_values(v, args[0]);
+    // `is`: the same type as well (1 is not True)
+    if (t == "sameas")
+      return !args.empty() && equal_values(v, args[0]) &&
+             (v.kind != Value::Kind::data || args[0].kind != Value::Kind::data ||
+              v.data.type() == args[0].data.type());
     if (t == "ne" || t == "!=") return !args.empty() && !equal_values(v, args[0]);
+    if (t == "gt" || t == "greaterthan" || t == ">" || t == "ge" || t == ">=" || t == "lt" ||
+        t == "lessthan" || t == "<" || t == "le" || t == "<=") {
+      if (args.empty()) eval_error(line, "'" + t + "' test needs a value to compare with");
+      const int c = compare_values(v, args[0], line);
+      if (t == "gt" || t == "greaterthan" || t == ">") return c > 0;
+      if (t == "ge" || t == ">=") return c >= 0;
+      if (t == "lt" || t == "lessthan" || t == "<") return c < 0;
+      return c <= 0;
+    }
     if (t == "in") return !args.empty() && contains(args[0], v, line);
     eval_error(line, "unsupported test '" + t + "'");
   }

@@ -1,8 +1,10 @@
 #include "lib/chat/jinja_value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "lib/core/json_string.h"
 #include "lib/tokenizer/unicode.h"
@@ -120,11 +122,47 @@ std::string python_str_repr(const std::string& s) {
   return out;
 }
 
-void dump_json(std::string& out, const Json& j, int indent, int depth) {
-  const bool pretty = indent >= 0;
+// A JSON string as json.dumps writes it; with ensure_ascii every character outside ' '..'~' as
+// \\uXXXX (a surrogate pair above U+FFFF), the named escapes kept.
+void append_dumped_string(std::string& out, const std::string& s, bool ensure_ascii) {
+  if (!ensure_ascii) {
+    append_json_string(out, s);
+    return;
+  }
+  out += '"';
+  for (char32_t c : tokenizer::decode_utf8(s)) {
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      out += static_cast<char>(c);
+      continue;
+    }
+    if (c < 0x80) {  // the named escapes and \u00XX as without ensure_ascii; DEL as \u007f
+      std::string one;
+      append_json_string(one, std::string(1, static_cast<char>(c)));
+      out += c == 0x7f ? std::string("\\u007f") : one.substr(1, one.size() - 2);
+      continue;
+    }
+    char b[16];
+    if (c > 0xFFFF) {
+      const char32_t v = c - 0x10000;
+      std::snprintf(b, sizeof(b), "\\u%04x\\u%04x", static_cast<unsigned>(0xD800 + (v >> 10)),
+                    static_cast<unsigned>(0xDC00 + (v & 0x3FF)));
+    } else {
+      std::snprintf(b, sizeof(b), "\\u%04x", static_cast<unsigned>(c));
+    }
+    out += b;
+  }
+  out += '"';
+}
+
+void dump_json(std::string& out, const Json& j, const JsonStyle& style, int depth) {
+  const bool pretty = style.indent >= 0;
+  const std::string& item_sep = !style.item_separator.empty() ? style.item_separator
+                                : pretty                      ? ","
+                                                              : ", ";
+  const std::string& key_sep = !style.key_separator.empty() ? style.key_separator : ": ";
   auto newline = [&](int d) {
     out += '\n';
-    out.append(static_cast<size_t>(indent * d), ' ');
+    out.append(static_cast<size_t>(style.indent * d), ' ');
   };
   if (j.is_null())
     out += "null";
@@ -140,7 +178,7 @@ void dump_json(std::string& out, const Json& j, int indent, int depth) {
            : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity")
                            : python_float_repr(d);
   } else if (j.is_string())
-    append_json_string(out, j.get_ref<const std::string&>());
+    append_dumped_string(out, j.get_ref<const std::string&>(), style.ensure_ascii);
   else if (j.is_array()) {
     if (j.empty()) {
       out += "[]";
@@ -149,10 +187,10 @@ void dump_json(std::string& out, const Json& j, int indent, int depth) {
     out += '[';
     bool first = true;
     for (const Json& e : j) {
-      if (!first) out += pretty ? "," : ", ";
+      if (!first) out += item_sep;
       first = false;
       if (pretty) newline(depth + 1);
-      dump_json(out, e, indent, depth + 1);
+      dump_json(out, e, style, depth + 1);
     }
     if (pretty) newline(depth);
     out += ']';
@@ -161,15 +199,20 @@ void dump_json(std::string& out, const Json& j, int indent, int depth) {
       out += "{}";
       return;
     }
+    std::vector<Json::const_iterator> members;
+    for (auto it = j.begin(); it != j.end(); ++it) members.push_back(it);
+    if (style.sort_keys)
+      std::stable_sort(members.begin(), members.end(),
+                       [](const auto& a, const auto& b) { return a.key() < b.key(); });
     out += '{';
     bool first = true;
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      if (!first) out += pretty ? "," : ", ";
+    for (const auto& it : members) {
+      if (!first) out += item_sep;
       first = false;
       if (pretty) newline(depth + 1);
-      append_json_string(out, it.key());
-      out += ": ";
-      dump_json(out, it.value(), indent, depth + 1);
+      append_dumped_string(out, it.key(), style.ensure_ascii);
+      out += key_sep;
+      dump_json(out, it.value(), style, depth + 1);
     }
     if (pretty) newline(depth);
     out += '}';
@@ -215,9 +258,9 @@ std::string to_python_str(const Value& v) {
   return to_python_repr(v.data);
 }
 
-std::string to_json_text(const Json& j, int indent) {
+std::string to_json_text(const Json& j, const JsonStyle& style) {
   std::string out;
-  dump_json(out, j, indent, 0);
+  dump_json(out, j, style, 0);
   return out;
 }
 

@@ -53,7 +53,17 @@ std::string to_python_str(const Value& v);
 std::string to_python_repr(const Json& j);
 std::string python_float_repr(double d);
 
-// json.dumps(value, ensure_ascii=False, indent=indent) as transformers' tojson filter does.
-std::string to_json_text(const Json& j, int indent);
+// json.dumps(value, ensure_ascii, indent, separators, sort_keys) as transformers' tojson filter
+// calls it (its defaults: ensure_ascii=False, no indent, Python's separators for the indent).
+struct JsonStyle {
+  int indent = -1;  // < 0: one line
+  bool ensure_ascii = false;
+  bool sort_keys = false;
+  std::string item_separator, key_separator;  // empty: json.dumps' defaults
+};
+std::string to_json_text(const Json& j, const JsonStyle& style);
+inline std::string to_json_text(const Json& j, int indent) {
+  return to_json_text(j, JsonStyle{indent});
+}
 
 }  // namespace oxi::jinja

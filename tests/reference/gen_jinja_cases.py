@@ -147,6 +147,13 @@ CONTEXTS = {
              "people": [{"name": "al", "age": 3}, {"name": "bo", "age": 4}, {"name": "cy", "age": 5}]},
 }
 
+TEMPLATES["macros_args_unpack"] = """
+{%- macro m(a, b=2) %}[{{ a }}|{{ b }}|{{ varargs | list }}|{{ kwargs | tojson }}]{% endmacro %}
+{{- m(1) }}{{ m(1, 3) }}{{ m(a=5, b='x') }}{{ m(b=0, a=9) }}{{ m(1, 2, 3, 4) }}{{ m(1, z=2) }}
+{%- set a, b = [1, 2] %}{{ b }}{{ a }}{% set c, d = 'xy' %}{{ d }}{{ c }}
+{%- for k, v in {'b': 1, 'a': 2} | dictsort(by='value', reverse=true) %}{{ k }}{{ v }}{% endfor %}
+"""
+
 CASES = [
     ("thinking_chatml", "chat"), ("thinking_chatml", "chat_thinking_off"),
     ("headers_tools", "chat"), ("headers_tools", "chat_tools"), ("headers_tools", "chat_no_system"),
@@ -154,7 +161,7 @@ CASES = [
     ("whitespace", "data"), ("values", "data"), ("loops", "data"), ("filters", "data"),
     ("tests", "data"), ("macros", "data"), ("globals", "data"), ("escapes", "data"),
     ("markup_indent_filter", "data"), ("undefined_attribute", "data"),
-    ("error_alternation", "chat"),
+    ("error_alternation", "chat"), ("macros_args_unpack", "data"),
 ]
 
 
@@ -184,10 +191,13 @@ FILTERS = ["length", "string", "int", "float", "abs", "round", "round(1)", "roun
            "list", "join(',')", "join", "reverse|list", "sort", "sort(reverse=true)",
            "sort(case_sensitive=true)", "unique|list", "default('D')", "default('D', true)",
            "tojson", "e", "replace('l', 'L')", "sum", "min", "max", "select|list", "reject|list",
-           "map('upper')|list", "map('title')|list", "indent(2)", "wordcount", "count"]
+           "map('upper')|list", "map('title')|list", "indent(2)", "wordcount", "count",
+           "tojson(indent=2, sort_keys=true)", "tojson(ensure_ascii=true)",
+           "tojson(separators=(',', ':'))", "tojson(true, 1)"]
 TESTS = ["defined", "undefined", "none", "string", "number", "integer", "float", "mapping",
          "iterable", "sequence", "odd", "even", "divisibleby(3)", "true", "false", "boolean",
-         "lower", "upper", "equalto(1)", "sameas(none)", "in([1, 2])"]
+         "lower", "upper", "equalto(1)", "sameas(none)", "sameas(true)", "in([1, 2])", "gt(1)",
+         "ge(2.5)", "lt('m')", "le(0)", "ne(7)"]
 STR_METHODS = ["upper()", "lower()", "title()", "capitalize()", "strip()", "lstrip('h')",
                "rstrip('.')", "split()", "split(' ')", "split(' ', 1)", "rsplit(' ', 1)",
                "rsplit(none, 1)", "startswith('h')", "startswith(('x', 'H'))", "endswith('.')",
