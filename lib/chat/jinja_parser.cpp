@@ -562,9 +562,11 @@ class ExprParser {
             continue;
           }
           if (is_op("]")) break;
+          if (parts[n_colons]) syntax_error(line_, "expected ':' or ']' in a subscript");
           parts[n_colons] = parse_expression();
         }
         expect_op("]");
+        if (n_colons == 0 && !parts[0]) syntax_error(line_, "empty subscript []");
         if (n_colons == 0) {
           auto s = make(Expr::Kind::subscript);
           s->a = std::move(e);

@@ -48,6 +48,8 @@ TEST(Jinja, SyntaxErrorsNameTheLine) {
   EXPECT_THROW(oxi::jinja::Template("{{ 1 + }}"), oxi::Error);
   EXPECT_THROW(oxi::jinja::Template("{% frobnicate %}"), oxi::Error);
   EXPECT_THROW(oxi::jinja::Template("{{ 'unterminated }}"), oxi::Error);
+  EXPECT_THROW(oxi::jinja::Template("{{ x[] }}"), oxi::Error);
+  EXPECT_THROW(oxi::jinja::Template("{{ x[1 2] }}"), oxi::Error);
 }
 
 // A namespace that holds itself renders as in jinja2 and is freed with the render (the
