@@ -305,7 +305,10 @@ std::vector<Token> tokenize(const std::string& code, int line) {
         break;
       }
     }
-    if (!matched) syntax_error(line, std::string("unexpected character '") + c + "'");
+    if (!matched) {  // the whole character, so that the message stays UTF-8
+      const size_t n = std::min(tokenizer::decode_code_point(code, i).length, code.size() - i);
+      syntax_error(line, "unexpected character '" + code.substr(i, n) + "'");
+    }
   }
   out.push_back({Token::Kind::end, "", {}});
   return out;
