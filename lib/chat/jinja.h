@@ -6,23 +6,25 @@
 //   std::string prompt = t.render({{"messages", msgs}, {"add_generation_prompt", true}});
 //
 // Supported: {{ }}, {% if/elif/else %}, {% for a[, b] in x [if c] %} with loop.* (cycle() and
-// changed() too; not recursive loops), else,
-// break/continue, {% set %} (also ns.attr and block form), {% macro %}, {% filter %} blocks,
-// namespace(), range(), dict(), raise_exception(), strftime_now() (the globals resolve as
-// names, so `strftime_now is defined` holds), string literals with Python's escapes, |safe
-// strings that HTML-escape what `+` joins to them (jinja2's Markup), attributes of undefined
-// values raising as jinja2's Undefined does, the filters and tests listed in jinja_render.cpp,
-// and the string/dict methods templates call (strip, split, startswith, items, get, ...).
+// changed() too; not recursive loops), else, break/continue, {% set %} (also ns.attr, a, b =
+// and the block form), {% macro %} (varargs, kwargs), {% filter %} blocks, namespace(),
+// range(), dict(), raise_exception(), strftime_now() (the globals resolve as names, so
+// `strftime_now is defined` holds), string literals with Python's escapes, |safe strings that
+// HTML-escape what `+` joins to them (jinja2's Markup), attributes of undefined values raising
+// as jinja2's Undefined does, the filters and tests listed in jinja_render.cpp, and the str,
+// list and dict methods templates call (strip, split, startswith, count, items, get, ...).
+// The source is read as jinja2's lexer reads it (line breaks normalized, the last one dropped).
 // Values follow Python: bool is an int (True == 1, True + 1), strings index, slice and iterate
-// by character, casing and whitespace are Unicode's as Python has them (python_str.h), `**`
-// groups as in jinja2, floats floor-divide and round as CPython does.
+// by character, casing, whitespace and repr() are Unicode's as Python has them (python_str.h),
+// `**` groups as in jinja2, floats floor-divide and round as CPython does.
 // Not supported: dict literals with non-string keys (Seed-OSS's thinking budgets), integers
-// beyond 64 bits (an error where Python would make a big int), tuples
-// (a tuple is a list: it prints as [..], not (..)), printf-style `%` formatting, str.format(),
-// the center / truncate / batch filters. jinja2's lazy values print differently: dict.items()
-// and |reverse without |list print as lists here (jinja2: dict_items(...) or an iterator's
-// repr), and a list that holds jinja2's Undefined (map(attribute=) over items without it)
-// holds "" here (it renders, joins and tests false the same).
+// beyond 64 bits (an error where Python would make a big int), tuples (a tuple is a list: it
+// prints as [..], not (..)), printf-style `%` formatting, str.format(), {% call %}, the
+// groupby / center / truncate / batch filters. jinja2's lazy values print differently:
+// dict.items(), range() and |reverse without |list print as lists here (jinja2:
+// dict_items(...), range(0, 3) or an iterator's repr), and a list that holds jinja2's Undefined
+// (map(attribute=) over items without it) holds "" here (it renders, joins and tests false the
+// same). Lenient where jinja2 raises: |indent and |int of values that are not text.
 #pragma once
 
 #include <memory>

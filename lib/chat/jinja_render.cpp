@@ -1058,6 +1058,7 @@ class Renderer {
       return Value::of(std::move(out));
     }
     if (f == "reverse") {
+      if (v.is_undefined()) return Value::of(Json::array());  // jinja2's Undefined iterates empty
       need_data("reverse");
       if (v.data.is_string()) {
         std::vector<std::string_view> chars = py::chars(v.data.get_ref<const std::string&>());
@@ -1084,6 +1085,7 @@ class Renderer {
       return Value::of(out);
     }
     if (f == "items") {
+      if (v.is_undefined()) return Value::of(Json::array());
       need_data("items");
       return call_method(v, "items", {}, e.line);
     }
@@ -1350,10 +1352,13 @@ class Renderer {
     if (t == "true") return data && v.data.is_boolean() && v.data.get<bool>();
     if (t == "false") return data && v.data.is_boolean() && !v.data.get<bool>();
     if (t == "mapping") return (data && v.data.is_object()) || v.kind == Value::Kind::ns;
+    // jinja2's Undefined has a length, iterates (empty) and can be called (it raises then)
     if (t == "sequence" || t == "iterable") {
-      return data && (v.data.is_array() || v.data.is_string() || v.data.is_object());
+      return v.is_undefined() ||
+             (data && (v.data.is_array() || v.data.is_string() || v.data.is_object()));
     }
-    if (t == "callable") return v.kind == Value::Kind::macro || v.kind == Value::Kind::builtin;
+    if (t == "callable")
+      return v.kind == Value::Kind::macro || v.kind == Value::Kind::builtin || v.is_undefined();
     if (t == "lower") return py::islower(to_python_str(v));  // jinja2: str(value).islower()
     if (t == "upper") return py::isupper(to_python_str(v));
     // jinja2: value % 2 == 1, value % 2 == 0, value % num == 0 (Python's %, floats too)
