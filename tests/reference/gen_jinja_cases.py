@@ -310,16 +310,18 @@ def random_ws_template(rng):
     return tag("set ns = namespace(c=0)") + block(0) + rng.choice(["", "\n", "\r\n", "\n\n"])
 
 
-def whitespace_cases(count=300, seed=9):
+def random_cases(name, make_template, context, count, seed):
+    """`count` templates from make_template(rng), each a case of its own where jinja2 renders it
+    (a copy of the context each time: a template cannot change the next one's)."""
     rng = random.Random(seed)
     cases = []
     for k in range(count):
-        template = random_ws_template(rng)
+        template = make_template(rng)
         try:
-            expected = ENV.from_string(template).render(x=True)
+            expected = ENV.from_string(template).render(**json.loads(json.dumps(context)))
         except Exception:  # jinja2 refuses it: not a case
             continue
-        cases.append({"name": f"whitespace_random/{k}", "template": template, "context": {"x": True},
+        cases.append({"name": f"{name}/{k}", "template": template, "context": context,
                       "expected": expected})
     return cases
 
@@ -365,20 +367,6 @@ def random_loop_template(rng):
             " %}" + body(0) + "{% endfor %}|{{ ns.t }}|{{ y }}")
 
 
-def loop_cases(count=200, seed=13):
-    rng = random.Random(seed)
-    cases = []
-    for k in range(count):
-        template = random_loop_template(rng)
-        try:
-            expected = ENV.from_string(template).render(**json.loads(json.dumps(LOOP_CONTEXT)))
-        except Exception:  # jinja2 refuses it: not a case
-            continue
-        cases.append({"name": f"loops_random/{k}", "template": template, "context": LOOP_CONTEXT,
-                      "expected": expected})
-    return cases
-
-
 def main():
     out = []
     for tname, cname in CASES:
@@ -390,8 +378,8 @@ def main():
         case.update({"name": f"{tname}/{cname}", "template": TEMPLATES[tname], "context": CONTEXTS[cname]})
         out.append(case)
     out.extend(expression_cases())
-    out.extend(whitespace_cases())
-    out.extend(loop_cases())
+    out.extend(random_cases("whitespace_random", random_ws_template, {"x": True}, 300, 9))
+    out.extend(random_cases("loops_random", random_loop_template, LOOP_CONTEXT, 200, 13))
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     path = os.path.join(root, "tests", "chat", "jinja_cases.json")
     with open(path, "w", encoding="utf-8") as f:
