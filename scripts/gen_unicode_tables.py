@@ -3,8 +3,9 @@
 
 The tokenizers need, per code point: the general category (for the \\p{L}, \\p{N}, \\p{P}...
 classes of the pre-tokenizer patterns and for BERT's punctuation / control / accent rules),
-the canonical decomposition (NFD, for BERT's accent stripping), the canonical combining
-class and the primary composites (NFC, for tokenizer.json's NFC normalizer) and the lowercase
+the canonical decomposition (NFD, for BERT's accent stripping), the compatibility decomposition
+(NFKD, for tokenizer.json's NFKC normalizer), the canonical combining class and the primary
+composites (NFC and NFKC, for tokenizer.json's normalizers) and the lowercase
 mapping. The chat templates' Python string methods (lib/chat/python_str.cpp) also need the upper-
 and titlecase mappings and Python's casing properties (str.title(), islower(), isupper() and
 lower()'s final sigma) and its digit, numeric and space classes.
@@ -131,6 +132,7 @@ def main():
         root, "lib", "tokenizer", "unicode_tables.h")
     runs = category_runs()
     nfd_rows, nfd_data = mappings(lambda s: unicodedata.normalize("NFD", s))
+    nfkd_rows, nfkd_data = mappings(lambda s: unicodedata.normalize("NFKD", s))
     lower_rows, lower_data = mappings(lambda s: s.lower())
     upper_rows, upper_data = mappings(lambda s: s.upper())
     title_rows, title_data = title_differences()
@@ -155,6 +157,8 @@ def main():
                "  uint32_t length;\n};")
     for name, rows, data, what in (
             ("Nfd", nfd_rows, nfd_data, "Full canonical decompositions (NFD), Hangul excluded."),
+            ("Nfkd", nfkd_rows, nfkd_data,
+             "Full compatibility decompositions (NFKD), Hangul excluded."),
             ("Lowercase", lower_rows, lower_data, "Full lowercase mappings (str.lower)."),
             ("Uppercase", upper_rows, upper_data, "Full uppercase mappings (str.upper)."),
             ("Titlecase", title_rows, title_data,
@@ -187,6 +191,7 @@ def main():
     with open(out_path, "w", encoding="utf-8") as f:
         f.write("\n".join(out) + "\n")
     print(f"{out_path}: {len(runs)} category runs, {len(nfd_rows)} decompositions, "
+          f"{len(nfkd_rows)} compatibility decompositions, "
           f"{len(lower_rows)} lowercase, {len(upper_rows)} uppercase, {len(title_rows)} titlecase "
           f"mappings, {len(str_props)} str property runs")
 

@@ -108,11 +108,11 @@ PreTokenizer match_pre_tokenizer(const std::vector<std::string>& steps,
 void apply_normalizer(const json& normalizer, const std::string& context, TokenizerSpec& spec) {
   const std::string type = type_of(normalizer);
   if (normalizer.is_null()) return;
-  if (type == "NFC") {
-    spec.nfc = true;
+  if (type == "NFC" || type == "NFKC") {
+    spec.normalization =
+        type == "NFC" ? TokenizerSpec::Normalization::nfc : TokenizerSpec::Normalization::nfkc;
     return;
   }
-  if (type == "NFKC") return;  // not applied: text is taken as already compatibility-normalized
   if (type == "Sequence") {
     for (const json& n : normalizer.at("normalizers")) apply_normalizer(n, context, spec);
   } else if (type == "Prepend") {

@@ -429,7 +429,8 @@ std::vector<std::string_view> pre_tokenizer_steps(PreTokenizer kind) {
               R"(| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"};
     case PreTokenizer::deepseek_llm:
       return {"[\r\n]",
-              "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-"
+              "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-"
+              "ԯԱ-"
               "ՖႠ-"
               "ჅᎠ-"
               "Ᏽᏸ-"

@@ -152,8 +152,9 @@ Tokenizer::Tokenizer(TokenizerSpec spec) {
 
 namespace {
 
-// NFC of UTF-8 text; text that is ASCII (already NFC) or not valid UTF-8 is kept as it is.
-std::string nfc_utf8(std::string_view text) {
+// NFC or NFKC of UTF-8 text; text that is ASCII (already normalized) or not valid UTF-8 is kept
+// as it is.
+std::string normalized_utf8(std::string_view text, TokenizerSpec::Normalization form) {
   if (std::all_of(text.begin(), text.end(), [](char c) { return static_cast<uint8_t>(c) < 0x80; }))
     return std::string(text);
   std::u32string cps;
@@ -163,7 +164,7 @@ std::string nfc_utf8(std::string_view text) {
     cps.push_back(d.cp);
     pos += d.length;
   }
-  return encode_utf8(nfc(cps));
+  return encode_utf8(form == TokenizerSpec::Normalization::nfc ? nfc(cps) : nfkc(cps));
 }
 
 }  // namespace
@@ -178,8 +179,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
   std::string normalized;
   auto encode_text = [&](std::string_view piece, bool at_start) {
     if (piece.empty()) return;
-    if (s.nfc) {
-      normalized = nfc_utf8(piece);
+    if (s.normalization != TokenizerSpec::Normalization::none) {
+      normalized = normalized_utf8(piece, s.normalization);
       piece = normalized;
     }
     switch (s.algorithm) {

@@ -49,7 +49,8 @@ struct TokenizerSpec {
   bool ignore_merges = false;     // BPE: a word found whole in the vocabulary is kept (Llama 3)
   bool add_space_prefix = false;  // "▁"-escaped text gets a leading "▁" (SentencePiece)
   bool escape_spaces = false;  // spaces become "▁" before merging (SentencePiece, its BPE form)
-  bool nfc = false;  // text is NFC-normalized first (tokenizer.json's NFC normalizer: Qwen2)
+  // Unicode normalization of the text first (tokenizer.json's NFC normalizer: Qwen2; NFKC).
+  enum class Normalization { none, nfc, nfkc } normalization = Normalization::none;
 
   // WordPiece.
   WordPieceStyle wordpiece_style = WordPieceStyle::hashes;

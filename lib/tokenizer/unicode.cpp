@@ -159,11 +159,39 @@ char32_t compose_pair(char32_t a, char32_t b) noexcept {
 
 }  // namespace
 
+namespace {
+
+// Full compatibility decomposition of cp (Hangul as in NFD).
+void append_nfkd(std::u32string& out, char32_t cp) {
+  if (cp >= kSBase && cp < kSBase + kSCount) {
+    append_nfd(out, cp);
+    return;
+  }
+  if (!append_mapping(out, cp, tables::kNfkdMappings, tables::kNfkdData)) out.push_back(cp);
+}
+
+// Steps 2 and 3 of NFC / NFKC on a full decomposition d.
+std::u32string compose(std::u32string d);
+
+}  // namespace
+
 std::u32string nfc(std::u32string_view text) {
-  // 1. Full canonical decomposition.
   std::u32string d;
   d.reserve(text.size());
   for (char32_t cp : text) append_nfd(d, cp);
+  return compose(std::move(d));
+}
+
+std::u32string nfkc(std::u32string_view text) {
+  std::u32string d;
+  d.reserve(text.size());
+  for (char32_t cp : text) append_nfkd(d, cp);
+  return compose(std::move(d));
+}
+
+namespace {
+
+std::u32string compose(std::u32string d) {
   // 2. Canonical ordering: each run of non-starters sorted stably by combining class.
   for (size_t i = 1; i < d.size(); ++i) {
     const uint8_t c = combining_class(d[i]);
@@ -198,6 +226,8 @@ std::u32string nfc(std::u32string_view text) {
   }
   return out;
 }
+
+}  // namespace
 
 void append_lowercase(std::u32string& out, char32_t cp) {
   if (cp < 0x80) {

@@ -92,8 +92,11 @@ void append_nfd(std::u32string& out, char32_t cp);
 // The canonical combining class of `cp` (0 for starters).
 uint8_t combining_class(char32_t cp) noexcept;
 // Unicode Normalization Form C of `text` (canonical decomposition, canonical ordering, then
-// canonical composition), as tokenizer.json's NFC normalizer applies it.
+// canonical composition), as tokenizer.json's NFC normalizer applies it; and Form KC (the
+// compatibility decomposition first: "ﬁ" -> "fi", "²" -> "2", full-width -> ASCII), as its NFKC
+// normalizer does.
 std::u32string nfc(std::u32string_view text);
+std::u32string nfkc(std::u32string_view text);
 // Appends the full lowercase / uppercase / titlecase mapping of `cp` (one or more code points;
 // Python's str.lower(), str.upper() and str.title() of the character alone).
 void append_lowercase(std::u32string& out, char32_t cp);

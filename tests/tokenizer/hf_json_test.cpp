@@ -89,6 +89,22 @@ TEST(HfJson, NfcNormalizerComposesFirst) {
   EXPECT_EQ(load(dir.path()).encode("e\xCC\x81", false), (Ids{3, 4, 5}));
 }
 
+// An NFKC normalizer: the ligature "ﬁ" (EF AC 81) and a full-width "Ａ" (EF BC A1) encode as
+// "fi" and "A" do.
+TEST(HfJson, NfkcNormalizerAppliesCompatibilityForms) {
+  test::TempDir dir;
+  write(dir / "tokenizer.json", R"({
+    "normalizer": {"type": "NFKC"},
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+    "model": {"type": "BPE", "vocab": {"f": 0, "i": 1, "fi": 2, "A": 3, "ï": 4, "¬": 5, "ģ": 6, "¼": 7, "¡": 8},
+              "merges": ["f i"]}
+  })");
+  const Tokenizer tok = load(dir.path());
+  EXPECT_EQ(tok.encode("fi", false), (Ids{2}));
+  EXPECT_EQ(tok.encode("\xEF\xAC\x81", false), (Ids{2}));
+  EXPECT_EQ(tok.encode("\xEF\xBC\xA1", false), (Ids{3}));
+}
+
 // Gemma 2 / 3's tokenizer.json: spaces become "▁" in the normalizer, then a Split at " "
 // (MergedWithPrevious) finds none; the text stays one word, merged across the "▁".
 TEST(HfJson, GemmaSplitAfterSpaceReplaceIsANoOp) {

@@ -133,21 +133,25 @@ TEST(Unicode, NfdAndLowercase) {
   EXPECT_EQ(out, U"ä");
 }
 
-// NFC against Python's unicodedata (tests/reference/gen_nfc_cases.py; the same Unicode version
-// as lib/tokenizer/unicode_tables.h).
+// NFC and NFKC against Python's unicodedata (tests/reference/gen_nfc_cases.py; the same Unicode
+// version as lib/tokenizer/unicode_tables.h).
 TEST(Unicode, NfcMatchesPythonUnicodedata) {
   std::ifstream in(std::string(OXI_TEST_SOURCE_DIR) + "/nfc_cases.json");
   ASSERT_TRUE(in.good());
   const nlohmann::json cases = nlohmann::json::parse(in);
   EXPECT_EQ(cases["unicode_version"].get<std::string>(), unicode_tables::kUnicodeVersion);
   ASSERT_GE(cases["cases"].size(), 400u);
-  size_t changed = 0;
+  size_t changed = 0, changed_k = 0;
   for (const auto& c : cases["cases"]) {
     const std::string text = c["text"].get<std::string>(), expected = c["nfc"].get<std::string>();
+    const std::string expected_k = c["nfkc"].get<std::string>();
     EXPECT_EQ(encode_utf8(nfc(decode_utf8(text))), expected) << text;
+    EXPECT_EQ(encode_utf8(nfkc(decode_utf8(text))), expected_k) << text;
     changed += text != expected;
+    changed_k += text != expected_k;
   }
   EXPECT_GT(changed, 100u);  // most cases compose, reorder or decompose something
+  EXPECT_GT(changed_k, 300u);
   EXPECT_EQ(combining_class(U'a'), 0);
   EXPECT_EQ(combining_class(0x0301), 230);
   EXPECT_EQ(combining_class(0x0323), 220);
