@@ -63,7 +63,9 @@ struct JsonStyle {
 };
 std::string to_json_text(const Json& j, const JsonStyle& style);
 inline std::string to_json_text(const Json& j, int indent) {
-  return to_json_text(j, JsonStyle{indent});
+  JsonStyle style;
+  style.indent = indent;
+  return to_json_text(j, style);
 }
 
 }  // namespace oxi::jinja
