@@ -157,10 +157,6 @@ char32_t compose_pair(char32_t a, char32_t b) noexcept {
   return it != end && it->first == a && it->second == b ? it->composite : 0;
 }
 
-}  // namespace
-
-namespace {
-
 // Full compatibility decomposition of cp (Hangul as in NFD).
 void append_nfkd(std::u32string& out, char32_t cp) {
   if (cp >= kSBase && cp < kSBase + kSCount) {
@@ -171,26 +167,6 @@ void append_nfkd(std::u32string& out, char32_t cp) {
 }
 
 // Steps 2 and 3 of NFC / NFKC on a full decomposition d.
-std::u32string compose(std::u32string d);
-
-}  // namespace
-
-std::u32string nfc(std::u32string_view text) {
-  std::u32string d;
-  d.reserve(text.size());
-  for (char32_t cp : text) append_nfd(d, cp);
-  return compose(std::move(d));
-}
-
-std::u32string nfkc(std::u32string_view text) {
-  std::u32string d;
-  d.reserve(text.size());
-  for (char32_t cp : text) append_nfkd(d, cp);
-  return compose(std::move(d));
-}
-
-namespace {
-
 std::u32string compose(std::u32string d) {
   // 2. Canonical ordering: each run of non-starters sorted stably by combining class.
   for (size_t i = 1; i < d.size(); ++i) {
@@ -228,6 +204,20 @@ std::u32string compose(std::u32string d) {
 }
 
 }  // namespace
+
+std::u32string nfc(std::u32string_view text) {
+  std::u32string d;
+  d.reserve(text.size());
+  for (char32_t cp : text) append_nfd(d, cp);
+  return compose(std::move(d));
+}
+
+std::u32string nfkc(std::u32string_view text) {
+  std::u32string d;
+  d.reserve(text.size());
+  for (char32_t cp : text) append_nfkd(d, cp);
+  return compose(std::move(d));
+}
 
 void append_lowercase(std::u32string& out, char32_t cp) {
   if (cp < 0x80) {
