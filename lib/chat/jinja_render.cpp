@@ -67,6 +67,21 @@ int64_t int_arg(const Value* v, int64_t dflt, const char* what, int line) {
   return int_value(v->data);
 }
 
+// Python's divmod of ints (y != 0): the quotient floored toward negative infinity, the
+// remainder with the divisor's sign.
+std::pair<int64_t, int64_t> python_int_divmod(int64_t x, int64_t y) {
+  int64_t q = x / y;
+  if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
+  return {q, x - q * y};
+}
+
+// A key that sort, min, max, unique and dictsort compare: a string lowercased unless
+// case_sensitive (jinja2's ignore_case).
+Value fold_case_key(Value key, bool case_sensitive) {
+  if (case_sensitive || !key.is_string()) return key;
+  return Value::of(py::lower(key.data.get_ref<const std::string&>()));
+}
+
 // Python's divmod of floats (CPython's float_divmod): the remainder has the divisor's sign (a
 // zero one too), the quotient is floored and corrected where fmod's remainder is exact.
 std::pair<double, double> python_float_divmod(double x, double y) {
@@ -691,11 +706,10 @@ class Renderer {
         if (op == "-") return Value::of(x - y);
         if (op == "*") return Value::of(x * y);
         if (y == 0 && (op == "//" || op == "%")) eval_error(e.line, "division by zero");
-        // Python floors toward negative infinity.
-        int64_t q = x / y;
-        if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
-        if (op == "//") return Value::of(q);
-        if (op == "%") return Value::of(x - q * y);
+        if (op == "//" || op == "%") {
+          const auto [quotient, rest] = python_int_divmod(x, y);
+          return Value::of(op == "//" ? quotient : rest);
+        }
       } else {
         const double x = float_value(a), y = float_value(b);
         if (op == "+") return Value::of(x + y);
@@ -1148,8 +1162,7 @@ class Renderer {
       std::vector<Value> keys;
       for (const Value& x : items) {
         Value k = attr && attr->is_string() ? get_attr(x, attr->data.get<std::string>()) : x;
-        if (!case_sensitive && k.is_string()) k = Value::of(py::lower(k.data.get<std::string>()));
-        keys.push_back(std::move(k));
+        keys.push_back(fold_case_key(std::move(k), case_sensitive));
       }
       std::vector<size_t> order(items.size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -1248,9 +1261,9 @@ class Renderer {
       Json out = Json::array();
       std::vector<Value> seen;
       for (const Value& x : iterate(v, e.line)) {
-        Value key = attr && attr->is_string() ? get_attr(x, attr->data.get<std::string>()) : x;
-        if (!case_sensitive && key.is_string())
-          key = Value::of(py::lower(key.data.get<std::string>()));
+        const Value key = fold_case_key(
+            attr && attr->is_string() ? get_attr(x, attr->data.get<std::string>()) : x,
+            case_sensitive);
         bool found = false;
         for (const Value& k : seen) found = found || equal_values(k, key);
         if (found) continue;
@@ -1270,9 +1283,9 @@ class Renderer {
       const Value* rev = args.get(2, "reverse");
       std::vector<std::pair<Value, Json>> items;  // (sort key, [key, value])
       for (auto it = v.data.begin(); it != v.data.end(); ++it) {
-        Value k = Value::of(by == "key" ? Json(it.key()) : it.value());
-        if (!case_sensitive && k.is_string()) k = Value::of(py::lower(k.data.get<std::string>()));
-        items.emplace_back(std::move(k), Json::array({it.key(), it.value()}));
+        items.emplace_back(
+            fold_case_key(Value::of(by == "key" ? Json(it.key()) : it.value()), case_sensitive),
+            Json::array({it.key(), it.value()}));
       }
       const bool reverse = rev && rev->truthy();
       std::stable_sort(items.begin(), items.end(), [&](const auto& a, const auto& b) {
@@ -1370,14 +1383,10 @@ class Renderer {
         eval_error(line, "'" + t + "' test needs numbers");
       const Json divisor = by ? by->data : Json(int64_t{2});
       if (float_value(divisor) == 0) eval_error(line, "division by zero");
-      double rest;
-      if (is_int_like(v.data) && is_int_like(divisor)) {
-        const int64_t x = int_value(v.data), y = int_value(divisor);
-        rest = static_cast<double>(((x % y) + y) % y);
-      } else {
-        const double x = float_value(v.data), y = float_value(divisor);
-        rest = x - std::floor(x / y) * y;
-      }
+      const double rest =
+          is_int_like(v.data) && is_int_like(divisor)
+              ? static_cast<double>(python_int_divmod(int_value(v.data), int_value(divisor)).second)
+              : python_float_divmod(float_value(v.data), float_value(divisor)).second;
       return t == "odd" ? rest == 1 : rest == 0;
     }
     if (t == "equalto" || t == "eq" || t == "==") return !args.empty() && equal_values(v, args[0]);
