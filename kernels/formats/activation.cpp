@@ -40,6 +40,7 @@ DType activation_dtype(DType weight) noexcept {
     case DType::Q4_0:
     case DType::Q5_0:
     case DType::Q8_0:
+    case DType::IQ4_NL:
     case DType::Q4_0_R16:
     case DType::Q8_0_R16:
       return DType::Q8_0;
@@ -51,6 +52,7 @@ DType activation_dtype(DType weight) noexcept {
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K:
+    case DType::IQ4_XS:
     case DType::Q4_K_R8:
     case DType::Q4_K_R8S:
       return DType::Q8_K;

@@ -86,6 +86,25 @@ struct BlockQ6_K {
   int8_t scales[QK_K / 16];
   uint16_t d;
 };
+// Non-linear 4-bit formats: a 4-bit index into kIq4Values per weight (nibble order as q4_0).
+// x = d * kIq4Values[q].
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[QK / 2];
+};
+// 8 groups of 32: x = (d * (ls[g] - 32)) * kIq4Values[q], ls a 6-bit scale (iq4_xs_scale);
+// group g's 16 bytes of qs as one iq4_nl block's.
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;            // bits 2g, 2g+1: the high two bits of ls[g]
+  uint8_t scales_l[QK_K / 64];  // nibble g % 2 of byte g / 2: the low four bits of ls[g]
+  uint8_t qs[QK_K / 2];
+};
+// The levels an iq4 index selects (GGUF's kvalues_iq4nl): denser near zero, as trained weights
+// are.
+inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
+
 // The activation format for K-quant weights: f32 scale, and the sum of each group of 16.
 struct BlockQ8_K {
   float d;
@@ -105,6 +124,8 @@ static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockIQ4_XS) == 136);
 
 // The 6-bit scale and min of group j (0..7) of a q4_K / q5_K super-block. (Always inlined, like
 // fp16.h's conversions: arch sources use it.)
@@ -123,6 +144,13 @@ static_assert(sizeof(BlockQ8_K) == 292);
 [[gnu::always_inline]] inline int k3_scale(const uint8_t* s, int g) noexcept {
   const int low = g < 8 ? (s[g] & 0xF) : (s[g - 8] >> 4);
   const int high = (s[8 + (g % 4)] >> (2 * (g / 4))) & 3;
+  return low | (high << 4);
+}
+
+// The 6-bit (unsigned, biased by 32) scale of group g (0..7) of an iq4_xs super-block.
+[[gnu::always_inline]] inline int iq4_xs_scale(const BlockIQ4_XS& b, int g) noexcept {
+  const int low = (b.scales_l[g / 2] >> (4 * (g % 2))) & 0xF;
+  const int high = (b.scales_h >> (2 * g)) & 3;
   return low | (high << 4);
 }
 

@@ -219,6 +219,32 @@ void dequant_q6_K(const void* src, float* y, size_t n) noexcept {
   }
 }
 
+void dequant_iq4_nl(const void* src, float* y, size_t n) noexcept {
+  const auto* b = blocks<BlockIQ4_NL>(src);
+  for (size_t i = 0; i < n / QK; ++i, y += QK) {
+    const float d = f16_to_f32(b[i].d);
+    for (size_t j = 0; j < QK / 2; ++j) {
+      y[j] = d * static_cast<float>(kIq4Values[b[i].qs[j] & 0xF]);
+      y[j + QK / 2] = d * static_cast<float>(kIq4Values[b[i].qs[j] >> 4]);
+    }
+  }
+}
+
+void dequant_iq4_xs(const void* src, float* y, size_t n) noexcept {
+  const auto* b = blocks<BlockIQ4_XS>(src);
+  for (size_t i = 0; i < n / QK_K; ++i) {
+    const float d = f16_to_f32(b[i].d);
+    for (int g = 0; g < 8; ++g, y += QK) {
+      const float dl = d * static_cast<float>(iq4_xs_scale(b[i], g) - 32);
+      const uint8_t* qs = b[i].qs + 16 * g;
+      for (size_t j = 0; j < QK / 2; ++j) {
+        y[j] = dl * static_cast<float>(kIq4Values[qs[j] & 0xF]);
+        y[j + QK / 2] = dl * static_cast<float>(kIq4Values[qs[j] >> 4]);
+      }
+    }
+  }
+}
+
 void dequant_q8_K(const void* src, float* y, size_t n) noexcept {
   const auto* b = blocks<BlockQ8_K>(src);
   for (size_t i = 0; i < n / QK_K; ++i, y += QK_K) {
@@ -260,6 +286,10 @@ RowDecoder row_decoder(DType t) noexcept {
       return dequant_q6_K;
     case DType::Q8_K:
       return dequant_q8_K;
+    case DType::IQ4_NL:
+      return dequant_iq4_nl;
+    case DType::IQ4_XS:
+      return dequant_iq4_xs;
     case DType::Q4_0_R16:
       return dequantize_row_q4_0_r16;
     case DType::Q8_0_R16:

@@ -12,13 +12,17 @@ struct Entry {
 };
 
 // Sizes from the GGUF spec; the block structs in blocks.h assert the same numbers.
-constexpr std::array<Entry, 20> kTable = {{
-    {0, {"f32", 1, 4, false}},      {1, {"f16", 1, 2, false}},      {2, {"q4_0", 32, 18, true}},
-    {3, {"q4_1", 32, 20, true}},    {6, {"q5_0", 32, 22, true}},    {7, {"q5_1", 32, 24, true}},
-    {8, {"q8_0", 32, 34, true}},    {9, {"q8_1", 32, 36, true}},    {10, {"q2_K", 256, 84, true}},
-    {11, {"q3_K", 256, 110, true}}, {12, {"q4_K", 256, 144, true}}, {13, {"q5_K", 256, 176, true}},
-    {14, {"q6_K", 256, 210, true}}, {15, {"q8_K", 256, 292, true}}, {24, {"i8", 1, 1, false}},
-    {25, {"i16", 1, 2, false}},     {26, {"i32", 1, 4, false}},     {27, {"i64", 1, 8, false}},
+constexpr std::array<Entry, 22> kTable = {{
+    {0, {"f32", 1, 4, false}},      {1, {"f16", 1, 2, false}},
+    {2, {"q4_0", 32, 18, true}},    {3, {"q4_1", 32, 20, true}},
+    {6, {"q5_0", 32, 22, true}},    {7, {"q5_1", 32, 24, true}},
+    {8, {"q8_0", 32, 34, true}},    {9, {"q8_1", 32, 36, true}},
+    {10, {"q2_K", 256, 84, true}},  {11, {"q3_K", 256, 110, true}},
+    {12, {"q4_K", 256, 144, true}}, {13, {"q5_K", 256, 176, true}},
+    {14, {"q6_K", 256, 210, true}}, {15, {"q8_K", 256, 292, true}},
+    {20, {"iq4_nl", 32, 18, true}}, {23, {"iq4_xs", 256, 136, true}},
+    {24, {"i8", 1, 1, false}},      {25, {"i16", 1, 2, false}},
+    {26, {"i32", 1, 4, false}},     {27, {"i64", 1, 8, false}},
     {28, {"f64", 1, 8, false}},     {30, {"bf16", 1, 2, false}},
 }};
 

@@ -1,5 +1,6 @@
 // Scalar encoders of the plain and 32-element formats, following ggml's reference quantizers,
-// and the quantize_row / row_encoder dispatch (K-quant encoders are in quantize_k.cpp).
+// and the quantize_row / row_encoder dispatch (K-quant encoders are in quantize_k.cpp, iq4 ones in
+// quantize_iq4.cpp).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -189,6 +190,10 @@ RowEncoder row_encoder(DType t) noexcept {
       return quantize_row_q5_K;
     case DType::Q6_K:
       return quantize_row_q6_K;
+    case DType::IQ4_NL:
+      return quantize_row_iq4_nl;
+    case DType::IQ4_XS:
+      return quantize_row_iq4_xs;
     case DType::Q4_0_R16:
       return quantize_row_q4_0_r16;
     case DType::Q8_0_R16:

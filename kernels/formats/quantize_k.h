@@ -24,5 +24,8 @@ void quantize_row_q3_K(const float* x, void* dst, size_t n) noexcept;
 void quantize_row_q4_K(const float* x, void* dst, size_t n) noexcept;
 void quantize_row_q5_K(const float* x, void* dst, size_t n) noexcept;
 void quantize_row_q6_K(const float* x, void* dst, size_t n) noexcept;
+// quantize_iq4.cpp
+void quantize_row_iq4_nl(const float* x, void* dst, size_t n) noexcept;
+void quantize_row_iq4_xs(const float* x, void* dst, size_t n) noexcept;
 
 }  // namespace oxi::kernels

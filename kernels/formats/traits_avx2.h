@@ -297,6 +297,87 @@ using Q5_0 = Sym32<BlockQ5_0, 16>;
 using Q4_1 = Min32<BlockQ4_1>;
 using Q5_1 = Min32<BlockQ5_1>;
 
+// ---- iq4_nl and iq4_xs: 4-bit indices into kIq4Values ----
+//
+// One vpshufb turns 32 indices into their signed levels; then the q8_0 sign trick (|level| <=
+// 127 in the unsigned operand, its sign on the activation), so maddubs never saturates.
+
+inline __m256i iq4_levels(__m256i indices) noexcept {
+  const __m256i table =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));
+  return _mm256_shuffle_epi8(table, indices);
+}
+
+// int16 pairs of products of signed bytes w and x, |w| and |x| <= 127 (no saturation).
+inline __m256i dot_s8s8_pairs(__m256i w, __m256i x) noexcept {
+  return _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+}
+
+struct IQ4_NL {
+  using WBlock = BlockIQ4_NL;
+  using ABlock = BlockQ8_0;
+  static constexpr size_t kElems = QK;
+  struct Act {
+    __m256i q;
+    float d;
+  };
+  struct W {
+    __m256i q;
+    float d;
+  };
+  struct Acc {
+    __m256 v = _mm256_setzero_ps();
+  };
+
+  static Act load_act(const ABlock& a) noexcept { return {load256(a.qs), f16(a.d)}; }
+  static W load_w(const WBlock& b) noexcept { return {iq4_levels(nibbles32(b.qs)), f16(b.d)}; }
+  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+    const __m256i p = _mm256_madd_epi16(dot_s8s8_pairs(w.q, a.q), _mm256_set1_epi16(1));
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(w.d * a.d), _mm256_cvtepi32_ps(p), acc.v);
+  }
+  static float finish(const Acc& acc) noexcept { return hsum(acc.v); }
+};
+
+// The group scale enters through madd (int16 pairs times ls - 32): the super-block's integer
+// sum of ref::IQ4_XS in int32 lanes, one f32 step a block.
+struct IQ4_XS {
+  using WBlock = BlockIQ4_XS;
+  using ABlock = BlockQ8_K;
+  static constexpr size_t kElems = QK_K;
+  struct Act {
+    const int8_t* qs;
+    float d;
+  };
+  struct W {
+    __m256i q[8];
+    int16_t scale[8];
+    float d;
+  };
+  struct Acc {
+    __m256 v = _mm256_setzero_ps();
+  };
+
+  static Act load_act(const ABlock& a) noexcept { return {a.qs, a.d}; }
+  static W load_w(const WBlock& b) noexcept {
+    W w;
+    for (int g = 0; g < 8; ++g) {
+      w.q[g] = iq4_levels(nibbles32(b.qs + 16 * g));
+      w.scale[g] = static_cast<int16_t>(iq4_xs_scale(b, g) - 32);
+    }
+    w.d = f16(b.d);
+    return w;
+  }
+  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+    __m256i sum = _mm256_setzero_si256();
+    for (int g = 0; g < 8; ++g) {
+      const __m256i pairs = dot_s8s8_pairs(w.q[g], load256(a.qs + QK * g));
+      sum = add_madd_i16(sum, pairs, _mm256_set1_epi16(w.scale[g]));
+    }
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(w.d * a.d), _mm256_cvtepi32_ps(sum), acc.v);
+  }
+  static float finish(const Acc& acc) noexcept { return hsum(acc.v); }
+};
+
 // ---- K-quants: SIMD unpack to ref::KW, SIMD integer dot, the reference's f32 combine ----
 
 using ref::KW;
@@ -493,7 +574,9 @@ struct Q6_KBase {
   using Act = const BlockQ8_K*;
   using Acc = AccK;
 
-  static Act load_act(const ABlock& a) noexcept { return &a; }
+  static Act load_act(const ABlock& a) noexcept {
+    return &a;
+  }
   // The block's integer sums (8 int32 lanes) less the +32 bias of every level (32 * the sum over
   // groups of scale * bsum), times d * the activation's scale, into acc.
   static void add_block(Acc& acc, __m256i sum, const int8_t* group_scales, float d,
@@ -504,7 +587,9 @@ struct Q6_KBase {
     sum = _mm256_sub_epi32(sum, _mm256_slli_epi32(bias, 5));
     acc.v = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d), _mm256_cvtepi32_ps(sum), acc.v);
   }
-  static float finish(const Acc& acc) noexcept { return finish_k(acc); }
+  static float finish(const Acc& acc) noexcept {
+    return finish_k(acc);
+  }
 };
 
 #if defined(OXI_ARCH_AVX512)

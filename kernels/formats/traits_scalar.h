@@ -58,7 +58,15 @@ inline void unpack32(const uint8_t* qs, const uint8_t* qh, int offset, int8_t* q
   }
 }
 
-// Symmetric formats (q4_0, q5_0, q8_0) against q8_0 activations.
+// q = kIq4Values[nibble], in the 32-block order.
+inline void unpack_iq4(const uint8_t* qs, int8_t* q) noexcept {
+  for (size_t j = 0; j < QK / 2; ++j) {
+    q[j] = kIq4Values[qs[j] & 0xF];
+    q[j + QK / 2] = kIq4Values[qs[j] >> 4];
+  }
+}
+
+// Symmetric formats (q4_0, q5_0, q8_0, iq4_nl) against q8_0 activations.
 template <class Block>
 struct Sym32 {
   using WBlock = Block;
@@ -77,6 +85,8 @@ struct Sym32 {
       unpack32<false>(b.qs, nullptr, 8, w.q);
     } else if constexpr (std::is_same_v<Block, BlockQ5_0>) {
       unpack32<true>(b.qs, b.qh, 16, w.q);
+    } else if constexpr (std::is_same_v<Block, BlockIQ4_NL>) {
+      unpack_iq4(b.qs, w.q);
     } else {
       for (size_t i = 0; i < QK; ++i) w.q[i] = b.qs[i];
     }
@@ -119,6 +129,7 @@ struct Min32 {
 using Q4_0 = Sym32<BlockQ4_0>;
 using Q5_0 = Sym32<BlockQ5_0>;
 using Q8_0 = Sym32<BlockQ8_0>;
+using IQ4_NL = Sym32<BlockIQ4_NL>;
 using Q4_1 = Min32<BlockQ4_1>;
 using Q5_1 = Min32<BlockQ5_1>;
 
@@ -262,6 +273,38 @@ struct KQuant {
     } else {
       acc += (a->d * w.d) * static_cast<float>(isum - c);
     }
+  }
+  static float finish(Acc acc) noexcept { return acc; }
+};
+
+// iq4_xs against q8_K: each group's integer dot times its scale ls - 32, summed in int32 over
+// the super-block (|sum| <= 8 x 32 x 127 x 127 x 32 < 2^31), then one f32 step as ggml's.
+struct IQ4_XS {
+  using WBlock = BlockIQ4_XS;
+  using ABlock = BlockQ8_K;
+  using Act = const BlockQ8_K*;
+  struct W {
+    int8_t q[QK_K];
+    int scale[8];
+    float d;
+  };
+  using Acc = float;
+  static constexpr size_t kElems = QK_K;
+
+  static Act load_act(const ABlock& a) noexcept { return &a; }
+  static W load_w(const WBlock& b) noexcept {
+    W w;
+    for (int g = 0; g < 8; ++g) {
+      unpack_iq4(b.qs + 16 * g, w.q + QK * g);
+      w.scale[g] = iq4_xs_scale(b, g) - 32;
+    }
+    w.d = f16_to_f32(b.d);
+    return w;
+  }
+  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+    int32_t isum = 0;
+    for (int g = 0; g < 8; ++g) isum += w.scale[g] * dot32(w.q + QK * g, a->qs + QK * g);
+    acc += (w.d * a->d) * static_cast<float>(isum);
   }
   static float finish(Acc acc) noexcept { return acc; }
 };

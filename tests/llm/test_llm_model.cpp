@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/cpu/cpu_backend.h"
+#include "kernels/formats/blocks.h"
 #include "kernels/formats/fp16.h"
 #include "kernels/formats/quant.h"
 #include "lib/core/error.h"
@@ -30,9 +31,9 @@ using kernels::DType;
 
 const std::vector<std::string> kArchs = {"llama", "qwen2", "qwen3", "gemma3", "phi3"};
 
-bool is_k_quant(DType t) {
-  return t == DType::Q2_K || t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K ||
-         t == DType::Q6_K;
+// Formats of 256-element super-blocks (the K-quants, iq4_xs) need rows of a multiple of 256.
+bool has_256_blocks(DType t) {
+  return kernels::info(t).block_elems == kernels::QK_K;
 }
 
 // Max |engine - reference| allowed on the logits, as a fraction of the reference logits' RMS
@@ -150,7 +151,8 @@ class GgufWeights : public ::testing::TestWithParam<GgufCase> {};
 
 TEST_P(GgufWeights, MatchReference) {
   const auto [arch, dtype] = GetParam();
-  const TinyModel tiny = make_tiny_model(tiny_spec(arch, is_k_quant(dtype)), dtype, DType::F32, 11);
+  const TinyModel tiny =
+      make_tiny_model(tiny_spec(arch, has_256_blocks(dtype)), dtype, DType::F32, 11);
   oxi::test::TempDir dir;
   write_gguf(tiny, dir / "model.gguf");
   const auto model = Model::load(dir / "model.gguf");
@@ -163,9 +165,9 @@ TEST_P(GgufWeights, MatchReference) {
 std::vector<GgufCase> gguf_cases() {
   std::vector<GgufCase> cases;
   for (const auto& arch : kArchs)
-    for (DType t :
-         {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,
-          DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K})
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
+                    DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
+                    DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS})
       cases.push_back({arch, t});
   return cases;
 }
@@ -242,7 +244,7 @@ std::shared_ptr<const Model> load_gguf_copy(const TinyModel& tiny, const oxi::te
 TEST_P(PerArch, BatchedPrefillMatchesTokenByToken) {
   for (DType dtype : {DType::F32, DType::Q8_0, DType::Q4_K}) {
     const TinyModel tiny =
-        make_tiny_model(tiny_spec(GetParam(), is_k_quant(dtype)), dtype, DType::F32, 5);
+        make_tiny_model(tiny_spec(GetParam(), has_256_blocks(dtype)), dtype, DType::F32, 5);
     oxi::test::TempDir dir;
     const auto model = load_gguf_copy(tiny, dir);
     const size_t n_vocab = tiny.spec.n_vocab;

@@ -1,7 +1,8 @@
-// write_llm_bench_model FILE [q4_0|q8_0|q4_k_m|f16] [tinyllama|llama-3b|qwen-0.5b]: a
+// write_llm_bench_model FILE [q4_0|q8_0|q4_k_m|f16|TYPE] [tinyllama|llama-3b|qwen-0.5b]: a
 // Llama-shaped GGUF with random weights of a real model's size, for `oxinfer bench llm` where no
 // model can be downloaded. Matrices are quantized row by row, so memory stays near the file's
-// size. qwen-0.5b's widths (896, 4864) are not multiples of 256: q4_0, q8_0 and f16 only.
+// size. TYPE: any weight type the kernels have (iq4_xs, q5_K, ...), every matrix in it.
+// qwen-0.5b's widths (896, 4864) are not multiples of 256: 32-element formats and f16 only.
 // q4_k_m mixes types the way llama.cpp's Q4_K_M does: q6_K for output.weight and for attn_v /
 // ffn_down in the first and last eighth of the layers and every third layer between, q4_K for
 // the rest.
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -49,17 +51,19 @@ std::vector<std::byte> ones(size_t n) {
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: write_llm_bench_model FILE [q4_0|q8_0|q4_k_m|f16] "
+                 "usage: write_llm_bench_model FILE [q4_0|q8_0|q4_k_m|f16|TYPE] "
                  "[tinyllama|llama-3b|qwen-0.5b]\n");
     return 2;
   }
   const std::string type = argc > 2 ? argv[2] : "q4_0";
   const std::string size = argc > 3 ? argv[3] : "tinyllama";
   const bool k_mix = type == "q4_k_m";
-  const DType dtype = type == "q8_0"  ? DType::Q8_0
-                      : type == "f16" ? DType::F16
-                      : k_mix         ? DType::Q4_K
-                                      : DType::Q4_0;
+  const std::optional<DType> parsed = k_mix ? DType::Q4_K : oxi::kernels::parse_dtype(type);
+  if (!parsed || !oxi::kernels::weight_supported(*parsed)) {
+    std::fprintf(stderr, "write_llm_bench_model: unknown weight type '%s'\n", type.c_str());
+    return 2;
+  }
+  const DType dtype = *parsed;
   // TinyLlama 1.1B, Llama 3.2 3B's body with a 32k vocabulary, or Qwen2.5 0.5B's (rows of 896
   // and 4864: q4_0 rows with blocks that do not fill a repacked group, q4_K ones with a short
   // group).

@@ -138,6 +138,30 @@ void block_q6_K(const uint8_t* b, float* y) {
     y[e] = f(double(f(double(d) * sc[e / 16])) * q);
   }
 }
+// GGUF's kvalues_iq4nl, written out here from the format's description.
+constexpr int kLevels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                             1,    13,   25,  38,  53,  69,  89,  113};
+void block_iq4_nl(const uint8_t* b, float* y) {
+  const float d = f(h(b));
+  for (int e = 0; e < 32; ++e) {
+    const int idx = e < 16 ? (b[2 + e] & 15) : (b[2 + e - 16] >> 4);
+    y[e] = f(double(d) * kLevels[idx]);
+  }
+}
+// d (f16), scales_h (u16 LE), scales_l[4], qs[128]; group g's 6-bit scale: the low nibble
+// from scales_l, two high bits from scales_h.
+void block_iq4_xs(const uint8_t* b, float* y) {
+  const float d = f(h(b));
+  const int scales_h = u16(b + 2);
+  const uint8_t *scales_l = b + 4, *qs = b + 8;
+  for (int e = 0; e < 256; ++e) {
+    const int g = e / 32, l = e % 32;
+    const int ls = ((scales_l[g / 2] >> (4 * (g % 2))) & 15) | (((scales_h >> (2 * g)) & 3) << 4);
+    const float dl = f(double(d) * (ls - 32));
+    const uint8_t q = qs[16 * g + l % 16];
+    y[e] = f(double(dl) * kLevels[l < 16 ? (q & 15) : (q >> 4)]);
+  }
+}
 
 }  // namespace
 
@@ -187,6 +211,12 @@ std::vector<float> reference_dequantize(DType t, const uint8_t* raw, size_t n) {
       case DType::Q6_K:
         block_q6_K(b, o);
         break;
+      case DType::IQ4_NL:
+        block_iq4_nl(b, o);
+        break;
+      case DType::IQ4_XS:
+        block_iq4_xs(b, o);
+        break;
       default:
         break;
     }
@@ -233,6 +263,8 @@ std::vector<uint8_t> random_row(DType t, size_t n, uint32_t seed) {
       case DType::Q4_0:
       case DType::Q5_0:
       case DType::Q8_0:
+      case DType::IQ4_NL:
+      case DType::IQ4_XS:
         put_half(b, rng);
         break;
       case DType::Q4_1:

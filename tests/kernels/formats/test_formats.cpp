@@ -25,9 +25,10 @@ using kernels::available_isas;
 using kernels::DType;
 using kernels::Isa;
 
-const std::vector<DType> kWeightTypes = {
-    DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-    DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const std::vector<DType> kWeightTypes = {DType::F32,  DType::F16,    DType::BF16,  DType::Q4_0,
+                                         DType::Q4_1, DType::Q5_0,   DType::Q5_1,  DType::Q8_0,
+                                         DType::Q2_K, DType::Q3_K,   DType::Q4_K,  DType::Q5_K,
+                                         DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
 
 std::string type_name(const testing::TestParamInfo<DType>& p) {
   return std::string(kernels::name(p.param));
@@ -48,6 +49,12 @@ TEST(DType, NamesAndSizesFollowGguf) {
   EXPECT_FALSE(kernels::dtype_info(4).has_value());  // q4_2: removed from GGUF
   ASSERT_TRUE(kernels::dtype_info(15).has_value());
   EXPECT_EQ(kernels::dtype_info(15)->block_bytes, 292u);
+  EXPECT_EQ(kernels::parse_dtype("IQ4_XS"), DType::IQ4_XS);
+  EXPECT_EQ(kernels::row_bytes(DType::IQ4_XS, 512), 272u);
+  ASSERT_TRUE(kernels::dtype_info(20).has_value());
+  EXPECT_EQ(kernels::dtype_info(20)->name, "iq4_nl");
+  EXPECT_EQ(kernels::dtype_info(20)->block_bytes, 18u);
+  EXPECT_FALSE(kernels::dtype_info(16).has_value());  // iq2_xxs: not supported
 }
 
 // ---- f16 / bf16 ----
@@ -141,6 +148,8 @@ double relative_rms_bound(DType t) {
     case DType::Q4_0:
     case DType::Q4_1:
     case DType::Q4_K:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS:
       return 0.12;
     case DType::Q3_K:
       return 0.25;
