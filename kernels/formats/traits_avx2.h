@@ -338,9 +338,9 @@ struct IQ4_NL {
   static float finish(const Acc& acc) noexcept { return hsum(acc.v); }
 };
 
-// The group scale enters through madd (int16 pairs times ls - 32): the super-block's integer
-// sum of ref::IQ4_XS in int32 lanes, one f32 step a block.
-struct IQ4_XS {
+// What both iq4_xs traits below share. The group scale enters through madd (int16 pairs times
+// ls - 32): the super-block's integer sum of ref::IQ4_XS in 8 int32 lanes, one f32 step a block.
+struct IQ4_XSBase {
   using WBlock = BlockIQ4_XS;
   using ABlock = BlockQ8_K;
   static constexpr size_t kElems = QK_K;
@@ -348,20 +348,100 @@ struct IQ4_XS {
     const int8_t* qs;
     float d;
   };
-  struct W {
-    __m256i q[8];
-    int16_t scale[8];
-    float d;
-  };
   struct Acc {
     __m256 v = _mm256_setzero_ps();
   };
 
   static Act load_act(const ABlock& a) noexcept { return {a.qs, a.d}; }
+  static void add_block(Acc& acc, __m256i sum, float d, const Act& a) noexcept {
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d), _mm256_cvtepi32_ps(sum), acc.v);
+  }
+  static float finish(const Acc& acc) noexcept { return hsum(acc.v); }
+};
+
+#if defined(OXI_ARCH_AVX512)
+
+// iq4_xs on avx512, q6_K's way: a 64-byte vector holds groups 2k and 2k + 1, each 256-bit half
+// in the 256-bit trait's order, and the int32 lanes fold to its 8 before the f32 part, so the
+// results are bit-identical to it (IQ4XS.Avx512IsBitIdenticalToAvx2). No vpsignb on 512 bits:
+// |level| goes in the unsigned operand, and the activation bytes under a negative level are
+// negated under a mask.
+struct IQ4_XS : IQ4_XSBase {
+  struct W {
+    __m512i level_abs[4];
+    __mmask64 negative[4];
+    // int16 scales ls - 32: 128-bit lanes 0-1 hold groups 0, 2, 4, 6 in int16 lanes 0-3,
+    // lanes 2-3 groups 1, 3, 5, 7, so int16 k of every lane scales u[k]'s half
+    __m512i scales;
+    float d;
+  };
+
+  static W load_w(const WBlock& b) noexcept {
+    W w;
+    const __m512i table = _mm512_maskz_broadcast_i32x4(
+        0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));
+    const __m512i nibble_shift = _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4);
+    for (int k = 0; k < 4; ++k) {
+      // 128-bit lanes: group 2k's 16 bytes twice, group 2k + 1's twice; low nibbles from the
+      // first copy, high from the second
+      const __m512i both = _mm512_maskz_broadcast_i64x4(0xFF, load256(b.qs + 32 * k));
+      const __m512i idx = _mm512_and_si512(
+          _mm512_maskz_srlv_epi64(0xFF, _mm512_maskz_shuffle_i64x2(0xFF, both, both, 0x50),
+                                  nibble_shift),
+          _mm512_set1_epi8(0x0F));
+      const __m512i level = _mm512_shuffle_epi8(table, idx);
+      w.level_abs[k] = _mm512_abs_epi8(level);
+      w.negative[k] = _mm512_movepi8_mask(level);
+    }
+    // ls of group g: bits 4g..4g+3 of scales_l (as a little-endian u32), bits 2g..2g+1 of
+    // scales_h on top; computed in the order 0, 2, 4, 6, 1, 3, 5, 7
+    uint32_t low;
+    std::memcpy(&low, b.scales_l, 4);
+    const __m256i low4 =
+        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(low)),
+                                           _mm256_setr_epi32(0, 8, 16, 24, 4, 12, 20, 28)),
+                         _mm256_set1_epi32(0xF));
+    const __m256i high2 =
+        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b.scales_h),
+                                           _mm256_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14)),
+                         _mm256_set1_epi32(3));
+    const __m256i ls =
+        _mm256_sub_epi32(_mm256_or_si256(low4, _mm256_slli_epi32(high2, 4)), _mm256_set1_epi32(32));
+    // int16 per 128-bit lane: [even groups twice], [odd groups twice]; then lanes 0, 0, 1, 1
+    const __m512i packed = _mm512_maskz_broadcast_i64x4(0xFF, _mm256_packs_epi32(ls, ls));
+    w.scales = _mm512_maskz_shuffle_i64x2(0xFF, packed, packed, 0x50);
+    w.d = f16(b.d);
+    return w;
+  }
+  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+    __m512i sum = _mm512_setzero_si512();
+    for (int k = 0; k < 4; ++k) {
+      const __m512i x = _mm512_loadu_si512(a.qs + 64 * k);
+      const __m512i x_signed = _mm512_mask_sub_epi8(x, w.negative[k], _mm512_setzero_si512(), x);
+      const __m512i p = _mm512_maddubs_epi16(w.level_abs[k], x_signed);
+      const __m512i sc = _mm512_shuffle_epi8(
+          w.scales, _mm512_set1_epi16(static_cast<int16_t>(0x0100 + 0x0202 * k)));
+      sum = _mm512_dpwssd_epi32(sum, p, sc);
+    }
+    const __m256i sum8 = _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xF, sum, 0),
+                                          _mm512_maskz_extracti64x4_epi64(0xF, sum, 1));
+    add_block(acc, sum8, w.d, a);
+  }
+};
+
+#else
+
+struct IQ4_XS : IQ4_XSBase {
+  struct W {
+    __m256i level[8];
+    int16_t scale[8];
+    float d;
+  };
+
   static W load_w(const WBlock& b) noexcept {
     W w;
     for (int g = 0; g < 8; ++g) {
-      w.q[g] = iq4_levels(nibbles32(b.qs + 16 * g));
+      w.level[g] = iq4_levels(nibbles32(b.qs + 16 * g));
       w.scale[g] = static_cast<int16_t>(iq4_xs_scale(b, g) - 32);
     }
     w.d = f16(b.d);
@@ -370,13 +450,14 @@ struct IQ4_XS {
   static void step(Acc& acc, const W& w, const Act& a) noexcept {
     __m256i sum = _mm256_setzero_si256();
     for (int g = 0; g < 8; ++g) {
-      const __m256i pairs = dot_s8s8_pairs(w.q[g], load256(a.qs + QK * g));
+      const __m256i pairs = dot_s8s8_pairs(w.level[g], load256(a.qs + QK * g));
       sum = add_madd_i16(sum, pairs, _mm256_set1_epi16(w.scale[g]));
     }
-    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(w.d * a.d), _mm256_cvtepi32_ps(sum), acc.v);
+    add_block(acc, sum, w.d, a);
   }
-  static float finish(const Acc& acc) noexcept { return hsum(acc.v); }
 };
+
+#endif  // OXI_ARCH_AVX512
 
 // ---- K-quants: SIMD unpack to ref::KW, SIMD integer dot, the reference's f32 combine ----
 

@@ -357,6 +357,13 @@ TEST(Q6K, Avx512IsBitIdenticalToAvx2) {
   expect_avx512_bit_identical_to_avx2(DType::Q6_K, DType::Q6_K, lengths);
 }
 
+// iq4_xs's avx512 trait holds two groups per 64-byte vector and folds its int32 lanes to the
+// 256-bit trait's before the f32 part, as q6_K's does.
+TEST(IQ4XS, Avx512IsBitIdenticalToAvx2) {
+  const size_t lengths[] = {256, 7 * 256};
+  expect_avx512_bit_identical_to_avx2(DType::IQ4_XS, DType::IQ4_XS, lengths);
+}
+
 // Every instruction set's activation quantizer `encoder` writes the bytes `reference` writes
 // for x as `dtype` blocks.
 void expect_every_isa_writes(kernels::RowEncoder kernels::FormatKernels::*encoder,
