@@ -84,7 +84,7 @@ void print_text(const formats::ModelFile& m, size_t max_tensors) {
   key_width = std::min<size_t>(key_width, 48);
   for (const auto& e : m.metadata) {
     std::string type = e.type;
-    if (e.value.is_array()) type += "[" + std::to_string(e.value.size()) + "]";
+    if (e.value.is_array()) type.append("[").append(std::to_string(e.value.size())).append("]");
     std::printf("  %-*s  %-*s  %s\n", static_cast<int>(key_width), e.key.c_str(),
                 static_cast<int>(type_width), type.c_str(), value_text(e).c_str());
   }
