@@ -187,6 +187,19 @@ inline __m256i add_madd_i16(__m256i acc, __m256i a, __m256i b) noexcept {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
 }
 
+// iq4_nl / iq4_xs: one vpshufb turns 32 4-bit indices into their signed levels (kIq4Values),
+// then the q8_0 sign trick (|level| <= 127), so maddubs never saturates.
+inline __m256i iq4_levels(__m256i indices) noexcept {
+  const __m256i table =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));
+  return _mm256_shuffle_epi8(table, indices);
+}
+
+// int16 pairs of products of signed bytes w and x, |w| and |x| <= 127 (no saturation).
+inline __m256i dot_s8s8_pairs(__m256i w, __m256i x) noexcept {
+  return _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+}
+
 // Unsigned 32-element weights with a zero point `kZero` against q8_0 activations.
 template <class Block, int kZero>
 struct Sym32 {
@@ -227,10 +240,11 @@ struct Sym32 {
   static float finish(const Acc& acc) noexcept { return hsum(acc.v); }
 };
 
-// q8_0 weights are signed: |w| goes in the unsigned operand (so -128 reads as 128) and w's sign
-// moves onto the activation, which never holds -128.
-struct Q8_0 {
-  using WBlock = BlockQ8_0;
+// Weights that unpack to signed bytes (q8_0, iq4_nl): |w| goes in the unsigned operand (so
+// q8_0's -128 reads as 128) and w's sign moves onto the activation, which never holds -128.
+template <class Block>
+struct Signed32 {
+  using WBlock = Block;
   using ABlock = BlockQ8_0;
   static constexpr size_t kElems = QK;
   struct Act {
@@ -246,13 +260,21 @@ struct Q8_0 {
   };
 
   static Act load_act(const ABlock& a) noexcept { return {load256(a.qs), f16(a.d)}; }
-  static W load_w(const WBlock& b) noexcept { return {load256(b.qs), f16(b.d)}; }
+  static W load_w(const WBlock& b) noexcept {
+    if constexpr (std::is_same_v<Block, BlockIQ4_NL>)
+      return {iq4_levels(nibbles32(b.qs)), f16(b.d)};
+    else
+      return {load256(b.qs), f16(b.d)};
+  }
   static void step(Acc& acc, const W& w, const Act& a) noexcept {
-    const __m256i p = dot_u8s8(_mm256_sign_epi8(w.q, w.q), _mm256_sign_epi8(a.q, w.q));
+    const __m256i p = _mm256_madd_epi16(dot_s8s8_pairs(w.q, a.q), _mm256_set1_epi16(1));
     acc.v = _mm256_fmadd_ps(_mm256_set1_ps(w.d * a.d), _mm256_cvtepi32_ps(p), acc.v);
   }
   static float finish(const Acc& acc) noexcept { return hsum(acc.v); }
 };
+
+using Q8_0 = Signed32<BlockQ8_0>;
+using IQ4_NL = Signed32<BlockIQ4_NL>;
 
 // q4_1 / q5_1 against q8_1: the min term m * s is accumulated separately.
 template <class Block>
@@ -296,47 +318,6 @@ using Q4_0 = Sym32<BlockQ4_0, 8>;
 using Q5_0 = Sym32<BlockQ5_0, 16>;
 using Q4_1 = Min32<BlockQ4_1>;
 using Q5_1 = Min32<BlockQ5_1>;
-
-// ---- iq4_nl and iq4_xs: 4-bit indices into kIq4Values ----
-//
-// One vpshufb turns 32 indices into their signed levels; then the q8_0 sign trick (|level| <=
-// 127 in the unsigned operand, its sign on the activation), so maddubs never saturates.
-
-inline __m256i iq4_levels(__m256i indices) noexcept {
-  const __m256i table =
-      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));
-  return _mm256_shuffle_epi8(table, indices);
-}
-
-// int16 pairs of products of signed bytes w and x, |w| and |x| <= 127 (no saturation).
-inline __m256i dot_s8s8_pairs(__m256i w, __m256i x) noexcept {
-  return _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
-}
-
-struct IQ4_NL {
-  using WBlock = BlockIQ4_NL;
-  using ABlock = BlockQ8_0;
-  static constexpr size_t kElems = QK;
-  struct Act {
-    __m256i q;
-    float d;
-  };
-  struct W {
-    __m256i q;
-    float d;
-  };
-  struct Acc {
-    __m256 v = _mm256_setzero_ps();
-  };
-
-  static Act load_act(const ABlock& a) noexcept { return {load256(a.qs), f16(a.d)}; }
-  static W load_w(const WBlock& b) noexcept { return {iq4_levels(nibbles32(b.qs)), f16(b.d)}; }
-  static void step(Acc& acc, const W& w, const Act& a) noexcept {
-    const __m256i p = _mm256_madd_epi16(dot_s8s8_pairs(w.q, a.q), _mm256_set1_epi16(1));
-    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(w.d * a.d), _mm256_cvtepi32_ps(p), acc.v);
-  }
-  static float finish(const Acc& acc) noexcept { return hsum(acc.v); }
-};
 
 // What both iq4_xs traits below share. The group scale enters through madd (int16 pairs times
 // ls - 32): the super-block's integer sum of ref::IQ4_XS in 8 int32 lanes, one f32 step a block.
