@@ -184,7 +184,7 @@ std::vector<BenchRow> bench_format_kernels(int threads) {
   const auto matvec_row = [&](DType t, DType layout, const std::string& label) {
     out.push_back(bench_matvec(t, layout, label, arena, threads));
   };
-  for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::F16}) {
+  for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::IQ4_XS, DType::F16}) {
     // The layout decode multiplies (what lib/llm repacks to), named by the stored type; then
     // the file layout as its own row when they differ.
     const std::string name(kernels::name(t));
@@ -194,7 +194,7 @@ std::vector<BenchRow> bench_format_kernels(int threads) {
   }
   // The arithmetic's ceiling on one core, for the layouts decode multiplies.
   const double core_share = measure_read_bandwidth_gbs(threads) / threads;
-  for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::F16})
+  for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::IQ4_XS, DType::F16})
     out.push_back(
         bench_matvec_in_cache(t, k.preferred_layout(t), std::string(kernels::name(t)), core_share));
   for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
