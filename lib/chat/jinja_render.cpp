@@ -15,6 +15,7 @@
 
 #include "lib/chat/jinja.h"
 #include "lib/chat/jinja_parser.h"
+#include "lib/chat/python_format.h"
 #include "lib/chat/python_str.h"
 #include "lib/core/error.h"
 
@@ -65,6 +66,16 @@ int64_t int_arg(const Value* v, int64_t dflt, const char* what, int line) {
   if (v->kind != Value::Kind::data || !is_int_like(v->data))
     eval_error(line, std::string(what) + " must be an integer, got " + type_name(*v));
   return int_value(v->data);
+}
+
+// text % items (python_format.h), Python's error as the template's.
+std::string percent_format_or_error(const std::string& text, const std::vector<Value>& items,
+                                    const Json* mapping, int line) {
+  try {
+    return percent_format(text, items, mapping);
+  } catch (const PercentFormatError& err) {
+    eval_error(line, std::string("string formatting: ") + err.what());
+  }
 }
 
 // Python's divmod of ints (y != 0): the quotient floored toward negative infinity, the
@@ -650,13 +661,25 @@ class Renderer {
     if (op == ">=") return Value::of(compare_values(l, r, e.line) >= 0);
     if (op == "in") return Value::of(contains(r, l, e.line));
     if (op == "not in") return Value::of(!contains(r, l, e.line));
-    // printf-style formatting: only a text without conversions and a dict or list (Python
-    // takes either as a mapping and returns the text); anything else is refused rather than
-    // formatted differently.
-    if (op == "%" && l.is_string() && r.kind == Value::Kind::data &&
-        (r.data.is_object() || r.data.is_array()) &&
-        l.data.get_ref<const std::string&>().find('%') == std::string::npos)
-      return l;
+    // printf-style formatting (python_format.h). A tuple literal's items are the arguments; a
+    // dict is the mapping of %(key)s (and the one argument of %s); anything else, a list too,
+    // is the one argument. A text without conversions % a list is the text (Python takes a
+    // list as a mapping there).
+    if (op == "%" && l.is_string()) {
+      const std::string& text = l.data.get_ref<const std::string&>();
+      std::vector<Value> items;
+      const Json* mapping = nullptr;
+      if (e.args[0]->kind == Expr::Kind::tuple && r.kind == Value::Kind::data &&
+          r.data.is_array()) {
+        for (const Json& x : r.data) items.push_back(Value::of(x));
+      } else {
+        if (r.kind == Value::Kind::data && r.data.is_array() && text.find('%') == std::string::npos)
+          return l;
+        items.push_back(r);
+        if (r.kind == Value::Kind::data && r.data.is_object()) mapping = &r.data;
+      }
+      return Value::of(percent_format_or_error(text, items, mapping, e.line));
+    }
     if (op == "~") {
       std::string joined = to_python_str(l);
       const std::string right = to_python_str(r);
@@ -1318,6 +1341,18 @@ class Renderer {
         out += lines[i];
       }
       return Value::of(std::move(out));
+    }
+    if (f == "format") {  // jinja2: str(value) % (kwargs or args)
+      if (!args.pos.empty() && !args.kw.empty())
+        eval_error(e.line,
+                   "format: can't handle positional and keyword arguments at the same time");
+      Json mapping = Json::object();
+      for (const auto& [key, value] : args.kw)
+        mapping[key] = value.kind == Value::Kind::data ? value.data : Json(to_python_str(value));
+      std::vector<Value> items = args.pos;
+      if (!args.kw.empty()) items = {Value::of(mapping)};
+      return Value::of(percent_format_or_error(to_python_str(v), items,
+                                               args.kw.empty() ? nullptr : &mapping, e.line));
     }
     if (f == "wordcount") {  // jinja2: the runs of \w (letters, digits of any script, "_")
       int64_t words = 0;

@@ -128,6 +128,11 @@ TEMPLATES = {
     # keeps the case independent of the date.
     "globals": "{{ strftime_now is defined }} {{ raise_exception is defined }} {{ namespace is callable }} {{ range is defined }} {{ dict is defined }} {{ nothing is defined }}|{% if strftime_now is defined %}{% set year = strftime_now('%Y') %}{% endif %}{{ year | length }}|{% set range = 'shadowed' %}{{ range }} {{ range is callable }}",
     # String literals decode Python escapes (Mistral Small 3.1 continues strings over lines).
+    "percent_format": "{{ '%s is %d years, %.1f%%' % ('Ann', 30.9, 99.44) }}|{{ '%(name)s: %(n)05d' % {'name': 'x', 'n': -12} }}|{{ '%s' % {'a': 1} }}|{{ '%s' % [1, 2] }}|{{ 'plain' % [1] }}|{{ '%*d|%-*s|%.*f' % (5, 42, 4, 'ab', 2, 3.14159) }}|{{ '%#o %#x %#X %o' % (8, 0, 255, -8) }}|{{ '%c%c' % (233, 'z') }}|{{ '%.2s|%5.1s|%-4r|' % ('h\u00e9llo', '\u00e9t\u00e9', 'a') }}|{{ '%+.3e % g %G' % (12345.678, 0.00001, 1e20) }}|{{ '%(a)s %(b)s' | format(a=1, b='q') }}|{{ '%s-%s' | format('x', none) }}|{{ '%ld %hi %5%%' % (1, 2) if false else '%%' % () }}",
+    "percent_error_type": "{{ '%d' % 'x' }}",
+    "percent_error_few": "{{ '%s %s' % ('a',) }}",
+    "percent_error_many": "{{ '%s' % ('a', 'b') }}",
+    "percent_error_key": "{{ '%(missing)s' % {'a': 1} }}",
     "escapes": "{{ 'a\\\nb' }}|{{ 'A\\x42\\u00e9\\101\\U0001F600' }}|{{ '\\a\\b\\f\\v\\q\\0' }}|{{ \"it\\'s \\\"q\\\"\" }}",
     # |safe gives Markup: `+` escapes the plain side (functionary's tool list), `~` does not;
     # indent; {% filter %} blocks (firefunction); `in` an undefined; select / map on none.
@@ -161,7 +166,9 @@ CASES = [
     ("whitespace", "data"), ("values", "data"), ("loops", "data"), ("filters", "data"),
     ("tests", "data"), ("macros", "data"), ("globals", "data"), ("escapes", "data"),
     ("markup_indent_filter", "data"), ("undefined_attribute", "data"),
-    ("error_alternation", "chat"), ("macros_args_unpack", "data"),
+    ("error_alternation", "chat"), ("macros_args_unpack", "data"), ("percent_format", "data"),
+    ("percent_error_type", "data"), ("percent_error_few", "data"), ("percent_error_many", "data"),
+    ("percent_error_key", "data"),
 ]
 
 
@@ -367,19 +374,50 @@ def random_loop_template(rng):
             " %}" + body(0) + "{% endfor %}|{{ ns.t }}|{{ y }}")
 
 
+# Random printf-style formatting (fixed seed): the `%` operator on a string with one value or a
+# tuple, and the |format filter, over conversions, flags, widths and precisions, ints, floats
+# (inf and nan built in the template: the context is JSON), text, None, lists and dicts.
+PERCENT_CONTEXT = {"n": 7, "m": -42, "z": 0, "big": 255, "f": 2.5, "g": -0.125, "h": 1234567.891,
+                   "t": 1e-7, "s": "Hello", "u": "h\u00e9llo w\u00f6rld", "e": "", "c1": "\u00e9", "b": True,
+                   "no": None, "l": [1, 2], "d": {"a": 1, "b": "x"}, "hugef": 1e308}
+PERCENT_VALUES = ["n", "m", "z", "big", "f", "g", "h", "t", "s", "u", "e", "c1", "b", "no", "l", "d",
+                  "inf", "nan", "ninf", "3.0", "-0.0", "65"]
+
+
+def random_percent_template(rng):
+    def spec():
+        flags = "".join(rng.choice(["", "#", "0", "-", "+", " "]) for _ in range(rng.randint(0, 2)))
+        return ("%" + flags + rng.choice(["", "", "3", "8", "12"]) +
+                rng.choice(["", "", ".0", ".2", ".5", ".10"]) + rng.choice("sridiuxXoeEfFgGc"))
+
+    k = rng.randint(1, 3)
+    fmt = "".join(rng.choice(["", "a", "[", " ", "\u00e9"]) + spec() for _ in range(k))
+    fmt += rng.choice(["", "%%", "z"])
+    values = [rng.choice(PERCENT_VALUES) for _ in range(k)]
+    if k == 1 and rng.random() < 0.5:
+        expr = f"{fmt!r} % {values[0]}"
+    elif rng.random() < 0.5:
+        expr = f"{fmt!r} % ({', '.join(values)}{',' if k == 1 else ''})"
+    else:
+        expr = f"{fmt!r} | format({', '.join(values)})"
+    return ("{% set inf = hugef * 10 %}{% set nan = inf - inf %}{% set ninf = -inf %}{{ " + expr +
+            " }}")
+
+
 def main():
     out = []
     for tname, cname in CASES:
         try:
             rendered = ENV.from_string(TEMPLATES[tname]).render(**CONTEXTS[cname])
             case = {"expected": rendered}
-        except TemplateError as e:
+        except (TemplateError, TypeError, ValueError, KeyError) as e:  # Python's too (% formatting)
             case = {"error": str(e)}
         case.update({"name": f"{tname}/{cname}", "template": TEMPLATES[tname], "context": CONTEXTS[cname]})
         out.append(case)
     out.extend(expression_cases())
     out.extend(random_cases("whitespace_random", random_ws_template, {"x": True}, 300, 9))
     out.extend(random_cases("loops_random", random_loop_template, LOOP_CONTEXT, 200, 13))
+    out.extend(random_cases("percent_random", random_percent_template, PERCENT_CONTEXT, 400, 17))
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     path = os.path.join(root, "tests", "chat", "jinja_cases.json")
     with open(path, "w", encoding="utf-8") as f:

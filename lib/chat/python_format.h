@@ -1,0 +1,27 @@
+// Python's printf-style formatting, `text % args`, which templates reach through the `%`
+// operator on a string and jinja2's |format filter: %s %r %a %d %i %u %x %X %o %e %E %f %F %g
+// %G %c %%, the flags # 0 - + and space, width and precision (also `*`), and %(key)s against a
+// dict. The results are Python's, including its differences from C's printf (%#o gives 0o17,
+// %#x of 0 gives 0x0, %.2s counts characters, inf and nan print as Python prints them).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/chat/jinja_value.h"
+
+namespace oxi::jinja {
+
+// Python's TypeError / ValueError / KeyError of `%`, with Python's message.
+struct PercentFormatError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// fmt % args: `args` the values a tuple holds; `mapping` the dict for %(key)s when the right
+// operand is a dict (then args is that one dict and unused arguments are no error).
+std::string percent_format(std::string_view fmt, const std::vector<Value>& args,
+                           const Json* mapping);
+
+}  // namespace oxi::jinja
