@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "lib/chat/python_str.h"
+#include "lib/tokenizer/unicode.h"
 
 namespace oxi::jinja {
 namespace {
@@ -38,24 +39,6 @@ bool is_real(const Value& v) {
 }
 double real_of(const Value& v) {
   return is_int(v) ? static_cast<double>(int_of(v)) : v.data.get<double>();
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 struct Spec {
@@ -143,7 +126,7 @@ std::string format_char(const Spec& s, const Value& v) {
   if (is_int(v)) {
     const int64_t cp = int_of(v);
     if (cp < 0 || cp > 0x10FFFF) fail("%c arg not in range(0x110000)");
-    append_utf8(c, static_cast<uint32_t>(cp));
+    tokenizer::append_utf8(c, static_cast<char32_t>(cp));
   } else if (v.is_string() && py::length(v.data.get_ref<const std::string&>()) == 1) {
     c = v.data.get<std::string>();
   } else {
