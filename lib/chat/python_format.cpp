@@ -113,11 +113,11 @@ std::string format_float(const Spec& s, const Value& v) {
     // Python zero-pads inf and nan like numbers
     return pad(s, sign_of(!std::isnan(x) && x < 0, s), body, true);
   }
-  const int precision = static_cast<int>(s.precision < 0 ? 6 : std::min<int64_t>(s.precision, 400));
+  const int precision = static_cast<int>(s.precision < 0 ? 6 : s.precision);
   char spec[16];
   std::snprintf(spec, sizeof(spec), "%%%s.%d%c", s.alt ? "#" : "", precision, s.type);
-  char buf[512];
-  std::snprintf(buf, sizeof(buf), spec, std::fabs(x));
+  std::string buf(static_cast<size_t>(std::snprintf(nullptr, 0, spec, std::fabs(x))), '\0');
+  std::snprintf(buf.data(), buf.size() + 1, spec, std::fabs(x));
   return pad(s, sign_of(std::signbit(x), s), buf, true);
 }
 
@@ -205,21 +205,21 @@ std::string percent_format(std::string_view fmt, const std::vector<Value>& args,
       else
         break;
     }
+    // A width or precision: digits, or '*' taking an int argument. Bounded, like the
+    // renderer's other sizes (Python takes any).
+    constexpr int64_t kMaxField = 100000;
     const auto number = [&](int64_t& field, const char* what) {
       if (i < fmt.size() && fmt[i] == '*') {
         const Value& v = take();
         if (!is_int(v)) fail(std::string("* wants int"));
         field = int_of(v);
         ++i;
-        return;
-      }
-      if (i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9') {
+      } else if (i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9') {
         field = 0;
-        while (i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9') {
+        while (i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9' && field <= kMaxField)
           field = field * 10 + (fmt[i++] - '0');
-          if (field > 100000) fail(std::string(what) + " too big");
-        }
       }
+      if (field > kMaxField || field < -kMaxField) fail(std::string(what) + " too big");
     };
     number(s.width, "width");
     if (s.width < -1) s.left = true, s.width = -s.width;  // a negative '*' width left-justifies
@@ -227,6 +227,7 @@ std::string percent_format(std::string_view fmt, const std::vector<Value>& args,
       ++i;
       s.precision = 0;
       number(s.precision, "precision");
+      if (s.precision < 0) s.precision = 0;  // a negative '*' precision, as Python
     }
     while (i < fmt.size() && (fmt[i] == 'h' || fmt[i] == 'l' || fmt[i] == 'L')) ++i;
     if (i >= fmt.size()) fail("incomplete format");

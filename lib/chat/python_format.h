@@ -2,7 +2,8 @@
 // operator on a string and jinja2's |format filter: %s %r %a %d %i %u %x %X %o %e %E %f %F %g
 // %G %c %%, the flags # 0 - + and space, width and precision (also `*`), and %(key)s against a
 // dict. The results are Python's, including its differences from C's printf (%#o gives 0o17,
-// %#x of 0 gives 0x0, %.2s counts characters, inf and nan print as Python prints them).
+// %#x of 0 gives 0x0, %.2s counts characters, inf and nan print as Python prints them). Widths
+// and precisions above 100000 are refused (Python takes any), like the renderer's other bounds.
 #pragma once
 
 #include <stdexcept>
