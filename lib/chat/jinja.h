@@ -13,7 +13,7 @@
 // HTML-escape what `+` joins to them (jinja2's Markup), attributes of undefined values raising
 // as jinja2's Undefined does, the filters and tests listed in jinja_render.cpp, and the str,
 // list and dict methods templates call (strip, split, startswith, count, items, get, ...),
-// printf-style `text % args` and |format (python_format.h).
+// printf-style `text % args`, |format and str.format() (python_format.h).
 // The source is read as jinja2's lexer reads it (line breaks normalized, the last one dropped).
 // Values follow Python: bool is an int (True == 1, True + 1), strings index, slice and iterate
 // by character, casing, whitespace and repr() are Unicode's as Python has them (python_str.h),
@@ -21,8 +21,7 @@
 // Not supported: dict literals with non-string keys (Seed-OSS's thinking budgets), integers
 // beyond 64 bits (an error where Python would make a big int), tuples (a tuple is a list: it
 // prints as [..], not (..); `text % (a, b)` still takes a tuple literal's items as its
-// arguments, python_format.h), str.format(), {% call %}, the groupby / center / truncate /
-// batch filters. jinja2's lazy values print differently:
+// arguments, python_format.h), {% call %}, the groupby / center / truncate / batch filters. jinja2's lazy values print differently:
 // dict.items(), range() and |reverse without |list print as lists here (jinja2:
 // dict_items(...), range(0, 3) or an iterator's repr), and a list that holds jinja2's Undefined
 // (map(attribute=) over items without it) holds "" here (it renders, joins and tests false the

@@ -913,6 +913,13 @@ class Renderer {
         for (std::string& line : py::splitlines(s)) out.push_back(std::move(line));
         return Value::of(std::move(out));
       }
+      if (name == "format") {
+        try {
+          return Value::of(brace_format(s, args.pos, args.kw));
+        } catch (const PercentFormatError& err) {
+          eval_error(line, std::string("str.format: ") + err.what());
+        }
+      }
       if (name == "startswith" || name == "endswith") {
         auto matches = [&](const std::string& p) {
           if (p.size() > s.size()) return false;

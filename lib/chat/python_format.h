@@ -6,6 +6,7 @@
 // and precisions above 100000 are refused (Python takes any), like the renderer's other bounds.
 #pragma once
 
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -24,5 +25,13 @@ struct PercentFormatError : std::runtime_error {
 // operand is a dict (then args is that one dict and unused arguments are no error).
 std::string percent_format(std::string_view fmt, const std::vector<Value>& args,
                            const Json* mapping);
+
+// text.format(*args, **kwargs): {} / {0} / {name} fields with .attr / [key] lookups (a dict's
+// attribute is its item, as jinja2's sandbox resolves it), !s / !r / !a, and format specs
+// [[fill]align][sign][#][0][width][,|_][.precision][type] (nested {} fields in the spec) for
+// text, ints, bools and floats (also Python's own form of a float with a precision and no
+// type); None, lists and dicts only with an empty spec.
+std::string brace_format(std::string_view fmt, const std::vector<Value>& args,
+                         const std::map<std::string, Value>& kwargs);
 
 }  // namespace oxi::jinja

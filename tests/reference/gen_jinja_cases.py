@@ -129,6 +129,10 @@ TEMPLATES = {
     "globals": "{{ strftime_now is defined }} {{ raise_exception is defined }} {{ namespace is callable }} {{ range is defined }} {{ dict is defined }} {{ nothing is defined }}|{% if strftime_now is defined %}{% set year = strftime_now('%Y') %}{% endif %}{{ year | length }}|{% set range = 'shadowed' %}{{ range }} {{ range is callable }}",
     # String literals decode Python escapes (Mistral Small 3.1 continues strings over lines).
     "percent_format": "{{ '%s is %d years, %.1f%%' % ('Ann', 30.9, 99.44) }}|{{ '%(name)s: %(n)05d' % {'name': 'x', 'n': -12} }}|{{ '%s' % {'a': 1} }}|{{ '%s' % [1, 2] }}|{{ 'plain' % [1] }}|{{ '%*d|%-*s|%.*f' % (5, 42, 4, 'ab', 2, 3.14159) }}|{{ '%#o %#x %#X %o' % (8, 0, 255, -8) }}|{{ '%c%c' % (233, 'z') }}|{{ '%.2s|%5.1s|%-4r|' % ('h\u00e9llo', '\u00e9t\u00e9', 'a') }}|{{ '%+.3e % g %G' % (12345.678, 0.00001, 1e20) }}|{{ '%(a)s %(b)s' | format(a=1, b='q') }}|{{ '%s-%s' | format('x', none) }}|{{ '%ld %hi %5%%' % (1, 2) if false else '%%' % () }}|{{ '%.*f|%.*s|%*s|%.12f' % (-1, 2.5, -2, 'abc', -3, 'a', 0.1) }}",
+    "brace_format": "{% set d = {'a': 1, 'b': 'x'} %}{% set l = [1, 2] %}{{ '{0}{1}{0}|{x}-{y!r}|{0[a]}{0.b}{1[1]}{0.zz}'.format(d, l, x=1, y='q') }}|{{ '{:{w}.{p}f}|{:,}|{:_x}|{:^9}|{:=+8}|{:>5}|{:08,}|{:.3}|{:.0}|{:#.3}|{{}}'.format(2.5, 1234567, 1234567, 'mid', -42, true, 1234, 100.0, 2.5, 1e16, w=10, p=3) }}",
+    "brace_error_switch": "{{ '{}{1}'.format(1, 2) }}",
+    "brace_error_spec": "{{ '{:d}'.format('x') }}",
+    "brace_error_index": "{{ '{2}'.format(1) }}",
     "percent_error_type": "{{ '%d' % 'x' }}",
     "percent_error_few": "{{ '%s %s' % ('a',) }}",
     "percent_error_many": "{{ '%s' % ('a', 'b') }}",
@@ -168,7 +172,8 @@ CASES = [
     ("markup_indent_filter", "data"), ("undefined_attribute", "data"),
     ("error_alternation", "chat"), ("macros_args_unpack", "data"), ("percent_format", "data"),
     ("percent_error_type", "data"), ("percent_error_few", "data"), ("percent_error_many", "data"),
-    ("percent_error_key", "data"),
+    ("percent_error_key", "data"), ("brace_format", "data"), ("brace_error_switch", "data"),
+    ("brace_error_spec", "data"), ("brace_error_index", "data"),
 ]
 
 
@@ -404,13 +409,36 @@ def random_percent_template(rng):
             " }}")
 
 
+# Random str.format() calls (fixed seed): auto-numbered fields with !r / !s and format specs of
+# every part (fill, align, sign, #, 0, width, grouping, precision, type) over the same values.
+def random_brace_template(rng):
+    def spec():
+        parts = []
+        if rng.random() < 0.4:
+            parts.append(rng.choice(["", "*", "0", "x", "\u00e9"]) + rng.choice("<>=^"))
+        parts += [rng.choice(["", "", "+", "-", " "]), rng.choice(["", "", "#"]), rng.choice(["", "", "0"]),
+                  rng.choice(["", "", "3", "8", "12"]), rng.choice(["", "", "", ",", "_"]),
+                  rng.choice(["", "", ".0", ".2", ".5"]),
+                  rng.choice(["", "", "s", "d", "x", "X", "o", "b", "c", "e", "E", "f", "F", "g", "G", "%", "n"])]
+        return "".join(parts)
+
+    fields = []
+    for _ in range(rng.randint(1, 3)):
+        sp = spec() if rng.random() < 0.8 else ""
+        fields.append("{" + rng.choice(["", "", "", "!r", "!s"]) + (":" + sp if sp else "") + "}")
+    fmt = "".join(rng.choice(["", "a", "[", " ", "{{", "}}"]) + f for f in fields)
+    values = ", ".join(rng.choice(PERCENT_VALUES) for _ in fields)
+    return ("{% set inf = hugef * 10 %}{% set nan = inf - inf %}{% set ninf = -inf %}{{ " +
+            f"{fmt!r}.format({values})" + " }}")
+
+
 def main():
     out = []
     for tname, cname in CASES:
         try:
             rendered = ENV.from_string(TEMPLATES[tname]).render(**CONTEXTS[cname])
             case = {"expected": rendered}
-        except (TemplateError, TypeError, ValueError, KeyError) as e:  # Python's too (% formatting)
+        except (TemplateError, TypeError, ValueError, KeyError, IndexError) as e:  # Python's too
             case = {"error": str(e)}
         case.update({"name": f"{tname}/{cname}", "template": TEMPLATES[tname], "context": CONTEXTS[cname]})
         out.append(case)
@@ -418,6 +446,7 @@ def main():
     out.extend(random_cases("whitespace_random", random_ws_template, {"x": True}, 300, 9))
     out.extend(random_cases("loops_random", random_loop_template, LOOP_CONTEXT, 200, 13))
     out.extend(random_cases("percent_random", random_percent_template, PERCENT_CONTEXT, 400, 17))
+    out.extend(random_cases("brace_random", random_brace_template, PERCENT_CONTEXT, 400, 19))
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     path = os.path.join(root, "tests", "chat", "jinja_cases.json")
     with open(path, "w", encoding="utf-8") as f:
