@@ -42,6 +42,36 @@ double real_of(const Value& v) {
   return is_int(v) ? static_cast<double>(int_of(v)) : v.data.get<double>();
 }
 
+// |x| in `base` (2, 8, 10, 16), the sign left to the caller.
+std::string magnitude_digits(int64_t x, int base, bool upper) {
+  uint64_t m = x < 0 ? uint64_t{0} - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
+  const char* digits = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+  std::string out;
+  do {
+    out.insert(out.begin(), digits[m % static_cast<uint64_t>(base)]);
+    m /= static_cast<uint64_t>(base);
+  } while (m);
+  return out;
+}
+
+// The first n characters of text (a precision on text counts characters).
+std::string first_chars(const std::string& text, int64_t n) {
+  if (n < 0 || static_cast<int64_t>(py::length(text)) <= n) return text;
+  std::string cut;
+  for (std::string_view ch : py::chars(text)) {
+    if (n-- == 0) break;
+    cut += ch;
+  }
+  return cut;
+}
+
+// printf of one double, sized to fit
+std::string printf_double(const char* spec, double x) {
+  std::string out(static_cast<size_t>(std::snprintf(nullptr, 0, spec, x)), '\0');
+  std::snprintf(out.data(), out.size() + 1, spec, x);
+  return out;
+}
+
 struct Spec {
   bool alt = false, zero = false, left = false, plus = false, space = false;
   int64_t width = -1, precision = -1;
@@ -87,14 +117,8 @@ std::string format_int(const Spec& s, const Value& v) {
     fail(std::string("%") + t + " format: an integer is required, not " + python_type(v));
   }
   const bool negative = x < 0;
-  uint64_t magnitude = negative ? uint64_t{0} - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
   const int base = (t == 'x' || t == 'X') ? 16 : t == 'o' ? 8 : 10;
-  const char* digits = t == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
-  std::string body;
-  do {
-    body.insert(body.begin(), digits[magnitude % static_cast<uint64_t>(base)]);
-    magnitude /= static_cast<uint64_t>(base);
-  } while (magnitude);
+  std::string body = magnitude_digits(x, base, t == 'X');
   if (s.precision > static_cast<int64_t>(body.size()))
     body.insert(0, static_cast<size_t>(s.precision) - body.size(), '0');
   std::string sign = sign_of(negative, s);
@@ -117,9 +141,7 @@ std::string format_float(const Spec& s, const Value& v) {
   const int precision = static_cast<int>(s.precision < 0 ? 6 : s.precision);
   char spec[16];
   std::snprintf(spec, sizeof(spec), "%%%s.%d%c", s.alt ? "#" : "", precision, s.type);
-  std::string buf(static_cast<size_t>(std::snprintf(nullptr, 0, spec, std::fabs(x))), '\0');
-  std::snprintf(buf.data(), buf.size() + 1, spec, std::fabs(x));
-  return pad(s, sign_of(std::signbit(x), s), buf, true);
+  return pad(s, sign_of(std::signbit(x), s), printf_double(spec, std::fabs(x)), true);
 }
 
 std::string format_char(const Spec& s, const Value& v) {
@@ -141,15 +163,7 @@ std::string format_text(const Spec& s, const Value& v) {
                      : v.kind == Value::Kind::data ? to_python_repr(v.data)
                      : v.is_undefined()            ? "Undefined"
                                                    : to_python_str(v);
-  if (s.precision >= 0 && static_cast<int64_t>(py::length(text)) > s.precision) {
-    std::string cut;
-    for (std::string_view ch : py::chars(text)) {
-      if (static_cast<int64_t>(py::length(cut)) == s.precision) break;
-      cut += ch;
-    }
-    text = std::move(cut);
-  }
-  return pad(s, "", text, false);
+  return pad(s, "", first_chars(text, s.precision), false);
 }
 
 }  // namespace
@@ -385,13 +399,6 @@ std::string sign_text(bool negative, char sign) {
   return negative ? "-" : sign == '+' ? "+" : sign == ' ' ? " " : "";
 }
 
-// printf of one double, sized to fit
-std::string printf_double(const char* spec, double x) {
-  std::string out(static_cast<size_t>(std::snprintf(nullptr, 0, spec, x)), '\0');
-  std::snprintf(out.data(), out.size() + 1, spec, x);
-  return out;
-}
-
 // Python's float format with a precision and no type (x >= 0, finite): p significant digits,
 // scientific from exponent p - 1 on (not p, as 'g'), at least one digit after the point in
 // fixed notation, trailing zeros dropped unless `alt`.
@@ -490,13 +497,7 @@ std::string format_int_spec(const BraceSpec& b, int64_t x, const std::string& ty
   else if (t != 0 && t != 'd' && t != 'n')
     fail(std::string("Unknown format code '") + t + "' for object of type '" + type_name + "'");
   const bool negative = x < 0;
-  uint64_t m = negative ? uint64_t{0} - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
-  const char* digits = t == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
-  std::string body;
-  do {
-    body.insert(body.begin(), digits[m % static_cast<uint64_t>(base)]);
-    m /= static_cast<uint64_t>(base);
-  } while (m);
+  std::string body = magnitude_digits(x, base, t == 'X');
   const std::string sign = sign_text(negative, b.sign) + (b.alt ? prefix : "");
   if (b.grouping)
     body = group_digits(body, b.grouping, base == 10 ? 3 : 4,
@@ -527,16 +528,7 @@ std::string format_value(const Value& v, std::string_view spec) {
     if (b.sign_given) fail("Sign not allowed in string format specifier");
     if (b.alt) fail("Alternate form (#) not allowed in string format specifier");
     if (b.align == '=') fail("'=' alignment not allowed in string format specifier");
-    std::string text = v.data.get<std::string>();
-    if (b.precision >= 0 && static_cast<int64_t>(py::length(text)) > b.precision) {
-      std::string cut;
-      for (std::string_view ch : py::chars(text)) {
-        if (static_cast<int64_t>(py::length(cut)) == b.precision) break;
-        cut += ch;
-      }
-      text = std::move(cut);
-    }
-    return align_in(b, '<', "", text);
+    return align_in(b, '<', "", first_chars(v.data.get<std::string>(), b.precision));
   }
   if (is_int(v)) return format_int_spec(b, int_of(v), python_type(v));
   return format_float_spec(b, v.data.get<double>(), "float");
