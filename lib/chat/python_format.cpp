@@ -72,6 +72,49 @@ std::string printf_double(const char* spec, double x) {
   return out;
 }
 
+// prefix (sign, 0x) + body in `width` characters of `fill`: '<' left, '>' right, '^' centred,
+// '=' the fill between prefix and body. Both formatting styles pad through it.
+std::string aligned(std::string_view fill, char align, int64_t width, std::string_view prefix,
+                    std::string_view body) {
+  const int64_t len = static_cast<int64_t>(py::length(prefix) + py::length(body));
+  const int64_t n = width > len ? width - len : 0;
+  const auto fills = [fill](int64_t count) {
+    std::string out;
+    for (int64_t k = 0; k < count; ++k) out += fill;
+    return out;
+  };
+  const std::string p(prefix), b(body);
+  switch (align) {
+    case '<':
+      return p + b + fills(n);
+    case '^':
+      return fills(n / 2) + p + b + fills(n - n / 2);
+    case '=':
+      return p + fills(n) + b;
+    default:
+      return fills(n) + p + b;
+  }
+}
+
+// "-" for a negative number, else what the sign option asks ('+', ' ' or nothing for '-').
+std::string sign_text(bool negative, char sign) {
+  return negative ? "-" : sign == '+' ? "+" : sign == ' ' ? " " : "";
+}
+
+// Python's spelling of inf and nan (upper case for E / F / G), without the sign.
+std::string nonfinite_text(double x, char type) {
+  const bool upper = type == 'E' || type == 'F' || type == 'G';
+  return std::isnan(x) ? (upper ? "NAN" : "nan") : (upper ? "INF" : "inf");
+}
+
+// chr(cp) as UTF-8, Python's error beyond Unicode.
+std::string code_point_text(int64_t cp) {
+  if (cp < 0 || cp > 0x10FFFF) fail("%c arg not in range(0x110000)");
+  std::string c;
+  tokenizer::append_utf8(c, static_cast<char32_t>(cp));
+  return c;
+}
+
 struct Spec {
   bool alt = false, zero = false, left = false, plus = false, space = false;
   int64_t width = -1, precision = -1;
@@ -81,22 +124,12 @@ struct Spec {
 // sign + body padded to the width: spaces on the left, on the right with '-', or zeros between
 // the sign (and prefix) and the digits with '0' (numbers only).
 std::string pad(const Spec& s, std::string_view sign, std::string_view body, bool numeric) {
-  const int64_t len =
-      static_cast<int64_t>(py::length(sign)) + static_cast<int64_t>(py::length(body));
-  const int64_t fill = s.width > len ? s.width - len : 0;
-  std::string out;
-  if (s.left) {
-    out.append(sign).append(body).append(static_cast<size_t>(fill), ' ');
-  } else if (s.zero && numeric) {
-    out.append(sign).append(static_cast<size_t>(fill), '0').append(body);
-  } else {
-    out.append(static_cast<size_t>(fill), ' ').append(sign).append(body);
-  }
-  return out;
+  const bool zeros = s.zero && numeric && !s.left;
+  return aligned(zeros ? "0" : " ", s.left ? '<' : zeros ? '=' : '>', s.width, sign, body);
 }
 
 std::string sign_of(bool negative, const Spec& s) {
-  return negative ? "-" : s.plus ? "+" : s.space ? " " : "";
+  return sign_text(negative, s.plus ? '+' : s.space ? ' ' : '-');
 }
 
 std::string format_int(const Spec& s, const Value& v) {
@@ -130,14 +163,8 @@ std::string format_int(const Spec& s, const Value& v) {
 std::string format_float(const Spec& s, const Value& v) {
   if (!is_real(v)) fail("must be real number, not " + python_type(v));
   const double x = real_of(v);
-  const bool upper = s.type == 'E' || s.type == 'F' || s.type == 'G';
-  std::string body;
-  if (std::isnan(x) || std::isinf(x)) {
-    body = std::isnan(x) ? "nan" : "inf";
-    if (upper) body = body == "nan" ? "NAN" : "INF";
-    // Python zero-pads inf and nan like numbers
-    return pad(s, sign_of(!std::isnan(x) && x < 0, s), body, true);
-  }
+  if (!std::isfinite(x))  // Python zero-pads inf and nan like numbers
+    return pad(s, sign_of(!std::isnan(x) && x < 0, s), nonfinite_text(x, s.type), true);
   const int precision = static_cast<int>(s.precision < 0 ? 6 : s.precision);
   char spec[16];
   std::snprintf(spec, sizeof(spec), "%%%s.%d%c", s.alt ? "#" : "", precision, s.type);
@@ -147,9 +174,7 @@ std::string format_float(const Spec& s, const Value& v) {
 std::string format_char(const Spec& s, const Value& v) {
   std::string c;
   if (is_int(v)) {
-    const int64_t cp = int_of(v);
-    if (cp < 0 || cp > 0x10FFFF) fail("%c arg not in range(0x110000)");
-    tokenizer::append_utf8(c, static_cast<char32_t>(cp));
+    c = code_point_text(int_of(v));
   } else if (v.is_string() && py::length(v.data.get_ref<const std::string&>()) == 1) {
     c = v.data.get<std::string>();
   } else {
@@ -374,29 +399,8 @@ std::string group_digits(const std::string& d, char sep, int interval, int64_t m
 // sign + prefix + body aligned in the width; '=' pads between the prefix and the body
 std::string align_in(const BraceSpec& b, char default_align, const std::string& sign_prefix,
                      const std::string& body) {
-  const int64_t len = static_cast<int64_t>(py::length(sign_prefix) + py::length(body));
-  const int64_t fill = b.width > len ? b.width - len : 0;
   const char align = b.align ? b.align : b.zero && default_align == '>' ? '=' : default_align;
-  std::string pad_text;
-  for (int64_t k = 0; k < fill; ++k) pad_text += b.fill;
-  switch (align) {
-    case '<':
-      return sign_prefix + body + pad_text;
-    case '^': {
-      std::string left, right;
-      for (int64_t k = 0; k < fill / 2; ++k) left += b.fill;
-      for (int64_t k = 0; k < fill - fill / 2; ++k) right += b.fill;
-      return left + sign_prefix + body + right;
-    }
-    case '=':
-      return sign_prefix + pad_text + body;
-    default:
-      return pad_text + sign_prefix + body;
-  }
-}
-
-std::string sign_text(bool negative, char sign) {
-  return negative ? "-" : sign == '+' ? "+" : sign == ' ' ? " " : "";
+  return aligned(b.fill, align, b.width, sign_prefix, body);
 }
 
 // Python's float format with a precision and no type (x >= 0, finite): p significant digits,
@@ -450,9 +454,8 @@ std::string format_float_spec(const BraceSpec& b, double x, const std::string& t
       const size_t e = body.find('e');
       body.insert(e == std::string::npos ? body.size() : e, ".");
     }
-  } else if (std::isnan(x) || std::isinf(x)) {
-    body = std::isnan(x) ? "nan" : "inf";
-    if (type == 'E' || type == 'F' || type == 'G') body = body == "nan" ? "NAN" : "INF";
+  } else if (!std::isfinite(x)) {
+    body = nonfinite_text(x, type);
   } else {
     char spec[16];
     std::snprintf(spec, sizeof(spec), "%%%s.%d%c", b.alt ? "#" : "",
@@ -478,12 +481,7 @@ std::string format_int_spec(const BraceSpec& b, int64_t x, const std::string& ty
   if (t == 'e' || t == 'E' || t == 'f' || t == 'F' || t == 'g' || t == 'G' || t == '%')
     return format_float_spec(b, static_cast<double>(x), type_name);
   if (b.precision >= 0) fail("Precision not allowed in integer format specifier");
-  if (t == 'c') {
-    if (x < 0 || x > 0x10FFFF) fail("%c arg not in range(0x110000)");
-    std::string c;
-    tokenizer::append_utf8(c, static_cast<char32_t>(x));
-    return align_in(b, '>', "", c);
-  }
+  if (t == 'c') return align_in(b, '>', "", code_point_text(x));
   int base = 10;
   const char* prefix = "";
   if (t == 'b')
