@@ -7,7 +7,8 @@
 //
 // Supported: {{ }}, {% if/elif/else %}, {% for a[, b] in x [if c] %} with loop.* (cycle() and
 // changed() too; not recursive loops), else, break/continue, {% set %} (also ns.attr, a, b =
-// and the block form), {% macro %} (varargs, kwargs), {% filter %} blocks, namespace(),
+// and the block form), {% macro %} (varargs, kwargs), {% call %} blocks (caller(), with
+// parameters; its body sees its call site's names), {% with %}, {% filter %} blocks, namespace(),
 // range(), dict(), raise_exception(), strftime_now() (the globals resolve as names, so
 // `strftime_now is defined` holds), string literals with Python's escapes, |safe strings that
 // HTML-escape what `+` joins to them (jinja2's Markup), attributes of undefined values raising
@@ -21,8 +22,11 @@
 // Not supported: dict literals with non-string keys (Seed-OSS's thinking budgets), integers
 // beyond 64 bits (an error where Python would make a big int), tuples (a tuple is a list: it
 // prints as [..], not (..); `text % (a, b)` still takes a tuple literal's items as its
-// arguments, python_format.h), {% call %}, the groupby / center / truncate / batch filters. jinja2's lazy values print differently:
-// dict.items(), range() and |reverse without |list print as lists here (jinja2:
+// arguments, python_format.h; groupby's (grouper, list) pairs have .grouper and .list), the
+// pprint, random, striptags, urlize and wordwrap filters (an error naming the filter), and
+// macros read the names of the scope they are called from (jinja2: only the template's own
+// and their parameters). jinja2's lazy values print differently:
+// dict.items(), range(), |reverse, |batch and |slice without |list print as lists here (jinja2:
 // dict_items(...), range(0, 3) or an iterator's repr), and a list that holds jinja2's Undefined
 // (map(attribute=) over items without it) holds "" here (it renders, joins and tests false the
 // same). Lenient where jinja2 raises: |indent and |int of values that are not text.

@@ -62,6 +62,8 @@ struct Stmt {
     continue_,
     macro,
     filter_block,  // {% filter f(args) | g %} body {% endfilter %}: expr filters kFilterBody
+    call_block,    // {% call(params) expr %} body {% endcall %}: body is caller(params) in expr
+    with,          // {% with params[i] = defaults[i], ... %} body {% endwith %}
   };
   Kind kind = Kind::text;
   std::string text;                  // text
@@ -71,10 +73,10 @@ struct Stmt {
   std::vector<std::string> targets;  // for: loop variables; set: name, {ns, attr} or names
   bool unpack = false;               // set a, b = ...: targets are names to unpack into
   ExprPtr loop_filter;               // for ... if cond
-  Body body;                         // for / set_block / macro body
+  Body body;                         // for / set_block / macro / call / with body
   Body else_body;                    // for ... else
-  std::vector<std::string> params;   // macro parameters
-  std::vector<ExprPtr> defaults;     // macro defaults (null where none), aligned with params
+  std::vector<std::string> params;   // macro / caller parameters, with's names
+  std::vector<ExprPtr> defaults;     // their defaults (null where none), with's values
   int line = 0;
 };
 

@@ -825,21 +825,31 @@ class TemplateParser {
     if (word == "macro") {
       s->kind = Stmt::Kind::macro;
       s->targets.push_back(p.expect_name());
-      p.expect_op("(");
-      while (!p.is_op(")")) {
-        s->params.push_back(p.expect_name());
-        if (p.is_op("=")) {
-          p.next();
-          s->defaults.push_back(p.parse_expression());
-        } else {
-          s->defaults.push_back(nullptr);
-        }
-        if (!p.is_op(",")) break;
-        p.next();
-      }
-      p.expect_op(")");
+      parse_params(p, *s);
       p.expect_end();
       s->body = parse_body({"endmacro"});
+      ++pos_;
+      return s;
+    }
+    if (word == "call") {  // {% call[(params)] macro(args) %}: the body is the macro's caller()
+      s->kind = Stmt::Kind::call_block;
+      if (p.is_op("(")) parse_params(p, *s);
+      s->expr = p.parse_expression();
+      if (s->expr->kind != Expr::Kind::call) syntax_error(seg.line, "{% call %} needs a call");
+      p.expect_end();
+      s->body = parse_body({"endcall"});
+      ++pos_;
+      return s;
+    }
+    if (word == "with") {  // {% with a = x, b = y %}: names set for the body only
+      s->kind = Stmt::Kind::with;
+      while (!p.at_end()) {
+        if (!s->params.empty()) p.expect_op(",");
+        s->params.push_back(p.expect_name());
+        p.expect_op("=");
+        s->defaults.push_back(p.parse_expression());
+      }
+      s->body = parse_body({"endwith"});
       ++pos_;
       return s;
     }
@@ -863,6 +873,23 @@ class TemplateParser {
       return s;
     }
     syntax_error(seg.line, "unsupported tag '" + word + "'");
+  }
+
+  // A macro's or a caller's parameter list: (a, b=default, ...).
+  static void parse_params(ExprParser& p, Stmt& s) {
+    p.expect_op("(");
+    while (!p.is_op(")")) {
+      s.params.push_back(p.expect_name());
+      if (p.is_op("=")) {
+        p.next();
+        s.defaults.push_back(p.parse_expression());
+      } else {
+        s.defaults.push_back(nullptr);
+      }
+      if (!p.is_op(",")) break;
+      p.next();
+    }
+    p.expect_op(")");
   }
 
   std::vector<Segment> segs_;

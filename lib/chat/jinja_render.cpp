@@ -15,6 +15,7 @@
 
 #include "lib/chat/jinja.h"
 #include "lib/chat/jinja_parser.h"
+#include "lib/chat/jinja_text_filters.h"
 #include "lib/chat/python_format.h"
 #include "lib/chat/python_str.h"
 #include "lib/core/error.h"
@@ -141,55 +142,6 @@ Value python_round(const Json& x, int64_t digits) {
   char text[400];
   std::snprintf(text, sizeof text, "%.*f", static_cast<int>(digits), v);
   return Value::of(std::strtod(text, nullptr));
-}
-
-// jinja2's title filter (not str.title()): the text cut before and after runs of whitespace and
-// of - ( { [ <, and each piece's first character uppercased, the rest lowercased.
-std::string title_filter(const std::string& s) {
-  const auto separator = [](std::string_view c) {
-    return c.size() == 1
-               ? std::string_view("-({[<").find(c[0]) != std::string_view::npos || py::isspace(c)
-               : py::isspace(c);
-  };
-  std::string out;
-  const std::vector<std::string_view> chars = py::chars(s);
-  for (size_t i = 0; i < chars.size();) {
-    const bool sep = separator(chars[i]);
-    size_t j = i + 1;
-    while (j < chars.size() && separator(chars[j]) == sep) ++j;
-    std::string piece;
-    for (size_t k = i + 1; k < j; ++k) piece += chars[k];
-    out += py::upper(chars[i]) + py::lower(piece);
-    i = j;
-  }
-  return out;
-}
-
-// markupsafe's escape: & < > " ' as entities.
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&#34;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
 }
 
 // Python sequence index normalisation for slices.
@@ -327,6 +279,27 @@ class Renderer {
         assign(s.targets[0], m);
         return Flow::normal;
       }
+      case Stmt::Kind::call_block: {
+        Value caller;
+        caller.kind = Value::Kind::macro;
+        caller.macro = &s;
+        caller.scope_depth = scopes_.size();
+        scopes_.emplace_back();
+        assign("caller", std::move(caller));
+        out += to_python_str(eval(*s.expr));
+        scopes_.pop_back();
+        return Flow::normal;
+      }
+      case Stmt::Kind::with: {
+        // every value from the enclosing scope (b = a reads the outer a, as in jinja2)
+        std::vector<Value> values;
+        for (const ExprPtr& v : s.defaults) values.push_back(eval(*v));
+        scopes_.emplace_back();
+        for (size_t i = 0; i < values.size(); ++i) assign(s.params[i], std::move(values[i]));
+        const Flow f = exec_body(s.body, out);
+        scopes_.pop_back();
+        return f;
+      }
     }
     return Flow::normal;
   }
@@ -358,7 +331,10 @@ class Renderer {
     if (v.kind != Value::Kind::data) eval_error(line, "cannot iterate over " + type_name(v));
     const Json& j = v.data;
     if (j.is_array()) {
-      for (const Json& e : j) items.push_back(Value::of(e));
+      for (const Json& e : j) {
+        items.push_back(Value::of(e));
+        if (v.tuple == Value::Tuple::groups) items.back().tuple = Value::Tuple::group;
+      }
     } else if (j.is_object()) {
       for (auto it = j.begin(); it != j.end(); ++it) items.push_back(Value::of(it.key()));
     } else if (j.is_string()) {
@@ -507,6 +483,8 @@ class Renderer {
   }
 
   Value get_attr(const Value& obj, const std::string& name) {
+    if (obj.tuple == Value::Tuple::group && (name == "grouper" || name == "list"))
+      return Value::of(obj.data[name == "grouper" ? 0 : 1]);
     if (obj.kind == Value::Kind::ns) {
       auto it = obj.ns->find(name);
       return it == obj.ns->end() ? Value::undefined() : it->second;
@@ -542,11 +520,38 @@ class Renderer {
       if (i < 0) i += n;
       if (i < 0 || i >= n) return Value::undefined();
       if (j.is_string()) return Value::of(std::string(chars[static_cast<size_t>(i)]));
-      return Value::of(j[static_cast<size_t>(i)]);
+      Value item = Value::of(j[static_cast<size_t>(i)]);
+      if (obj.tuple == Value::Tuple::groups) item.tuple = Value::Tuple::group;
+      return item;
     }
     (void)line;
     return Value::undefined();
   }
+
+  // jinja2's make_attrgetter: x's attribute `attribute`, where "a.b.0" looks up a, then b,
+  // then item 0 (parts of digits are indices) and an int is an index; `dflt` (when given)
+  // replaces an undefined step. A step from an undefined value fails, as in jinja2.
+  Value attribute_of(const Value& x, const Value& attribute, const Value* dflt, int line) {
+    std::vector<Value> parts;
+    if (attribute.is_string()) {
+      for (const std::string& part :
+           py::split(attribute.data.get_ref<const std::string&>(), &kDot, -1)) {
+        const std::optional<int64_t> index = py::isdigit(part) ? py::parse_int(part) : std::nullopt;
+        parts.push_back(index ? Value::of(*index) : Value::of(part));
+      }
+    } else if (!attribute.is_none()) {
+      parts.push_back(attribute);
+    }
+    Value item = x;
+    for (const Value& part : parts) {
+      if (item.is_undefined()) eval_error(line, "an attribute of an undefined value");
+      item = part.is_string() ? get_attr(item, part.data.get<std::string>())
+                              : get_item(item, part, line);
+      if (dflt && item.is_undefined()) item = *dflt;
+    }
+    return item;
+  }
+  static inline const std::string kDot = ".";
 
   static int compare_values(const Value& a, const Value& b, int line) {
     if (a.kind != Value::Kind::data || b.kind != Value::Kind::data)
@@ -792,7 +797,7 @@ class Renderer {
       return call_method(obj, e.a->name, args, e.line);
     }
     Value callee = eval(*e.a);
-    if (callee.kind == Value::Kind::macro) return call_macro(*callee.macro, args);
+    if (callee.kind == Value::Kind::macro) return call_macro(callee, args);
     if (callee.kind != Value::Kind::builtin) {
       const std::string what = e.a->kind == Expr::Kind::name ? "'" + e.a->name + "'" : "value";
       eval_error(e.line, what + " is undefined or not callable");
@@ -849,12 +854,20 @@ class Renderer {
     eval_error(e.line, "'" + fn + "' is not callable");
   }
 
-  Value call_macro(const Stmt& m, const Args& args) {
+  Value call_macro(const Value& callee, const Args& args) {
+    const Stmt& m = *callee.macro;
     step(m.line);
     if (macro_depth_ >= kMaxMacroDepth)
       eval_error(m.line,
                  "macro calls nested more than " + std::to_string(kMaxMacroDepth) + " deep");
     ++macro_depth_;
+    // A {% call %} body sees its call site's variables, not those of the macro calling it.
+    std::vector<std::map<std::string, Value>> hidden;
+    if (callee.scope_depth > 0 && callee.scope_depth < scopes_.size()) {
+      const auto first_hidden = scopes_.begin() + static_cast<ptrdiff_t>(callee.scope_depth);
+      hidden.assign(std::make_move_iterator(first_hidden), std::make_move_iterator(scopes_.end()));
+      scopes_.erase(first_hidden, scopes_.end());
+    }
     scopes_.emplace_back();
     for (size_t i = 0; i < m.params.size(); ++i) {
       const Value* v = args.get(i, m.params[i].c_str());
@@ -880,6 +893,7 @@ class Renderer {
     std::string out;
     exec_body(m.body, out);
     scopes_.pop_back();
+    std::move(hidden.begin(), hidden.end(), std::back_inserter(scopes_));
     --macro_depth_;
     return Value::of(out);
   }
@@ -960,6 +974,30 @@ class Renderer {
             py::replace(s, str_arg(a0, ""), str_arg(b, ""), int_arg(c, -1, "count", line)));
       }
       if (name == "find") return Value::of(py::find(s, str_arg(a0, "")));
+      if (name == "rfind") return Value::of(py::rfind(s, str_arg(a0, "")));
+      if (name == "index" || name == "rindex") {
+        if (!a0 || !a0->is_string()) eval_error(line, name + "() needs a string");
+        const int64_t at = name == "index" ? py::find(s, a0->data.get_ref<const std::string&>())
+                                           : py::rfind(s, a0->data.get_ref<const std::string&>());
+        if (at < 0) eval_error(line, "substring not found");
+        return Value::of(at);
+      }
+      if (name == "center" || name == "ljust" || name == "rjust" || name == "zfill") {
+        const Value* width = args.get(0, "width");
+        if (!width) eval_error(line, name + " expected at least 1 argument, got 0");
+        const int64_t w = int_arg(width, 0, "width", line);
+        const Value* fill = name == "zfill" ? nullptr : args.get(1, "fillchar");
+        if (fill &&
+            (!fill->is_string() || py::length(fill->data.get_ref<const std::string&>()) != 1))
+          eval_error(line, "The fill character must be exactly one character long");
+        const std::string fill_char = fill ? fill->data.get<std::string>() : " ";
+        if (w > 0) check_size(static_cast<size_t>(w) * fill_char.size(), line);
+        if (name == "zfill") return Value::of(py::zfill(s, w));
+        const py::Justify how = name == "center"  ? py::Justify::center
+                                : name == "ljust" ? py::Justify::left
+                                                  : py::Justify::right;
+        return Value::of(py::justify(s, w, fill_char, how));
+      }
       if (name == "count") return Value::of(py::count(s, str_arg(a0, "")));
       if (name == "join") {
         const Value* seq = args.get(0, "iterable");
@@ -1034,13 +1072,13 @@ class Renderer {
     eval_error(line, "object of type " + type_name(v) + " has no length");
   }
 
-  Value apply_filter(const Expr& e) {
-    Value v = eval(*e.a);
-    Args args = eval_args(e);
-    const std::string& f = e.name;
+  Value apply_filter(const Expr& e) { return filter(e.name, eval(*e.a), eval_args(e), e.line); }
+
+  // Filter f of v (jinja2's builtin filters and transformers' tojson).
+  Value filter(const std::string& f, const Value& v, const Args& args, int line) {
     auto need_data = [&](const char* what) {
       if (v.kind != Value::Kind::data)
-        eval_error(e.line, std::string(what) + " filter needs a value, got " + type_name(v));
+        eval_error(line, std::string(what) + " filter needs a value, got " + type_name(v));
     };
     if (f == "trim") {
       std::string chars_s;
@@ -1049,7 +1087,7 @@ class Renderer {
       return Value::of(
           py::strip(to_python_str(v), c && c->is_string() ? &chars_s : nullptr, true, true));
     }
-    if (f == "length" || f == "count") return Value::of(length_of(v, e.line));
+    if (f == "length" || f == "count") return Value::of(length_of(v, line));
     if (f == "tojson") {
       // transformers' tojson(x, ensure_ascii=False, indent=None, separators=None,
       // sort_keys=False)
@@ -1063,12 +1101,12 @@ class Renderer {
       const Value* seps = args.get(2, "separators");
       if (seps && seps->kind == Value::Kind::data && seps->data.is_array()) {
         if (seps->data.size() != 2 || !seps->data[0].is_string() || !seps->data[1].is_string())
-          eval_error(e.line, "tojson separators must be two strings");
+          eval_error(line, "tojson separators must be two strings");
         style.item_separator = seps->data[0].get<std::string>();
         style.key_separator = seps->data[1].get<std::string>();
         // an empty separator is written as given, not as the default
         if (style.item_separator.empty() || style.key_separator.empty())
-          eval_error(e.line, "tojson: empty separators are not supported");
+          eval_error(line, "tojson: empty separators are not supported");
       }
       const Value* sort = args.get(3, "sort_keys");
       style.sort_keys = sort && sort->truthy();
@@ -1077,13 +1115,12 @@ class Renderer {
     if (f == "string") return Value::of(to_python_str(v));
     if (f == "title") return Value::of(title_filter(to_python_str(v)));
     if (f == "upper" || f == "lower" || f == "capitalize") {
-      return call_method(Value::of(to_python_str(v)), f, {}, e.line);
+      return call_method(Value::of(to_python_str(v)), f, {}, line);
     }
     if (f == "replace") {
       const Value* c = args.get(2, "count");
       return Value::of(py::replace(to_python_str(v), str_arg(args.get(0, "old"), ""),
-                                   str_arg(args.get(1, "new"), ""),
-                                   int_arg(c, -1, "count", e.line)));
+                                   str_arg(args.get(1, "new"), ""), int_arg(c, -1, "count", line)));
     }
     if (f == "default" || f == "d") {
       const Value* dflt = args.get(0, "default_value");
@@ -1092,14 +1129,16 @@ class Renderer {
       return use_default ? (dflt ? *dflt : Value::of("")) : v;
     }
     if (f == "first" || f == "last") {
-      std::vector<Value> items = iterate(v, e.line);
+      std::vector<Value> items = iterate(v, line);
       if (items.empty()) return Value::undefined();
       return f == "first" ? items.front() : items.back();
     }
     if (f == "list") {
       Json out = Json::array();
-      for (const Value& x : iterate(v, e.line)) out.push_back(x.data);
-      return Value::of(std::move(out));
+      for (const Value& x : iterate(v, line)) out.push_back(x.data);
+      Value list = Value::of(std::move(out));
+      if (v.tuple == Value::Tuple::groups) list.tuple = v.tuple;
+      return list;
     }
     if (f == "reverse") {
       if (v.is_undefined()) return Value::of(Json::array());  // jinja2's Undefined iterates empty
@@ -1111,7 +1150,7 @@ class Renderer {
         return Value::of(s);
       }
       Json out = Json::array();
-      std::vector<Value> items = iterate(v, e.line);
+      std::vector<Value> items = iterate(v, line);
       for (auto it = items.rbegin(); it != items.rend(); ++it) out.push_back(it->data);
       return Value::of(std::move(out));
     }
@@ -1120,18 +1159,17 @@ class Renderer {
       const Value* attr = args.get(1, "attribute");
       std::string out;
       bool first = true;
-      for (const Value& x : iterate(v, e.line)) {
+      for (const Value& x : iterate(v, line)) {
         if (!first) out += sep;
         first = false;
-        out += to_python_str(attr && attr->is_string() ? get_attr(x, attr->data.get<std::string>())
-                                                       : x);
+        out += to_python_str(attr ? attribute_of(x, *attr, nullptr, line) : x);
       }
       return Value::of(out);
     }
     if (f == "items") {
       if (v.is_undefined()) return Value::of(Json::array());
       need_data("items");
-      return call_method(v, "items", {}, e.line);
+      return call_method(v, "items", {}, line);
     }
     // jinja2's do_int / do_float: int(value) (for text, else int(float(text))) or float(value),
     // and the default (0 / 0.0, or default=) for what Python refuses.
@@ -1147,8 +1185,7 @@ class Renderer {
       }
       if (!x || !std::isfinite(*x)) return fallback;
       const double t = std::trunc(*x);
-      if (std::fabs(t) >= 9.2233720368547758e18)
-        eval_error(e.line, "int filter: value out of range");
+      if (std::fabs(t) >= 9.2233720368547758e18) eval_error(line, "int filter: value out of range");
       return Value::of(static_cast<int64_t>(t));
     }
     if (f == "float") {
@@ -1162,13 +1199,13 @@ class Renderer {
     }
     if (f == "abs") {
       need_data("abs");
-      if (!is_number_like(v.data)) eval_error(e.line, "abs filter needs a number");
+      if (!is_number_like(v.data)) eval_error(line, "abs filter needs a number");
       if (is_int_like(v.data)) return Value::of(std::llabs(int_value(v.data)));
       return Value::of(std::fabs(float_value(v.data)));
     }
     if (f == "round") {
       need_data("round");
-      if (!is_number_like(v.data)) eval_error(e.line, "round filter needs a number");
+      if (!is_number_like(v.data)) eval_error(line, "round filter needs a number");
       const Value* prec = args.get(0, "precision");
       const int64_t digits = prec && prec->kind == Value::Kind::data && is_int_like(prec->data)
                                  ? int_value(prec->data)
@@ -1176,7 +1213,7 @@ class Renderer {
       const std::string method = str_arg(args.get(1, "method"), "common");
       if (method == "common") return python_round(v.data, digits);
       if (method != "floor" && method != "ceil")
-        eval_error(e.line, "round method must be common, floor or ceil");
+        eval_error(line, "round method must be common, floor or ceil");
       const double scale = std::pow(10.0, static_cast<double>(digits));
       const double x = float_value(v.data) * scale;
       return Value::of((method == "floor" ? std::floor(x) : std::ceil(x)) / scale);
@@ -1188,28 +1225,28 @@ class Renderer {
       const Value* cs = args.get(f == "sort" ? 1 : 0, "case_sensitive");
       const Value* attr = args.get(f == "sort" ? 2 : 1, "attribute");
       const bool case_sensitive = cs && cs->truthy();
-      std::vector<Value> items = iterate(v, e.line);
+      std::vector<Value> items = iterate(v, line);
       std::vector<Value> keys;
       for (const Value& x : items) {
-        Value k = attr && attr->is_string() ? get_attr(x, attr->data.get<std::string>()) : x;
+        Value k = attr ? attribute_of(x, *attr, nullptr, line) : x;
         keys.push_back(fold_case_key(std::move(k), case_sensitive));
       }
       std::vector<size_t> order(items.size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = i;
       const bool reverse = rev && rev->truthy();
       const auto less = [&](size_t i, size_t j) {
-        return compare_values(reverse ? keys[j] : keys[i], reverse ? keys[i] : keys[j], e.line) < 0;
+        return compare_values(reverse ? keys[j] : keys[i], reverse ? keys[i] : keys[j], line) < 0;
       };
       if (f == "sort") {
         std::stable_sort(order.begin(), order.end(), less);
         Json out = Json::array();
-        for (size_t i : order) out.push_back(data_of(items[i], e.line));
+        for (size_t i : order) out.push_back(data_of(items[i], line));
         return Value::of(std::move(out));
       }
       if (items.empty()) return Value::undefined();
       size_t best = 0;
       for (size_t i = 1; i < items.size(); ++i) {
-        const int c = compare_values(keys[i], keys[best], e.line);
+        const int c = compare_values(keys[i], keys[best], line);
         if (f == "min" ? c < 0 : c > 0) best = i;
       }
       return items[best];
@@ -1218,11 +1255,10 @@ class Renderer {
       const Value* attr = args.get(0, "attribute");
       const Value* start = args.get(1, "start");
       Json total = start && start->kind == Value::Kind::data ? start->data : Json(int64_t{0});
-      for (const Value& x : iterate(v, e.line)) {
-        const Value item =
-            attr && attr->is_string() ? get_attr(x, attr->data.get<std::string>()) : x;
+      for (const Value& x : iterate(v, line)) {
+        const Value item = attr ? attribute_of(x, *attr, nullptr, line) : x;
         if (item.kind != Value::Kind::data || !is_number_like(item.data) || !is_number_like(total))
-          eval_error(e.line, "sum filter needs numbers, got " + type_name(item));
+          eval_error(line, "sum filter needs numbers, got " + type_name(item));
         if (is_int_like(total) && is_int_like(item.data))
           total = int_value(total) + int_value(item.data);
         else
@@ -1244,16 +1280,17 @@ class Renderer {
       const bool by_attr = f == "selectattr" || f == "rejectattr";
       const bool keep_match = f == "selectattr" || f == "select";
       Json out = Json::array();
-      const std::string attr = by_attr ? str_arg(args.get(0, "attr"), "") : "";
+      const Value* attr = by_attr ? args.get(0, "attr") : nullptr;
+      if (by_attr && !attr) eval_error(line, "Missing parameter for attribute name");
       const size_t test_pos = by_attr ? 1 : 0;
-      for (const Value& x : iterate(v, e.line)) {
-        Value subject = by_attr ? get_attr(x, attr) : x;
+      for (const Value& x : iterate(v, line)) {
+        Value subject = by_attr ? attribute_of(x, *attr, nullptr, line) : x;
         bool r;
         if (args.pos.size() > test_pos) {
           const std::string test = str_arg(&args.pos[test_pos], "");
           std::vector<Value> targs(args.pos.begin() + static_cast<std::ptrdiff_t>(test_pos) + 1,
                                    args.pos.end());
-          r = run_test(test, subject, targs, e.line);
+          r = run_test(test, subject, targs, line);
         } else {
           r = subject.truthy();
         }
@@ -1264,18 +1301,21 @@ class Renderer {
     if (f == "map") {
       Json out = Json::array();
       const Value* attr = args.kw.count("attribute") ? &args.kw.at("attribute") : nullptr;
-      for (const Value& x : iterate(v, e.line)) {
+      for (const Value& x : iterate(v, line)) {
         if (attr) {
           // A missing attribute is jinja2's Undefined (or map's default=), which renders and
           // joins as "" and is falsy; a list here holds data, so it holds "" for it.
           const Value* dflt = args.kw.count("default") ? &args.kw.at("default") : nullptr;
-          const Value got = get_attr(x, str_arg(attr, ""));
-          out.push_back(!got.is_undefined()                       ? data_of(got, e.line)
+          const Value got = attribute_of(x, *attr, nullptr, line);
+          out.push_back(!got.is_undefined()                       ? data_of(got, line)
                         : dflt && dflt->kind == Value::Kind::data ? dflt->data
                                                                   : Json(""));
-        } else if (!args.pos.empty()) {
-          const std::string name = str_arg(&args.pos[0], "");
-          out.push_back(data_of(apply_named_filter(name, x, e.line), e.line));
+        } else if (!args.pos.empty()) {  // map('filter', args...): any filter, its arguments
+          if (!args.pos[0].is_string()) eval_error(line, "map() needs a filter name");
+          Args rest;
+          rest.pos.assign(args.pos.begin() + 1, args.pos.end());
+          rest.kw = args.kw;
+          out.push_back(data_of(filter(args.pos[0].data.get<std::string>(), x, rest, line), line));
         } else {
           out.push_back(x.data);
         }
@@ -1290,26 +1330,25 @@ class Renderer {
       const bool case_sensitive = cs && cs->truthy();
       Json out = Json::array();
       std::vector<Value> seen;
-      for (const Value& x : iterate(v, e.line)) {
-        const Value key = fold_case_key(
-            attr && attr->is_string() ? get_attr(x, attr->data.get<std::string>()) : x,
-            case_sensitive);
+      for (const Value& x : iterate(v, line)) {
+        const Value key =
+            fold_case_key(attr ? attribute_of(x, *attr, nullptr, line) : x, case_sensitive);
         bool found = false;
         for (const Value& k : seen) found = found || equal_values(k, key);
         if (found) continue;
         seen.push_back(key);
-        out.push_back(data_of(x, e.line));
+        out.push_back(data_of(x, line));
       }
       return Value::of(std::move(out));
     }
     if (f == "dictsort") {
       // jinja2's do_dictsort(case_sensitive=False, by='key', reverse=False)
       need_data("dictsort");
-      if (!v.data.is_object()) eval_error(e.line, "dictsort filter needs a dict");
+      if (!v.data.is_object()) eval_error(line, "dictsort filter needs a dict");
       const Value* cs = args.get(0, "case_sensitive");
       const bool case_sensitive = cs && cs->truthy();
       const std::string by = str_arg(args.get(1, "by"), "key");
-      if (by != "key" && by != "value") eval_error(e.line, "dictsort by must be key or value");
+      if (by != "key" && by != "value") eval_error(line, "dictsort by must be key or value");
       const Value* rev = args.get(2, "reverse");
       std::vector<std::pair<Value, Json>> items;  // (sort key, [key, value])
       for (auto it = v.data.begin(); it != v.data.end(); ++it) {
@@ -1319,7 +1358,7 @@ class Renderer {
       }
       const bool reverse = rev && rev->truthy();
       std::stable_sort(items.begin(), items.end(), [&](const auto& a, const auto& b) {
-        return compare_values(reverse ? b.first : a.first, reverse ? a.first : b.first, e.line) < 0;
+        return compare_values(reverse ? b.first : a.first, reverse ? a.first : b.first, line) < 0;
       });
       Json out = Json::array();
       for (auto& [k, x] : items) out.push_back(std::move(x));
@@ -1351,15 +1390,191 @@ class Renderer {
     }
     if (f == "format") {  // jinja2: str(value) % (kwargs or args)
       if (!args.pos.empty() && !args.kw.empty())
-        eval_error(e.line,
-                   "format: can't handle positional and keyword arguments at the same time");
+        eval_error(line, "format: can't handle positional and keyword arguments at the same time");
       Json mapping = Json::object();
       for (const auto& [key, value] : args.kw)
         mapping[key] = value.kind == Value::Kind::data ? value.data : Json(to_python_str(value));
       std::vector<Value> items = args.pos;
       if (!args.kw.empty()) items = {Value::of(mapping)};
       return Value::of(percent_format_or_error(to_python_str(v), items,
-                                               args.kw.empty() ? nullptr : &mapping, e.line));
+                                               args.kw.empty() ? nullptr : &mapping, line));
+    }
+    if (f == "center") {
+      if (!v.is_string()) eval_error(line, "center filter needs a string, got " + type_name(v));
+      Args width;
+      width.pos.push_back(args.get(0, "width") ? *args.get(0, "width") : Value::of(80));
+      return call_method(v, "center", width, line);
+    }
+    if (f == "truncate") {
+      // jinja2's do_truncate(s, length=255, killwords=False, end='...', leeway=5)
+      if (v.is_undefined()) return v;
+      if (!v.is_string()) eval_error(line, "truncate filter needs a string, got " + type_name(v));
+      const int64_t length = int_arg(args.get(0, "length"), 255, "length", line);
+      const Value* killwords = args.get(1, "killwords");
+      const Value* end_arg = args.get(2, "end");
+      if (end_arg && !end_arg->is_string())
+        eval_error(line, "object of type '" + type_name(*end_arg) + "' has no len()");
+      std::string end = end_arg ? end_arg->data.get<std::string>() : "...";
+      const int64_t leeway = int_arg(args.get(3, "leeway"), 5, "leeway", line);
+      if (length < static_cast<int64_t>(py::length(end)))
+        eval_error(line, "expected length >= " + std::to_string(py::length(end)) + ", got " +
+                             std::to_string(length));
+      if (leeway < 0) eval_error(line, "expected leeway >= 0, got " + std::to_string(leeway));
+      if (v.markup) end = html_escape(end);  // Markup + str escapes the str
+      Value out = Value::of(truncate_text(v.data.get_ref<const std::string&>(), length,
+                                          killwords && killwords->truthy(), end, leeway));
+      out.markup = v.markup;
+      return out;
+    }
+    if (f == "batch" || f == "slice") {
+      // jinja2's do_batch(value, linecount, fill_with=None) / do_slice(value, slices,
+      // fill_with=None), step by step (their results for sizes <= 0 included)
+      const Value* size = args.get(0, f == "batch" ? "linecount" : "slices");
+      if (!size) eval_error(line, f + " filter needs a size");
+      const int64_t n = int_arg(size, 0, "size", line);
+      const Value* fill = args.get(1, "fill_with");
+      const bool filling = fill && !fill->is_none();
+      const Json fill_data = filling ? data_of(*fill, line) : Json();
+      std::vector<Value> items = iterate(v, line);
+      constexpr int64_t kMaxItems = static_cast<int64_t>(kMaxText / 64);
+      Json out = Json::array();
+      if (f == "batch") {
+        if (filling && n > kMaxItems) eval_error(line, "batch size too large");
+        Json group = Json::array();
+        for (Value& x : items) {
+          if (static_cast<int64_t>(group.size()) == n)
+            out.push_back(std::exchange(group, Json::array()));
+          group.push_back(data_of(x, line));
+        }
+        if (!group.empty()) {
+          while (filling && static_cast<int64_t>(group.size()) < n) group.push_back(fill_data);
+          out.push_back(std::move(group));
+        }
+        return Value::of(std::move(out));
+      }
+      if (n == 0) eval_error(line, "integer division or modulo by zero");
+      if (n > kMaxItems) eval_error(line, "slice count too large");
+      const int64_t length = static_cast<int64_t>(items.size());
+      const int64_t per_slice = length / std::max<int64_t>(n, 1);
+      const int64_t with_extra = length % std::max<int64_t>(n, 1);
+      int64_t offset = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t start = offset + k * per_slice;
+        if (k < with_extra) ++offset;
+        const int64_t end = offset + (k + 1) * per_slice;
+        Json slice = Json::array();
+        for (int64_t i = start; i < end; ++i)
+          slice.push_back(data_of(items[static_cast<size_t>(i)], line));
+        if (filling && k >= with_extra) slice.push_back(fill_data);
+        out.push_back(std::move(slice));
+      }
+      return Value::of(std::move(out));
+    }
+    if (f == "groupby") {
+      // jinja2's do_groupby(value, attribute, default=None, case_sensitive=False): the items
+      // sorted by the attribute (strings lowercased unless case_sensitive), runs of equal
+      // ones as (grouper, list), the grouper as the run's first item has it
+      const Value* attribute = args.get(0, "attribute");
+      if (!attribute) eval_error(line, "groupby filter needs an attribute");
+      const Value* dflt = args.get(1, "default");
+      if (dflt && dflt->is_none()) dflt = nullptr;
+      const Value* cs = args.get(2, "case_sensitive");
+      const bool case_sensitive = cs && cs->truthy();
+      std::vector<Value> items = iterate(v, line);
+      std::vector<Value> keys, folded;
+      for (const Value& x : items) {
+        keys.push_back(attribute_of(x, *attribute, dflt, line));
+        folded.push_back(fold_case_key(keys.back(), case_sensitive));
+      }
+      std::vector<size_t> order(items.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(), [&](size_t i, size_t j) {
+        return compare_values(folded[i], folded[j], line) < 0;
+      });
+      Json out = Json::array();
+      for (size_t i = 0; i < order.size();) {
+        const size_t first = order[i];
+        Json members = Json::array();
+        for (; i < order.size() && equal_values(folded[order[i]], folded[first]); ++i)
+          members.push_back(data_of(items[order[i]], line));
+        const Value& grouper = case_sensitive ? folded[first] : keys[first];
+        out.push_back(Json::array(
+            {grouper.is_undefined() ? Json("") : data_of(grouper, line), std::move(members)}));
+      }
+      Value groups = Value::of(std::move(out));
+      groups.tuple = Value::Tuple::groups;
+      return groups;
+    }
+    if (f == "urlencode") {
+      // jinja2's do_urlencode: text (or any value's str()) quoted with "/" kept; a dict's items
+      // or a sequence of pairs as k=v&... with both sides quoted for a query string
+      if (v.is_string() ||
+          (v.kind == Value::Kind::data && !v.data.is_array() && !v.data.is_object()))
+        return Value::of(url_quote(to_python_str(v), false));
+      std::string out;
+      const auto add = [&](const Value& key, const Value& value) {
+        if (!out.empty()) out += '&';
+        out += url_quote(to_python_str(key), true) + "=" + url_quote(to_python_str(value), true);
+      };
+      if (v.kind == Value::Kind::data && v.data.is_object()) {
+        for (auto it = v.data.begin(); it != v.data.end(); ++it)
+          add(Value::of(it.key()), Value::of(it.value()));
+        return Value::of(out);
+      }
+      for (const Value& pair : iterate(v, line)) {
+        if (pair.kind != Value::Kind::data ||
+            !(pair.data.is_array() || pair.data.is_string() || pair.data.is_object()))
+          eval_error(line, "cannot unpack non-iterable " + type_name(pair) + " object");
+        const std::vector<Value> kv = iterate(pair, line);
+        if (kv.size() > 2) eval_error(line, "too many values to unpack (expected 2)");
+        if (kv.size() < 2)
+          eval_error(line, "not enough values to unpack (expected 2, got " +
+                               std::to_string(kv.size()) + ")");
+        add(kv[0], kv[1]);
+      }
+      return Value::of(out);
+    }
+    if (f == "filesizeformat") {
+      // jinja2's do_filesizeformat(value, binary=False) of float(value)
+      std::optional<double> bytes;
+      if (v.kind == Value::Kind::data && is_number_like(v.data)) bytes = float_value(v.data);
+      if (v.is_string()) {
+        bytes = py::parse_float(v.data.get_ref<const std::string&>());
+        if (!bytes)
+          eval_error(line, "could not convert string to float: " + to_python_repr(v.data));
+      }
+      if (!bytes)
+        eval_error(
+            line, "float() argument must be a string or a real number, not '" + type_name(v) + "'");
+      if (std::isinf(*bytes) && *bytes < 0)
+        eval_error(line, "cannot convert float infinity to integer");
+      const Value* binary = args.get(0, "binary");
+      return Value::of(filesize_format(*bytes, binary && binary->truthy()));
+    }
+    if (f == "xmlattr") {
+      // jinja2's do_xmlattr(d, autospace=True): key="value" for the items that are not none,
+      // both escaped; a key with whitespace, / > or = is refused
+      need_data("xmlattr");
+      if (!v.data.is_object()) eval_error(line, "xmlattr filter needs a dict");
+      std::string out;
+      for (auto it = v.data.begin(); it != v.data.end(); ++it) {
+        if (it.value().is_null()) continue;
+        for (std::string_view c : py::chars(it.key())) {
+          if (py::isspace(c) || c == "/" || c == ">" || c == "=")
+            eval_error(line, "Invalid character in attribute name: " + to_python_repr(it.key()));
+        }
+        if (!out.empty()) out += ' ';
+        out +=
+            html_escape(it.key()) + "=\"" + html_escape(to_python_str(Value::of(it.value()))) + '"';
+      }
+      const Value* autospace = args.get(0, "autospace");
+      if ((!autospace || autospace->truthy()) && !out.empty()) out.insert(0, " ");
+      return Value::of(out);
+    }
+    if (f == "forceescape") {  // escaped even when marked safe already
+      Value escaped = Value::of(html_escape(to_python_str(v)));
+      escaped.markup = true;
+      return escaped;
     }
     if (f == "wordcount") {  // jinja2: the runs of \w (letters, digits of any script, "_")
       int64_t words = 0;
@@ -1372,19 +1587,7 @@ class Renderer {
       }
       return Value::of(words);
     }
-    eval_error(e.line, "unsupported filter '" + f + "'");
-  }
-
-  Value apply_named_filter(const std::string& name, const Value& v, int line) {
-    if (name == "string") return Value::of(to_python_str(v));
-    if (name == "trim") return Value::of(py::strip(to_python_str(v), nullptr, true, true));
-    if (name == "title") return Value::of(title_filter(to_python_str(v)));
-    if (name == "upper" || name == "lower" || name == "capitalize") {
-      return call_method(Value::of(to_python_str(v)), name, {}, line);
-    }
-    if (name == "length" || name == "count") return Value::of(length_of(v, line));
-    if (name == "tojson" && v.kind == Value::Kind::data) return Value::of(to_json_text(v.data, -1));
-    eval_error(line, "unsupported filter '" + name + "' in map()");
+    eval_error(line, "unsupported filter '" + f + "'");
   }
 
   bool apply_test(const Expr& e) {
@@ -1448,6 +1651,32 @@ class Renderer {
       return c <= 0;
     }
     if (t == "in") return !args.empty() && contains(args[0], v, line);
+    // whether v names one of jinja2's filters / tests (the environment's, whether this
+    // interpreter has it or not), and whether it is marked safe
+    if (t == "filter" || t == "test") {
+      static constexpr std::array<std::string_view, 54> kFilters = {
+          "abs",    "attr",       "batch",       "capitalize", "center",   "count",
+          "d",      "default",    "dictsort",    "e",          "escape",   "filesizeformat",
+          "first",  "float",      "forceescape", "format",     "groupby",  "indent",
+          "int",    "items",      "join",        "last",       "length",   "list",
+          "lower",  "map",        "max",         "min",        "pprint",   "random",
+          "reject", "rejectattr", "replace",     "reverse",    "round",    "safe",
+          "select", "selectattr", "slice",       "sort",       "string",   "striptags",
+          "sum",    "title",      "tojson",      "trim",       "truncate", "unique",
+          "upper",  "urlencode",  "urlize",      "wordcount",  "wordwrap", "xmlattr"};
+      static constexpr std::array<std::string_view, 39> kTests = {
+          "!=",      "<",        "<=",       "==",          ">",        ">=",          "upper",
+          "boolean", "callable", "defined",  "divisibleby", "eq",       "equalto",     "escaped",
+          "even",    "false",    "filter",   "float",       "ge",       "greaterthan", "gt",
+          "in",      "integer",  "iterable", "le",          "lessthan", "lower",       "lt",
+          "mapping", "ne",       "none",     "number",      "odd",      "sameas",      "sequence",
+          "string",  "test",     "true",     "undefined"};
+      if (!v.is_string()) return false;
+      const std::string& name = v.data.get_ref<const std::string&>();
+      return t == "filter" ? std::find(kFilters.begin(), kFilters.end(), name) != kFilters.end()
+                           : std::find(kTests.begin(), kTests.end(), name) != kTests.end();
+    }
+    if (t == "escaped") return v.markup;
     eval_error(line, "unsupported test '" + t + "'");
   }
 

@@ -9,6 +9,7 @@
 // transformers' environment (Llama 3.x templates ask it before calling).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,10 +30,17 @@ struct Value {
   Json data;
   std::shared_ptr<Namespace> ns;
   const Stmt* macro = nullptr;  // a {% macro %} of the template being rendered (not owned)
-  std::string builtin;          // the global function's name
+  // A {% call %} block's caller(): how many scopes of the render its body sees (its call
+  // site's); 0 for a macro.
+  size_t scope_depth = 0;
+  std::string builtin;  // the global function's name
   // A string marked safe (jinja2's Markup, from |safe or |escape): `+` with a plain string
   // HTML-escapes the plain one, as Markup.__add__ does even with autoescape off.
   bool markup = false;
+  // groupby's result: `groups` on its list, `group` on each item taken from it, a (grouper,
+  // list) pair whose .grouper and .list are items 0 and 1 (jinja2's _GroupTuple).
+  enum class Tuple : uint8_t { none, group, groups };
+  Tuple tuple = Tuple::none;
 
   static Value undefined() { return {}; }
   static Value of(Json j) {

@@ -288,6 +288,36 @@ int64_t find(std::string_view s, std::string_view sub) {
   return k == std::string_view::npos ? -1 : char_index(s, k);
 }
 
+int64_t rfind(std::string_view s, std::string_view sub) {
+  const size_t k = s.rfind(sub);
+  return k == std::string_view::npos ? -1 : char_index(s, k);
+}
+
+std::string justify(std::string_view s, int64_t width, std::string_view fill, Justify how) {
+  const int64_t margin = width - static_cast<int64_t>(length(s));
+  if (margin <= 0) return std::string(s);
+  // CPython's pad(): center puts the odd character left when both margin and width are odd
+  const int64_t left = how == Justify::right    ? margin
+                       : how == Justify::center ? margin / 2 + (margin & width & 1)
+                                                : 0;
+  std::string out;
+  out.reserve(s.size() + static_cast<size_t>(margin) * fill.size());
+  for (int64_t i = 0; i < left; ++i) out += fill;
+  out += s;
+  for (int64_t i = left; i < margin; ++i) out += fill;
+  return out;
+}
+
+std::string zfill(std::string_view s, int64_t width) {
+  std::string out = justify(s, width, "0", Justify::right);
+  const size_t zeros = out.size() - s.size();
+  if (zeros > 0 && !s.empty() && (s[0] == '+' || s[0] == '-')) {  // the sign before the zeros
+    out[0] = s[0];
+    out[zeros] = '0';
+  }
+  return out;
+}
+
 // text with every Unicode decimal digit (category Nd) as its ASCII digit, as int() and float()
 // read them: Nd digits come in runs of whole 0-9 sets, so a digit's value is its distance from
 // the start of its run, modulo 10.

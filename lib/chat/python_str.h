@@ -48,6 +48,13 @@ std::vector<std::string> splitlines(std::string_view s);
 std::string replace(std::string_view s, std::string_view from, std::string_view to, int64_t count);
 int64_t count(std::string_view s, std::string_view sub);
 int64_t find(std::string_view s, std::string_view sub);
+int64_t rfind(std::string_view s, std::string_view sub);
+
+// str.center(width, fill), ljust, rjust (`fill` one character) and zfill(width): padded to
+// `width` characters; s itself when it is that long already.
+enum class Justify { left, center, right };
+std::string justify(std::string_view s, int64_t width, std::string_view fill, Justify how);
+std::string zfill(std::string_view s, int64_t width);
 
 // int(text) and float(text): surrounding whitespace allowed, digits of any script, int with a
 // sign and "_" between digits, float also "1e3", ".5", "inf", "nan"; nullopt where Python

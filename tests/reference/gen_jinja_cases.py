@@ -163,6 +163,52 @@ TEMPLATES["macros_args_unpack"] = """
 {%- for k, v in {'b': 1, 'a': 2} | dictsort(by='value', reverse=true) %}{{ k }}{{ v }}{% endfor %}
 """
 
+# {% with %} and {% call %} (a caller's body sees its call site's names, not the macro's).
+TEMPLATES["with_call"] = """
+{%- set a = 5 %}{% with a = 1, b = a %}{{ a }}{{ b }}{% set c = 3 %}{% endwith %}{{ a }}{{ c is defined }}
+{%- for i in items %}{% with x = i %}{% if x == 3 %}{% break %}{% endif %}{{ x }}{% endwith %}{% endfor %}
+{%- macro wrap(x=9) %}<{{ caller() }}|{{ x }}>{% endmacro %}{% for x in [1, 2] %}{% call wrap() %}{{ x }}{% endcall %}{% endfor %}
+{%- macro each(list) %}{% for i in list %}[{{ caller(i, loop.index) }}]{% endfor %}{% endmacro %}
+{%- call(name, n) each(names) %}{{ n }}{{ name | upper }}{% endcall %}
+{%- macro outer() %}({{ caller() }}){% endmacro %}{% call outer() %}{% call outer() %}in{% endcall %}out{% endcall %}
+{%- macro probe() %}{{ caller is defined }}{% endmacro %}{{ probe() }}
+"""
+
+# Filters that group, cut and quote, and attribute paths ("a.b.0") in the filters that take one.
+TEMPLATES["group_filters"] = """
+{{- items | batch(4) | list }}|{{ items | batch(4, 'x') | list }}|{{ items | batch(0) | list }}|{{ items | slice(4) | list }}|{{ items | slice(4, 0) | list }}|{{ items | slice(-1) | list }}|{{ names | slice(5) | list }}
+{%- for g in towns | groupby('city') %}[{{ g.grouper }}:{{ g.list | map(attribute='name') | join(',') }}]{% endfor %}
+{%- for city, people in towns | groupby('city', case_sensitive=true) %}[{{ city }}:{{ people | length }}]{% endfor %}
+{%- for g in towns | groupby('home.floor', default=0) %}[{{ g.grouper }}:{{ g.list | length }}]{% endfor %}
+{{- (towns | groupby('city') | first).grouper }}{{ (towns | groupby('city'))[1].list | length }}{{ towns | groupby('city') | map(attribute='grouper') | list }}
+{{- towns | map(attribute='home.floor') | list }}{{ towns | map(attribute='tags.0', default='-') | list }}{{ towns | selectattr('home.floor') | map(attribute='name') | join }}
+{{- towns | sort(attribute='home.floor') | map(attribute='name') | join }}{{ towns | sum(attribute='home.floor') }}{{ towns | join('/', attribute='tags.1') }}
+{{- names | map('upper') | list }}{{ names | map('replace', 'a', '@') | list }}{{ [1.26, 2.5] | map('round', 1) | list }}{{ [[1, 2], [3]] | map('join', '+') | list }}{{ names | map('center', 4) | list }}
+"""
+TEMPLATES["text_filters"] = """
+{{- s | truncate(9) }}|{{ s | truncate(9, true) }}|{{ s | truncate(20, end='!') }}|{{ s | truncate(19, leeway=0) }}|{{ s | truncate(24, leeway=0) }}|{{ s | truncate(3, true) }}|{{ 'ab cd' | truncate(3, false, '..', 0) }}|{{ nope | truncate }}|{{ u | truncate(5, true, '…', 0) }}
+{{- 'x' | center(6) }}|{{ 'ab' | center }}|{{ u | center(12) }}|{{ s | center(3) }}
+{{- d | urlencode }}|{{ 'a b/c?d=é&~' | urlencode }}|{{ [['k', 'v w'], ['x', 2]] | urlencode }}|{{ 42 | urlencode }}|{{ nope | urlencode }}|{{ none | urlencode }}
+{{- 1 | filesizeformat }} {{ 0 | filesizeformat }} {{ 999 | filesizeformat }} {{ 1000 | filesizeformat }} {{ 1023 | filesizeformat(true) }} {{ 1024 | filesizeformat(true) }} {{ 123456789 | filesizeformat }} {{ 1e30 | filesizeformat }} {{ '2048' | filesizeformat(binary=true) }} {{ -5.5 | filesizeformat }} {{ -0.5 | filesizeformat }} {{ 1e24 | filesizeformat }} {{ 999999 | filesizeformat }} {{ 1.5 | filesizeformat }} {{ (2 ** 62) | filesizeformat(true) }} {{ 1e27 | filesizeformat(true) }}
+{{- d | xmlattr }}|{{ d | xmlattr(false) }}|{{ {} | xmlattr }}|{{ {"q'": '<"x>'} | xmlattr }}
+{{- '<a>' | forceescape }}|{{ '<a>' | e | forceescape }}|{{ '<a>' | safe | forceescape }}|{{ ('<a>' | forceescape) is escaped }} {{ 'x' is escaped }} {{ 'x' | safe is escaped }}
+{{- 'upper' is filter }} {{ 'nope' is filter }} {{ 'wordwrap' is filter }} {{ 1 is filter }} {{ 'defined' is test }} {{ 'upper' is test }} {{ 'map' is test }} {{ '==' is test }}
+{{- 'abcabc'.rfind('b') }} {{ 'abc'.rfind('z') }} {{ 'abcabc'.index('c') }} {{ 'abcabc'.rindex('c') }} {{ 'x'.ljust(4, 'é') }} {{ 'x'.rjust(3) }} {{ '-7'.zfill(4) }} {{ '+7'.zfill(1) }} {{ '7'.zfill(3) }} {{ ''.zfill(2) }} {{ 'ab'.center(5, '*') }} {{ 'abc'.center(6) }}
+"""
+TEMPLATES["truncate_error"] = "{{ 'long enough text' | truncate(2) }}"
+TEMPLATES["slice_error"] = "{{ [1, 2] | slice(0) | list }}"
+TEMPLATES["xmlattr_error"] = "{{ {'a b': 1} | xmlattr }}"
+TEMPLATES["urlencode_error"] = "{{ [['a', 1, 2]] | urlencode }}"
+TEMPLATES["center_error"] = "{{ 'abc'.center(5, 'ab') }}"
+TEMPLATES["index_error"] = "{{ 'abc'.index('z') }}"
+TEMPLATES["filesize_error"] = "{{ 'x' | filesizeformat }}"
+CONTEXTS["filters"] = {
+    "items": [1, 2, 3, 4, 5, 6, 7], "names": ["ann", "bob", "cy"], "s": "Hello wide world of text",
+    "u": "ünï cödé wörds", "d": {"q": "a b&c", "n": 1, "z": None, "t": True},
+    "towns": [{"name": "al", "city": "Oslo", "home": {"floor": 2}, "tags": ["x", "y"]},
+              {"name": "bo", "city": "Rome", "home": {"floor": 1}, "tags": ["z", "w"]},
+              {"name": "cy", "city": "oslo", "home": {"floor": 2}, "tags": ["v", "u"]}]}
+
 CASES = [
     ("thinking_chatml", "chat"), ("thinking_chatml", "chat_thinking_off"),
     ("headers_tools", "chat"), ("headers_tools", "chat_tools"), ("headers_tools", "chat_no_system"),
@@ -174,6 +220,10 @@ CASES = [
     ("percent_error_type", "data"), ("percent_error_few", "data"), ("percent_error_many", "data"),
     ("percent_error_key", "data"), ("brace_format", "data"), ("brace_error_switch", "data"),
     ("brace_error_spec", "data"), ("brace_error_index", "data"),
+    ("with_call", "data"), ("group_filters", "filters"), ("text_filters", "filters"),
+    ("truncate_error", "data"), ("slice_error", "data"), ("xmlattr_error", "data"),
+    ("urlencode_error", "data"), ("center_error", "data"), ("index_error", "data"),
+    ("filesize_error", "data"),
 ]
 
 
@@ -432,13 +482,63 @@ def random_brace_template(rng):
             f"{fmt!r}.format({values})" + " }}")
 
 
+# The filters that cut, pad, quote, size, batch and group text and lists, with random
+# arguments over text of every kind (spaces, tabs, newlines, non-ASCII, characters URLs quote).
+def random_filter_template(rng):
+    def text():
+        return repr("".join(rng.choice("ab cdé  ü-_/?&=~.%+\t\nXYZ01🦙'\"<>")
+                            for _ in range(rng.randint(0, 30))))
+    kind = rng.randint(0, 7)
+    s = text()
+    if kind == 0:
+        args = [str(rng.randint(-2, 35))]
+        if rng.random() < .5:
+            args.append(rng.choice(["true", "false"]))
+        if rng.random() < .5:
+            args.append(rng.choice(["'...'", "''", "'…'", "'>'"]))
+        if rng.random() < .5:
+            args.append(str(rng.randint(0, 6)))
+        return "{{ %s | truncate(%s) }}" % (s, ", ".join(args))
+    if kind == 1:
+        method = rng.choice(["center", "ljust", "rjust"])
+        fill = rng.choice(["", ", '*'", ", 'é'", ", ' '"])
+        return "{{ %s.%s(%d%s) }}|{{ %s | center(%d) }}" % (s, method, rng.randint(-3, 40), fill, s,
+                                                         rng.randint(0, 40))
+    if kind == 2:
+        head = rng.choice(["", "-", "+", "-12", "+x", "7", "ab"])
+        return "{{ %s.zfill(%d) }}" % (repr(head + eval(s)[:3]), rng.randint(-1, 12))
+    if kind == 3:
+        value = rng.choice([s, "{%s: %s, 'k': 1}" % (s, s), "[[%s, %s]]" % (s, s),
+                            str(rng.randint(-99, 99)), "none", "true", "2.5"])
+        return "{{ %s | urlencode }}" % value
+    if kind == 4:
+        value = rng.choice([str(rng.randint(-10**6, 10**6)), str(10 ** rng.randint(0, 18) + rng.randint(-2, 2)),
+                            repr(rng.uniform(-1e4, 1e4)), repr(10 ** rng.uniform(-1, 28)),
+                            "'%d'" % rng.randint(0, 10**9), "1", "1.0", "true", "false"])
+        return "{{ %s | filesizeformat%s }}" % (value, rng.choice(["", "(true)", "(false)", "(binary=true)"]))
+    if kind == 5:
+        fill = rng.choice(["", ", 'f'", ", none", ", 0"])
+        return "{{ range(%d) | batch(%d%s) | list }}|{{ range(%d) | slice(%d%s) | list }}" % (
+            rng.randint(0, 12), rng.randint(0, 9), fill, rng.randint(0, 12), rng.randint(1, 9), fill)
+    if kind == 6:
+        records = ", ".join("{'k': %s, 'v': %d}" % (rng.choice(["'a'", "'A'", "'b'", "'B'", "'é'", "'É'"]),
+                                                    rng.randint(0, 3)) for _ in range(rng.randint(0, 6)))
+        return ("{%% for g, l in [%s] | groupby(%s%s) %%}[{{ g }}:{{ l | map(attribute='v') | join }}]{%% endfor %%}"
+                % (records, rng.choice(["'k'", "'v'"]),
+                   rng.choice(["", ", case_sensitive=true", ", case_sensitive=false"])))
+    items = ", ".join("%s: %s" % (repr(rng.choice(["a", "b-c", "d_e", "é", "x:y"])), rng.choice([s, "none", "1", "true"]))
+                      for _ in range(rng.randint(0, 4)))
+    return "{{ {%s} | xmlattr%s }}" % (items, rng.choice(["", "(false)"]))
+
+
 def main():
     out = []
     for tname, cname in CASES:
         try:
             rendered = ENV.from_string(TEMPLATES[tname]).render(**CONTEXTS[cname])
             case = {"expected": rendered}
-        except (TemplateError, TypeError, ValueError, KeyError, IndexError) as e:  # Python's too
+        except (TemplateError, TypeError, ValueError, KeyError, IndexError, AssertionError,
+                ArithmeticError) as e:  # Python's too
             case = {"error": str(e)}
         case.update({"name": f"{tname}/{cname}", "template": TEMPLATES[tname], "context": CONTEXTS[cname]})
         out.append(case)
@@ -447,6 +547,7 @@ def main():
     out.extend(random_cases("loops_random", random_loop_template, LOOP_CONTEXT, 200, 13))
     out.extend(random_cases("percent_random", random_percent_template, PERCENT_CONTEXT, 400, 17))
     out.extend(random_cases("brace_random", random_brace_template, PERCENT_CONTEXT, 400, 19))
+    out.extend(random_cases("filters_random", random_filter_template, {}, 400, 23))
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     path = os.path.join(root, "tests", "chat", "jinja_cases.json")
     with open(path, "w", encoding="utf-8") as f:
