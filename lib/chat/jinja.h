@@ -23,7 +23,7 @@
 // beyond 64 bits (an error where Python would make a big int), tuples (a tuple is a list: it
 // prints as [..], not (..); `text % (a, b)` still takes a tuple literal's items as its
 // arguments, python_format.h; groupby's (grouper, list) pairs have .grouper and .list), the
-// pprint, random, striptags, urlize and wordwrap filters (an error naming the filter), and
+// pprint, random, striptags and urlize filters (an error naming the filter), and
 // macros read the names of the scope they are called from (jinja2: only the template's own
 // and their parameters). jinja2's lazy values print differently:
 // dict.items(), range(), |reverse, |batch and |slice without |list print as lists here (jinja2:

@@ -1426,6 +1426,26 @@ class Renderer {
       out.markup = v.markup;
       return out;
     }
+    if (f == "wordwrap") {
+      // jinja2's do_wordwrap(s, width=79, break_long_words=True, wrapstring=None,
+      // break_on_hyphens=True), wrapstring None meaning "\n"
+      if (!v.is_string()) eval_error(line, "wordwrap filter needs a string, got " + type_name(v));
+      const int64_t width = int_arg(args.get(0, "width"), 79, "width", line);
+      const std::string& text = v.data.get_ref<const std::string&>();
+      if (width <= 0 && !py::splitlines(text).empty())  // textwrap refuses it once it runs
+        eval_error(line, "invalid width " + std::to_string(width) + " (must be > 0)");
+      const Value* long_words = args.get(1, "break_long_words");
+      const Value* wrap = args.get(2, "wrapstring");
+      if (wrap && !wrap->is_none() && !wrap->is_string())
+        eval_error(line, "wordwrap wrapstring must be a string");
+      // at most one wrapstring per character (and line break)
+      if (wrap && wrap->is_string())
+        check_size(wrap->data.get_ref<const std::string&>().size() * (text.size() + 1), line);
+      const Value* hyphens = args.get(3, "break_on_hyphens");
+      return Value::of(wordwrap(text, width, !long_words || long_words->truthy(),
+                                wrap && wrap->is_string() ? wrap->data.get<std::string>() : "\n",
+                                !hyphens || hyphens->truthy()));
+    }
     if (f == "batch" || f == "slice") {
       // jinja2's do_batch(value, linecount, fill_with=None) / do_slice(value, slices,
       // fill_with=None), step by step (their results for sizes <= 0 included)

@@ -1,5 +1,5 @@
 // jinja2's filters that work on text alone, as its 3.1 filters and markupsafe compute them:
-// |title, |e (escape), |truncate, |urlencode's quoting and |filesizeformat.
+// |title, |e (escape), |truncate, |wordwrap, |urlencode's quoting and |filesizeformat.
 #pragma once
 
 #include <cstdint>
@@ -28,5 +28,11 @@ std::string url_quote(std::string_view s, bool for_qs);
 // |filesizeformat(binary): "1 Byte", "N Bytes" below the base, else one decimal and the
 // largest prefix below the value (kB, MB, ... YB; KiB, MiB, ... YiB when binary).
 std::string filesize_format(double bytes, bool binary);
+
+// |wordwrap(width, break_long_words, wrapstring, break_on_hyphens): each line of s (as
+// str.splitlines() cuts them) wrapped by Python's textwrap.wrap(line, width, expand_tabs=False,
+// replace_whitespace=False, ...), every line joined with `wrapstring`. width must be > 0.
+std::string wordwrap(std::string_view s, int64_t width, bool break_long_words,
+                     std::string_view wrapstring, bool break_on_hyphens);
 
 }  // namespace oxi::jinja

@@ -138,6 +138,10 @@ bool isdigit(std::string_view s) {
 bool isnumeric(std::string_view s) {
   return all_of_chars(s, [](char32_t c) { return str_properties(c).numeric; });
 }
+bool isdecimal(std::string_view s) {  // Numeric_Type=Decimal, which is exactly category Nd
+  return all_of_chars(s,
+                      [](char32_t c) { return tokenizer::category(c) == tokenizer::Category::Nd; });
+}
 // isalpha, isdecimal, isdigit or isnumeric (each contains the one before it: numeric)
 bool isalnum(std::string_view s) {
   return all_of_chars(

@@ -25,12 +25,14 @@ std::string upper(std::string_view s);
 std::string title(std::string_view s);
 std::string capitalize(std::string_view s);
 
-// str.islower(), isupper(), isalpha(), isdigit(), isnumeric(), isalnum(), isspace().
+// str.islower(), isupper(), isalpha(), isdigit(), isnumeric(), isdecimal(), isalnum(),
+// isspace().
 bool islower(std::string_view s);
 bool isupper(std::string_view s);
 bool isalpha(std::string_view s);
 bool isdigit(std::string_view s);
 bool isnumeric(std::string_view s);
+bool isdecimal(std::string_view s);
 bool isalnum(std::string_view s);
 bool isspace(std::string_view s);
 

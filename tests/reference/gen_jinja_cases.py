@@ -195,6 +195,8 @@ TEMPLATES["text_filters"] = """
 {{- 'upper' is filter }} {{ 'nope' is filter }} {{ 'wordwrap' is filter }} {{ 1 is filter }} {{ 'defined' is test }} {{ 'upper' is test }} {{ 'map' is test }} {{ '==' is test }}
 {{- 'abcabc'.rfind('b') }} {{ 'abc'.rfind('z') }} {{ 'abcabc'.index('c') }} {{ 'abcabc'.rindex('c') }} {{ 'x'.ljust(4, 'é') }} {{ 'x'.rjust(3) }} {{ '-7'.zfill(4) }} {{ '+7'.zfill(1) }} {{ '7'.zfill(3) }} {{ ''.zfill(2) }} {{ 'ab'.center(5, '*') }} {{ 'abc'.center(6) }}
 """
+TEMPLATES["wordwrap"] = "{{ s | wordwrap(10) }}|{{ s | wordwrap(5, false) }}|{{ 'well-known re-entry--yes' | wordwrap(6, wrapstring='<br>') }}|{{ 'well-known' | wordwrap(6, true, none, false) }}|{{ '' | wordwrap(0) }}"
+TEMPLATES["wordwrap_error"] = "{{ 'x' | wordwrap(0) }}"
 TEMPLATES["truncate_error"] = "{{ 'long enough text' | truncate(2) }}"
 TEMPLATES["slice_error"] = "{{ [1, 2] | slice(0) | list }}"
 TEMPLATES["xmlattr_error"] = "{{ {'a b': 1} | xmlattr }}"
@@ -223,7 +225,7 @@ CASES = [
     ("with_call", "data"), ("group_filters", "filters"), ("text_filters", "filters"),
     ("truncate_error", "data"), ("slice_error", "data"), ("xmlattr_error", "data"),
     ("urlencode_error", "data"), ("center_error", "data"), ("index_error", "data"),
-    ("filesize_error", "data"),
+    ("filesize_error", "data"), ("wordwrap", "filters"), ("wordwrap_error", "data"),
 ]
 
 
@@ -531,6 +533,33 @@ def random_filter_template(rng):
     return "{{ {%s} | xmlattr%s }}" % (items, rng.choice(["", "(false)"]))
 
 
+# |wordwrap with random arguments over lines of words textwrap splits in its own ways (hyphens
+# between letters, em-dashes, digits, non-ASCII letters and spaces, no-break spaces, long words).
+WRAP_WORDS = ["well-known", "a-b", "x--y", "--", "---z", "re-re-entry", "é-è", "1-2", "ab-1c", "word",
+              "w", "supercalifragilistic", "long-hyphenated-compound-word", "é", "日本語", "a.b", "end.",
+              "?", "'q'", "--dash--", "x-", "-y", "a--", "ab--cd", "9--a", "__", "_-_", "ǅ-ǅ", "a-²",
+              "\xa0", "x\xa0y"]
+WRAP_SEPARATORS = [" ", "  ", "\t", " \n ", "\n", "\r\n", "\x0b", "", "\u3000", "-", " - "]
+
+
+def random_wordwrap_template(rng):
+    text = "".join(rng.choice(WRAP_WORDS) + rng.choice(WRAP_SEPARATORS) for _ in range(rng.randint(0, 14)))
+    if rng.random() < .3:
+        text = " " * rng.randint(1, 3) + text
+    args = [str(rng.randint(1, 25))]
+    if rng.random() < .5:
+        args.append(rng.choice(["true", "false"]))
+    if rng.random() < .5:
+        if len(args) == 1:
+            args.append("true")
+        args.append(rng.choice(["none", "'|'", "'<br>'"]))
+    if rng.random() < .5:
+        while len(args) < 3:
+            args.append("true" if len(args) == 1 else "none")
+        args.append(rng.choice(["true", "false"]))
+    return "{{ %r | wordwrap(%s) }}" % (text, ", ".join(args))
+
+
 def main():
     out = []
     for tname, cname in CASES:
@@ -548,6 +577,7 @@ def main():
     out.extend(random_cases("percent_random", random_percent_template, PERCENT_CONTEXT, 400, 17))
     out.extend(random_cases("brace_random", random_brace_template, PERCENT_CONTEXT, 400, 19))
     out.extend(random_cases("filters_random", random_filter_template, {}, 400, 23))
+    out.extend(random_cases("wordwrap_random", random_wordwrap_template, {}, 200, 29))
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     path = os.path.join(root, "tests", "chat", "jinja_cases.json")
     with open(path, "w", encoding="utf-8") as f:
