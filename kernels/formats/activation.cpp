@@ -55,6 +55,7 @@ DType activation_dtype(DType weight) noexcept {
     case DType::IQ4_XS:
     case DType::Q4_K_R8:
     case DType::Q4_K_R8S:
+    case DType::IQ4_XS_R8:
       return DType::Q8_K;
     default:
       return DType::F32;
@@ -67,7 +68,8 @@ size_t activation_bytes(DType weight, size_t n) noexcept {
   // after another (a token's at t * activation_bytes) stay aligned.
   if (weight == DType::Q4_0_R16) return align_activation_bytes(q4_0_r16_activation_bytes(n));
   if (weight == DType::Q8_0_R16) return align_activation_bytes(q8_0_r16_activation_bytes(n));
-  if (weight == DType::Q4_K_R8) return align_activation_bytes(q4_k_r8_activation_bytes(n));
+  if (weight == DType::Q4_K_R8 || weight == DType::IQ4_XS_R8)
+    return align_activation_bytes(q4_k_r8_activation_bytes(n));
   if (weight == DType::Q4_K_R8S) return align_activation_bytes(q4_k_r8s_activation_bytes(n));
   return row_bytes(activation_dtype(weight), n);
 }
@@ -75,7 +77,8 @@ size_t activation_bytes(DType weight, size_t n) noexcept {
 void quantize_activation(DType weight, const float* x, void* out, size_t n) noexcept {
   if (weight == DType::Q4_0_R16) return quantize_activation_q4_0_r16(x, out, n);
   if (weight == DType::Q8_0_R16) return quantize_activation_q8_0_r16(x, out, n);
-  if (weight == DType::Q4_K_R8) return quantize_activation_q4_k_r8(x, out, n);
+  if (weight == DType::Q4_K_R8 || weight == DType::IQ4_XS_R8)
+    return quantize_activation_q4_k_r8(x, out, n);
   if (weight == DType::Q4_K_R8S) return quantize_activation_q4_k_r8s(x, out, n);
   switch (activation_dtype(weight)) {
     case DType::Q8_0:

@@ -41,6 +41,8 @@ enum class DType : uint32_t {
   Q4_K_R8 = 61,
   // Kernel-internal: q4_K rows repacked in sets of rows into whole q4_K_r8 groups (q4_k_r8s.h).
   Q4_K_R8S = 60,
+  // Kernel-internal: iq4_xs rows repacked at load for faster products (iq4_xs_r8.h).
+  IQ4_XS_R8 = 59,
 };
 
 struct DTypeInfo {

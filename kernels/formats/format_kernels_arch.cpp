@@ -1,6 +1,7 @@
 // Fills the FormatKernels table of the instruction set this file is compiled for (arch.h).
 #include "kernels/arch.h"
 #include "kernels/formats/float_tiles.h"
+#include "kernels/formats/iq4_xs_r8_tiles.h"
 #include "kernels/formats/q4_0_r16_tiles.h"
 #include "kernels/formats/q4_k_r8_tiles.h"
 #include "kernels/formats/q4_k_r8s_tiles.h"
@@ -51,6 +52,7 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   set<Q4_0R16Tile>(k, DType::Q4_0_R16);
   set<Q8_0R16Tile>(k, DType::Q8_0_R16);
   set<Q4KR8Tile>(k, DType::Q4_K_R8);
+  set<IQ4XSR8Tile>(k, DType::IQ4_XS_R8);
   // q4_K_r8s: its own loops over sets (the drivers take rows one at a time)
   k.matvec[static_cast<size_t>(DType::Q4_K_R8S)] = Q4KR8STile::matvec;
   k.gemm_q[static_cast<size_t>(DType::Q4_K_R8S)] = Q4KR8STile::gemm;
@@ -62,6 +64,7 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   k.fast_q4_k_r8 = true;
 #endif
 #if defined(OXI_ARCH_AVX512)
+  k.fast_iq4_xs_r8 = true;  // the only hand-written iq4_xs_r8 kernel (iq4_xs_r8_tiles.h)
   k.stream_lines_choice = true;
 #endif
 }

@@ -10,6 +10,7 @@
 //   q4_0_r16                 x q8_0 in a matching layout (q4_0_r16.h: repacked q4_0)
 //   q8_0_r16                 x q8_0 in a matching layout (q8_0_r16.h: repacked q8_0)
 //   q4_K_r8                  x q8_K in a matching layout (q4_k_r8.h: repacked q4_K)
+//   iq4_xs_r8                x q8_K in q4_K_r8's layout (iq4_xs_r8.h: repacked iq4_xs)
 //
 // Typical use by a backend, for one token:
 //   const size_t ab = activation_bytes(w_type, n);       // once per layer shape
@@ -126,6 +127,8 @@ struct FormatKernels {
   bool fast_q8_0_r16 = false;
   // The same for q4_K_r8 and plain q4_K.
   bool fast_q4_k_r8 = false;
+  // The same for iq4_xs_r8 and plain iq4_xs.
+  bool fast_iq4_xs_r8 = false;
   // Whether some one-token passes follow stream_lines(layout) (prefetch.h): the avx512 kernels.
   bool stream_lines_choice = false;
   // q8_0 activation blocks of x[0..n), bit-identical to quantize_row_q8_0 for finite x (what
@@ -138,11 +141,13 @@ struct FormatKernels {
   MatvecFn matvec_for(DType t) const noexcept { return slot(matvec, t); }
   GemmQFn gemm_q_for(DType t) const noexcept { return slot(gemm_q, t); }
   // The layout to hold weights stored as t in for these kernels: q4_0_r16 for q4_0,
-  // q8_0_r16 for q8_0 and q4_K_r8 for q4_K where they are faster, else t itself.
+  // q8_0_r16 for q8_0, q4_K_r8 for q4_K and iq4_xs_r8 for iq4_xs where they are faster, else t
+  // itself.
   DType preferred_layout(DType t) const noexcept {
     if (t == DType::Q4_0 && fast_q4_0_r16) return DType::Q4_0_R16;
     if (t == DType::Q8_0 && fast_q8_0_r16) return DType::Q8_0_R16;
     if (t == DType::Q4_K && fast_q4_k_r8) return DType::Q4_K_R8;
+    if (t == DType::IQ4_XS && fast_iq4_xs_r8) return DType::IQ4_XS_R8;
     return t;
   }
   // The same for a matrix of rows x cols: q4_K rows that end in a short q4_K_r8 group take

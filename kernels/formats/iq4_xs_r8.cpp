@@ -1,0 +1,112 @@
+// IQ4_XS_R8 rows (iq4_xs_r8.h): repacking to and from iq4_xs, and row decoding and encoding
+// through iq4_xs's own (so they are bit-identical to it).
+#include "kernels/formats/iq4_xs_r8.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/formats/quant.h"
+
+namespace oxi::kernels {
+namespace {
+
+size_t group_size(size_t blocks, size_t first) noexcept {
+  return std::min(kK8Blocks, blocks - first);
+}
+
+// Byte and nibble shift of element e's index in an iq4_xs block: sub-block e / 32 holds its
+// first 16 elements in the low nibbles of its 16 bytes and the next 16 in the high ones.
+size_t qs_byte(size_t e) noexcept {
+  return 16 * (e / 32) + e % 16;
+}
+int qs_shift(size_t e) noexcept {
+  return e % 32 < 16 ? 0 : 4;
+}
+
+void pack_group(const BlockIQ4_XS* blocks, size_t nb, uint8_t* g) noexcept {
+  const size_t row = k8_row_bytes(nb);
+  for (size_t b = 0; b < nb; ++b) {
+    const BlockIQ4_XS& s = blocks[b];
+    const uint32_t dh = uint32_t{s.d} | uint32_t{s.scales_h} << 16;
+    std::memcpy(g + kXS8RowDScalesH * row + 4 * b, &dh, 4);
+    std::memcpy(g + kXS8RowScalesL * row + 4 * b, s.scales_l, 4);
+    const auto index = [&](size_t e) { return (s.qs[qs_byte(e)] >> qs_shift(e)) & 0xF; };
+    for (size_t j = 0; j < 8; ++j) {
+      for (size_t i = 0; i < 4; ++i) {
+        for (size_t m = 0; m < 4; ++m) {
+          const size_t e = 32 * j + 8 * i + m;
+          g[xs8_qs_row(j, i) * row + 4 * b + m] =
+              static_cast<uint8_t>(index(e) | index(e + 4) << 4);
+        }
+      }
+    }
+  }
+}
+
+void unpack_group(const uint8_t* g, size_t nb, BlockIQ4_XS* blocks) noexcept {
+  const size_t row = k8_row_bytes(nb);
+  for (size_t b = 0; b < nb; ++b) {
+    BlockIQ4_XS& s = blocks[b];
+    uint32_t dh;
+    std::memcpy(&dh, g + kXS8RowDScalesH * row + 4 * b, 4);
+    s.d = static_cast<uint16_t>(dh);
+    s.scales_h = static_cast<uint16_t>(dh >> 16);
+    std::memcpy(s.scales_l, g + kXS8RowScalesL * row + 4 * b, 4);
+    std::memset(s.qs, 0, sizeof(s.qs));
+    for (size_t j = 0; j < 8; ++j) {
+      for (size_t i = 0; i < 4; ++i) {
+        for (size_t m = 0; m < 4; ++m) {
+          const size_t e = 32 * j + 8 * i + m;
+          const uint8_t q = g[xs8_qs_row(j, i) * row + 4 * b + m];
+          s.qs[qs_byte(e)] |= static_cast<uint8_t>((q & 0xF) << qs_shift(e));
+          s.qs[qs_byte(e + 4)] |= static_cast<uint8_t>((q >> 4) << qs_shift(e + 4));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// Group i of a row starts at byte i * kXS8GroupBytes, block 8 * i of the iq4_xs row.
+void repack_row_iq4_xs_r8(const void* src, void* dst, size_t n) noexcept {
+  const size_t blocks = n / QK_K;
+  const auto* b = static_cast<const BlockIQ4_XS*>(src);
+  auto* g = static_cast<uint8_t*>(dst);
+  for (size_t first = 0; first < blocks; first += kK8Blocks)
+    pack_group(b + first, group_size(blocks, first), g + first * sizeof(BlockIQ4_XS));
+}
+
+void unpack_row_iq4_xs_r8(const void* src, void* dst, size_t n) noexcept {
+  const size_t blocks = n / QK_K;
+  const auto* g = static_cast<const uint8_t*>(src);
+  auto* b = static_cast<BlockIQ4_XS*>(dst);
+  for (size_t first = 0; first < blocks; first += kK8Blocks)
+    unpack_group(g + first * sizeof(BlockIQ4_XS), group_size(blocks, first), b + first);
+}
+
+void dequantize_row_iq4_xs_r8(const void* src, float* dst, size_t n) noexcept {
+  const size_t blocks = n / QK_K;
+  const auto* g = static_cast<const uint8_t*>(src);
+  const RowDecoder plain = row_decoder(DType::IQ4_XS);
+  for (size_t first = 0; first < blocks; first += kK8Blocks) {
+    const size_t nb = group_size(blocks, first);
+    BlockIQ4_XS b[kK8Blocks];
+    unpack_group(g + first * sizeof(BlockIQ4_XS), nb, b);
+    plain(b, dst + first * QK_K, nb * QK_K);
+  }
+}
+
+void quantize_row_iq4_xs_r8(const float* src, void* dst, size_t n) noexcept {
+  const size_t blocks = n / QK_K;
+  auto* g = static_cast<uint8_t*>(dst);
+  const RowEncoder plain = row_encoder(DType::IQ4_XS);
+  for (size_t first = 0; first < blocks; first += kK8Blocks) {
+    const size_t nb = group_size(blocks, first);
+    BlockIQ4_XS b[kK8Blocks];
+    plain(src + first * QK_K, b, nb * QK_K);
+    pack_group(b, nb, g + first * sizeof(BlockIQ4_XS));
+  }
+}
+
+}  // namespace oxi::kernels
