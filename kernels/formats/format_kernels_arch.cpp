@@ -62,9 +62,9 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   k.fast_q4_0_r16 = true;
   k.fast_q8_0_r16 = true;
   k.fast_q4_k_r8 = true;
+  k.fast_iq4_xs_r8 = true;
 #endif
 #if defined(OXI_ARCH_AVX512)
-  k.fast_iq4_xs_r8 = true;  // the only hand-written iq4_xs_r8 kernel (iq4_xs_r8_tiles.h)
   k.stream_lines_choice = true;
 #endif
 }

@@ -158,10 +158,17 @@ TEST(IQ4_XSR8, ExtremeScalesAndLevelsMatchThePlainType) {
   }
 }
 
+// avx512 sums the levels + 128 with VNNI and subtracts 128 * sum(q), AVX2 the levels with the
+// sign trick: the same integer per block, then the same f32 steps, so the same bits.
+TEST(IQ4_XSR8, Avx512IsBitIdenticalToAvx2) {
+  const size_t lengths[] = {256 * 8, 256 * 22, 256 * 13};
+  expect_avx512_bit_identical_to_avx2(DType::IQ4_XS, DType::IQ4_XS_R8, lengths);
+}
+
 TEST(IQ4_XSR8, PreferredWhereAHandWrittenKernelExists) {
   for (Isa isa : available_isas()) {
     const kernels::FormatKernels& k = kernels::format_kernels(isa);
-    const bool fast = isa == Isa::avx512;
+    const bool fast = has_avx2_kernels(isa);
     EXPECT_EQ(k.fast_iq4_xs_r8, fast) << kernels::isa_name(isa);
     EXPECT_EQ(k.preferred_layout(DType::IQ4_XS), fast ? DType::IQ4_XS_R8 : DType::IQ4_XS);
     EXPECT_EQ(k.preferred_layout(DType::IQ4_XS, 2048, 5632),
