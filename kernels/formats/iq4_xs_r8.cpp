@@ -1,18 +1,15 @@
 // IQ4_XS_R8 rows (iq4_xs_r8.h): repacking to and from iq4_xs, and row decoding and encoding
-// through iq4_xs's own (so they are bit-identical to it).
+// through iq4_xs's own (so they are bit-identical to it), through K8Rows (repacked_rows.h).
 #include "kernels/formats/iq4_xs_r8.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "kernels/formats/quant.h"
+#include "kernels/formats/repacked_rows.h"
 
 namespace oxi::kernels {
 namespace {
-
-size_t group_size(size_t blocks, size_t first) noexcept {
-  return std::min(kK8Blocks, blocks - first);
-}
 
 // Byte and nibble shift of element e's index in an iq4_xs block: sub-block e / 32 holds its
 // first 16 elements in the low nibbles of its 16 bytes and the next 16 in the high ones.
@@ -66,47 +63,21 @@ void unpack_group(const uint8_t* g, size_t nb, BlockIQ4_XS* blocks) noexcept {
   }
 }
 
+using Rows = K8Rows<BlockIQ4_XS, pack_group, unpack_group, DType::IQ4_XS>;
+
 }  // namespace
 
-// Group i of a row starts at byte i * kXS8GroupBytes, block 8 * i of the iq4_xs row.
 void repack_row_iq4_xs_r8(const void* src, void* dst, size_t n) noexcept {
-  const size_t blocks = n / QK_K;
-  const auto* b = static_cast<const BlockIQ4_XS*>(src);
-  auto* g = static_cast<uint8_t*>(dst);
-  for (size_t first = 0; first < blocks; first += kK8Blocks)
-    pack_group(b + first, group_size(blocks, first), g + first * sizeof(BlockIQ4_XS));
+  Rows::repack(src, dst, n);
 }
-
 void unpack_row_iq4_xs_r8(const void* src, void* dst, size_t n) noexcept {
-  const size_t blocks = n / QK_K;
-  const auto* g = static_cast<const uint8_t*>(src);
-  auto* b = static_cast<BlockIQ4_XS*>(dst);
-  for (size_t first = 0; first < blocks; first += kK8Blocks)
-    unpack_group(g + first * sizeof(BlockIQ4_XS), group_size(blocks, first), b + first);
+  Rows::unpack(src, dst, n);
 }
-
 void dequantize_row_iq4_xs_r8(const void* src, float* dst, size_t n) noexcept {
-  const size_t blocks = n / QK_K;
-  const auto* g = static_cast<const uint8_t*>(src);
-  const RowDecoder plain = row_decoder(DType::IQ4_XS);
-  for (size_t first = 0; first < blocks; first += kK8Blocks) {
-    const size_t nb = group_size(blocks, first);
-    BlockIQ4_XS b[kK8Blocks];
-    unpack_group(g + first * sizeof(BlockIQ4_XS), nb, b);
-    plain(b, dst + first * QK_K, nb * QK_K);
-  }
+  Rows::dequantize(src, dst, n);
 }
-
 void quantize_row_iq4_xs_r8(const float* src, void* dst, size_t n) noexcept {
-  const size_t blocks = n / QK_K;
-  auto* g = static_cast<uint8_t*>(dst);
-  const RowEncoder plain = row_encoder(DType::IQ4_XS);
-  for (size_t first = 0; first < blocks; first += kK8Blocks) {
-    const size_t nb = group_size(blocks, first);
-    BlockIQ4_XS b[kK8Blocks];
-    plain(src + first * QK_K, b, nb * QK_K);
-    pack_group(b, nb, g + first * sizeof(BlockIQ4_XS));
-  }
+  Rows::quantize(src, dst, n);
 }
 
 }  // namespace oxi::kernels

@@ -217,9 +217,7 @@ struct IQ4XSR8Tile : RowPasses<IQ4XSR8Tile> {
 
 // The reference: one f32 sum per (token, row), block after block: each block's integer sum
 // (sum_j s_j * sum of level * q) times its two scales.
-struct IQ4XSR8Tile {
-  static constexpr int kMatvecRows = 1;
-
+struct IQ4XSR8Tile : K8ReferenceTile<IQ4XSR8Tile, BlockIQ4_XS> {
   static float block_sum(const uint8_t* g, size_t nb, size_t b, const ActGroupK8& a) noexcept {
     const size_t row = k8_row_bytes(nb);
     uint32_t dh, sl;
@@ -238,26 +236,6 @@ struct IQ4XSR8Tile {
       isum += (ls - 32) * dot;
     }
     return (a.d[b] * f16_to_f32(static_cast<uint16_t>(dh))) * static_cast<float>(isum);
-  }
-
-  template <int T, int R>
-  static void tile(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
-                   size_t n, float* y, size_t y_stride) noexcept {
-    const size_t blocks = n / QK_K;
-    float acc[T][R]{};
-    for (size_t first = 0; first < blocks; first += kK8Blocks) {
-      const size_t nb = std::min(kK8Blocks, blocks - first);
-      for (int r = 0; r < R; ++r) {
-        const uint8_t* g = w + r * w_row_bytes + first * sizeof(BlockIQ4_XS);
-        for (int t = 0; t < T; ++t) {
-          const ActGroupK8& a =
-              reinterpret_cast<const ActGroupK8*>(x + t * x_stride)[first / kK8Blocks];
-          for (size_t b = 0; b < nb; ++b) acc[t][r] += block_sum(g, nb, b, a);
-        }
-      }
-    }
-    for (int t = 0; t < T; ++t)
-      for (int r = 0; r < R; ++r) y[t * y_stride + r] = acc[t][r];
   }
 };
 

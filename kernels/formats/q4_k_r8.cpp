@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels/formats/quant.h"
+#include "kernels/formats/repacked_rows.h"
 
 namespace oxi::kernels {
 namespace {
@@ -120,46 +121,21 @@ void quantize_activation_q4_k_r8(const float* x, void* out, size_t n) noexcept {
   }
 }
 
-// The row functions go a group at a time: group i of a row starts at byte i * kK8GroupBytes,
-// block 8 * i of the q4_K row.
+namespace {
+using Rows = K8Rows<BlockQ4_K, pack_group_q4_k_r8, unpack_group_q4_k_r8, DType::Q4_K>;
+}  // namespace
+
 void repack_row_q4_k_r8(const void* src, void* dst, size_t n) noexcept {
-  const size_t blocks = n / QK_K;
-  const auto* b = static_cast<const BlockQ4_K*>(src);
-  auto* g = static_cast<uint8_t*>(dst);
-  for (size_t first = 0; first < blocks; first += kK8Blocks)
-    pack_group_q4_k_r8(b + first, group_size(blocks, first), g + first * sizeof(BlockQ4_K));
+  Rows::repack(src, dst, n);
 }
-
 void unpack_row_q4_k_r8(const void* src, void* dst, size_t n) noexcept {
-  const size_t blocks = n / QK_K;
-  const auto* g = static_cast<const uint8_t*>(src);
-  auto* b = static_cast<BlockQ4_K*>(dst);
-  for (size_t first = 0; first < blocks; first += kK8Blocks)
-    unpack_group_q4_k_r8(g + first * sizeof(BlockQ4_K), group_size(blocks, first), b + first);
+  Rows::unpack(src, dst, n);
 }
-
 void dequantize_row_q4_k_r8(const void* src, float* dst, size_t n) noexcept {
-  const size_t blocks = n / QK_K;
-  const auto* g = static_cast<const uint8_t*>(src);
-  const RowDecoder plain = row_decoder(DType::Q4_K);
-  for (size_t first = 0; first < blocks; first += kK8Blocks) {
-    const size_t nb = group_size(blocks, first);
-    BlockQ4_K b[kK8Blocks];
-    unpack_group_q4_k_r8(g + first * sizeof(BlockQ4_K), nb, b);
-    plain(b, dst + first * QK_K, nb * QK_K);
-  }
+  Rows::dequantize(src, dst, n);
 }
-
 void quantize_row_q4_k_r8(const float* src, void* dst, size_t n) noexcept {
-  const size_t blocks = n / QK_K;
-  auto* g = static_cast<uint8_t*>(dst);
-  const RowEncoder plain = row_encoder(DType::Q4_K);
-  for (size_t first = 0; first < blocks; first += kK8Blocks) {
-    const size_t nb = group_size(blocks, first);
-    BlockQ4_K b[kK8Blocks];
-    plain(src + first * QK_K, b, nb * QK_K);
-    pack_group_q4_k_r8(b, nb, g + first * sizeof(BlockQ4_K));
-  }
+  Rows::quantize(src, dst, n);
 }
 
 }  // namespace oxi::kernels

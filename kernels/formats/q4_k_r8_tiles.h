@@ -388,9 +388,7 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
 #else
 
 // The reference: one f32 sum per (token, row), block after block, as ref::KQuant combines them.
-struct Q4KR8Tile {
-  static constexpr int kMatvecRows = 1;
-
+struct Q4KR8Tile : K8ReferenceTile<Q4KR8Tile, BlockQ4_K> {
   // Block b (lane b) of a group of nb blocks against lane b of its activation group.
   static float block_sum(const uint8_t* g, size_t nb, size_t b, const ActGroupK8& a) noexcept {
     const size_t row = k8_row_bytes(nb);
@@ -416,26 +414,6 @@ struct Q4KR8Tile {
     const float d = f16_to_f32(static_cast<uint16_t>(dm));
     const float dmin = f16_to_f32(static_cast<uint16_t>(dm >> 16));
     return (a.d[b] * d) * static_cast<float>(isum) - (a.d[b] * dmin) * static_cast<float>(mins);
-  }
-
-  template <int T, int R>
-  static void tile(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
-                   size_t n, float* y, size_t y_stride) noexcept {
-    const size_t blocks = n / QK_K;
-    float acc[T][R]{};
-    for (size_t first = 0; first < blocks; first += kK8Blocks) {
-      const size_t nb = std::min(kK8Blocks, blocks - first);
-      for (int r = 0; r < R; ++r) {
-        const uint8_t* g = w + r * w_row_bytes + first * sizeof(BlockQ4_K);
-        for (int t = 0; t < T; ++t) {
-          const ActGroupK8& a =
-              reinterpret_cast<const ActGroupK8*>(x + t * x_stride)[first / kK8Blocks];
-          for (size_t b = 0; b < nb; ++b) acc[t][r] += block_sum(g, nb, b, a);
-        }
-      }
-    }
-    for (int t = 0; t < T; ++t)
-      for (int r = 0; r < R; ++r) y[t * y_stride + r] = acc[t][r];
   }
 };
 

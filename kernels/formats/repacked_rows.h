@@ -1,8 +1,8 @@
-// The row functions of the r16 layouts (q4_0_r16.cpp, q8_0_r16.cpp): a repacked row is whole
-// groups of 16 plain blocks in the layout's arrangement, then a short group of the m blocks
-// left in the same arrangement for m (q4_0_r16.h): d[m], then qs[k][4m], chunk k being bytes
-// 4k .. 4k + 3 of each block's quants. Decoding and encoding go through the plain format's row
-// codec, a group at a time.
+// The row functions of the repacked layouts. The r16 layouts (q4_0_r16.cpp, q8_0_r16.cpp): a
+// repacked row is whole groups of 16 plain blocks in the layout's arrangement, then a short group
+// of the m blocks left in the same arrangement for m (q4_0_r16.h): d[m], then qs[k][4m], chunk k
+// being bytes 4k .. 4k + 3 of each block's quants. Decoding and encoding go through the plain
+// format's row codec, a group at a time.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "kernels/formats/q4_0_r16.h"
+#include "kernels/formats/q4_k_r8.h"
 #include "kernels/formats/quant.h"
 
 namespace oxi::kernels {
@@ -84,6 +85,59 @@ struct R16Rows {
       Block b[kR16Blocks];
       plain(src, b, m * BlockElems);
       pack_r16_blocks(b, m, g + i);
+    }
+  }
+};
+
+// Rows of n elements of plain format Plain (super-blocks of 256, type Block) in a layout of
+// groups of 8 super-blocks (q4_k_r8.h, iq4_xs_r8.h): group i of a row starts at byte
+// i * 8 * sizeof(Block), block 8i of the plain row, and the row's last group may be short. Pack
+// and Unpack convert one group of nb <= 8 blocks.
+template <class Block, void (*Pack)(const Block*, size_t, uint8_t*) noexcept,
+          void (*Unpack)(const uint8_t*, size_t, Block*) noexcept, DType Plain>
+struct K8Rows {
+  static size_t group_size(size_t blocks, size_t first) noexcept {
+    return std::min(kK8Blocks, blocks - first);
+  }
+
+  static void repack(const void* src, void* dst, size_t n) noexcept {
+    const size_t blocks = n / QK_K;
+    const auto* b = static_cast<const Block*>(src);
+    auto* g = static_cast<uint8_t*>(dst);
+    for (size_t first = 0; first < blocks; first += kK8Blocks)
+      Pack(b + first, group_size(blocks, first), g + first * sizeof(Block));
+  }
+
+  static void unpack(const void* src, void* dst, size_t n) noexcept {
+    const size_t blocks = n / QK_K;
+    const auto* g = static_cast<const uint8_t*>(src);
+    auto* b = static_cast<Block*>(dst);
+    for (size_t first = 0; first < blocks; first += kK8Blocks)
+      Unpack(g + first * sizeof(Block), group_size(blocks, first), b + first);
+  }
+
+  // Decoding and encoding through the plain format's own row codec, a group at a time.
+  static void dequantize(const void* src, float* dst, size_t n) noexcept {
+    const size_t blocks = n / QK_K;
+    const auto* g = static_cast<const uint8_t*>(src);
+    const RowDecoder plain = row_decoder(Plain);
+    for (size_t first = 0; first < blocks; first += kK8Blocks) {
+      const size_t nb = group_size(blocks, first);
+      Block b[kK8Blocks];
+      Unpack(g + first * sizeof(Block), nb, b);
+      plain(b, dst + first * QK_K, nb * QK_K);
+    }
+  }
+
+  static void quantize(const float* src, void* dst, size_t n) noexcept {
+    const size_t blocks = n / QK_K;
+    auto* g = static_cast<uint8_t*>(dst);
+    const RowEncoder plain = row_encoder(Plain);
+    for (size_t first = 0; first < blocks; first += kK8Blocks) {
+      const size_t nb = group_size(blocks, first);
+      Block b[kK8Blocks];
+      plain(src + first * QK_K, b, nb * QK_K);
+      Pack(b, nb, g + first * sizeof(Block));
     }
   }
 };

@@ -13,6 +13,7 @@
 #include "kernels/arch.h"
 #include "kernels/formats/prefetch.h"
 #include "kernels/formats/q4_0_r16.h"
+#include "kernels/formats/q4_k_r8.h"
 #include "kernels/formats/traits_avx2.h"
 
 namespace oxi::kernels::OXI_ARCH_NS {
@@ -102,6 +103,34 @@ struct R16ReferenceTile {
         for (int t = 0; t < T; ++t) {
           const AGroup& a = reinterpret_cast<const AGroup*>(x + t * x_stride)[g];
           for (size_t b = 0; b < m; ++b) acc[t][r] += Tile::block_term(group, m, a, b);
+        }
+      }
+    }
+    for (int t = 0; t < T; ++t)
+      for (int r = 0; r < R; ++r) y[t * y_stride + r] = acc[t][r];
+  }
+};
+
+// The reference tile of the layouts in groups of 8 super-blocks (q4_K_r8, iq4_xs_r8): one f32
+// sum per (token, row), block after block. Tile::block_sum(group, nb, b, a) is block b's sum
+// against lane b of its activation group, for a group of nb blocks of type Block.
+template <class Tile, class Block>
+struct K8ReferenceTile {
+  static constexpr int kMatvecRows = 1;
+
+  template <int T, int R>
+  static void tile(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
+                   size_t n, float* y, size_t y_stride) noexcept {
+    const size_t blocks = n / QK_K;
+    float acc[T][R]{};
+    for (size_t first = 0; first < blocks; first += kK8Blocks) {
+      const size_t nb = std::min(kK8Blocks, blocks - first);
+      for (int r = 0; r < R; ++r) {
+        const uint8_t* g = w + r * w_row_bytes + first * sizeof(Block);
+        for (int t = 0; t < T; ++t) {
+          const ActGroupK8& a =
+              reinterpret_cast<const ActGroupK8*>(x + t * x_stride)[first / kK8Blocks];
+          for (size_t b = 0; b < nb; ++b) acc[t][r] += Tile::block_sum(g, nb, b, a);
         }
       }
     }

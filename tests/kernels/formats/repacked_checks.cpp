@@ -24,6 +24,40 @@ std::vector<uint8_t> repack_copy(DType plain, DType packed, const std::vector<ui
   return out;
 }
 
+void expect_repack_lossless_and_bit_exact(DType plain, DType packed,
+                                          std::span<const size_t> lengths, size_t whole_group) {
+  for (size_t n : lengths) {
+    for (uint32_t seed : {1u, 2u, 3u}) {
+      const std::vector<uint8_t> row = random_row(plain, n, seed * 7919 + static_cast<uint32_t>(n));
+      const std::vector<uint8_t> repacked = repack_copy(plain, packed, row, n);
+      if (n >= whole_group) {
+        EXPECT_NE(repacked, row);
+      }
+      std::vector<uint8_t> back(row.size());
+      ASSERT_TRUE(kernels::repack_row(packed, plain, repacked.data(), back.data(), n));
+      ASSERT_EQ(back, row) << kernels::name(packed) << " n " << n;
+      std::vector<float> want(n), got(n);
+      kernels::dequantize_row(plain, row.data(), want.data(), n);
+      ASSERT_NE(kernels::row_decoder(packed), nullptr);
+      kernels::dequantize_row(packed, repacked.data(), got.data(), n);
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+            << kernels::name(packed) << " n " << n << " element " << i;
+      }
+    }
+  }
+}
+
+void expect_encoder_is_plain_repacked(DType plain, DType packed, std::span<const size_t> lengths) {
+  for (size_t n : lengths) {
+    const std::vector<float> x = random_normal(n, static_cast<uint32_t>(n));
+    std::vector<uint8_t> row(kernels::row_bytes(plain, n)), encoded(row.size());
+    kernels::quantize_row(plain, x.data(), row.data(), n);
+    kernels::quantize_row(packed, x.data(), encoded.data(), n);
+    EXPECT_EQ(encoded, repack_copy(plain, packed, row, n)) << kernels::name(packed) << " n " << n;
+  }
+}
+
 namespace {
 
 struct Matrix {

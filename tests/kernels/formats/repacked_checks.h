@@ -25,6 +25,16 @@ inline bool has_avx2_kernels(kernels::Isa isa) {
 std::vector<uint8_t> repack_copy(kernels::DType plain, kernels::DType packed,
                                  const std::vector<uint8_t>& row, size_t n);
 
+// For every n in `lengths` and three random rows of type `plain`: repacking to `packed` and back
+// gives the row again, the packed row differs from the plain one once it holds a whole group
+// (n >= `whole_group`), and it decodes to the plain row's values, bit for bit.
+void expect_repack_lossless_and_bit_exact(kernels::DType plain, kernels::DType packed,
+                                          std::span<const size_t> lengths, size_t whole_group);
+
+// For every n in `lengths`: `packed`'s row encoder gives `plain`'s encoding, repacked.
+void expect_encoder_is_plain_repacked(kernels::DType plain, kernels::DType packed,
+                                      std::span<const size_t> lengths);
+
 // For every n in `lengths` and 1, 3, 7 and 33 random rows of type `plain` (times
 // row_granule(packed, n): whole sets of q4_K_r8s rows; repacked to `packed`): the packed matvec on
 // every ISA is within the activation-rounding bound of a naive double dot with the unquantized x

@@ -48,37 +48,11 @@ TEST(IQ4_XSR8, IsAnInternalTypeOfIQ4_XSSize) {
 }
 
 TEST(IQ4_XSR8, RepackIsLosslessAndDecodesBitExactly) {
-  for (size_t n : kLengths) {
-    for (uint32_t seed : {1u, 2u, 3u}) {
-      const std::vector<uint8_t> plain = random_row(DType::IQ4_XS, n, seed * 7919 + n);
-      const std::vector<uint8_t> packed = repack(plain, n);
-      if (n >= 256 * 8) {
-        EXPECT_NE(packed, plain);
-      }
-      std::vector<uint8_t> back(plain.size());
-      ASSERT_TRUE(
-          kernels::repack_row(DType::IQ4_XS_R8, DType::IQ4_XS, packed.data(), back.data(), n));
-      ASSERT_EQ(back, plain) << "n " << n;
-      std::vector<float> want(n), got(n);
-      kernels::dequantize_row(DType::IQ4_XS, plain.data(), want.data(), n);
-      ASSERT_NE(kernels::row_decoder(DType::IQ4_XS_R8), nullptr);
-      kernels::dequantize_row(DType::IQ4_XS_R8, packed.data(), got.data(), n);
-      for (size_t i = 0; i < n; ++i) {
-        ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
-            << "n " << n << " element " << i;
-      }
-    }
-  }
+  expect_repack_lossless_and_bit_exact(DType::IQ4_XS, DType::IQ4_XS_R8, kLengths, 256 * 8);
 }
 
 TEST(IQ4_XSR8, EncoderIsIQ4_XSRepacked) {
-  for (size_t n : kLengths) {
-    const std::vector<float> x = random_normal(n, static_cast<uint32_t>(n));
-    std::vector<uint8_t> plain(kernels::row_bytes(DType::IQ4_XS, n)), packed(plain.size());
-    kernels::quantize_row(DType::IQ4_XS, x.data(), plain.data(), n);
-    kernels::quantize_row(DType::IQ4_XS_R8, x.data(), packed.data(), n);
-    EXPECT_EQ(packed, repack(plain, n)) << "n " << n;
-  }
+  expect_encoder_is_plain_repacked(DType::IQ4_XS, DType::IQ4_XS_R8, kLengths);
 }
 
 // The layout of iq4_xs_r8.h, byte by byte, for a whole group (rows of 32 bytes) and a short

@@ -46,36 +46,11 @@ TEST(Q4_0R16, IsAnInternalTypeOfQ4_0Size) {
 }
 
 TEST(Q4_0R16, RepackIsLosslessAndDecodesBitExactly) {
-  for (size_t n : kLengths) {
-    for (uint32_t seed : {1u, 2u, 3u}) {
-      const std::vector<uint8_t> plain = random_row(DType::Q4_0, n, seed * 7919 + n);
-      const std::vector<uint8_t> packed = repack(plain, n);
-      if (n >= 32 * 16) {
-        EXPECT_NE(packed, plain);
-      }
-      std::vector<uint8_t> back(plain.size());
-      ASSERT_TRUE(kernels::repack_row(DType::Q4_0_R16, DType::Q4_0, packed.data(), back.data(), n));
-      ASSERT_EQ(back, plain) << "n " << n;
-      std::vector<float> want(n), got(n);
-      kernels::dequantize_row(DType::Q4_0, plain.data(), want.data(), n);
-      ASSERT_NE(kernels::row_decoder(DType::Q4_0_R16), nullptr);
-      kernels::dequantize_row(DType::Q4_0_R16, packed.data(), got.data(), n);
-      for (size_t i = 0; i < n; ++i) {
-        ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
-            << "n " << n << " element " << i;
-      }
-    }
-  }
+  expect_repack_lossless_and_bit_exact(DType::Q4_0, DType::Q4_0_R16, kLengths, 32 * 16);
 }
 
 TEST(Q4_0R16, EncoderIsQ4_0Repacked) {
-  for (size_t n : kLengths) {
-    const std::vector<float> x = random_normal(n, static_cast<uint32_t>(n));
-    std::vector<uint8_t> plain(kernels::row_bytes(DType::Q4_0, n)), packed(plain.size());
-    kernels::quantize_row(DType::Q4_0, x.data(), plain.data(), n);
-    kernels::quantize_row(DType::Q4_0_R16, x.data(), packed.data(), n);
-    EXPECT_EQ(packed, repack(plain, n)) << "n " << n;
-  }
+  expect_encoder_is_plain_repacked(DType::Q4_0, DType::Q4_0_R16, kLengths);
 }
 
 // The activation holds q8_0's own scales and integers, rearranged, and 8 * sum(q) per block;

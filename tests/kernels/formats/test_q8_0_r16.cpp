@@ -49,26 +49,7 @@ TEST(Q8_0R16, IsAnInternalTypeOfQ8_0Size) {
 }
 
 TEST(Q8_0R16, RepackIsLosslessAndDecodesBitExactly) {
-  for (size_t n : kLengths) {
-    for (uint32_t seed : {1u, 2u, 3u}) {
-      const std::vector<uint8_t> plain = random_row(DType::Q8_0, n, seed * 7919 + n);
-      const std::vector<uint8_t> packed = repack(plain, n);
-      if (n >= 32 * 16) {
-        EXPECT_NE(packed, plain);
-      }
-      std::vector<uint8_t> back(plain.size());
-      ASSERT_TRUE(kernels::repack_row(DType::Q8_0_R16, DType::Q8_0, packed.data(), back.data(), n));
-      ASSERT_EQ(back, plain) << "n " << n;
-      std::vector<float> want(n), got(n);
-      kernels::dequantize_row(DType::Q8_0, plain.data(), want.data(), n);
-      ASSERT_NE(kernels::row_decoder(DType::Q8_0_R16), nullptr);
-      kernels::dequantize_row(DType::Q8_0_R16, packed.data(), got.data(), n);
-      for (size_t i = 0; i < n; ++i) {
-        ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
-            << "n " << n << " element " << i;
-      }
-    }
-  }
+  expect_repack_lossless_and_bit_exact(DType::Q8_0, DType::Q8_0_R16, kLengths, 32 * 16);
 }
 
 // The layout itself: block b's scale in d[b], its bytes 4k..4k+3 at qs[k][4b..4b+3]; the short
@@ -96,13 +77,7 @@ TEST(Q8_0R16, GroupLayout) {
 }
 
 TEST(Q8_0R16, EncoderIsQ8_0Repacked) {
-  for (size_t n : kLengths) {
-    const std::vector<float> x = random_normal(n, static_cast<uint32_t>(n));
-    std::vector<uint8_t> plain(kernels::row_bytes(DType::Q8_0, n)), packed(plain.size());
-    kernels::quantize_row(DType::Q8_0, x.data(), plain.data(), n);
-    kernels::quantize_row(DType::Q8_0_R16, x.data(), packed.data(), n);
-    EXPECT_EQ(packed, repack(plain, n)) << "n " << n;
-  }
+  expect_encoder_is_plain_repacked(DType::Q8_0, DType::Q8_0_R16, kLengths);
 }
 
 // The activation holds q8_0's own scales and integers, rearranged as the weights are, and 128 x
