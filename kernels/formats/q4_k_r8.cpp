@@ -9,15 +9,6 @@
 #include "kernels/formats/repacked_rows.h"
 
 namespace oxi::kernels {
-namespace {
-
-// The group of nb blocks that starts at block `first` of a row of `blocks`.
-size_t group_size(size_t blocks, size_t first) noexcept {
-  return std::min(kK8Blocks, blocks - first);
-}
-
-}  // namespace
-
 void pack_group_q4_k_r8(const BlockQ4_K* blocks, size_t nb, uint8_t* g) noexcept {
   const size_t row = k8_row_bytes(nb);
   for (size_t b = 0; b < nb; ++b) {
@@ -110,7 +101,7 @@ void quantize_activation_q4_k_r8(const float* x, void* out, size_t n) noexcept {
   const size_t blocks = n / QK_K;
   auto* a = static_cast<ActGroupK8*>(out);
   for (size_t first = 0; first < blocks; first += kK8Blocks, ++a) {
-    const size_t nb = group_size(blocks, first);
+    const size_t nb = k8_group_blocks(blocks, first);
     BlockQ8_K b[kK8Blocks];
     quantize_activation(DType::Q4_K, x + first * QK_K, b, nb * QK_K);
     // A short last group's missing lanes are zero: weights read as zero there meet zeros (an

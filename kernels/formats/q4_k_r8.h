@@ -57,6 +57,11 @@ constexpr size_t k8_row_bytes(size_t nb) noexcept {
   return 4 * nb;
 }
 inline constexpr size_t kK8GroupBytes = kK8Rows * k8_row_bytes(kK8Blocks);
+// Blocks of the group that starts at block `first` of a row of `blocks` (8, or fewer for a
+// row's short last group).
+constexpr size_t k8_group_blocks(size_t blocks, size_t first) noexcept {
+  return blocks - first < kK8Blocks ? blocks - first : kK8Blocks;
+}
 
 struct ActGroupK8 {
   float d[kK8Blocks];

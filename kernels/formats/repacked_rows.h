@@ -96,16 +96,12 @@ struct R16Rows {
 template <class Block, void (*Pack)(const Block*, size_t, uint8_t*) noexcept,
           void (*Unpack)(const uint8_t*, size_t, Block*) noexcept, DType Plain>
 struct K8Rows {
-  static size_t group_size(size_t blocks, size_t first) noexcept {
-    return std::min(kK8Blocks, blocks - first);
-  }
-
   static void repack(const void* src, void* dst, size_t n) noexcept {
     const size_t blocks = n / QK_K;
     const auto* b = static_cast<const Block*>(src);
     auto* g = static_cast<uint8_t*>(dst);
     for (size_t first = 0; first < blocks; first += kK8Blocks)
-      Pack(b + first, group_size(blocks, first), g + first * sizeof(Block));
+      Pack(b + first, k8_group_blocks(blocks, first), g + first * sizeof(Block));
   }
 
   static void unpack(const void* src, void* dst, size_t n) noexcept {
@@ -113,7 +109,7 @@ struct K8Rows {
     const auto* g = static_cast<const uint8_t*>(src);
     auto* b = static_cast<Block*>(dst);
     for (size_t first = 0; first < blocks; first += kK8Blocks)
-      Unpack(g + first * sizeof(Block), group_size(blocks, first), b + first);
+      Unpack(g + first * sizeof(Block), k8_group_blocks(blocks, first), b + first);
   }
 
   // Decoding and encoding through the plain format's own row codec, a group at a time.
@@ -122,7 +118,7 @@ struct K8Rows {
     const auto* g = static_cast<const uint8_t*>(src);
     const RowDecoder plain = row_decoder(Plain);
     for (size_t first = 0; first < blocks; first += kK8Blocks) {
-      const size_t nb = group_size(blocks, first);
+      const size_t nb = k8_group_blocks(blocks, first);
       Block b[kK8Blocks];
       Unpack(g + first * sizeof(Block), nb, b);
       plain(b, dst + first * QK_K, nb * QK_K);
@@ -134,7 +130,7 @@ struct K8Rows {
     auto* g = static_cast<uint8_t*>(dst);
     const RowEncoder plain = row_encoder(Plain);
     for (size_t first = 0; first < blocks; first += kK8Blocks) {
-      const size_t nb = group_size(blocks, first);
+      const size_t nb = k8_group_blocks(blocks, first);
       Block b[kK8Blocks];
       plain(src + first * QK_K, b, nb * QK_K);
       Pack(b, nb, g + first * sizeof(Block));

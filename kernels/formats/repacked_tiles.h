@@ -124,7 +124,7 @@ struct K8ReferenceTile {
     const size_t blocks = n / QK_K;
     float acc[T][R]{};
     for (size_t first = 0; first < blocks; first += kK8Blocks) {
-      const size_t nb = std::min(kK8Blocks, blocks - first);
+      const size_t nb = k8_group_blocks(blocks, first);
       for (int r = 0; r < R; ++r) {
         const uint8_t* g = w + r * w_row_bytes + first * sizeof(Block);
         for (int t = 0; t < T; ++t) {

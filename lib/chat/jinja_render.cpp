@@ -1413,7 +1413,7 @@ class Renderer {
       const Value* killwords = args.get(1, "killwords");
       const Value* end_arg = args.get(2, "end");
       if (end_arg && !end_arg->is_string())
-        eval_error(line, "object of type '" + type_name(*end_arg) + "' has no len()");
+        eval_error(line, "object of type '" + python_type(*end_arg) + "' has no len()");
       std::string end = end_arg ? end_arg->data.get<std::string>() : "...";
       const int64_t leeway = int_arg(args.get(3, "leeway"), 5, "leeway", line);
       if (length < static_cast<int64_t>(py::length(end)))
@@ -1544,7 +1544,7 @@ class Renderer {
       for (const Value& pair : iterate(v, line)) {
         if (pair.kind != Value::Kind::data ||
             !(pair.data.is_array() || pair.data.is_string() || pair.data.is_object()))
-          eval_error(line, "cannot unpack non-iterable " + type_name(pair) + " object");
+          eval_error(line, "cannot unpack non-iterable " + python_type(pair) + " object");
         const std::vector<Value> kv = iterate(pair, line);
         if (kv.size() > 2) eval_error(line, "too many values to unpack (expected 2)");
         if (kv.size() < 2)
@@ -1564,8 +1564,8 @@ class Renderer {
           eval_error(line, "could not convert string to float: " + to_python_repr(v.data));
       }
       if (!bytes)
-        eval_error(
-            line, "float() argument must be a string or a real number, not '" + type_name(v) + "'");
+        eval_error(line, "float() argument must be a string or a real number, not '" +
+                             python_type(v) + "'");
       if (std::isinf(*bytes) && *bytes < 0)
         eval_error(line, "cannot convert float infinity to integer");
       const Value* binary = args.get(0, "binary");

@@ -16,18 +16,6 @@ namespace {
   throw PercentFormatError(message);
 }
 
-std::string python_type(const Value& v) {
-  if (v.kind != Value::Kind::data) return v.is_undefined() ? "Undefined" : "object";
-  const Json& j = v.data;
-  if (j.is_null()) return "NoneType";
-  if (j.is_boolean()) return "bool";
-  if (j.is_number_integer() || j.is_number_unsigned()) return "int";
-  if (j.is_number_float()) return "float";
-  if (j.is_string()) return "str";
-  if (j.is_array()) return "list";
-  return "dict";
-}
-
 bool is_int(const Value& v) {
   return v.kind == Value::Kind::data &&
          (v.data.is_number_integer() || v.data.is_number_unsigned() || v.data.is_boolean());
@@ -192,6 +180,18 @@ std::string format_text(const Spec& s, const Value& v) {
 }
 
 }  // namespace
+
+std::string python_type(const Value& v) {
+  if (v.kind != Value::Kind::data) return v.is_undefined() ? "Undefined" : "object";
+  const Json& j = v.data;
+  if (j.is_null()) return "NoneType";
+  if (j.is_boolean()) return "bool";
+  if (j.is_number_integer() || j.is_number_unsigned()) return "int";
+  if (j.is_number_float()) return "float";
+  if (j.is_string()) return "str";
+  if (j.is_array()) return "list";
+  return "dict";
+}
 
 std::string percent_format(std::string_view fmt, const std::vector<Value>& args,
                            const Json* mapping) {

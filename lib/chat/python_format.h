@@ -16,6 +16,10 @@
 
 namespace oxi::jinja {
 
+// Python's name of v's type, as its error messages spell it (NoneType, bool, int, float, str,
+// list, dict; Undefined for a missing value).
+std::string python_type(const Value& v);
+
 // Python's TypeError / ValueError / KeyError of `%`, with Python's message.
 struct PercentFormatError : std::runtime_error {
   using std::runtime_error::runtime_error;
