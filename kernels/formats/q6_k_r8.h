@@ -11,17 +11,20 @@
 // the offset and the f32 step are done once for 8 blocks. A group of nb <= 8 blocks is 52 rows
 // of 4 * nb bytes, 4 bytes of every row per block, then the blocks' f16 scales:
 //
-//   row 2s + p     ql (s < 16, p < 2): byte m holds the low four bits of element 16s + 8p + m
-//                  (low nibble) and of 16s + 8p + 4 + m (high nibble)
-//   row 32 + s     qh: bits 2k and 2k + 1 of byte m are the top two bits of element 16s + 4k + m
-//                  (k < 4: so ql's row 2s + k / 2, nibble k % 2)
-//   row 48 + r     the scales of sub-blocks 4r .. 4r + 3 (byte k: sub-block 4r + k)
-//   then d[nb]     the blocks' f16 scales (2 * nb bytes)
+//   row r (r < 4)        the scales of sub-blocks 4r .. 4r + 3 (byte k: sub-block 4r + k)
+//   then per pair of sub-blocks (2i, 2i + 1), six rows from 4 + 6i:
+//   ql row p of sub-block s (4 + 6i + 2 (s % 2) + p, p < 2): byte m holds the low four bits of
+//                        element 16s + 8p + m (low nibble) and of 16s + 8p + 4 + m (high nibble)
+//   qh row of sub-block s (4 + 6i + 4 + s % 2): bits 2k and 2k + 1 of byte m are the top two
+//                        bits of element 16s + 4k + m (k < 4: ql's row p = k / 2, nibble k % 2)
+//   then d[nb]           the blocks' f16 scales (2 * nb bytes)
 //
-// so sub-block s (16 elements) of the 8 blocks is the 64 bytes of ql rows 2s and 2s + 1 (one
-// 512-bit load, 128 elements) and the 32 bytes of qh row 32 + s. A whole group is 1680 bytes. A
-// shorter last group is read with masked loads (its missing lanes read as zero). A row has
-// exactly the bytes of its q6_K original.
+// so sub-block s (16 elements) of the 8 blocks is the 64 bytes of its two ql rows (one 512-bit
+// load, 128 elements, on a cache line of its own where the group starts on one) and the 32 bytes
+// of its qh row, and a group is read in address order: with the qh rows after all the ql rows and
+// the scales last, decode streamed these matrices slower than plain q6_K (docs/benchmarks.md,
+// forty-fifth session). A whole group is 1680 bytes. A shorter last group is read with masked
+// loads (its missing lanes read as zero). A row has exactly the bytes of its q6_K original.
 //
 // Activations are quantized to q8_K exactly as for q6_K (same scales, same integers) and laid out
 // to match: per block its f32 scale, the sums of its 16-element sub-blocks, and the q bytes in
@@ -40,15 +43,15 @@
 namespace oxi::kernels {
 
 inline constexpr size_t kQ6K8Rows = 52;  // rows of a group, 4 bytes per block each
-// Row of ql for sub-block s, half p; of qh for sub-block s; of the scales of sub-blocks 4r..4r+3.
+// Row of the scales of sub-blocks 4r..4r+3; of ql for sub-block s, half p; of qh for sub-block s.
+constexpr size_t q6k8_scale_row(size_t r) noexcept {
+  return r;
+}
 constexpr size_t q6k8_ql_row(size_t s, size_t p) noexcept {
-  return 2 * s + p;
+  return 4 + 6 * (s / 2) + 2 * (s % 2) + p;
 }
 constexpr size_t q6k8_qh_row(size_t s) noexcept {
-  return 32 + s;
-}
-constexpr size_t q6k8_scale_row(size_t r) noexcept {
-  return 48 + r;
+  return 4 + 6 * (s / 2) + 4 + s % 2;
 }
 // Byte offset of the f16 scales in a group of nb blocks.
 constexpr size_t q6k8_d_offset(size_t nb) noexcept {

@@ -78,15 +78,17 @@ TEST(Q6_KR8, RowsAreFourBytesPerBlock) {
         for (size_t k = 0; k < 4; ++k) {
           for (size_t m = 0; m < 4; ++m) {
             const int want = level(16 * sub + 4 * k + m);
-            const uint8_t ql = g[(2 * sub + k / 2) * row + 4 * b + m];
-            const uint8_t qh = g[(32 + sub) * row + 4 * b + m];
+            // six rows per pair of sub-blocks after the 4 scale rows: ql, ql, ql, ql, qh, qh
+            const size_t pair_row = 4 + 6 * (sub / 2);
+            const uint8_t ql = g[(pair_row + 2 * (sub % 2) + k / 2) * row + 4 * b + m];
+            const uint8_t qh = g[(pair_row + 4 + sub % 2) * row + 4 * b + m];
             ASSERT_EQ((ql >> (4 * (k % 2))) & 0xF, want & 0xF) << sub << " " << k << " " << m;
             ASSERT_EQ((qh >> (2 * k)) & 3, want >> 4) << sub << " " << k << " " << m;
           }
         }
       }
       for (size_t r = 0; r < 4; ++r)
-        EXPECT_EQ(std::memcmp(g + (48 + r) * row + 4 * b, s.scales + 4 * r, 4), 0);
+        EXPECT_EQ(std::memcmp(g + r * row + 4 * b, s.scales + 4 * r, 4), 0);
       uint16_t d;
       std::memcpy(&d, g + 52 * row + 2 * b, 2);
       EXPECT_EQ(d, s.d);
