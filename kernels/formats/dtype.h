@@ -43,8 +43,6 @@ enum class DType : uint32_t {
   Q4_K_R8S = 60,
   // Kernel-internal: iq4_xs rows repacked at load for faster products (iq4_xs_r8.h).
   IQ4_XS_R8 = 59,
-  // Kernel-internal: q6_K rows repacked at load for faster products (q6_k_r8.h).
-  Q6_K_R8 = 58,
 };
 
 struct DTypeInfo {

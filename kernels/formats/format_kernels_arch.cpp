@@ -5,7 +5,6 @@
 #include "kernels/formats/q4_0_r16_tiles.h"
 #include "kernels/formats/q4_k_r8_tiles.h"
 #include "kernels/formats/q4_k_r8s_tiles.h"
-#include "kernels/formats/q6_k_r8_tiles.h"
 #include "kernels/formats/q8_0_r16_tiles.h"
 #include "kernels/formats/quant.h"
 #include "kernels/formats/quantize_act_simd.h"
@@ -54,7 +53,6 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   set<Q8_0R16Tile>(k, DType::Q8_0_R16);
   set<Q4KR8Tile>(k, DType::Q4_K_R8);
   set<IQ4XSR8Tile>(k, DType::IQ4_XS_R8);
-  set<Q6KR8Tile>(k, DType::Q6_K_R8);
   // q4_K_r8s: its own loops over sets (the drivers take rows one at a time)
   k.matvec[static_cast<size_t>(DType::Q4_K_R8S)] = Q4KR8STile::matvec;
   k.gemm_q[static_cast<size_t>(DType::Q4_K_R8S)] = Q4KR8STile::gemm;
@@ -65,7 +63,6 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   k.fast_q8_0_r16 = true;
   k.fast_q4_k_r8 = true;
   k.fast_iq4_xs_r8 = true;
-  k.fast_q6_k_r8 = true;
 #endif
 #if defined(OXI_ARCH_AVX512)
   k.stream_lines_choice = true;

@@ -8,7 +8,6 @@
 
 #include "kernels/formats/fp16.h"
 #include "kernels/formats/iq4_xs_r8.h"
-#include "kernels/formats/q6_k_r8.h"
 #include "kernels/formats/q4_k_r8.h"
 #include "kernels/formats/q4_k_r8s.h"
 #include "kernels/formats/q8_0_r16.h"
@@ -79,10 +78,6 @@ bool repack_row(DType from, DType to, const void* src, void* dst, size_t n) noex
     repack_row_iq4_xs_r8(src, dst, n);
   } else if (from == DType::IQ4_XS_R8 && to == DType::IQ4_XS) {
     unpack_row_iq4_xs_r8(src, dst, n);
-  } else if (from == DType::Q6_K && to == DType::Q6_K_R8) {
-    repack_row_q6_k_r8(src, dst, n);
-  } else if (from == DType::Q6_K_R8 && to == DType::Q6_K) {
-    unpack_row_q6_k_r8(src, dst, n);
   } else {
     return false;
   }

@@ -11,7 +11,6 @@
 //   q8_0_r16                 x q8_0 in a matching layout (q8_0_r16.h: repacked q8_0)
 //   q4_K_r8                  x q8_K in a matching layout (q4_k_r8.h: repacked q4_K)
 //   iq4_xs_r8                x q8_K in q4_K_r8's layout (iq4_xs_r8.h: repacked iq4_xs)
-//   q6_K_r8                  x q8_K in a matching layout (q6_k_r8.h: repacked q6_K)
 //
 // Typical use by a backend, for one token:
 //   const size_t ab = activation_bytes(w_type, n);       // once per layer shape
@@ -52,7 +51,7 @@ inline constexpr size_t kDTypeSlots = 64;
 
 // Weight types with matvec / gemm_q / dequantize / quantize support:
 // f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs, q4_0_r16,
-// q8_0_r16, q4_K_r8, iq4_xs_r8, q6_K_r8
+// q8_0_r16, q4_K_r8
 // and q4_K_r8s (which has no row decoder or encoder: a matrix of it is decoded by
 // dequantize_matrix_row).
 bool weight_supported(DType t) noexcept;
@@ -79,8 +78,8 @@ void dequantize_matrix_row(DType t, const void* matrix, size_t row_bytes, size_t
 // ---- activations ----
 
 // The format activations take for weights of type `weight` (F32, Q8_0, Q8_1 or Q8_K; for
-// q4_0_r16 and q8_0_r16, Q8_0 values in that layout's own arrangement; for q4_K_r8, iq4_xs_r8 and
-// q6_K_r8, Q8_K values in their own arrangements).
+// q4_0_r16 and q8_0_r16, Q8_0 values in that layout's own arrangement; for q4_K_r8, Q8_K values
+// in its own arrangement).
 DType activation_dtype(DType weight) noexcept;
 // Bytes of one prepared activation vector of n values: row_bytes(activation_dtype(weight), n),
 // or for a repacked weight layout its own arrangement's bytes rounded up to a multiple of
@@ -107,7 +106,7 @@ void quantize_activation(DType weight, const float* x, void* out, size_t n) noex
 // ---- repacked layouts ----
 
 // Rewrites one row of n elements stored as `from` into `to` (q4_0 <-> q4_0_r16, q8_0 <->
-// q8_0_r16, q4_K <-> q4_K_r8, iq4_xs <-> iq4_xs_r8, q6_K <-> q6_K_r8), byte count unchanged and lossless. Returns false (writing nothing)
+// q8_0_r16, q4_K <-> q4_K_r8), byte count unchanged and lossless. Returns false (writing nothing)
 // for any other pair. src and dst must not overlap.
 bool repack_row(DType from, DType to, const void* src, void* dst, size_t n) noexcept;
 // The same for `rows` dense rows, which also takes q4_K <-> q4_K_r8s; false (writing nothing)
@@ -130,8 +129,6 @@ struct FormatKernels {
   bool fast_q4_k_r8 = false;
   // The same for iq4_xs_r8 and plain iq4_xs.
   bool fast_iq4_xs_r8 = false;
-  // The same for q6_K_r8 and plain q6_K.
-  bool fast_q6_k_r8 = false;
   // Whether some one-token passes follow stream_lines(layout) (prefetch.h): the avx512 kernels.
   bool stream_lines_choice = false;
   // q8_0 activation blocks of x[0..n), bit-identical to quantize_row_q8_0 for finite x (what
@@ -144,14 +141,13 @@ struct FormatKernels {
   MatvecFn matvec_for(DType t) const noexcept { return slot(matvec, t); }
   GemmQFn gemm_q_for(DType t) const noexcept { return slot(gemm_q, t); }
   // The layout to hold weights stored as t in for these kernels: q4_0_r16 for q4_0,
-  // q8_0_r16 for q8_0, q4_K_r8 for q4_K, iq4_xs_r8 for iq4_xs and q6_K_r8 for q6_K where they are
-  // faster, else t itself.
+  // q8_0_r16 for q8_0, q4_K_r8 for q4_K and iq4_xs_r8 for iq4_xs where they are faster, else t
+  // itself.
   DType preferred_layout(DType t) const noexcept {
     if (t == DType::Q4_0 && fast_q4_0_r16) return DType::Q4_0_R16;
     if (t == DType::Q8_0 && fast_q8_0_r16) return DType::Q8_0_R16;
     if (t == DType::Q4_K && fast_q4_k_r8) return DType::Q4_K_R8;
     if (t == DType::IQ4_XS && fast_iq4_xs_r8) return DType::IQ4_XS_R8;
-    if (t == DType::Q6_K && fast_q6_k_r8) return DType::Q6_K_R8;
     return t;
   }
   // The same for a matrix of rows x cols: q4_K rows that end in a short q4_K_r8 group take

@@ -8,7 +8,6 @@
 #include "kernels/formats/blocks.h"
 #include "kernels/formats/fp16.h"
 #include "kernels/formats/iq4_xs_r8.h"
-#include "kernels/formats/q6_k_r8.h"
 #include "kernels/formats/q4_0_r16.h"
 #include "kernels/formats/q4_k_r8.h"
 #include "kernels/formats/q8_0_r16.h"
@@ -204,8 +203,6 @@ RowEncoder row_encoder(DType t) noexcept {
       return quantize_row_q4_k_r8;
     case DType::IQ4_XS_R8:
       return quantize_row_iq4_xs_r8;
-    case DType::Q6_K_R8:
-      return quantize_row_q6_k_r8;
     default:
       return nullptr;
   }

@@ -111,10 +111,10 @@ struct R16ReferenceTile {
   }
 };
 
-// The reference tile of the layouts in groups of 8 super-blocks (q4_K_r8, iq4_xs_r8, q6_K_r8):
-// one f32 sum per (token, row), block after block. Tile::block_sum(group, nb, b, a) is block b's
-// sum against lane b of its activation group (AGroup), for a group of nb blocks of type Block.
-template <class Tile, class Block, class AGroup = ActGroupK8>
+// The reference tile of the layouts in groups of 8 super-blocks (q4_K_r8, iq4_xs_r8): one f32
+// sum per (token, row), block after block. Tile::block_sum(group, nb, b, a) is block b's sum
+// against lane b of its activation group, for a group of nb blocks of type Block.
+template <class Tile, class Block>
 struct K8ReferenceTile {
   static constexpr int kMatvecRows = 1;
 
@@ -128,7 +128,8 @@ struct K8ReferenceTile {
       for (int r = 0; r < R; ++r) {
         const uint8_t* g = w + r * w_row_bytes + first * sizeof(Block);
         for (int t = 0; t < T; ++t) {
-          const AGroup& a = reinterpret_cast<const AGroup*>(x + t * x_stride)[first / kK8Blocks];
+          const ActGroupK8& a =
+              reinterpret_cast<const ActGroupK8*>(x + t * x_stride)[first / kK8Blocks];
           for (size_t b = 0; b < nb; ++b) acc[t][r] += Tile::block_sum(g, nb, b, a);
         }
       }

@@ -175,7 +175,7 @@ TEST(Q4_KR8, PreferredWhereAHandWrittenKernelExists) {
     EXPECT_EQ(k.fast_q4_k_r8, has_avx2_kernels(isa)) << kernels::isa_name(isa);
     EXPECT_EQ(k.preferred_layout(DType::Q4_K),
               has_avx2_kernels(isa) ? DType::Q4_K_R8 : DType::Q4_K);
-    for (DType t : {DType::Q5_K, DType::Q3_K, DType::Q4_K_R8}) EXPECT_EQ(k.preferred_layout(t), t);
+    for (DType t : {DType::Q5_K, DType::Q6_K, DType::Q4_K_R8}) EXPECT_EQ(k.preferred_layout(t), t);
     EXPECT_NE(k.gemm_q_for(DType::Q4_K_R8), nullptr);
   }
 }

@@ -189,7 +189,7 @@ TEST(Q4_KR8S, PreferredForRowsWithAShortGroup) {
     EXPECT_EQ(k.preferred_layout(DType::Q4_K, 3072, 3072), fast ? DType::Q4_K_R8S : DType::Q4_K);
     EXPECT_EQ(k.preferred_layout(DType::Q4_K, 2046, 5632), fast ? DType::Q4_K_R8 : DType::Q4_K);
     EXPECT_EQ(k.preferred_layout(DType::Q4_K, 5632, 2048), fast ? DType::Q4_K_R8 : DType::Q4_K);
-    EXPECT_EQ(k.preferred_layout(DType::Q6_K, 2048, 5632), fast ? DType::Q6_K_R8 : DType::Q6_K);
+    EXPECT_EQ(k.preferred_layout(DType::Q6_K, 2048, 5632), DType::Q6_K);
     EXPECT_NE(k.matvec_for(DType::Q4_K_R8S), nullptr);
     EXPECT_NE(k.gemm_q_for(DType::Q4_K_R8S), nullptr);
   }

@@ -77,10 +77,10 @@ class QuantizedActivation {
 };
 
 // Weights of type t, multiplied in `layout`: t itself, or the repacked layout decode holds t in
-// (Q4_0 -> Q4_0_R16, Q8_0 -> Q8_0_R16, Q4_K -> Q4_K_R8, IQ4_XS -> IQ4_XS_R8, Q6_K -> Q6_K_R8; same
-// bytes per row, so GB/s count the same t bytes). The limit: read passes over the matrix itself,
-// one after each run, the best of them (where memory sits changes its read rate, machine_limits.h;
-// and a VM's bandwidth moves within minutes, so the passes share the kernel's seconds).
+// (Q4_0 -> Q4_0_R16, Q8_0 -> Q8_0_R16, Q4_K -> Q4_K_R8, IQ4_XS -> IQ4_XS_R8; same bytes per row, so GB/s count the
+// same t bytes). The limit: read passes over the matrix itself, one after each run, the best of
+// them (where memory sits changes its read rate, machine_limits.h; and a VM's bandwidth moves
+// within minutes, so the passes share the kernel's seconds).
 BenchRow bench_matvec(DType t, DType layout, const std::string& label, tbb::task_arena& arena,
                       int threads) {
   const size_t row_bytes = kernels::row_bytes(t, kCols);
