@@ -17,6 +17,17 @@ namespace oxi::test::formats {
 using kernels::DType;
 using kernels::Isa;
 
+void expect_internal_layout_of(DType plain, DType packed, std::string_view name, DType activation,
+                               std::span<const size_t> lengths) {
+  EXPECT_EQ(kernels::name(packed), name);
+  EXPECT_TRUE(kernels::info(packed).quantized);
+  for (size_t n : lengths) EXPECT_EQ(kernels::row_bytes(packed, n), kernels::row_bytes(plain, n));
+  EXPECT_FALSE(kernels::dtype_info(static_cast<uint32_t>(packed)).has_value());
+  EXPECT_FALSE(kernels::parse_dtype(name).has_value());
+  EXPECT_TRUE(kernels::weight_supported(packed));
+  EXPECT_EQ(kernels::activation_dtype(packed), activation);
+}
+
 std::vector<uint8_t> repack_copy(DType plain, DType packed, const std::vector<uint8_t>& row,
                                  size_t n) {
   std::vector<uint8_t> out(row.size());

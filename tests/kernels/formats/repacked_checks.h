@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "kernels/cpu_features.h"
@@ -20,6 +21,12 @@ using kernels::available_isas;
 inline bool has_avx2_kernels(kernels::Isa isa) {
   return isa == kernels::Isa::avx2 || isa == kernels::Isa::avx512;
 }
+
+// `packed` is a kernel-internal layout of `plain`: named `name`, quantized, with plain's bytes
+// per row for every n in `lengths`, never a file's type nor parsed from a user's string,
+// supported as weights, and multiplied against `activation` values.
+void expect_internal_layout_of(kernels::DType plain, kernels::DType packed, std::string_view name,
+                               kernels::DType activation, std::span<const size_t> lengths);
 
 // `row` (n elements of type `plain`) repacked to `packed`; a failing repack_row fails the test.
 std::vector<uint8_t> repack_copy(kernels::DType plain, kernels::DType packed,

@@ -34,14 +34,7 @@ std::vector<uint8_t> repack(const std::vector<uint8_t>& plain, size_t n) {
 }
 
 TEST(IQ4_XSR8, IsAnInternalTypeOfIQ4_XSSize) {
-  EXPECT_EQ(kernels::name(DType::IQ4_XS_R8), "iq4_xs_r8");
-  EXPECT_TRUE(kernels::info(DType::IQ4_XS_R8).quantized);
-  for (size_t n : kLengths)
-    EXPECT_EQ(kernels::row_bytes(DType::IQ4_XS_R8, n), kernels::row_bytes(DType::IQ4_XS, n));
-  EXPECT_FALSE(kernels::dtype_info(static_cast<uint32_t>(DType::IQ4_XS_R8)).has_value());
-  EXPECT_FALSE(kernels::parse_dtype("iq4_xs_r8").has_value());
-  EXPECT_TRUE(kernels::weight_supported(DType::IQ4_XS_R8));
-  EXPECT_EQ(kernels::activation_dtype(DType::IQ4_XS_R8), DType::Q8_K);
+  expect_internal_layout_of(DType::IQ4_XS, DType::IQ4_XS_R8, "iq4_xs_r8", DType::Q8_K, kLengths);
   EXPECT_EQ(kernels::activation_bytes(DType::IQ4_XS_R8, 256 * 22),
             kernels::activation_bytes(DType::Q4_K_R8, 256 * 22));
   EXPECT_FALSE(kernels::repack_row(DType::Q4_K, DType::IQ4_XS_R8, nullptr, nullptr, 256));

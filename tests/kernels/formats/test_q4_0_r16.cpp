@@ -33,15 +33,7 @@ std::vector<uint8_t> repack(const std::vector<uint8_t>& q4_0, size_t n) {
 }
 
 TEST(Q4_0R16, IsAnInternalTypeOfQ4_0Size) {
-  EXPECT_EQ(kernels::name(DType::Q4_0_R16), "q4_0_r16");
-  EXPECT_TRUE(kernels::info(DType::Q4_0_R16).quantized);
-  for (size_t n : kLengths)
-    EXPECT_EQ(kernels::row_bytes(DType::Q4_0_R16, n), kernels::row_bytes(DType::Q4_0, n));
-  // Never a file's type, never parsed from a user's string.
-  EXPECT_FALSE(kernels::dtype_info(static_cast<uint32_t>(DType::Q4_0_R16)).has_value());
-  EXPECT_FALSE(kernels::parse_dtype("q4_0_r16").has_value());
-  EXPECT_TRUE(kernels::weight_supported(DType::Q4_0_R16));
-  EXPECT_EQ(kernels::activation_dtype(DType::Q4_0_R16), DType::Q8_0);
+  expect_internal_layout_of(DType::Q4_0, DType::Q4_0_R16, "q4_0_r16", DType::Q8_0, kLengths);
   EXPECT_FALSE(kernels::repack_row(DType::Q8_0, DType::Q4_0_R16, nullptr, nullptr, 32));
 }
 

@@ -33,14 +33,7 @@ std::vector<uint8_t> repack(const std::vector<uint8_t>& q4_k, size_t n) {
 }
 
 TEST(Q4_KR8, IsAnInternalTypeOfQ4_KSize) {
-  EXPECT_EQ(kernels::name(DType::Q4_K_R8), "q4_K_r8");
-  EXPECT_TRUE(kernels::info(DType::Q4_K_R8).quantized);
-  for (size_t n : kLengths)
-    EXPECT_EQ(kernels::row_bytes(DType::Q4_K_R8, n), kernels::row_bytes(DType::Q4_K, n));
-  EXPECT_FALSE(kernels::dtype_info(static_cast<uint32_t>(DType::Q4_K_R8)).has_value());
-  EXPECT_FALSE(kernels::parse_dtype("q4_K_r8").has_value());
-  EXPECT_TRUE(kernels::weight_supported(DType::Q4_K_R8));
-  EXPECT_EQ(kernels::activation_dtype(DType::Q4_K_R8), DType::Q8_K);
+  expect_internal_layout_of(DType::Q4_K, DType::Q4_K_R8, "q4_K_r8", DType::Q8_K, kLengths);
   EXPECT_FALSE(kernels::repack_row(DType::Q6_K, DType::Q4_K_R8, nullptr, nullptr, 256));
 }
 

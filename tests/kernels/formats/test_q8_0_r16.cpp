@@ -34,15 +34,7 @@ std::vector<uint8_t> repack(const std::vector<uint8_t>& q8_0, size_t n) {
 }
 
 TEST(Q8_0R16, IsAnInternalTypeOfQ8_0Size) {
-  EXPECT_EQ(kernels::name(DType::Q8_0_R16), "q8_0_r16");
-  EXPECT_TRUE(kernels::info(DType::Q8_0_R16).quantized);
-  for (size_t n : kLengths)
-    EXPECT_EQ(kernels::row_bytes(DType::Q8_0_R16, n), kernels::row_bytes(DType::Q8_0, n));
-  // Never a file's type, never parsed from a user's string.
-  EXPECT_FALSE(kernels::dtype_info(static_cast<uint32_t>(DType::Q8_0_R16)).has_value());
-  EXPECT_FALSE(kernels::parse_dtype("q8_0_r16").has_value());
-  EXPECT_TRUE(kernels::weight_supported(DType::Q8_0_R16));
-  EXPECT_EQ(kernels::activation_dtype(DType::Q8_0_R16), DType::Q8_0);
+  expect_internal_layout_of(DType::Q8_0, DType::Q8_0_R16, "q8_0_r16", DType::Q8_0, kLengths);
   EXPECT_LT(static_cast<size_t>(DType::Q8_0_R16), kernels::kDTypeSlots);
   EXPECT_FALSE(kernels::repack_row(DType::Q4_0, DType::Q8_0_R16, nullptr, nullptr, 32));
   EXPECT_FALSE(kernels::repack_row(DType::Q8_0_R16, DType::Q4_0, nullptr, nullptr, 32));
