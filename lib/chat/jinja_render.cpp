@@ -34,14 +34,8 @@ std::string type_name(const Value& v) {
   if (v.kind == Value::Kind::ns) return "namespace";
   if (v.kind == Value::Kind::macro) return "macro";
   if (v.kind == Value::Kind::builtin) return "function";
-  const Json& j = v.data;
-  if (j.is_null()) return "none";
-  if (j.is_boolean()) return "bool";
-  if (j.is_number_integer() || j.is_number_unsigned()) return "int";
-  if (j.is_number_float()) return "float";
-  if (j.is_string()) return "str";
-  if (j.is_array()) return "list";
-  return "dict";
+  if (v.is_none()) return "none";
+  return python_type(v);  // data: Python's names
 }
 
 bool is_int(const Json& j) {
