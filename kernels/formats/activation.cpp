@@ -53,6 +53,8 @@ DType activation_dtype(DType weight) noexcept {
     case DType::Q5_K:
     case DType::Q6_K:
     case DType::IQ4_XS:
+    case DType::TQ1_0:
+    case DType::TQ2_0:
     case DType::Q4_K_R8:
     case DType::Q4_K_R8S:
     case DType::IQ4_XS_R8:

@@ -105,6 +105,30 @@ struct BlockIQ4_XS {
 inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                           1,    13,   25,  38,  53,  69,  89,  113};
 
+// Ternary formats (BitNet b1.58 and TriLM checkpoints): x = d * (t - 1), t in 0..2, 256 a block.
+// tq1_0 packs five trits a byte as a base-3 fraction: byte = ceil(v * 256 / 243), v the trits
+// read as a base-3 number, most significant first, so trit k of a byte is the integer part of
+// 3 * frac(byte * 3^k / 256) (tq1_trit). qs[0..32) hold elements 32k + m (trit k of byte m),
+// qs[32..48) elements 160 + 16k + m, and qh's four bytes elements 240 + 4k + m with k < 4.
+struct BlockTQ1_0 {
+  uint8_t qs[(QK_K - 4 * QK_K / 64) / 5];
+  uint8_t qh[QK_K / 64];
+  uint16_t d;
+};
+// tq2_0: two bits a trit; element 128h + 32k + m is bits 2k, 2k+1 of qs[32h + m] (t = 3, which
+// an encoder never writes, decodes as +2).
+struct BlockTQ2_0 {
+  uint8_t qs[QK_K / 4];
+  uint16_t d;
+};
+
+// Trit k (0..4) of a tq1_0 byte: 0, 1 or 2.
+inline constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
+[[gnu::always_inline]] inline int tq1_trit(uint8_t byte, int k) noexcept {
+  const auto shifted = static_cast<uint8_t>(byte * kPow3[k]);  // mod 256: drops the trits above
+  return (shifted * 3) >> 8;
+}
+
 // The activation format for K-quant weights: f32 scale, and the sum of each group of 16.
 struct BlockQ8_K {
   float d;
@@ -126,6 +150,8 @@ static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 static_assert(sizeof(BlockIQ4_NL) == 18);
 static_assert(sizeof(BlockIQ4_XS) == 136);
+static_assert(sizeof(BlockTQ1_0) == 54);
+static_assert(sizeof(BlockTQ2_0) == 66);
 
 // The 6-bit scale and min of group j (0..7) of a q4_K / q5_K super-block. (Always inlined, like
 // fp16.h's conversions: arch sources use it.)

@@ -246,6 +246,35 @@ void dequant_iq4_xs(const void* src, float* y, size_t n) noexcept {
   }
 }
 
+// ggml's rule: (t - 1) * d in f32, in element order.
+void dequant_tq1_0(const void* src, float* y, size_t n) noexcept {
+  const auto* b = blocks<BlockTQ1_0>(src);
+  for (size_t i = 0; i < n / QK_K; ++i) {
+    const float d = f16_to_f32(b[i].d);
+    auto put = [&](const uint8_t* bytes, size_t count, int trits) {
+      for (int k = 0; k < trits; ++k) {
+        for (size_t m = 0; m < count; ++m) *y++ = static_cast<float>(tq1_trit(bytes[m], k) - 1) * d;
+      }
+    };
+    put(b[i].qs, 32, 5);
+    put(b[i].qs + 32, 16, 5);
+    put(b[i].qh, 4, 4);
+  }
+}
+
+void dequant_tq2_0(const void* src, float* y, size_t n) noexcept {
+  const auto* b = blocks<BlockTQ2_0>(src);
+  for (size_t i = 0; i < n / QK_K; ++i) {
+    const float d = f16_to_f32(b[i].d);
+    for (size_t h = 0; h < 2; ++h) {
+      for (int k = 0; k < 4; ++k) {
+        for (size_t m = 0; m < 32; ++m)
+          *y++ = static_cast<float>(((b[i].qs[32 * h + m] >> (2 * k)) & 3) - 1) * d;
+      }
+    }
+  }
+}
+
 void dequant_q8_K(const void* src, float* y, size_t n) noexcept {
   const auto* b = blocks<BlockQ8_K>(src);
   for (size_t i = 0; i < n / QK_K; ++i, y += QK_K) {
@@ -291,6 +320,10 @@ RowDecoder row_decoder(DType t) noexcept {
       return dequant_iq4_nl;
     case DType::IQ4_XS:
       return dequant_iq4_xs;
+    case DType::TQ1_0:
+      return dequant_tq1_0;
+    case DType::TQ2_0:
+      return dequant_tq2_0;
     case DType::Q4_0_R16:
       return dequantize_row_q4_0_r16;
     case DType::Q8_0_R16:

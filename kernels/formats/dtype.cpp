@@ -12,7 +12,7 @@ struct Entry {
 };
 
 // Sizes from the GGUF spec; the block structs in blocks.h assert the same numbers.
-constexpr std::array<Entry, 22> kTable = {{
+constexpr std::array<Entry, 24> kTable = {{
     {0, {"f32", 1, 4, false}},      {1, {"f16", 1, 2, false}},
     {2, {"q4_0", 32, 18, true}},    {3, {"q4_1", 32, 20, true}},
     {6, {"q5_0", 32, 22, true}},    {7, {"q5_1", 32, 24, true}},
@@ -24,6 +24,7 @@ constexpr std::array<Entry, 22> kTable = {{
     {24, {"i8", 1, 1, false}},      {25, {"i16", 1, 2, false}},
     {26, {"i32", 1, 4, false}},     {27, {"i64", 1, 8, false}},
     {28, {"f64", 1, 8, false}},     {30, {"bf16", 1, 2, false}},
+    {34, {"tq1_0", 256, 54, true}}, {35, {"tq2_0", 256, 66, true}},
 }};
 
 // Kernel-internal layouts: same block size and bytes as the format they repack.

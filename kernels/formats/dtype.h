@@ -33,6 +33,8 @@ enum class DType : uint32_t {
   I64 = 27,
   F64 = 28,
   BF16 = 30,
+  TQ1_0 = 34,
+  TQ2_0 = 35,
   // Kernel-internal: q4_0 rows repacked at load for faster products (q4_0_r16.h).
   Q4_0_R16 = 63,
   // Kernel-internal: q8_0 rows repacked at load for faster products (q8_0_r16.h).

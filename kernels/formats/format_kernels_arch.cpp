@@ -49,6 +49,8 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   set<QuantTile<q::Q6_K>>(k, DType::Q6_K);
   set<QuantTile<q::IQ4_NL>>(k, DType::IQ4_NL);
   set<QuantTile<q::IQ4_XS>>(k, DType::IQ4_XS);
+  set<QuantTile<q::TQ1_0>>(k, DType::TQ1_0);
+  set<QuantTile<q::TQ2_0>>(k, DType::TQ2_0);
   set<Q4_0R16Tile>(k, DType::Q4_0_R16);
   set<Q8_0R16Tile>(k, DType::Q8_0_R16);
   set<Q4KR8Tile>(k, DType::Q4_K_R8);

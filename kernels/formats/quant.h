@@ -6,6 +6,7 @@
 //   q4_0, q5_0, q8_0, iq4_nl x q8_0  (per 32 values: f16 scale)
 //   q4_1, q5_1               x q8_1  (q8_0 plus s = d * sum(q), which carries the weight's min)
 //   q2_K .. q6_K, iq4_xs     x q8_K  (per 256 values: f32 scale, sums of each 16 for the mins)
+//   tq1_0, tq2_0             x q8_K  (ternary weights: the sums remove the trits' offset)
 //   f32, f16, bf16           x f32   (the activation is used as is)
 //   q4_0_r16                 x q8_0 in a matching layout (q4_0_r16.h: repacked q4_0)
 //   q8_0_r16                 x q8_0 in a matching layout (q8_0_r16.h: repacked q8_0)
@@ -50,8 +51,8 @@ using GemmQFn = void (*)(const void* w, size_t w_row_bytes, size_t rows, size_t 
 inline constexpr size_t kDTypeSlots = 64;
 
 // Weight types with matvec / gemm_q / dequantize / quantize support:
-// f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs, q4_0_r16,
-// q8_0_r16, q4_K_r8
+// f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs tq1_0 tq2_0,
+// q4_0_r16, q8_0_r16, q4_K_r8, iq4_xs_r8
 // and q4_K_r8s (which has no row decoder or encoder: a matrix of it is decoded by
 // dequantize_matrix_row).
 bool weight_supported(DType t) noexcept;

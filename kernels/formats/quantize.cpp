@@ -195,6 +195,10 @@ RowEncoder row_encoder(DType t) noexcept {
       return quantize_row_iq4_nl;
     case DType::IQ4_XS:
       return quantize_row_iq4_xs;
+    case DType::TQ1_0:
+      return quantize_row_tq1_0;
+    case DType::TQ2_0:
+      return quantize_row_tq2_0;
     case DType::Q4_0_R16:
       return quantize_row_q4_0_r16;
     case DType::Q8_0_R16:

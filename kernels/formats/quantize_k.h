@@ -27,5 +27,8 @@ void quantize_row_q6_K(const float* x, void* dst, size_t n) noexcept;
 // quantize_iq4.cpp
 void quantize_row_iq4_nl(const float* x, void* dst, size_t n) noexcept;
 void quantize_row_iq4_xs(const float* x, void* dst, size_t n) noexcept;
+// quantize_ternary.cpp
+void quantize_row_tq1_0(const float* x, void* dst, size_t n) noexcept;
+void quantize_row_tq2_0(const float* x, void* dst, size_t n) noexcept;
 
 }  // namespace oxi::kernels

@@ -518,6 +518,67 @@ using Q2_K = ref::KQuant<BlockQ2_K, unpack_q2_K, kdot, true>;
 using Q3_K = ref::KQuant<BlockQ3_K, unpack_q3_K, kdot, false>;
 using Q5_K = ref::KQuant<BlockQ5_K, unpack_q5_K, kdot, true>;
 
+// ---- ternary formats: SIMD unpack to ref::TernaryW and SIMD integer dot ----
+
+using ref::TernaryW;
+
+// Trit k of every byte of v (tq1_trit), k given per 16-bit lane as pow = 3^k: a byte placed in
+// the high half of a 16-bit lane keeps byte * 3^k mod 256 there after mullo, and mulhi by 3
+// takes the integer part of three times that fraction.
+inline __m256i tq1_trits(__m256i v, __m256i pow) noexcept {
+  const __m256i three = _mm256_set1_epi16(3);
+  const __m256i low = _mm256_mulhi_epu16(_mm256_mullo_epi16(_mm256_slli_epi16(v, 8), pow), three);
+  const __m256i high = _mm256_mulhi_epu16(
+      _mm256_mullo_epi16(_mm256_and_si256(v, _mm256_set1_epi16(static_cast<int16_t>(0xFF00))), pow),
+      three);
+  return _mm256_or_si256(low, _mm256_slli_epi16(high, 8));
+}
+
+inline void unpack_tq1_0(const BlockTQ1_0& b, TernaryW& w) noexcept {
+  // Elements 0..159: the five trits of qs[0..32).
+  const __m256i first = load256(b.qs);
+  for (int k = 0; k < 5; ++k)
+    store(w.t + 32 * k, tq1_trits(first, _mm256_set1_epi16(static_cast<int16_t>(kPow3[k]))));
+  // Elements 160..239 (trit k of qs[32..48) at 160 + 16k) and 240..255 (trit k of qh at
+  // 240 + 4k): qs[32..48) in both 128-bit halves for trits 0-1 and 2-3, then beside qh four
+  // times for trit 4 and qh's four.
+  const __m128i second = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 32));
+  const __m256i twice = _mm256_broadcastsi128_si256(second);
+  store(w.t + 160,
+        tq1_trits(twice, _mm256_setr_epi16(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3)));
+  store(w.t + 192, tq1_trits(twice, _mm256_setr_epi16(9, 9, 9, 9, 9, 9, 9, 9, 27, 27, 27, 27, 27,
+                                                      27, 27, 27)));
+  uint32_t qh;
+  std::memcpy(&qh, b.qh, 4);
+  const __m256i last = _mm256_inserti128_si256(_mm256_castsi128_si256(second),
+                                               _mm_set1_epi32(static_cast<int>(qh)), 1);
+  store(w.t + 224, tq1_trits(last, _mm256_setr_epi16(81, 81, 81, 81, 81, 81, 81, 81, 1, 1, 3, 3, 9,
+                                                     9, 27, 27)));
+  w.d = f16(b.d);
+}
+
+inline void unpack_tq2_0(const BlockTQ2_0& b, TernaryW& w) noexcept {
+  const __m256i three = _mm256_set1_epi8(3);
+  for (int h = 0; h < 2; ++h) {
+    const __m256i q = load256(b.qs + 32 * h);
+    for (int k = 0; k < 4; ++k)
+      store(w.t + 128 * h + 32 * k, _mm256_and_si256(srl8(q, 2 * k), three));
+  }
+  w.d = f16(b.d);
+}
+
+// Trits of 0..3 times bytes of at most 127 in magnitude: maddubs never saturates.
+inline int32_t ternary_dot(const TernaryW& w, const int8_t* x) noexcept {
+  __m256i acc = _mm256_setzero_si256();
+  for (int k = 0; k < 8; ++k)
+    acc = add_dot_u8s8(acc, _mm256_load_si256(reinterpret_cast<const __m256i*>(w.t + 32 * k)),
+                       load256(x + 32 * k));
+  return hsum_i32(acc);
+}
+
+using TQ1_0 = ref::Ternary<BlockTQ1_0, unpack_tq1_0, ternary_dot>;
+using TQ2_0 = ref::Ternary<BlockTQ2_0, unpack_tq2_0, ternary_dot>;
+
 // ---- q4_K and q6_K (the formats of Q4_K_M files) straight from the block ----
 //
 // No unpacked copy: the weights are expanded in registers and the group scales enter through

@@ -309,6 +309,76 @@ struct IQ4_XS {
   static float finish(Acc acc) noexcept { return acc; }
 };
 
+// ---- ternary formats (tq1_0, tq2_0) against q8_K ----
+//
+// The trits t (0..2; tq2_0's unused 3 too) meet the activation bytes as they are and the
+// activation's sum removes the offset: sum((t - 1) x) = sum(t x) - sum(x), exact in int32; then
+// one f32 step a block, ggml's (its sum times d_x * d_w). Every instruction set adds the same
+// integer with the same f32 step (which the SIMD builds may fuse into one FMA).
+struct TernaryW {
+  alignas(32) uint8_t t[QK_K];  // element order
+  float d;
+};
+
+inline void unpack_tq1_0(const BlockTQ1_0& b, TernaryW& w) noexcept {
+  uint8_t* t = w.t;
+  auto put = [&t](const uint8_t* bytes, size_t count, int trits) {
+    for (int k = 0; k < trits; ++k) {
+      for (size_t m = 0; m < count; ++m) *t++ = static_cast<uint8_t>(tq1_trit(bytes[m], k));
+    }
+  };
+  put(b.qs, 32, 5);
+  put(b.qs + 32, 16, 5);
+  put(b.qh, 4, 4);
+  w.d = f16_to_f32(b.d);
+}
+
+inline void unpack_tq2_0(const BlockTQ2_0& b, TernaryW& w) noexcept {
+  for (size_t e = 0; e < QK_K; ++e)
+    w.t[e] = (b.qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+  w.d = f16_to_f32(b.d);
+}
+
+inline int32_t ternary_dot(const TernaryW& w, const int8_t* x) noexcept {
+  int32_t s = 0;
+  for (size_t e = 0; e < QK_K; ++e) s += w.t[e] * x[e];
+  return s;
+}
+
+// The ternary trait; Unpack and Dot are the instruction set's versions of the above.
+template <class Block, void (*Unpack)(const Block&, TernaryW&),
+          int32_t (*Dot)(const TernaryW&, const int8_t*)>
+struct Ternary {
+  using WBlock = Block;
+  using ABlock = BlockQ8_K;
+  struct Act {
+    const int8_t* qs;
+    int32_t sum;  // of the block's 256 bytes
+    float d;
+  };
+  using W = TernaryW;
+  using Acc = float;
+  static constexpr size_t kElems = QK_K;
+
+  static Act load_act(const ABlock& a) noexcept {
+    int32_t sum = 0;
+    for (int16_t s : a.bsums) sum += s;
+    return {a.qs, sum, a.d};
+  }
+  static W load_w(const WBlock& b) noexcept {
+    W w;
+    Unpack(b, w);
+    return w;
+  }
+  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+    acc += static_cast<float>(Dot(w, a.qs) - a.sum) * (a.d * w.d);
+  }
+  static float finish(Acc acc) noexcept { return acc; }
+};
+
+using TQ1_0 = Ternary<BlockTQ1_0, unpack_tq1_0, ternary_dot>;
+using TQ2_0 = Ternary<BlockTQ2_0, unpack_tq2_0, ternary_dot>;
+
 using Q2_K = KQuant<BlockQ2_K, unpack_q2_K, kdot, true>;
 using Q3_K = KQuant<BlockQ3_K, unpack_q3_K, kdot, false>;
 using Q4_K = KQuant<BlockQ4_K, unpack_q4_K, kdot, true>;

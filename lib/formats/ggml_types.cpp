@@ -25,10 +25,6 @@ std::string_view ggml_type_name_any(uint32_t gguf_type) noexcept {
       return "iq4_xs";
     case 29:
       return "iq1_m";
-    case 34:
-      return "tq1_0";
-    case 35:
-      return "tq2_0";
     case 39:
       return "mxfp4";
     default:

@@ -192,7 +192,7 @@ TEST(CpuMatmul, FloatWeightsAcrossTiles) {
 TEST(CpuMatmul, QuantizedWeightsMatchNaiveDouble) {
   const auto backend = make_cpu_backend(2);
   for (DType dtype : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::Q6_K,
-                      DType::IQ4_NL, DType::IQ4_XS}) {
+                      DType::IQ4_NL, DType::IQ4_XS, DType::TQ1_0, DType::TQ2_0}) {
     SCOPED_TRACE(std::string(kernels::name(dtype)));
     const size_t cols = kernels::info(dtype).block_elems == 256 ? 512 : 96;
     const TestWeights w = make_quant_weights(dtype, 67, cols, 21);  // odd N

@@ -167,7 +167,7 @@ std::vector<GgufCase> gguf_cases() {
   for (const auto& arch : kArchs)
     for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
                     DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
-                    DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS})
+                    DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS, DType::TQ1_0, DType::TQ2_0})
       cases.push_back({arch, t});
   return cases;
 }

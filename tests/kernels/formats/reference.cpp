@@ -163,6 +163,42 @@ void block_iq4_xs(const uint8_t* b, float* y) {
   }
 }
 
+// tq1_0: qs[48], qh[4], d. A byte is a base-3 fraction of 256ths, most significant trit first:
+// each trit is the integer part of three times what is left (in 256ths) after the ones above.
+// Bytes 0..31 give elements 32k + m, bytes 32..47 elements 160 + 16k + m, qh elements
+// 240 + 4k + m (four trits).
+void block_tq1_0(const uint8_t* b, float* y) {
+  const float d = f(h(b + 52));
+  auto trits = [](uint8_t byte, int count, int* out) {
+    int rest = byte;  // in 256ths
+    for (int k = 0; k < count; ++k) {
+      out[k] = rest * 3 / 256;
+      rest = rest * 3 % 256;
+    }
+  };
+  for (int m = 0; m < 52; ++m) {
+    int t[5];
+    int first, stride, count;
+    if (m < 32) {
+      first = m, stride = 32, count = 5;
+    } else if (m < 48) {
+      first = 160 + (m - 32), stride = 16, count = 5;
+    } else {
+      first = 240 + (m - 48), stride = 4, count = 4;
+    }
+    trits(b[m], count, t);
+    for (int k = 0; k < count; ++k) y[first + stride * k] = f(double(t[k] - 1) * d);
+  }
+}
+// tq2_0: qs[64], d; element 128h + 32k + m from bits 2k of qs[32h + m], x = (t - 1) d.
+void block_tq2_0(const uint8_t* b, float* y) {
+  const float d = f(h(b + 64));
+  for (int e = 0; e < 256; ++e) {
+    const int t = (b[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+    y[e] = f(double(t - 1) * d);
+  }
+}
+
 }  // namespace
 
 std::vector<float> reference_dequantize(DType t, const uint8_t* raw, size_t n) {
@@ -216,6 +252,12 @@ std::vector<float> reference_dequantize(DType t, const uint8_t* raw, size_t n) {
         break;
       case DType::IQ4_XS:
         block_iq4_xs(b, o);
+        break;
+      case DType::TQ1_0:
+        block_tq1_0(b, o);
+        break;
+      case DType::TQ2_0:
+        block_tq2_0(b, o);
         break;
       default:
         break;
@@ -283,6 +325,12 @@ std::vector<uint8_t> random_row(DType t, size_t n, uint32_t seed) {
         break;
       case DType::Q6_K:
         put_half(b + 208, rng);
+        break;
+      case DType::TQ1_0:
+        put_half(b + 52, rng);
+        break;
+      case DType::TQ2_0:
+        put_half(b + 64, rng);
         break;
       default:
         break;

@@ -25,10 +25,14 @@ using kernels::available_isas;
 using kernels::DType;
 using kernels::Isa;
 
-const std::vector<DType> kWeightTypes = {DType::F32,  DType::F16,    DType::BF16,  DType::Q4_0,
-                                         DType::Q4_1, DType::Q5_0,   DType::Q5_1,  DType::Q8_0,
-                                         DType::Q2_K, DType::Q3_K,   DType::Q4_K,  DType::Q5_K,
-                                         DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
+const std::vector<DType> kWeightTypes = {
+    DType::F32,  DType::F16,    DType::BF16,   DType::Q4_0,  DType::Q4_1, DType::Q5_0,
+    DType::Q5_1, DType::Q8_0,   DType::Q2_K,   DType::Q3_K,  DType::Q4_K, DType::Q5_K,
+    DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS, DType::TQ1_0, DType::TQ2_0};
+
+bool ternary(DType t) {
+  return t == DType::TQ1_0 || t == DType::TQ2_0;
+}
 
 std::string type_name(const testing::TestParamInfo<DType>& p) {
   return std::string(kernels::name(p.param));
@@ -55,6 +59,11 @@ TEST(DType, NamesAndSizesFollowGguf) {
   EXPECT_EQ(kernels::dtype_info(20)->name, "iq4_nl");
   EXPECT_EQ(kernels::dtype_info(20)->block_bytes, 18u);
   EXPECT_FALSE(kernels::dtype_info(16).has_value());  // iq2_xxs: not supported
+  EXPECT_EQ(kernels::parse_dtype("TQ1_0"), DType::TQ1_0);
+  ASSERT_TRUE(kernels::dtype_info(35).has_value());
+  EXPECT_EQ(kernels::dtype_info(35)->name, "tq2_0");
+  EXPECT_EQ(kernels::row_bytes(DType::TQ1_0, 512), 108u);
+  EXPECT_EQ(kernels::row_bytes(DType::TQ2_0, 512), 132u);
 }
 
 // ---- f16 / bf16 ----
@@ -155,19 +164,43 @@ double relative_rms_bound(DType t) {
       return 0.25;
     case DType::Q2_K:
       return 0.5;
+    case DType::TQ1_0:  // of ternary weights (quantization_input): the f16 rounding of the scale
+    case DType::TQ2_0:
+      return 1e-3;
     default:
       return 0;
   }
+}
+
+// A trained ternary layer's weights: s * {-1, 0, 1}, s per 256-value block, each block holding
+// at least one -s or s.
+std::vector<float> ternary_weights(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<float> x(n);
+  for (size_t b = 0; b < n / 256; ++b) {
+    const float s = std::uniform_real_distribution<float>(0.01f, 2.0f)(rng);
+    for (size_t i = 0; i < 256; ++i)
+      x[256 * b + i] = s * static_cast<float>(static_cast<int>(rng() % 3) - 1);
+    x[256 * b + rng() % 256] = -s;
+  }
+  return x;
+}
+
+// What the round trip test quantizes: Gaussian weights with a few outliers, like real layers,
+// and ternary ones for the formats made for them.
+std::vector<float> quantization_input(DType t, size_t n, uint32_t seed) {
+  if (ternary(t)) return ternary_weights(n, seed);
+  std::vector<float> x = random_normal(n, seed, 0.5f);
+  x[5] = 4.0f;
+  x[n - 3] = -3.0f;
+  return x;
 }
 
 TEST_P(Formats, QuantizeRoundTripErrorIsBounded) {
   const DType t = GetParam();
   const size_t n = 16 * std::max<size_t>(block_elems(t), 32);
   for (uint32_t seed : {1u, 2u}) {
-    // Gaussian weights with a few outliers, like real layers.
-    std::vector<float> x = random_normal(n, seed, 0.5f);
-    x[5] = 4.0f;
-    x[n - 3] = -3.0f;
+    const std::vector<float> x = quantization_input(t, n, seed);
     std::vector<uint8_t> raw(kernels::row_bytes(t, n));
     kernels::quantize_row(t, x.data(), raw.data(), n);
     const std::vector<float> y = reference_dequantize(t, raw.data(), n);
@@ -349,6 +382,62 @@ TEST_P(Formats, GemmQMatchesPerTokenMatvec) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, Formats, testing::ValuesIn(kWeightTypes), type_name);
+
+// Ternary weights come back exactly as the trit times the f16 scale, and tq1_0's bytes take all
+// 243 values of five trits (the base-3 fractions a reader decodes) in a large enough row.
+TEST(Ternary, TernaryWeightsRoundTripExactly) {
+  const size_t n = 256 * 64;
+  const std::vector<float> x = ternary_weights(n, 9);
+  for (DType t : {DType::TQ1_0, DType::TQ2_0}) {
+    std::vector<uint8_t> raw(kernels::row_bytes(t, n));
+    kernels::quantize_row(t, x.data(), raw.data(), n);
+    const std::vector<float> y = reference_dequantize(t, raw.data(), n);
+    for (size_t b = 0; b < n / 256; ++b) {
+      double s = 0;
+      for (size_t i = 0; i < 256; ++i) s = std::max(s, std::fabs(double(x[256 * b + i])));
+      const float d = kernels::f16_to_f32(kernels::f32_to_f16(static_cast<float>(s)));
+      for (size_t i = 256 * b; i < 256 * (b + 1); ++i) {
+        const float want = x[i] == 0 ? 0.0f : std::copysign(d, x[i]);
+        ASSERT_EQ(y[i], want) << kernels::name(t) << " element " << i;
+      }
+    }
+    if (t == DType::TQ1_0) {
+      std::vector<bool> seen(256);
+      for (size_t b = 0; b < n / 256; ++b)
+        for (size_t m = 0; m < 48; ++m) seen[raw[54 * b + m]] = true;
+      EXPECT_EQ(std::count(seen.begin(), seen.end(), true), 243);
+    }
+  }
+}
+
+// Every instruction set adds the same integer per block with the same f32 step (traits_scalar.h):
+// on each, gemm_q gives matvec's bits; avx2 and avx512 (both fusing the step into an FMA) give
+// the same bits as each other.
+TEST(Ternary, GemmQAndTheSimdSetsGiveTheSameBits) {
+  for (DType t : {DType::TQ1_0, DType::TQ2_0}) {
+    const size_t n = 5 * 256, rows = 7, tokens = 3;
+    const Problem p = make_problem(t, rows, n, 41);
+    const size_t ab = kernels::activation_bytes(t, n);
+    std::vector<uint8_t> acts(tokens * ab);
+    for (size_t tk = 0; tk < tokens; ++tk) {
+      const std::vector<float> x = random_floats(n, static_cast<uint32_t>(50 + tk), -3.0f, 3.0f);
+      kernels::quantize_activation(t, x.data(), acts.data() + tk * ab, n);
+    }
+    for (Isa isa : available_isas()) {
+      const kernels::FormatKernels& k = kernels::format_kernels(isa);
+      std::vector<float> gemm(tokens * rows, NAN), matvec(tokens * rows, NAN);
+      k.gemm_q_for(t)(p.w.data(), p.row_bytes, rows, n, acts.data(), ab, tokens, gemm.data(), rows);
+      for (size_t tk = 0; tk < tokens; ++tk)
+        k.matvec_for(t)(p.w.data(), p.row_bytes, rows, n, acts.data() + tk * ab,
+                        matvec.data() + tk * rows);
+      for (size_t j = 0; j < gemm.size(); ++j)
+        ASSERT_EQ(std::bit_cast<uint32_t>(gemm[j]), std::bit_cast<uint32_t>(matvec[j]))
+            << kernels::name(t) << " " << kernels::isa_name(isa) << " value " << j;
+    }
+    const size_t lengths[] = {256, 3 * 256};
+    expect_avx512_bit_identical_to_avx2(t, t, lengths);
+  }
+}
 
 // q6_K's avx512 trait takes two 32-element chunks per 64-byte vector and folds its int32 lanes
 // to the 256-bit trait's before the f32 part: each lane the same integer, so the same floats.
