@@ -104,6 +104,10 @@ struct BlockIQ4_XS {
 // are.
 inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                           1,    13,   25,  38,  53,  69,  89,  113};
+// The same levels + 128 (1..241): unsigned bytes for u8 x s8 dot products, whose activation
+// side then subtracts 128 x its sum.
+inline constexpr uint8_t kIq4LevelsPlus128[16] = {1,   24,  45,  63,  79,  93,  106, 118,
+                                                  129, 141, 153, 166, 181, 197, 217, 241};
 
 // Ternary formats (BitNet b1.58 and TriLM checkpoints): x = d * (t - 1), t in 0..2, 256 a block.
 // tq1_0 packs five trits a byte as a base-3 fraction: byte = ceil(v * 256 / 243), v the trits
@@ -150,6 +154,11 @@ static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 static_assert(sizeof(BlockIQ4_NL) == 18);
 static_assert(sizeof(BlockIQ4_XS) == 136);
+static_assert([] {
+  for (int i = 0; i < 16; ++i)
+    if (kIq4LevelsPlus128[i] != kIq4Values[i] + 128) return false;
+  return true;
+}());
 static_assert(sizeof(BlockTQ1_0) == 54);
 static_assert(sizeof(BlockTQ2_0) == 66);
 

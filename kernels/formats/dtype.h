@@ -45,6 +45,8 @@ enum class DType : uint32_t {
   Q4_K_R8S = 60,
   // Kernel-internal: iq4_xs rows repacked at load for faster products (iq4_xs_r8.h).
   IQ4_XS_R8 = 59,
+  // Kernel-internal: iq4_nl rows repacked at load in q4_0_r16's layout (iq4_nl_r16.h).
+  IQ4_NL_R16 = 58,
 };
 
 struct DTypeInfo {

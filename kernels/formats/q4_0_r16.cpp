@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernels/formats/fp16.h"
+#include "kernels/formats/iq4_nl_r16.h"
 #include "kernels/formats/iq4_xs_r8.h"
 #include "kernels/formats/q4_k_r8.h"
 #include "kernels/formats/q4_k_r8s.h"
@@ -20,22 +21,26 @@ namespace {
 
 using Rows = R16Rows<BlockQ4_0, WeightGroupR16, DType::Q4_0, QK>;
 
-// A group's activation from m <= 16 q8_0 blocks; lanes past m are zero.
 void fill_activation_group(const BlockQ8_0* b, size_t m, ActGroupR16& a) noexcept {
+  fill_r16_activation_group(b, m, 8, a);
+}
+
+}  // namespace
+
+void fill_r16_activation_group(const BlockQ8_0* b, size_t m, int zero_per_q,
+                               ActGroupR16& a) noexcept {
   if (m < kR16Blocks) a = ActGroupR16{};
   for (size_t i = 0; i < m; ++i) {
     int sum = 0;
     for (int8_t q : b[i].qs) sum += q;
     a.d[i] = f16_to_f32(b[i].d);
-    a.zero[i] = 8 * sum;
+    a.zero[i] = zero_per_q * sum;
     for (size_t k = 0; k < 4; ++k) {
       std::memcpy(&a.q[k][0][4 * i], &b[i].qs[4 * k], 4);
       std::memcpy(&a.q[k][1][4 * i], &b[i].qs[QK / 2 + 4 * k], 4);
     }
   }
 }
-
-}  // namespace
 
 size_t q4_0_r16_activation_bytes(size_t n) noexcept {
   return r16_activation_bytes<ActGroupR16>(n);
@@ -74,6 +79,10 @@ bool repack_row(DType from, DType to, const void* src, void* dst, size_t n) noex
     repack_row_q4_k_r8(src, dst, n);
   } else if (from == DType::Q4_K_R8 && to == DType::Q4_K) {
     unpack_row_q4_k_r8(src, dst, n);
+  } else if (from == DType::IQ4_NL && to == DType::IQ4_NL_R16) {
+    repack_row_iq4_nl_r16(src, dst, n);
+  } else if (from == DType::IQ4_NL_R16 && to == DType::IQ4_NL) {
+    unpack_row_iq4_nl_r16(src, dst, n);
   } else if (from == DType::IQ4_XS && to == DType::IQ4_XS_R8) {
     repack_row_iq4_xs_r8(src, dst, n);
   } else if (from == DType::IQ4_XS_R8 && to == DType::IQ4_XS) {

@@ -65,6 +65,11 @@ Byte* r16_quants(Byte* group, size_t m, size_t k) noexcept {
   return group + 2 * m + 4 * m * k;
 }
 
+// A group's activation from m <= 16 q8_0 blocks, zero = zero_per_q * sum(q) (8 here, 128 for
+// iq4_nl_r16.h); lanes past m are zero.
+void fill_r16_activation_group(const BlockQ8_0* b, size_t m, int zero_per_q,
+                               ActGroupR16& a) noexcept;
+
 // Bytes of one prepared activation of n values (n a multiple of 32).
 size_t q4_0_r16_activation_bytes(size_t n) noexcept;
 // q8_0-quantizes x[0..n) (as quantize_row_q8_0 does) into the layout above.

@@ -15,6 +15,10 @@
 //
 // Each (token, row) accumulator sees the same steps whatever T and R are, the short group's
 // last (its lanes past m add 0 x 0), so gemm_q and matvec give identical sums here too.
+//
+// IQ4_NL_R16 (iq4_nl_r16.h) has the same bytes in the same places; only what a nibble means
+// differs (a level of kIq4Values), so the tile is one template over the nibbles' policy:
+// Q4_0Nibbles or IQ4Nibbles below.
 #pragma once
 
 #include <algorithm>
@@ -34,7 +38,104 @@ namespace oxi::kernels::OXI_ARCH_NS {
 
 #if defined(OXI_ARCH_AVX2)
 
-struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
+// q4_0: the nibbles are the unsigned bytes maddubs / VNNI meet the activation with; the
+// activation's zero (8 * sum(q)) removes the offset of 8 (simd::NibbleDots).
+struct Q4_0Nibbles {
+  using Dots = simd::NibbleDots;
+
+  // The 16 int32 block sums of a group minus its zeros: quants(k) gives chunk k's 64 bytes.
+  // The high nibbles enter as byte & 0xF0 and their sums are divided by 16 once.
+#if defined(OXI_ARCH_AVX512)
+  template <class Quants>
+  [[gnu::always_inline]] static __m512i sums_512(const ActGroupR16* a,
+                                                 const Quants& quants) noexcept {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    __m512i low = _mm512_setzero_si512(), high = _mm512_setzero_si512();
+    for (int k = 0; k < 4; ++k) {
+      const __m512i q = quants(k);
+      low = _mm512_dpbusd_epi32(low, _mm512_and_si512(q, low4), _mm512_loadu_si512(a->q[k][0]));
+      high = _mm512_dpbusd_epi32(high, _mm512_maskz_andnot_epi32(0xFFFF, low4, q),
+                                 _mm512_loadu_si512(a->q[k][1]));
+    }
+    return _mm512_sub_epi32(_mm512_add_epi32(low, _mm512_maskz_srai_epi32(0xFFFF, high, 4)),
+                            _mm512_loadu_si512(a->zero));
+  }
+#endif
+};
+
+// iq4_nl: one vpshufb per nibble vector looks the level up. With VNNI the table holds level +
+// 128 (1..241, unsigned: vpdpbusd sums four products in int32, nothing saturates) and the
+// activation's zero, 128 * sum(q), removes the offset. Without it, maddubs' int16 pairs would
+// saturate on such bytes, so the levels stay signed and meet the activation through the sign
+// trick (|level| <= 127), every pair widened at once; the sums are then the dot itself and the
+// zero is not used. Either way the same integers.
+struct IQ4Nibbles {
+  static __m256i table_256() noexcept {
+    if constexpr (simd::kVnni)
+      return _mm256_broadcastsi128_si256(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4LevelsPlus128)));
+    else
+      return _mm256_broadcastsi128_si256(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));
+  }
+
+  struct Dots {
+    struct Split {
+      __m256i low, high;  // the levels (+ 128 with VNNI) of the low and the high nibbles
+    };
+    static Split split(__m256i q) noexcept {
+      const __m256i low4 = _mm256_set1_epi8(0x0F), table = table_256();
+      return {_mm256_shuffle_epi8(table, _mm256_and_si256(q, low4)),
+              _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(q, 4), low4))};
+    }
+
+    __m256i v = _mm256_setzero_si256();
+
+    void add(const Split& q, __m256i x_low, __m256i x_high) noexcept {
+      if constexpr (simd::kVnni) {
+        v = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(v, q.low, x_low), q.high, x_high);
+      } else {
+        const __m256i ones = _mm256_set1_epi16(1);
+        v = _mm256_add_epi32(v, _mm256_madd_epi16(simd::dot_s8s8_pairs(q.low, x_low), ones));
+        v = _mm256_add_epi32(v, _mm256_madd_epi16(simd::dot_s8s8_pairs(q.high, x_high), ones));
+      }
+    }
+  };
+
+#if defined(OXI_ARCH_AVX512)
+  template <class Quants>
+  [[gnu::always_inline]] static __m512i sums_512(const ActGroupR16* a,
+                                                 const Quants& quants) noexcept {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i table = _mm512_maskz_broadcast_i32x4(
+        0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4LevelsPlus128)));
+    __m512i sum = _mm512_setzero_si512();
+    for (int k = 0; k < 4; ++k) {
+      const __m512i q = quants(k);
+      const __m512i low = _mm512_shuffle_epi8(table, _mm512_and_si512(q, low4));
+      const __m512i high = _mm512_shuffle_epi8(
+          table, _mm512_and_si512(_mm512_maskz_srli_epi16(0xFFFFFFFF, q, 4), low4));
+      sum = _mm512_dpbusd_epi32(sum, low, _mm512_loadu_si512(a->q[k][0]));
+      sum = _mm512_dpbusd_epi32(sum, high, _mm512_loadu_si512(a->q[k][1]));
+    }
+    return _mm512_sub_epi32(sum, _mm512_loadu_si512(a->zero));
+  }
+#endif
+};
+
+// The block sums minus the zeros, over NibbleDots' or IQ4Nibbles::Dots' sums.
+inline __m256i block_sums(const simd::NibbleDots& d, __m256i zero) noexcept {
+  return _mm256_sub_epi32(d.sum().lanes(), zero);
+}
+inline __m256i block_sums(const IQ4Nibbles::Dots& d, __m256i zero) noexcept {
+  if constexpr (simd::kVnni)
+    return _mm256_sub_epi32(d.v, zero);
+  else
+    return d.v;  // the signed levels' dot: no offset
+}
+
+template <class Nibbles>
+struct R16NibbleTile : RowPasses<R16NibbleTile<Nibbles>> {
   // Rows P at a time so that the T x P accumulators, T int16 sums and the unpacked weights fit
   // the 16 ymm registers.
   template <int T>
@@ -51,9 +152,9 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
     for (int c = 0; c < wg[0].halves(); ++c) {  // blocks 8c .. 8c + 7
       for (int p = 0; p < P; ++p) {
         const __m256 dw = wg[p].scales(c);
-        simd::NibbleDots dots[T];
+        typename Nibbles::Dots dots[T];
         for (int k = 0; k < 4; ++k) {
-          const auto q = simd::NibbleDots::split(wg[p].quants(k, c));
+          const auto q = Nibbles::Dots::split(wg[p].quants(k, c));
           for (int t = 0; t < T; ++t) {
             dots[t].add(q, simd::load256(a[t]->q[k][0] + 32 * c),
                         simd::load256(a[t]->q[k][1] + 32 * c));
@@ -61,7 +162,7 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
         }
         for (int t = 0; t < T; ++t) {
           const __m256i zero = simd::load256(a[t]->zero + 8 * c);
-          const __m256i s32 = _mm256_sub_epi32(dots[t].sum().lanes(), zero);
+          const __m256i s32 = block_sums(dots[t], zero);
           const __m256 scale = _mm256_mul_ps(dw, _mm256_loadu_ps(a[t]->d + 8 * c));
           acc[t][p] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(s32), acc[t][p]);
         }
@@ -71,9 +172,8 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
 
 #if defined(OXI_ARCH_AVX512)
   // One token on 512-bit vectors: a group's 16 blocks in the 16 int32 lanes, one VNNI op per 64
-  // weight bytes and nibble half instead of two; the same integer sums, and the f32 steps in
-  // the 256-bit pass's order (blocks 0-7, then 8-15), so the same bits. The high nibbles enter
-  // as byte & 0xF0, 16 x their value, and their sums are divided by 16 once (NibbleDots). The
+  // weight bytes and nibble half instead of two (Nibbles::sums_512); the same integer sums, and
+  // the f32 steps in the 256-bit pass's order (blocks 0-7, then 8-15), so the same bits. The
   // maskz forms with full masks are the plain ops: GCC 12 warns that the plain intrinsics'
   // undefined pass-through operand "may be used uninitialized".
   //
@@ -83,17 +183,7 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
   [[gnu::always_inline]] static void add_group_512(__m256& acc, const ActGroupR16* a,
                                                    const Quants& quants, __m256i d16,
                                                    bool both) noexcept {
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
-    __m512i low = _mm512_setzero_si512(), high = _mm512_setzero_si512();
-    for (int k = 0; k < 4; ++k) {
-      const __m512i q = quants(k);
-      low = _mm512_dpbusd_epi32(low, _mm512_and_si512(q, low4), _mm512_loadu_si512(a->q[k][0]));
-      high = _mm512_dpbusd_epi32(high, _mm512_maskz_andnot_epi32(0xFFFF, low4, q),
-                                 _mm512_loadu_si512(a->q[k][1]));
-    }
-    const __m512i s32 =
-        _mm512_sub_epi32(_mm512_add_epi32(low, _mm512_maskz_srai_epi32(0xFFFF, high, 4)),
-                         _mm512_loadu_si512(a->zero));
+    const __m512i s32 = Nibbles::sums_512(a, quants);
     const __m512 sums = _mm512_maskz_cvtepi32_ps(0xFFFF, s32);
     const __m512 scale = _mm512_mul_ps(_mm512_maskz_cvtph_ps(0xFFFF, d16), _mm512_loadu_ps(a->d));
     acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, scale, 0),
@@ -198,8 +288,18 @@ struct Q4_0R16Tile : RowPasses<Q4_0R16Tile> {
 
 #else
 
+// What a nibble stands for against the activation's zero: itself (q4_0, zero 8 * sum(q)), or
+// its level + 128 (iq4_nl, zero 128 * sum(q)).
+struct Q4_0Nibbles {
+  static int byte(int nibble) noexcept { return nibble; }
+};
+struct IQ4Nibbles {
+  static int byte(int nibble) noexcept { return kIq4LevelsPlus128[nibble]; }
+};
+
 // The reference (R16ReferenceTile) with this layout's block term.
-struct Q4_0R16Tile : R16ReferenceTile<Q4_0R16Tile, WeightGroupR16, ActGroupR16> {
+template <class Nibbles>
+struct R16NibbleTile : R16ReferenceTile<R16NibbleTile<Nibbles>, WeightGroupR16, ActGroupR16> {
   // Block b's integer dot against the activation group, times its two scales: `group` holds m
   // blocks (q4_0_r16.h).
   static float block_term(const uint8_t* group, size_t m, const ActGroupR16& a, size_t b) noexcept {
@@ -207,7 +307,7 @@ struct Q4_0R16Tile : R16ReferenceTile<Q4_0R16Tile, WeightGroupR16, ActGroupR16> 
     for (size_t k = 0; k < 4; ++k) {
       const uint8_t* qs = r16_quants(group, m, k);
       for (size_t j = 4 * b; j < 4 * b + 4; ++j)
-        s += (qs[j] & 0xF) * a.q[k][0][j] + (qs[j] >> 4) * a.q[k][1][j];
+        s += Nibbles::byte(qs[j] & 0xF) * a.q[k][0][j] + Nibbles::byte(qs[j] >> 4) * a.q[k][1][j];
     }
     uint16_t d;
     std::memcpy(&d, r16_scales(group) + 2 * b, 2);
@@ -216,5 +316,8 @@ struct Q4_0R16Tile : R16ReferenceTile<Q4_0R16Tile, WeightGroupR16, ActGroupR16> 
 };
 
 #endif
+
+using Q4_0R16Tile = R16NibbleTile<Q4_0Nibbles>;
+using IQ4_NLR16Tile = R16NibbleTile<IQ4Nibbles>;
 
 }  // namespace oxi::kernels::OXI_ARCH_NS

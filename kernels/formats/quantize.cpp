@@ -7,6 +7,7 @@
 
 #include "kernels/formats/blocks.h"
 #include "kernels/formats/fp16.h"
+#include "kernels/formats/iq4_nl_r16.h"
 #include "kernels/formats/iq4_xs_r8.h"
 #include "kernels/formats/q4_0_r16.h"
 #include "kernels/formats/q4_k_r8.h"
@@ -201,6 +202,8 @@ RowEncoder row_encoder(DType t) noexcept {
       return quantize_row_tq2_0;
     case DType::Q4_0_R16:
       return quantize_row_q4_0_r16;
+    case DType::IQ4_NL_R16:
+      return quantize_row_iq4_nl_r16;
     case DType::Q8_0_R16:
       return quantize_row_q8_0_r16;
     case DType::Q4_K_R8:
