@@ -491,19 +491,6 @@ inline void unpack_q3_K(const BlockQ3_K& b, KW& w) noexcept {
   w.d = w.dmin = f16(b.d);
 }
 
-inline void unpack_q5_K(const BlockQ5_K& b, KW& w) noexcept {
-  const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
-  const __m256i qh = load256(b.qh);
-  for (int j = 0; j < 4; ++j) {
-    const __m256i q = load256(b.qs + 32 * j);
-    const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(srl8(qh, 2 * j), one), 4);
-    const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(srl8(qh, 2 * j + 1), one), 4);
-    store(w.u + 64 * j, _mm256_or_si256(_mm256_and_si256(q, low4), h0));
-    store(w.u + 64 * j + 32, _mm256_or_si256(srl8(q, 4), h1));
-  }
-  ref::k4_scales(b, w);
-}
-
 inline int32_t kdot(const KW& w, const int8_t* x) noexcept {
   __m256i acc = _mm256_setzero_si256();
   for (int k = 0; k < 8; ++k) {
@@ -516,7 +503,6 @@ inline int32_t kdot(const KW& w, const int8_t* x) noexcept {
 
 using Q2_K = ref::KQuant<BlockQ2_K, unpack_q2_K, kdot, true>;
 using Q3_K = ref::KQuant<BlockQ3_K, unpack_q3_K, kdot, false>;
-using Q5_K = ref::KQuant<BlockQ5_K, unpack_q5_K, kdot, true>;
 
 // ---- ternary formats: SIMD unpack to ref::TernaryW and SIMD integer dot ----
 
@@ -579,7 +565,7 @@ inline int32_t ternary_dot(const TernaryW& w, const int8_t* x) noexcept {
 using TQ1_0 = ref::Ternary<BlockTQ1_0, unpack_tq1_0, ternary_dot>;
 using TQ2_0 = ref::Ternary<BlockTQ2_0, unpack_tq2_0, ternary_dot>;
 
-// ---- q4_K and q6_K (the formats of Q4_K_M files) straight from the block ----
+// ---- q4_K, q5_K and q6_K (the formats of Q4_K_M / Q5_K_M files) straight from the block ----
 //
 // No unpacked copy: the weights are expanded in registers and the group scales enter through
 // _mm256_madd_epi16. The integer sums are those of ref::KQuant; the f32 part stays in vectors
@@ -614,8 +600,12 @@ inline float finish_k(const AccK& acc) noexcept {
   return hsum(acc.v);
 }
 
-struct Q4_K {
-  using WBlock = BlockQ4_K;
+// q4_K, and q5_K (Block = BlockQ5_K: the same head, and the fifth bit of each weight from qh
+// merged into the nibbles, 0..31: maddubs pairs stay below 2 x 31 x 127).
+template <class Block>
+struct K4Direct {
+  static constexpr bool kFifthBit = std::is_same_v<Block, BlockQ5_K>;
+  using WBlock = Block;
   using ABlock = BlockQ8_K;
   static constexpr size_t kElems = QK_K;
   struct Act {
@@ -625,9 +615,10 @@ struct Q4_K {
   };
   struct W {
     const uint8_t* qs;
-    __m256i scales;  // 8 sub-block scales as int16, in both halves
-    __m128i mins;    // 8 sub-block mins as int16
-    __m128 dd;       // lanes 0, 1: d, dmin
+    const uint8_t* qh;  // q5_K's fifth bits (element 64j + 32h + l: bit 2j + h of qh[l])
+    __m256i scales;     // 8 sub-block scales as int16, in both halves
+    __m128i mins;       // 8 sub-block mins as int16
+    __m128 dd;          // lanes 0, 1: d, dmin
   };
   using Acc = AccK;
 
@@ -657,16 +648,25 @@ struct Q4_K {
     const __m128i mn = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(sm, sm));
     uint32_t d_dmin;
     std::memcpy(&d_dmin, &b, sizeof(d_dmin));
-    return {b.qs, _mm256_broadcastsi128_si256(sc), mn,
+    const uint8_t* qh = nullptr;
+    if constexpr (kFifthBit) qh = b.qh;
+    return {b.qs, qh, _mm256_broadcastsi128_si256(sc), mn,
             _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin)))};
   }
   static void step(Acc& acc, const W& w, const Act& a) noexcept {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256i qh;
+    if constexpr (kFifthBit) qh = load256(w.qh);
     __m256i sum = _mm256_setzero_si256();
     for (int j = 0; j < 4; ++j) {  // 64 elements: sub-block 2j in the low nibbles, 2j+1 high
       const __m256i q = load256(w.qs + 32 * j);
-      const __m256i lo = _mm256_and_si256(q, low4);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      __m256i lo = _mm256_and_si256(q, low4);
+      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      if constexpr (kFifthBit) {  // bits 2j, 2j + 1 of each qh byte, moved to bit 4
+        const __m256i bit4 = _mm256_set1_epi8(0x10);
+        lo = _mm256_or_si256(lo, _mm256_and_si256(shift_bits_to_4(qh, 2 * j), bit4));
+        hi = _mm256_or_si256(hi, _mm256_and_si256(shift_bits_to_4(qh, 2 * j + 1), bit4));
+      }
       const __m256i p_lo = _mm256_maddubs_epi16(lo, load256(a.qs + 64 * j));
       const __m256i p_hi = _mm256_maddubs_epi16(hi, load256(a.qs + 64 * j + 32));
       sum = add_madd_i16(sum, p_lo, broadcast_i16(w.scales, 2 * j));
@@ -680,7 +680,17 @@ struct Q4_K {
     acc.v = _mm256_sub_ps(acc.v, _mm256_zextps128_ps256(m));
   }
   static float finish(const Acc& acc) noexcept { return finish_k(acc); }
+
+ private:
+  // v with bit b (0..7) of every byte at bit 4, other bits anywhere (the caller masks bit 4;
+  // 16-bit shifts drag bits across bytes, but never into another byte's bit 4 from bit b).
+  static __m256i shift_bits_to_4(__m256i v, int b) noexcept {
+    return b <= 4 ? _mm256_slli_epi16(v, 4 - b) : _mm256_srli_epi16(v, b - 4);
+  }
 };
+
+using Q4_K = K4Direct<BlockQ4_K>;
+using Q5_K = K4Direct<BlockQ5_K>;
 
 // What both q6_K traits below share: the blocks, the activation and the f32 part of a block.
 struct Q6_KBase {
