@@ -440,9 +440,13 @@ struct IQ4_XS : IQ4_XSBase {
 
 #endif  // OXI_ARCH_AVX512
 
-// ---- K-quants: SIMD unpack to ref::KW, SIMD integer dot, the reference's f32 combine ----
-
-using ref::KW;
+// ---- q2_K and q3_K straight from the block ----
+//
+// 16 groups of 16 weights, each with its own scale: per 32 weights one maddubs against the
+// activation, and one madd with the two groups' scales (int16 lanes 0-7 the first group's,
+// 8-15 the second's), all in registers. The integers and the f32 combine are ref::KQuant's.
+// (These used to unpack each super-block into ref::KW in memory, 128 int16 scale copies written
+// one by one, and read it back: a q3_K TinyLlama-shaped decode at ~35 % of the read bandwidth.)
 
 // Bytes of v shifted right by k bits (srli_epi16 drags bits across bytes; the mask drops them).
 inline __m256i srl8(__m256i v, int k) noexcept {
@@ -453,56 +457,96 @@ inline void store(uint8_t* p, __m256i v) noexcept {
   _mm256_store_si256(reinterpret_cast<__m256i*>(p), v);
 }
 
-inline void unpack_q2_K(const BlockQ2_K& b, KW& w) noexcept {
-  const __m256i three = _mm256_set1_epi8(3);
-  for (int half = 0; half < 2; ++half) {
-    const __m256i q = load256(b.qs + 32 * half);
-    for (int j = 0; j < 4; ++j) {
-      store(w.u + 128 * half + 32 * j, _mm256_and_si256(srl8(q, 2 * j), three));
+// q2_K (Block = BlockQ2_K: x = d * sc * u - dmin * m, u 2 bits) and q3_K (BlockQ3_K: x = d * sc *
+// (u - 4), u 2 bits in qs and a third in hmask, sc a signed 6-bit scale).
+template <class Block>
+struct K16Direct {
+  static constexpr bool kMins = std::is_same_v<Block, BlockQ2_K>;
+  using WBlock = Block;
+  using ABlock = BlockQ8_K;
+  static constexpr size_t kElems = QK_K;
+  struct Act {
+    const int8_t* qs;
+    __m256i bsums;  // the 16 group sums, int16
+    float d;
+  };
+  struct W {
+    const Block* b;
+    __m256i scales;  // int16 lane g: group g's scale
+    __m256i corr;    // int16 lane g: what meets group g's activation sum (m, or 4 * sc)
+    float d, dmin;
+  };
+  using Acc = float;
+
+  static Act load_act(const ABlock& a) noexcept { return {a.qs, load256(a.bsums), a.d}; }
+  static W load_w(const WBlock& b) noexcept {
+    W w;
+    w.b = &b;
+    if constexpr (kMins) {
+      const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+      const __m128i low4 = _mm_set1_epi8(0x0F);
+      w.scales = _mm256_cvtepu8_epi16(_mm_and_si128(s, low4));
+      w.corr = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), low4));
+      w.d = f16(b.d);
+      w.dmin = f16(b.dmin);
+    } else {
+      // k3_scale for the 16 groups at once: the low 4 bits of group g are nibble g / 8 of
+      // byte g % 8, the top 2 bits bits 2 (g / 4) of byte 8 + g % 4
+      // (the 16 bytes that end with them, moved down: no byte past the block is read, and no
+      // copy through memory, whose narrower stores a 16-byte load cannot forward from)
+      static_assert(offsetof(BlockQ3_K, scales) >= 4);
+      const __m128i v = _mm_srli_si128(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales + sizeof(b.scales) - 16)), 4);
+      const __m128i low4 = _mm_set1_epi8(0x0F);
+      const __m128i low =
+          _mm_unpacklo_epi64(_mm_and_si128(v, low4), _mm_and_si128(_mm_srli_epi16(v, 4), low4));
+      const __m128i tops = _mm_shuffle_epi8(
+          v, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11));
+      const __m128i high =
+          _mm_and_si128(_mm_srlv_epi32(tops, _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+      w.scales = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_or_si128(low, _mm_slli_epi16(high, 4))),
+                                  _mm256_set1_epi16(32));
+      w.corr = _mm256_slli_epi16(w.scales, 2);
+      w.d = w.dmin = f16(b.d);
+    }
+    return w;
+  }
+  // Weights 32k .. 32k + 31 as unsigned levels u.
+  static __m256i chunk(const Block& b, int k) noexcept {
+    const int half = k / 4, j = k % 4;
+    const __m256i low =
+        _mm256_and_si256(srl8(load256(b.qs + 32 * half), 2 * j), _mm256_set1_epi8(3));
+    if constexpr (kMins) {
+      return low;
+    } else {
+      const __m256i high =
+          _mm256_and_si256(srl8(load256(b.hmask), 4 * half + j), _mm256_set1_epi8(1));
+      return _mm256_or_si256(low, _mm256_slli_epi16(high, 2));
     }
   }
-  int sc[16];
-  for (int g = 0; g < 16; ++g) {
-    sc[g] = b.scales[g] & 0xF;
-    w.corr[g] = b.scales[g] >> 4;
-  }
-  ref::set_group_scales(w, sc);
-  w.d = f16(b.d);
-  w.dmin = f16(b.dmin);
-}
-
-inline void unpack_q3_K(const BlockQ3_K& b, KW& w) noexcept {
-  const __m256i three = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
-  const __m256i hm = load256(b.hmask);
-  for (int half = 0; half < 2; ++half) {
-    const __m256i q = load256(b.qs + 32 * half);
-    for (int j = 0; j < 4; ++j) {
-      const __m256i low = _mm256_and_si256(srl8(q, 2 * j), three);
-      const __m256i high = _mm256_and_si256(srl8(hm, 4 * half + j), one);
-      store(w.u + 128 * half + 32 * j, _mm256_or_si256(low, _mm256_slli_epi16(high, 2)));
+  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+    // int16 lanes 0-7: the low int16 of an int32 pair, 8-15: the high one
+    const __m256i pick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2,
+                                          3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+    __m256i sum = _mm256_setzero_si256();
+    for (int k = 0; k < 8; ++k) {
+      const __m256i pair = _mm256_permutevar8x32_epi32(w.scales, _mm256_set1_epi32(k));
+      const __m256i p16 = _mm256_maddubs_epi16(chunk(*w.b, k), load256(a.qs + 32 * k));
+      sum = add_madd_i16(sum, p16, _mm256_shuffle_epi8(pair, pick));
+    }
+    const int32_t isum = hsum_i32(sum);
+    const int32_t c = hsum_i32(_mm256_madd_epi16(w.corr, a.bsums));
+    if constexpr (kMins) {
+      acc += (a.d * w.d) * static_cast<float>(isum) - (a.d * w.dmin) * static_cast<float>(c);
+    } else {
+      acc += (a.d * w.d) * static_cast<float>(isum - c);
     }
   }
-  int sc[16];
-  for (int g = 0; g < 16; ++g) {
-    sc[g] = k3_scale(b.scales, g) - 32;
-    w.corr[g] = 4 * sc[g];
-  }
-  ref::set_group_scales(w, sc);
-  w.d = w.dmin = f16(b.d);
-}
+  static float finish(Acc acc) noexcept { return acc; }
+};
 
-inline int32_t kdot(const KW& w, const int8_t* x) noexcept {
-  __m256i acc = _mm256_setzero_si256();
-  for (int k = 0; k < 8; ++k) {
-    const __m256i p16 = _mm256_maddubs_epi16(load256(w.u + 32 * k), load256(x + 32 * k));
-    const __m256i sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(w.scv[k]));
-    acc = add_madd_i16(acc, p16, sc);
-  }
-  return hsum_i32(acc);
-}
-
-using Q2_K = ref::KQuant<BlockQ2_K, unpack_q2_K, kdot, true>;
-using Q3_K = ref::KQuant<BlockQ3_K, unpack_q3_K, kdot, false>;
+using Q2_K = K16Direct<BlockQ2_K>;
+using Q3_K = K16Direct<BlockQ3_K>;
 
 // ---- ternary formats: SIMD unpack to ref::TernaryW and SIMD integer dot ----
 
