@@ -52,7 +52,7 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   set<QuantTile<q::TQ1_0>>(k, DType::TQ1_0);
   set<QuantTile<q::TQ2_0>>(k, DType::TQ2_0);
   set<Q4_0R16Tile>(k, DType::Q4_0_R16);
-  set<IQ4_NLR16Tile>(k, DType::IQ4_NL_R16);
+  set<IQ4NLR16Tile>(k, DType::IQ4_NL_R16);
   set<Q8_0R16Tile>(k, DType::Q8_0_R16);
   set<Q4KR8Tile>(k, DType::Q4_K_R8);
   set<IQ4XSR8Tile>(k, DType::IQ4_XS_R8);

@@ -318,6 +318,6 @@ struct R16NibbleTile : R16ReferenceTile<R16NibbleTile<Nibbles>, WeightGroupR16, 
 #endif
 
 using Q4_0R16Tile = R16NibbleTile<Q4_0Nibbles>;
-using IQ4_NLR16Tile = R16NibbleTile<IQ4Nibbles>;
+using IQ4NLR16Tile = R16NibbleTile<IQ4Nibbles>;
 
 }  // namespace oxi::kernels::OXI_ARCH_NS
