@@ -126,8 +126,8 @@ struct BlockTQ2_0 {
   uint16_t d;
 };
 
-// Trit k (0..4) of a tq1_0 byte: 0, 1 or 2.
 inline constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
+// Trit k (0..4) of a tq1_0 byte: 0, 1 or 2.
 [[gnu::always_inline]] inline int tq1_trit(uint8_t byte, int k) noexcept {
   const auto shifted = static_cast<uint8_t>(byte * kPow3[k]);  // mod 256: drops the trits above
   return (shifted * 3) >> 8;

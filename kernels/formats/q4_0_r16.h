@@ -47,7 +47,7 @@ struct WeightGroupR16 {
 
 struct ActGroupR16 {
   float d[kR16Blocks];             // the block's q8_0 scale (f16-rounded), as f32
-  int32_t zero[kR16Blocks];        // 8 * sum(q) of the block
+  int32_t zero[kR16Blocks];        // 8 * sum(q) of the block (iq4_nl_r16.h: 128 * sum(q))
   int8_t q[4][2][4 * kR16Blocks];  // [k][0][4b + j]: q[4k + j] of block b; [k][1]: q[16 + 4k + j]
 };
 
