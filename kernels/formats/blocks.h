@@ -132,6 +132,18 @@ inline constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
   const auto shifted = static_cast<uint8_t>(byte * kPow3[k]);  // mod 256: drops the trits above
   return (shifted * 3) >> 8;
 }
+// f(t) for the 256 trits of a tq1_0 block, in element order (the layout above).
+template <class F>
+[[gnu::always_inline]] inline void for_each_tq1_trit(const BlockTQ1_0& b, F&& f) noexcept {
+  const auto part = [&f](const uint8_t* bytes, size_t count, int trits) {
+    for (int k = 0; k < trits; ++k) {
+      for (size_t m = 0; m < count; ++m) f(tq1_trit(bytes[m], k));
+    }
+  };
+  part(b.qs, 32, 5);
+  part(b.qs + 32, 16, 5);
+  part(b.qh, 4, 4);
+}
 
 // The activation format for K-quant weights: f32 scale, and the sum of each group of 16.
 struct BlockQ8_K {

@@ -252,14 +252,7 @@ void dequant_tq1_0(const void* src, float* y, size_t n) noexcept {
   const auto* b = blocks<BlockTQ1_0>(src);
   for (size_t i = 0; i < n / QK_K; ++i) {
     const float d = f16_to_f32(b[i].d);
-    auto put = [&](const uint8_t* bytes, size_t count, int trits) {
-      for (int k = 0; k < trits; ++k) {
-        for (size_t m = 0; m < count; ++m) *y++ = static_cast<float>(tq1_trit(bytes[m], k) - 1) * d;
-      }
-    };
-    put(b[i].qs, 32, 5);
-    put(b[i].qs + 32, 16, 5);
-    put(b[i].qh, 4, 4);
+    for_each_tq1_trit(b[i], [&](int t) { *y++ = static_cast<float>(t - 1) * d; });
   }
 }
 

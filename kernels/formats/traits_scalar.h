@@ -140,32 +140,22 @@ using Q5_1 = Min32<BlockQ5_1>;
 //   mins formats (q2_K q4_K q5_K):   x = d * sc * u - dmin * corr
 //   offset formats (q3_K q6_K):      x = d * sc * u - d * corr   (corr = offset * sc)
 struct KW {
-  alignas(32) uint8_t u[QK_K];
-  // Scale of each int16 lane of a 32-element chunk: lanes 0..7 group 2k, 8..15 group 2k+1,
-  // the layout _mm256_madd_epi16 needs after _mm256_maddubs_epi16.
-  alignas(32) int16_t scv[8][16];
+  uint8_t u[QK_K];
+  int32_t sc[16];
   int32_t corr[16];
   float d;
   float dmin;
 };
-
-inline void set_group_scales(KW& w, const int* sc) noexcept {
-  for (int g = 0; g < 16; ++g) {
-    for (int l = 0; l < 8; ++l) w.scv[g / 2][(g % 2) * 8 + l] = static_cast<int16_t>(sc[g]);
-  }
-}
 
 inline void unpack_q2_K(const BlockQ2_K& b, KW& w) noexcept {
   for (size_t e = 0; e < QK_K; ++e) {
     const size_t half = e / 128, shift = 2 * ((e % 128) / 32), l = e % 32;
     w.u[e] = (b.qs[32 * half + l] >> shift) & 3;
   }
-  int sc[16];
   for (int g = 0; g < 16; ++g) {
-    sc[g] = b.scales[g] & 0xF;
+    w.sc[g] = b.scales[g] & 0xF;
     w.corr[g] = b.scales[g] >> 4;
   }
-  set_group_scales(w, sc);
   w.d = f16_to_f32(b.d);
   w.dmin = f16_to_f32(b.dmin);
 }
@@ -177,25 +167,21 @@ inline void unpack_q3_K(const BlockQ3_K& b, KW& w) noexcept {
     const int high = (b.hmask[l] >> (4 * half + j)) & 1;
     w.u[e] = static_cast<uint8_t>(low | (high << 2));  // level + 4
   }
-  int sc[16];
   for (int g = 0; g < 16; ++g) {
-    sc[g] = k3_scale(b.scales, g) - 32;
-    w.corr[g] = 4 * sc[g];
+    w.sc[g] = k3_scale(b.scales, g) - 32;
+    w.corr[g] = 4 * w.sc[g];
   }
-  set_group_scales(w, sc);
   w.d = w.dmin = f16_to_f32(b.d);
 }
 
 template <class Block>
 inline void k4_scales(const Block& b, KW& w) noexcept {
-  int sc[16];
   for (int j = 0; j < 8; ++j) {
     uint8_t s = 0, m = 0;
     k4_scale_min(b.scales, j, s, m);
-    sc[2 * j] = sc[2 * j + 1] = s;
+    w.sc[2 * j] = w.sc[2 * j + 1] = s;
     w.corr[2 * j] = w.corr[2 * j + 1] = m;
   }
-  set_group_scales(w, sc);
   w.d = f16_to_f32(b.d);
   w.dmin = f16_to_f32(b.dmin);
 }
@@ -225,31 +211,27 @@ inline void unpack_q6_K(const BlockQ6_K& b, KW& w) noexcept {
     const int high = (b.qh[32 * half + l] >> (2 * k)) & 3;
     w.u[e] = static_cast<uint8_t>(low | (high << 4));  // level + 32
   }
-  int sc[16];
   for (int g = 0; g < 16; ++g) {
-    sc[g] = b.scales[g];
-    w.corr[g] = 32 * sc[g];
+    w.sc[g] = b.scales[g];
+    w.corr[g] = 32 * w.sc[g];
   }
-  set_group_scales(w, sc);
   w.d = w.dmin = f16_to_f32(b.d);
 }
 
 // sum over groups of sc[g] * sum(u * x): exact in int32 for every K format.
 inline int32_t kdot(const KW& w, const int8_t* x) noexcept {
   int32_t total = 0;
-  for (int k = 0; k < 8; ++k) {
-    for (int half = 0; half < 2; ++half) {
-      int32_t s = 0;
-      for (int l = 0; l < 16; ++l) s += w.u[32 * k + 16 * half + l] * x[32 * k + 16 * half + l];
-      total += s * w.scv[k][8 * half];
-    }
+  for (int g = 0; g < 16; ++g) {
+    int32_t s = 0;
+    for (int l = 0; l < 16; ++l) s += w.u[16 * g + l] * x[16 * g + l];
+    total += s * w.sc[g];
   }
   return total;
 }
 
-// The K-quant trait; Unpack and Dot are the instruction set's versions of the above.
-template <class Block, void (*Unpack)(const Block&, KW&), int32_t (*Dot)(const KW&, const int8_t*),
-          bool kMins>
+// The K-quant trait of the reference (the SIMD sets multiply straight from the block:
+// traits_avx2.h's K4Direct, K16Direct and q6_K traits).
+template <class Block, void (*Unpack)(const Block&, KW&), bool kMins>
 struct KQuant {
   using WBlock = Block;
   using ABlock = BlockQ8_K;
@@ -265,7 +247,7 @@ struct KQuant {
     return w;
   }
   static void step(Acc& acc, const W& w, const Act& a) noexcept {
-    const int32_t isum = Dot(w, a->qs);
+    const int32_t isum = kdot(w, a->qs);
     int32_t c = 0;
     for (int g = 0; g < 16; ++g) c += w.corr[g] * a->bsums[g];
     if constexpr (kMins) {
@@ -322,14 +304,7 @@ struct TernaryW {
 
 inline void unpack_tq1_0(const BlockTQ1_0& b, TernaryW& w) noexcept {
   uint8_t* t = w.t;
-  auto put = [&t](const uint8_t* bytes, size_t count, int trits) {
-    for (int k = 0; k < trits; ++k) {
-      for (size_t m = 0; m < count; ++m) *t++ = static_cast<uint8_t>(tq1_trit(bytes[m], k));
-    }
-  };
-  put(b.qs, 32, 5);
-  put(b.qs + 32, 16, 5);
-  put(b.qh, 4, 4);
+  for_each_tq1_trit(b, [&t](int trit) { *t++ = static_cast<uint8_t>(trit); });
   w.d = f16_to_f32(b.d);
 }
 
@@ -379,10 +354,10 @@ struct Ternary {
 using TQ1_0 = Ternary<BlockTQ1_0, unpack_tq1_0, ternary_dot>;
 using TQ2_0 = Ternary<BlockTQ2_0, unpack_tq2_0, ternary_dot>;
 
-using Q2_K = KQuant<BlockQ2_K, unpack_q2_K, kdot, true>;
-using Q3_K = KQuant<BlockQ3_K, unpack_q3_K, kdot, false>;
-using Q4_K = KQuant<BlockQ4_K, unpack_q4_K, kdot, true>;
-using Q5_K = KQuant<BlockQ5_K, unpack_q5_K, kdot, true>;
-using Q6_K = KQuant<BlockQ6_K, unpack_q6_K, kdot, false>;
+using Q2_K = KQuant<BlockQ2_K, unpack_q2_K, true>;
+using Q3_K = KQuant<BlockQ3_K, unpack_q3_K, false>;
+using Q4_K = KQuant<BlockQ4_K, unpack_q4_K, true>;
+using Q5_K = KQuant<BlockQ5_K, unpack_q5_K, true>;
+using Q6_K = KQuant<BlockQ6_K, unpack_q6_K, false>;
 
 }  // namespace oxi::kernels::OXI_ARCH_NS::ref
