@@ -92,9 +92,10 @@ void collect_steps(const json& pre, const std::string& context, TokenizerSpec& s
 PreTokenizer match_pre_tokenizer(const std::vector<std::string>& steps,
                                  const std::string& context) {
   if (steps.empty()) return PreTokenizer::none;
-  for (PreTokenizer kind : {PreTokenizer::gpt2, PreTokenizer::llama3, PreTokenizer::qwen2,
-                            PreTokenizer::deepseek_llm, PreTokenizer::deepseek_coder,
-                            PreTokenizer::falcon, PreTokenizer::starcoder, PreTokenizer::bloom}) {
+  for (PreTokenizer kind :
+       {PreTokenizer::gpt2, PreTokenizer::llama3, PreTokenizer::qwen2, PreTokenizer::tekken,
+        PreTokenizer::gpt4o, PreTokenizer::deepseek_llm, PreTokenizer::deepseek_coder,
+        PreTokenizer::falcon, PreTokenizer::starcoder, PreTokenizer::bloom}) {
     const auto known = pre_tokenizer_steps(kind);
     if (known.size() == steps.size() && std::equal(known.begin(), known.end(), steps.begin())) {
       return kind;

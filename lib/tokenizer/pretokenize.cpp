@@ -1,5 +1,6 @@
 #include "lib/tokenizer/pretokenize.h"
 
+#include <algorithm>
 #include <array>
 #include <span>
 #include <string>
@@ -110,6 +111,68 @@ size_t match_llama3_like(Subject s, size_t pos) {
   }
   if (size_t n = whitespace_through_newline(s, pos)) return n;
   if (size_t n = whitespace_not_before_text(s, pos)) return n;
+  return run_length(s, pos, is_whitespace);
+}
+
+// o200k's (GPT-4o, Llama 4) and Tekken's (Mistral NeMo) letters, cased:
+// [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] and [\p{Ll}\p{Lm}\p{Lo}\p{M}]. Modifier and other letters and
+// marks are both, so a word may start upper case and run on lower, but not the other way.
+bool is_upper_like(char32_t c) {
+  const Category k = category(c);
+  return k == Category::Lu || k == Category::Lt || k == Category::Lm || k == Category::Lo ||
+         is_mark(c);
+}
+bool is_lower_like(char32_t c) {
+  const Category k = category(c);
+  return k == Category::Ll || k == Category::Lm || k == Category::Lo || is_mark(c);
+}
+
+// U*L+ (upper-like, then lower-like) with greedy backtracking: when no lower-like letter follows
+// the upper run, the run gives back letters until one of them is also lower-like, which ends
+// the match (the letters after it in the run are not).
+size_t upper_then_lower(Subject s, size_t pos) {
+  const size_t u = run_length(s, pos, is_upper_like);
+  if (size_t l = run_length(s, pos + u, is_lower_like)) return u + l;
+  for (size_t k = u; k > 0; --k) {
+    if (is_lower_like(s[pos + k - 1])) return k;
+  }
+  return 0;
+}
+// U+L*
+size_t upper_run_then_lower(Subject s, size_t pos) {
+  const size_t u = run_length(s, pos, is_upper_like);
+  return u == 0 ? 0 : u + run_length(s, pos + u, is_lower_like);
+}
+
+// [^\r\n\p{L}\p{N}]?WORD: one optional leading character (a mark may be that character or the
+// word's first), greedy, then WORD.
+template <size_t (*Word)(Subject, size_t)>
+size_t with_optional_prefix(Subject s, size_t pos) {
+  const char32_t c = s[pos];
+  if (!is_newline(c) && !is_letter(c) && !is_number(c)) {
+    if (size_t n = Word(s, pos + 1)) return 1 + n;
+  }
+  return Word(s, pos);
+}
+
+// Tekken (kContractions = false) and o200k (true, and digits in threes):
+//   [^\r\n\p{L}\p{N}]?U*L+C?|[^\r\n\p{L}\p{N}]?U+L*C?|\p{N}{1,max_digits}
+//   | ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// with C = (?i:'s|'t|'re|'ve|'m|'ll|'d) and U / L the cased letter classes above.
+template <bool kContractions, size_t kMaxDigits>
+size_t match_cased_words(Subject s, size_t pos) {
+  size_t n = with_optional_prefix<upper_then_lower>(s, pos);
+  if (n == 0) n = with_optional_prefix<upper_run_then_lower>(s, pos);
+  if (n > 0) {
+    if (kContractions && pos + n < s.size()) n += contraction(s, pos + n, true);
+    return n;
+  }
+  if (size_t d = run_length(s, pos, is_number)) return std::min(d, kMaxDigits);
+  if (size_t p = optional_then_run(s, pos, is_space_char, is_not_space_letter_number)) {
+    return p + run_length(s, pos + p, [](char32_t c) { return is_newline(c) || c == '/'; });
+  }
+  if (size_t w = whitespace_through_newline(s, pos)) return w;
+  if (size_t w = whitespace_not_before_text(s, pos)) return w;
   return run_length(s, pos, is_whitespace);
 }
 
@@ -235,6 +298,8 @@ size_t match_bloom(Subject s, size_t pos) {
 constexpr Matcher kGpt2Passes[] = {match_gpt2};
 constexpr Matcher kLlama3Passes[] = {match_llama3_like<3>};
 constexpr Matcher kQwen2Passes[] = {match_llama3_like<1>};
+constexpr Matcher kTekkenPasses[] = {match_cased_words<false, 1>};
+constexpr Matcher kGpt4oPasses[] = {match_cased_words<true, 3>};
 constexpr Matcher kDeepseekLlmPasses[] = {match_newline,
                                           match_deepseek_letters,
                                           match_deepseek_punctuation,
@@ -264,6 +329,10 @@ std::span<const Matcher> passes_of(PreTokenizer kind) {
       return kLlama3Passes;
     case PreTokenizer::qwen2:
       return kQwen2Passes;
+    case PreTokenizer::tekken:
+      return kTekkenPasses;
+    case PreTokenizer::gpt4o:
+      return kGpt4oPasses;
     case PreTokenizer::deepseek_llm:
       return kDeepseekLlmPasses;
     case PreTokenizer::deepseek_coder:
@@ -358,6 +427,11 @@ std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name) 
       {"jina-v2-de", PreTokenizer::gpt2},
       {"jina-v2-code", PreTokenizer::gpt2},
       {"gigachat", PreTokenizer::gpt2},
+      {"a.x-4.0", PreTokenizer::gpt2},
+      {"mellum", PreTokenizer::gpt2},
+      {"exaone4", PreTokenizer::gpt2},
+      {"trillion", PreTokenizer::gpt2},
+      {"granite-docling", PreTokenizer::gpt2},
       {"llama3", PreTokenizer::llama3},
       {"llama-v3", PreTokenizer::llama3},
       {"llama-bpe", PreTokenizer::llama3},
@@ -366,9 +440,21 @@ std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name) 
       {"smaug-bpe", PreTokenizer::llama3},
       {"chatglm-bpe", PreTokenizer::llama3},
       {"pixtral", PreTokenizer::llama3},
+      {"falcon-h1", PreTokenizer::llama3},
+      {"midm-2.0", PreTokenizer::llama3},
+      {"lfm2", PreTokenizer::llama3},
+      {"glm4", PreTokenizer::llama3},
       {"qwen2", PreTokenizer::qwen2},
       {"deepseek-r1-qwen", PreTokenizer::qwen2},
       {"stablelm2", PreTokenizer::qwen2},
+      {"kormo", PreTokenizer::qwen2},
+      {"megrez", PreTokenizer::qwen2},
+      {"hunyuan", PreTokenizer::qwen2},
+      {"grok-2", PreTokenizer::qwen2},
+      {"tekken", PreTokenizer::tekken},
+      {"gpt-4o", PreTokenizer::gpt4o},
+      {"llama4", PreTokenizer::gpt4o},
+      {"minimax-m2", PreTokenizer::gpt4o},
       {"deepseek-llm", PreTokenizer::deepseek_llm},
       {"deepseek-coder", PreTokenizer::deepseek_coder},
       {"falcon", PreTokenizer::falcon},
@@ -389,6 +475,13 @@ std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name) 
   return std::nullopt;
 }
 
+bool gguf_pre_tokenizer_ignores_merges(std::string_view name) {
+  static constexpr std::string_view kNames[] = {"llama3",   "llama-v3",  "llama-bpe",
+                                                "falcon3",  "falcon-h1", "pixtral",
+                                                "midm-2.0", "lfm2",      "tekken"};
+  return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
+}
+
 std::string_view pre_tokenizer_name(PreTokenizer kind) {
   switch (kind) {
     case PreTokenizer::none:
@@ -399,6 +492,10 @@ std::string_view pre_tokenizer_name(PreTokenizer kind) {
       return "llama-bpe";
     case PreTokenizer::qwen2:
       return "qwen2";
+    case PreTokenizer::tekken:
+      return "tekken";
+    case PreTokenizer::gpt4o:
+      return "gpt-4o";
     case PreTokenizer::deepseek_llm:
       return "deepseek-llm";
     case PreTokenizer::deepseek_coder:
@@ -427,6 +524,16 @@ std::vector<std::string_view> pre_tokenizer_steps(PreTokenizer kind) {
     case PreTokenizer::qwen2:
       return {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N})"
               R"(| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"};
+    case PreTokenizer::tekken:
+      return {R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+)"
+              R"(|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*)"
+              R"(|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"};
+    case PreTokenizer::gpt4o:
+      return {R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+)"
+              R"((?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+              R"(|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*)"
+              R"((?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+              R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"};
     case PreTokenizer::deepseek_llm:
       return {"[\r\n]",
               "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-"

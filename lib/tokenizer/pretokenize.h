@@ -17,7 +17,9 @@ enum class PreTokenizer {
   none,    // the whole text is one word
   gpt2,    // GPT-2, MPT, GPT-NeoX, OLMo: 's|'t|..| ?\p{L}+| ?\p{N}+|..|\s+(?!\S)|\s+
   llama3,  // Llama 3, DBRX, Smaug, ChatGLM4: (?i:'s|..)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|..
-  qwen2,   // Qwen2, StableLM2: like llama3 with single digits
+  qwen2,   // Qwen2, StableLM2, Hunyuan, Grok-2: like llama3 with single digits
+  tekken,  // Mistral NeMo / Small 3 (Tekken): cased words [^\r\n\p{L}\p{N}]?U*L+|..|\p{N}|..
+  gpt4o,   // GPT-4o's o200k, Llama 4: tekken's words with contractions after, \p{N}{1,3}
   deepseek_llm,    // DeepSeek LLM: newlines, Latin-like letters, ASCII punctuation, CJK, numbers
   deepseek_coder,  // DeepSeek Coder
   falcon,          // Falcon: punctuation runs, gpt2, digit triples
@@ -29,6 +31,9 @@ enum class PreTokenizer {
 // The pre-tokenizer of a GGUF `tokenizer.ggml.pre` name ("gpt-2", "llama-bpe", "qwen2", ...);
 // nullopt for names this library does not know.
 std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name);
+// Whether llama.cpp reads a vocabulary of that name with ignore_merges (a word that is a token
+// is that token): Llama 3's and Tekken's names, not the others that share their regexes.
+bool gguf_pre_tokenizer_ignores_merges(std::string_view name);
 std::string_view pre_tokenizer_name(PreTokenizer kind);
 
 // The Split regex patterns (in tokenizer.json spelling) whose sequence this pre-tokenizer

@@ -35,6 +35,18 @@ LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
           r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
          r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+# Tekken's and o200k's (GPT-4o) patterns, from their tokenizer.json files: cased words
+CASED_UPPER = r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"
+CASED_LOWER = r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"
+TEKKEN = (r"[^\r\n\p{L}\p{N}]?" + CASED_UPPER + "*" + CASED_LOWER + "+"
+          r"|[^\r\n\p{L}\p{N}]?" + CASED_UPPER + "+" + CASED_LOWER + "*"
+          r"|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+CONTRACTION = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+GPT4O = (r"[^\r\n\p{L}\p{N}]?" + CASED_UPPER + "*" + CASED_LOWER + "+" + CONTRACTION +
+         r"|[^\r\n\p{L}\p{N}]?" + CASED_UPPER + "+" + CASED_LOWER + "*" + CONTRACTION +
+         r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
 def char_class(ranges):
     """A regex character class of (first, last) code point ranges, in \\x{...} escapes."""
     return "[" + "".join(f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}"
@@ -73,6 +85,8 @@ KINDS = {
     "gpt2": [GPT2],
     "llama3": [LLAMA3],
     "qwen2": [QWEN2],
+    "tekken": [TEKKEN],
+    "gpt4o": [GPT4O],
     "deepseek_llm": ["[\\r\\n]", DEEPSEEK_LETTERS, DEEPSEEK_PUNCT, "\\s+\\z", CJK, "\\p{N}+"],
     "deepseek_coder": ["[\\r\\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", CJK, "\\p{N}"],
     "falcon": [PUNCT_RUN, GPT2, "[0-9]+", "[0-9][0-9][0-9]"],
@@ -139,6 +153,9 @@ FIXED = [
     "    def f(x):\n        return x**2\n", "```python\nprint('hi')\n```", "<|im_start|>user",
     "🦙🦙 llama", "中文English混合123", "𝟙𝟚𝟛 ½ ²", "trailing spaces   ", "\n\n\n",
     "   \n   ", "a\n\n b", "word.\nNext", "e\u0301\u0301 x", "ǅ ǈ ǋ", "end'", "'", "''s",
+    "camelCaseWord XMLHttpRequest iPhone McDonald's", "ALLCAPSlower HELLO'S Don'T", "ǅemal ǈUB",
+    "\u0301a \u0301 A\u0301B\u0301c", "ʰʰA ʰa Aʰ aʰB", "中A文b", "path/to/file!\n/x //\n\n/",
+    "'S'S 's ''T",
 ]
 
 

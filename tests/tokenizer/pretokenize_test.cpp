@@ -71,7 +71,23 @@ TEST(Pretokenize, GgufNames) {
   EXPECT_EQ(pre_tokenizer_from_gguf_name("gpt-2"), PreTokenizer::gpt2);
   EXPECT_EQ(pre_tokenizer_from_gguf_name("llama-bpe"), PreTokenizer::llama3);
   EXPECT_EQ(pre_tokenizer_from_gguf_name("refact"), PreTokenizer::starcoder);
+  EXPECT_EQ(pre_tokenizer_from_gguf_name("tekken"), PreTokenizer::tekken);
+  EXPECT_EQ(pre_tokenizer_from_gguf_name("llama4"), PreTokenizer::gpt4o);
+  EXPECT_EQ(pre_tokenizer_from_gguf_name("grok-2"), PreTokenizer::qwen2);
   EXPECT_EQ(pre_tokenizer_from_gguf_name("no-such-thing"), std::nullopt);
+  // llama.cpp keeps whole-token words for Llama 3's and Tekken's names only.
+  EXPECT_TRUE(gguf_pre_tokenizer_ignores_merges("llama-bpe"));
+  EXPECT_TRUE(gguf_pre_tokenizer_ignores_merges("tekken"));
+  EXPECT_FALSE(gguf_pre_tokenizer_ignores_merges("dbrx"));
+  EXPECT_FALSE(gguf_pre_tokenizer_ignores_merges("gpt-4o"));
+}
+
+// Tekken's and o200k's cased words: a word may start upper case and run on lower, not back.
+TEST(Pretokenize, CasedWords) {
+  EXPECT_EQ(words(PreTokenizer::tekken, "camelCase XMLHttp 2024"),
+            (Words{"camel", "Case", " XMLHttp", " ", "2", "0", "2", "4"}));
+  EXPECT_EQ(words(PreTokenizer::gpt4o, "HELLO'S don't 12345"),
+            (Words{"HELLO'S", " don't", " ", "123", "45"}));
 }
 
 // Every pre-tokenizer against its regexes run by Perl's regex engine on 300 strings of mixed
@@ -88,6 +104,8 @@ TEST(Pretokenize, MatchesItsRegexesRunByPerl) {
       {"gpt2", PreTokenizer::gpt2},
       {"llama3", PreTokenizer::llama3},
       {"qwen2", PreTokenizer::qwen2},
+      {"tekken", PreTokenizer::tekken},
+      {"gpt4o", PreTokenizer::gpt4o},
       {"deepseek_llm", PreTokenizer::deepseek_llm},
       {"deepseek_coder", PreTokenizer::deepseek_coder},
       {"falcon", PreTokenizer::falcon},
@@ -96,6 +114,13 @@ TEST(Pretokenize, MatchesItsRegexesRunByPerl) {
       {"bpe_default", PreTokenizer::bpe_default},
   };
   for (const auto& [name, kind] : kinds) {
+    // The one-regex kinds whose pattern Perl ran as written (not with \x{..} escapes): it is
+    // the one a tokenizer.json must name.
+    const auto regexes = cases["kinds"][name]["regexes"].get<std::vector<std::string>>();
+    const auto steps = pre_tokenizer_steps(kind);
+    if (steps.size() == 1 && regexes.size() == 1 && regexes[0].find("\\x{") == std::string::npos) {
+      EXPECT_EQ(steps[0], regexes[0]) << name;
+    }
     const auto& lengths = cases["kinds"][name]["lengths"];
     ASSERT_EQ(lengths.size(), texts.size()) << name;
     for (size_t i = 0; i < texts.size(); ++i) {
