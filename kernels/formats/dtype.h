@@ -47,6 +47,8 @@ enum class DType : uint32_t {
   IQ4_XS_R8 = 59,
   // Kernel-internal: iq4_nl rows repacked at load in q4_0_r16's layout (iq4_nl_r16.h).
   IQ4_NL_R16 = 58,
+  // Kernel-internal: q5_0 rows repacked at load, q4_0_r16's groups with fifth bits (q5_0_r16.h).
+  Q5_0_R16 = 57,
 };
 
 struct DTypeInfo {

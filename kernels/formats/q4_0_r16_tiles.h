@@ -134,6 +134,26 @@ inline __m256i block_sums(const IQ4Nibbles::Dots& d, __m256i zero) noexcept {
     return d.v;  // the signed levels' dot: no offset
 }
 
+#if defined(OXI_ARCH_AVX512)
+// acc += a group's 16 block sums (s32, its zeros removed) times their scales (d16: the f16
+// weight scales; blocks 8-15 only when `both`), in the 256-bit passes' order (blocks 0-7, then
+// 8-15), so a one-token pass and gemm_q give the same bits. The maskz forms with full masks
+// are the plain ops: GCC 12 warns that the plain intrinsics' undefined pass-through operand
+// "may be used uninitialized".
+[[gnu::always_inline]] inline void add_r16_group_sums_512(__m256& acc, const ActGroupR16* a,
+                                                          __m512i s32, __m256i d16,
+                                                          bool both) noexcept {
+  const __m512 sums = _mm512_maskz_cvtepi32_ps(0xFFFF, s32);
+  const __m512 scale = _mm512_mul_ps(_mm512_maskz_cvtph_ps(0xFFFF, d16), _mm512_loadu_ps(a->d));
+  acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, scale, 0),
+                        _mm512_maskz_extractf32x8_ps(0xFF, sums, 0), acc);
+  if (both) {
+    acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, scale, 1),
+                          _mm512_maskz_extractf32x8_ps(0xFF, sums, 1), acc);
+  }
+}
+#endif
+
 template <class Nibbles>
 struct R16NibbleTile : RowPasses<R16NibbleTile<Nibbles>> {
   // Rows P at a time so that the T x P accumulators, T int16 sums and the unpacked weights fit
@@ -173,9 +193,7 @@ struct R16NibbleTile : RowPasses<R16NibbleTile<Nibbles>> {
 #if defined(OXI_ARCH_AVX512)
   // One token on 512-bit vectors: a group's 16 blocks in the 16 int32 lanes, one VNNI op per 64
   // weight bytes and nibble half instead of two (Nibbles::sums_512); the same integer sums, and
-  // the f32 steps in the 256-bit pass's order (blocks 0-7, then 8-15), so the same bits. The
-  // maskz forms with full masks are the plain ops: GCC 12 warns that the plain intrinsics'
-  // undefined pass-through operand "may be used uninitialized".
+  // the same f32 steps (add_r16_group_sums_512), so the same bits.
   //
   // acc += one group's sums: quants(k) gives chunk k's 64 bytes, d16 the 16 f16 scales; blocks
   // 8-15 only when `both`.
@@ -183,15 +201,7 @@ struct R16NibbleTile : RowPasses<R16NibbleTile<Nibbles>> {
   [[gnu::always_inline]] static void add_group_512(__m256& acc, const ActGroupR16* a,
                                                    const Quants& quants, __m256i d16,
                                                    bool both) noexcept {
-    const __m512i s32 = Nibbles::sums_512(a, quants);
-    const __m512 sums = _mm512_maskz_cvtepi32_ps(0xFFFF, s32);
-    const __m512 scale = _mm512_mul_ps(_mm512_maskz_cvtph_ps(0xFFFF, d16), _mm512_loadu_ps(a->d));
-    acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, scale, 0),
-                          _mm512_maskz_extractf32x8_ps(0xFF, sums, 0), acc);
-    if (both) {
-      acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, scale, 1),
-                            _mm512_maskz_extractf32x8_ps(0xFF, sums, 1), acc);
-    }
+    add_r16_group_sums_512(acc, a, Nibbles::sums_512(a, quants), d16, both);
   }
 
   // A whole group's qs[k] start 32 bytes into a line in every other 288-byte group, so they are

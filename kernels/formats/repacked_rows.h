@@ -41,8 +41,11 @@ void unpack_r16_blocks(const void* src, size_t m, Block* b) noexcept {
 }
 
 // Rows of n elements of plain format Plain (Block, BlockElems per block) in the r16 layout
-// whose whole group is Group.
-template <class Block, class Group, DType Plain, size_t BlockElems>
+// whose whole group is Group, Pack and Unpack converting m blocks to and from a group of m (the
+// arrangement above unless given: q5_0_r16.cpp's has the fifth bits too).
+template <class Block, class Group, DType Plain, size_t BlockElems,
+          void (*Pack)(const Block*, size_t, void*) noexcept = pack_r16_blocks<Block>,
+          void (*Unpack)(const void*, size_t, Block*) noexcept = unpack_r16_blocks<Block>>
 struct R16Rows {
   static_assert(sizeof(Group) == kR16Blocks * sizeof(Block));
   static constexpr size_t kGroupElems = kR16Blocks * BlockElems;
@@ -54,16 +57,16 @@ struct R16Rows {
     const auto* b = static_cast<const Block*>(src);
     auto* g = static_cast<Group*>(dst);
     const size_t count = groups(n);
-    for (size_t i = 0; i < count; ++i) pack_r16_blocks(b + i * kR16Blocks, kR16Blocks, g + i);
-    pack_r16_blocks(b + count * kR16Blocks, short_blocks(n), g + count);
+    for (size_t i = 0; i < count; ++i) Pack(b + i * kR16Blocks, kR16Blocks, g + i);
+    Pack(b + count * kR16Blocks, short_blocks(n), g + count);
   }
 
   static void unpack(const void* src, void* dst, size_t n) noexcept {
     const auto* g = static_cast<const Group*>(src);
     auto* b = static_cast<Block*>(dst);
     const size_t count = groups(n);
-    for (size_t i = 0; i < count; ++i) unpack_r16_blocks(g + i, kR16Blocks, b + i * kR16Blocks);
-    unpack_r16_blocks(g + count, short_blocks(n), b + count * kR16Blocks);
+    for (size_t i = 0; i < count; ++i) Unpack(g + i, kR16Blocks, b + i * kR16Blocks);
+    Unpack(g + count, short_blocks(n), b + count * kR16Blocks);
   }
 
   static void dequantize(const void* src, float* dst, size_t n) noexcept {
@@ -72,7 +75,7 @@ struct R16Rows {
     for (size_t i = 0; i * kGroupElems < n; ++i, dst += kGroupElems) {
       const size_t m = std::min(kR16Blocks, n / BlockElems - i * kR16Blocks);
       Block b[kR16Blocks];
-      unpack_r16_blocks(g + i, m, b);
+      Unpack(g + i, m, b);
       plain(b, dst, m * BlockElems);
     }
   }
@@ -84,7 +87,7 @@ struct R16Rows {
       const size_t m = std::min(kR16Blocks, n / BlockElems - i * kR16Blocks);
       Block b[kR16Blocks];
       plain(src, b, m * BlockElems);
-      pack_r16_blocks(b, m, g + i);
+      Pack(b, m, g + i);
     }
   }
 };

@@ -1,0 +1,296 @@
+// Tiles of Q5_0_R16 weights (q5_0_r16.h) against q4_0_r16's activation layout (ActGroupR16 with
+// zero 16 * sum(q)): T tokens x R rows, the QuantTile interface (tiles.h), so matvec_driver /
+// gemm_driver run them unchanged.
+//
+// The loops are q4_0_r16's (q4_0_r16_tiles.h); what differs is how a chunk's 32 (or 64) quant
+// bytes become the weights' values 0..31: the nibbles as there, each with its fifth bit (x 16)
+// added. A vpshufb spreads each block's fifth-bit byte of chunk k over the block's 4 quant bytes
+// (q5_values_256); each byte then holds the bits of its own elements at positions j and 4 + j,
+// picked by a compare with 1, 2, 4, 8 (16 .. 128 for the high nibbles). On avx512 the compare is
+// vptestmb into a mask register and the 16 is a masked byte add.
+//
+// Ranges: a value is <= 31 against |q| <= 127, so a maddubs pair is <= 7874 and two of them fit
+// int16 (AVX2 widens every chunk, not every 4 as q4_0_r16 does); VNNI sums in int32.
+//
+// Each (token, row) accumulator sees the same steps whatever T and R are, so gemm_q and matvec
+// give identical sums, and avx512's one-token pass the same bits as the 256-bit one.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/arch.h"
+#include "kernels/formats/fp16.h"
+#include "kernels/formats/prefetch.h"
+#include "kernels/formats/q4_0_r16_tiles.h"
+#include "kernels/formats/q5_0_r16.h"
+#include "kernels/formats/repacked_tiles.h"
+#include "kernels/formats/traits_avx2.h"
+#include "kernels/formats/traits_scalar.h"
+
+namespace oxi::kernels::OXI_ARCH_NS {
+
+#if defined(OXI_ARCH_AVX2)
+
+// Chunk k's values of 8 blocks (one int32 lane each): q holds the chunk's quant bytes, fifth the
+// blocks' 4 fifth-bit bytes (q5_0_r16.h).
+struct Q5Values {
+  __m256i low, high;  // 0..31: the low / high nibbles + 16 x their fifth bits
+};
+
+// Per 128-bit lane: byte k of each 32-bit lane, for all 4 of its bytes.
+inline __m256i q5_spread_byte(int k) noexcept {
+  return _mm256_add_epi8(_mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0C0C0C0C, 0, 0x04040404,
+                                           0x08080808, 0x0C0C0C0C),
+                         _mm256_set1_epi8(static_cast<char>(k)));
+}
+
+inline Q5Values q5_values_256(__m256i q, __m256i fifth, int k) noexcept {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(0x10);
+  const __m256i low_bit = _mm256_set1_epi32(0x08040201);
+  const __m256i high_bit = _mm256_set1_epi32(static_cast<int>(0x80402010u));
+  const __m256i bits = _mm256_shuffle_epi8(fifth, q5_spread_byte(k));
+  const __m256i low_set = _mm256_cmpeq_epi8(_mm256_and_si256(bits, low_bit), low_bit);
+  const __m256i high_set = _mm256_cmpeq_epi8(_mm256_and_si256(bits, high_bit), high_bit);
+  return {_mm256_or_si256(_mm256_and_si256(q, low4), _mm256_and_si256(low_set, sixteen)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), low4),
+                          _mm256_and_si256(high_set, sixteen))};
+}
+
+// The running block sums of one (token, row) over a half's chunks.
+struct Q5Dots {
+  __m256i v = _mm256_setzero_si256();
+
+  void add(const Q5Values& w, __m256i x_low, __m256i x_high) noexcept {
+    if constexpr (simd::kVnni) {
+      v = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(v, w.low, x_low), w.high, x_high);
+    } else {
+      const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(w.low, x_low),
+                                             _mm256_maddubs_epi16(w.high, x_high));
+      v = _mm256_add_epi32(v, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+    }
+  }
+};
+
+// A row's whole group as the 256-bit passes read it: blocks [8c, 8c + 8).
+struct WholeQ5Group {
+  const WeightGroupQ5R16* g;
+  static int halves() noexcept { return 2; }
+  __m256 scales(int c) const noexcept {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g->d + 8 * c)));
+  }
+  __m256i fifth_bits(int c) const noexcept { return simd::load256_once(g->qh[8 * c]); }
+  __m256i quants(int k, int c) const noexcept { return simd::load256_once(g->qs[k] + 32 * c); }
+};
+
+// A row's short group of m < 16 blocks, the same way: lanes past m read as zero (no byte past
+// the row is touched), blocks 8-15 only when there are any.
+struct ShortQ5Group {
+  const uint8_t* g;
+  size_t m;
+  int halves() const noexcept { return m > 8 ? 2 : 1; }
+  size_t count(int c) const noexcept { return std::min<size_t>(8, m - 8 * c); }
+  // 4 bytes per block of half c, from p (the blocks' first)
+  __m256i lanes(const uint8_t* p, int c) const noexcept {
+#if defined(OXI_ARCH_AVX512)
+    return _mm256_maskz_loadu_epi32(static_cast<__mmask8>((1u << count(c)) - 1), p + 32 * c);
+#else
+    const __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count(c))), index);
+    return _mm256_maskload_epi32(reinterpret_cast<const int*>(p + 32 * c), mask);
+#endif
+  }
+  __m256 scales(int c) const noexcept {
+    alignas(16) uint16_t d[8] = {};
+    std::memcpy(d, q5_r16_scales(g) + 16 * c, 2 * count(c));
+    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d)));
+  }
+  __m256i fifth_bits(int c) const noexcept {
+    return lanes(q5_r16_fifth_bits(g, m), c);
+  }
+  __m256i quants(int k, int c) const noexcept {
+    return lanes(q5_r16_quants(g, m, k), c);
+  }
+};
+
+struct Q5_0R16Tile : RowPasses<Q5_0R16Tile> {
+  // Rows P at a time so that the T x P accumulators, T block sums and a chunk's values fit the
+  // 16 ymm registers.
+  template <int T>
+  static constexpr int kRowsPerPass = T >= 4 ? 1 : (T >= 2 ? 2 : 4);
+
+  // acc[t][p] += every block's integer dot times its two scales, blocks 0-7 then 8-15.
+  template <int T, int P, class Group>
+  [[gnu::always_inline]] static void add_groups(const Group (&wg)[P],
+                                                const ActGroupR16* const (&a)[T],
+                                                __m256 (&acc)[T][P]) noexcept {
+    for (int c = 0; c < wg[0].halves(); ++c) {  // blocks 8c .. 8c + 7
+      for (int p = 0; p < P; ++p) {
+        const __m256 dw = wg[p].scales(c);
+        const __m256i fifth = wg[p].fifth_bits(c);
+        Q5Dots dots[T];
+        for (int k = 0; k < 4; ++k) {
+          const Q5Values v = q5_values_256(wg[p].quants(k, c), fifth, k);
+          for (int t = 0; t < T; ++t) {
+            dots[t].add(v, simd::load256(a[t]->q[k][0] + 32 * c),
+                        simd::load256(a[t]->q[k][1] + 32 * c));
+          }
+        }
+        for (int t = 0; t < T; ++t) {
+          const __m256i s32 = _mm256_sub_epi32(dots[t].v, simd::load256(a[t]->zero + 8 * c));
+          const __m256 scale = _mm256_mul_ps(dw, _mm256_loadu_ps(a[t]->d + 8 * c));
+          acc[t][p] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(s32), acc[t][p]);
+        }
+      }
+    }
+  }
+
+#if defined(OXI_ARCH_AVX512)
+  // A group's 16 block sums minus their zeros: quants(k) gives chunk k's 64 bytes, fifth the
+  // group's 64 fifth-bit bytes.
+  template <class Quants>
+  [[gnu::always_inline]] static __m512i sums_512(const ActGroupR16* a, const Quants& quants,
+                                                 __m512i fifth) noexcept {
+    const __m512i low4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(0x10);
+    const __m512i low_bit = _mm512_set1_epi32(0x08040201);
+    const __m512i high_bit = _mm512_set1_epi32(static_cast<int>(0x80402010u));
+    __m512i sum = _mm512_setzero_si512();
+    for (int k = 0; k < 4; ++k) {
+      const __m512i q = quants(k);
+      const __m512i spread = _mm512_maskz_broadcast_i32x4(
+          0xFFFF, _mm256_castsi256_si128(q5_spread_byte(k)));  // per 128-bit lane, as on 256
+      const __m512i bits = _mm512_shuffle_epi8(fifth, spread);
+      const __mmask64 low_set = _mm512_test_epi8_mask(bits, low_bit);
+      const __mmask64 high_set = _mm512_test_epi8_mask(bits, high_bit);
+      const __m512i low = _mm512_and_si512(q, low4);
+      const __m512i high = _mm512_and_si512(_mm512_maskz_srli_epi16(0xFFFFFFFF, q, 4), low4);
+      sum = _mm512_dpbusd_epi32(sum, _mm512_mask_add_epi8(low, low_set, low, sixteen),
+                                _mm512_loadu_si512(a->q[k][0]));
+      sum = _mm512_dpbusd_epi32(sum, _mm512_mask_add_epi8(high, high_set, high, sixteen),
+                                _mm512_loadu_si512(a->q[k][1]));
+    }
+    return _mm512_sub_epi32(sum, _mm512_loadu_si512(a->zero));
+  }
+
+  // Two 32-byte halves as one vector: a whole group's fields start 32 bytes into a line in
+  // every other 352-byte group, and a 64-byte load across two lines had halved q4_0_r16's
+  // stream (q4_0_r16_tiles.h).
+  static __m512i load_halves(const uint8_t* p) noexcept {
+    const __m512i first = _mm512_castsi256_si512(simd::load256(p));
+    return _mm512_mask_inserti64x4(first, 0xFF, first, simd::load256(p + 32), 1);
+  }
+
+  // One token on 512-bit vectors, as q4_0_r16's one_token: the lines or the page starts ahead,
+  // the short group through masked loads.
+  template <int P, bool kLines = false>
+  static void one_token(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t n,
+                        float* y) noexcept {
+    const size_t blocks = n / QK, groups = blocks / kR16Blocks, m = blocks % kR16Blocks;
+    __m256 acc[P];
+    for (int p = 0; p < P; ++p) acc[p] = _mm256_setzero_ps();
+    for (size_t g = 0; g < groups; ++g) {
+      const ActGroupR16* a = reinterpret_cast<const ActGroupR16*>(x) + g;
+      for (int p = 0; p < P; ++p) {
+        const auto* wg = reinterpret_cast<const WeightGroupQ5R16*>(w + p * w_row_bytes) + g;
+        const auto* ahead = reinterpret_cast<const uint8_t*>(wg) + kPrefetchBytes;
+        if constexpr (kLines)
+          prefetch_stream_part<sizeof(WeightGroupQ5R16)>(ahead);
+        else
+          prefetch_page_starts<sizeof(WeightGroupQ5R16)>(ahead);
+        const auto quants = [wg](int k) { return load_halves(wg->qs[k]); };
+        const __m512i s32 = sums_512(a, quants, load_halves(wg->qh[0]));
+        add_r16_group_sums_512(acc[p], a, s32, simd::load256(wg->d), true);
+      }
+    }
+    if (m > 0) {
+      const ActGroupR16* a = reinterpret_cast<const ActGroupR16*>(x) + groups;
+      const __mmask64 byte_mask = (uint64_t{1} << (4 * m)) - 1;
+      for (int p = 0; p < P; ++p) {
+        const uint8_t* sg = w + p * w_row_bytes + groups * sizeof(WeightGroupQ5R16);
+        if constexpr (kLines)  // the short groups' lines too (the groups' stop short)
+          prefetch_stream_part(sg + kPrefetchBytes, m * sizeof(BlockQ5_0), 0, 1);
+        const auto quants = [sg, m, byte_mask](int k) {
+          return _mm512_maskz_loadu_epi8(byte_mask, q5_r16_quants(sg, m, k));
+        };
+        const __m512i fifth = _mm512_maskz_loadu_epi8(byte_mask, q5_r16_fifth_bits(sg, m));
+        const __m256i d16 = _mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << m) - 1), sg);
+        add_r16_group_sums_512(acc[p], a, sums_512(a, quants, fifth), d16, m > 8);
+      }
+    }
+    for (int p = 0; p < P; ++p) y[p] = simd::hsum(acc[p]);
+  }
+#endif
+
+  template <int T, int P>
+  static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
+                   size_t n, float* y, size_t y_stride) noexcept {
+#if defined(OXI_ARCH_AVX512)
+    if constexpr (T == 1) {
+      if (ends_in_short_group(n / QK) || stream_lines(StreamLayout::kQ4_0R16))
+        one_token<P, true>(w, w_row_bytes, x, n, y);
+      else
+        one_token<P>(w, w_row_bytes, x, n, y);
+      return;
+    }
+#endif
+    const size_t blocks = n / QK, groups = blocks / kR16Blocks, m = blocks % kR16Blocks;
+    __m256 acc[T][P];
+    for (int t = 0; t < T; ++t)
+      for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
+    const ActGroupR16* a[T];
+    for (size_t g = 0; g < groups; ++g) {
+      for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const ActGroupR16*>(x + t * x_stride) + g;
+      WholeQ5Group wg[P];
+      for (int p = 0; p < P; ++p) {
+        wg[p].g = reinterpret_cast<const WeightGroupQ5R16*>(w + p * w_row_bytes) + g;
+        if constexpr (T == 1)  // its lines and the page start among them (prefetch.h)
+          prefetch_stream_part<sizeof(WeightGroupQ5R16)>(reinterpret_cast<const uint8_t*>(wg[p].g) +
+                                                         kPrefetchBytes);
+      }
+      add_groups<T, P>(wg, a, acc);
+    }
+    if (m > 0) {
+      for (int t = 0; t < T; ++t)
+        a[t] = reinterpret_cast<const ActGroupR16*>(x + t * x_stride) + groups;
+      ShortQ5Group sg[P];
+      for (int p = 0; p < P; ++p) {
+        sg[p] = {w + p * w_row_bytes + groups * sizeof(WeightGroupQ5R16), m};
+        if constexpr (T == 1)  // the short groups' lines too (the groups' stop short)
+          prefetch_stream_part(sg[p].g + kPrefetchBytes, m * sizeof(BlockQ5_0), 0, 1);
+      }
+      add_groups<T, P>(sg, a, acc);
+    }
+    for (int t = 0; t < T; ++t)
+      for (int p = 0; p < P; ++p) y[t * y_stride + p] = simd::hsum(acc[t][p]);
+  }
+};
+
+#else
+
+// The reference (R16ReferenceTile) with this layout's block term.
+struct Q5_0R16Tile : R16ReferenceTile<Q5_0R16Tile, WeightGroupQ5R16, ActGroupR16> {
+  // Block b's integer dot against the activation group (values 0..31 against zero 16 * sum(q)),
+  // times its two scales: `group` holds m blocks (q5_0_r16.h).
+  static float block_term(const uint8_t* group, size_t m, const ActGroupR16& a, size_t b) noexcept {
+    int32_t s = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      const uint8_t* qs = q5_r16_quants(group, m, k);
+      const int fifth = q5_r16_fifth_bits(group, m)[4 * b + k];
+      for (size_t j = 0; j < 4; ++j) {
+        const uint8_t byte = qs[4 * b + j];
+        const int low = (byte & 0xF) | (fifth >> j & 1) << 4;
+        const int high = (byte >> 4) | (fifth >> (4 + j) & 1) << 4;
+        s += low * a.q[k][0][4 * b + j] + high * a.q[k][1][4 * b + j];
+      }
+    }
+    uint16_t d;
+    std::memcpy(&d, q5_r16_scales(group) + 2 * b, 2);
+    return f16_to_f32(d) * a.d[b] * static_cast<float>(s - a.zero[b]);
+  }
+};
+
+#endif
+
+}  // namespace oxi::kernels::OXI_ARCH_NS
