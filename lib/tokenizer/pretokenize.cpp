@@ -100,14 +100,15 @@ size_t match_gpt2(Subject s, size_t pos) {
 
 // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max_digits}
 //   | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-template <size_t kMaxDigits>
+// (Seed-Coder's: without the newlines after the punctuation, kTrailingNewlines = false)
+template <size_t kMaxDigits, bool kTrailingNewlines = true>
 size_t match_llama3_like(Subject s, size_t pos) {
   if (size_t n = contraction(s, pos, true)) return n;
   auto letter_prefix = [](char32_t c) { return !is_newline(c) && !is_letter(c) && !is_number(c); };
   if (size_t n = optional_then_run(s, pos, letter_prefix, is_letter)) return n;
   if (size_t n = run_length(s, pos, is_number)) return std::min(n, kMaxDigits);
   if (size_t n = optional_then_run(s, pos, is_space_char, is_not_space_letter_number)) {
-    return n + run_length(s, pos + n, is_newline);
+    return kTrailingNewlines ? n + run_length(s, pos + n, is_newline) : n;
   }
   if (size_t n = whitespace_through_newline(s, pos)) return n;
   if (size_t n = whitespace_not_before_text(s, pos)) return n;
@@ -298,6 +299,7 @@ size_t match_bloom(Subject s, size_t pos) {
 constexpr Matcher kGpt2Passes[] = {match_gpt2};
 constexpr Matcher kLlama3Passes[] = {match_llama3_like<3>};
 constexpr Matcher kQwen2Passes[] = {match_llama3_like<1>};
+constexpr Matcher kSeedCoderPasses[] = {match_llama3_like<1, false>};
 constexpr Matcher kTekkenPasses[] = {match_cased_words<false, 1>};
 constexpr Matcher kGpt4oPasses[] = {match_cased_words<true, 3>};
 constexpr Matcher kDeepseekLlmPasses[] = {match_newline,
@@ -316,6 +318,8 @@ constexpr Matcher kFalconPasses[] = {match_punctuation_run<true>, match_gpt2, ma
 // Hugging Face's StarCoder: Digits(individual_digits), ByteLevel.
 constexpr Matcher kStarcoderPasses[] = {match_single_number, match_gpt2};
 constexpr Matcher kBloomPasses[] = {match_bloom};
+// llama.cpp's Viking: BLOOM's pass, then single digits.
+constexpr Matcher kVikingPasses[] = {match_bloom, match_single_number};
 constexpr Matcher kBpeDefaultPasses[] = {match_punctuation_run<false>, match_gpt2, match_number_run,
                                          match_ascii_digit_triple};
 
@@ -329,6 +333,8 @@ std::span<const Matcher> passes_of(PreTokenizer kind) {
       return kLlama3Passes;
     case PreTokenizer::qwen2:
       return kQwen2Passes;
+    case PreTokenizer::seed_coder:
+      return kSeedCoderPasses;
     case PreTokenizer::tekken:
       return kTekkenPasses;
     case PreTokenizer::gpt4o:
@@ -343,6 +349,8 @@ std::span<const Matcher> passes_of(PreTokenizer kind) {
       return kStarcoderPasses;
     case PreTokenizer::bloom:
       return kBloomPasses;
+    case PreTokenizer::viking:
+      return kVikingPasses;
     case PreTokenizer::bpe_default:
       return kBpeDefaultPasses;
   }
@@ -451,6 +459,7 @@ std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name) 
       {"megrez", PreTokenizer::qwen2},
       {"hunyuan", PreTokenizer::qwen2},
       {"grok-2", PreTokenizer::qwen2},
+      {"seed-coder", PreTokenizer::seed_coder},
       {"tekken", PreTokenizer::tekken},
       {"gpt-4o", PreTokenizer::gpt4o},
       {"llama4", PreTokenizer::gpt4o},
@@ -468,6 +477,7 @@ std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name) 
       {"bloom", PreTokenizer::bloom},
       {"poro-chat", PreTokenizer::bloom},
       {"gpt3-finnish", PreTokenizer::bloom},
+      {"viking", PreTokenizer::viking},
   };
   for (const Entry& e : kNames) {
     if (e.name == name) return e.kind;
@@ -492,6 +502,8 @@ std::string_view pre_tokenizer_name(PreTokenizer kind) {
       return "llama-bpe";
     case PreTokenizer::qwen2:
       return "qwen2";
+    case PreTokenizer::seed_coder:
+      return "seed-coder";
     case PreTokenizer::tekken:
       return "tekken";
     case PreTokenizer::gpt4o:
@@ -506,6 +518,8 @@ std::string_view pre_tokenizer_name(PreTokenizer kind) {
       return "starcoder";
     case PreTokenizer::bloom:
       return "bloom";
+    case PreTokenizer::viking:
+      return "viking";
     case PreTokenizer::bpe_default:
       return "default";
   }
@@ -524,6 +538,9 @@ std::vector<std::string_view> pre_tokenizer_steps(PreTokenizer kind) {
     case PreTokenizer::qwen2:
       return {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N})"
               R"(| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"};
+    case PreTokenizer::seed_coder:
+      return {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1})"
+              R"(| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+)"};
     case PreTokenizer::tekken:
       return {R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+)"
               R"(|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*)"
@@ -562,6 +579,8 @@ std::vector<std::string_view> pre_tokenizer_steps(PreTokenizer kind) {
       return {"<digits>", kGpt2Pattern};
     case PreTokenizer::bloom:
       return {R"( ?[^(\s|.,!?…。，、।۔،)]+)"};
+    case PreTokenizer::viking:
+      return {R"( ?[^(\s|.,!?…。，、।۔،)]+)", R"(\p{N})"};
     case PreTokenizer::bpe_default:
       return {};
   }

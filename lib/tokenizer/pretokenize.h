@@ -14,17 +14,19 @@
 namespace oxi::tokenizer {
 
 enum class PreTokenizer {
-  none,    // the whole text is one word
-  gpt2,    // GPT-2, MPT, GPT-NeoX, OLMo: 's|'t|..| ?\p{L}+| ?\p{N}+|..|\s+(?!\S)|\s+
-  llama3,  // Llama 3, DBRX, Smaug, ChatGLM4: (?i:'s|..)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|..
-  qwen2,   // Qwen2, StableLM2, Hunyuan, Grok-2: like llama3 with single digits
-  tekken,  // Mistral NeMo / Small 3 (Tekken): cased words [^\r\n\p{L}\p{N}]?U*L+|..|\p{N}|..
-  gpt4o,   // GPT-4o's o200k, Llama 4: tekken's words with contractions after, \p{N}{1,3}
+  none,        // the whole text is one word
+  gpt2,        // GPT-2, MPT, GPT-NeoX, OLMo: 's|'t|..| ?\p{L}+| ?\p{N}+|..|\s+(?!\S)|\s+
+  llama3,      // Llama 3, DBRX, Smaug, ChatGLM4: (?i:'s|..)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|..
+  qwen2,       // Qwen2, StableLM2, Hunyuan, Grok-2: like llama3 with single digits
+  seed_coder,  // Seed-Coder: qwen2's without the newlines after punctuation
+  tekken,      // Mistral NeMo / Small 3 (Tekken): cased words [^\r\n\p{L}\p{N}]?U*L+|..|\p{N}|..
+  gpt4o,       // GPT-4o's o200k, Llama 4: tekken's words with contractions after, \p{N}{1,3}
   deepseek_llm,    // DeepSeek LLM: newlines, Latin-like letters, ASCII punctuation, CJK, numbers
   deepseek_coder,  // DeepSeek Coder
   falcon,          // Falcon: punctuation runs, gpt2, digit triples
   starcoder,       // StarCoder, Refact, Command-R, SmolLM: single digits, then gpt2
   bloom,           // BLOOM, Poro, GPT3-Finnish:  ?[^(\s|.,!?…。，、।۔،)]+
+  viking,          // Viking: bloom's pass, then single digits
   bpe_default,     // llama.cpp's default for BPE vocabularies without a pre-tokenizer name
 };
 

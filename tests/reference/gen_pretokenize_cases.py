@@ -35,6 +35,9 @@ LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
           r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
          r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+# Seed-Coder's (its tokenizer.json): qwen2's with the punctuation run not taking newlines after it
+SEED_CODER = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}"
+              r"| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+")
 # Tekken's and o200k's (GPT-4o) patterns, from their tokenizer.json files: cased words
 CASED_UPPER = r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"
 CASED_LOWER = r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"
@@ -87,11 +90,13 @@ KINDS = {
     "qwen2": [QWEN2],
     "tekken": [TEKKEN],
     "gpt4o": [GPT4O],
+    "seed_coder": [SEED_CODER],
     "deepseek_llm": ["[\\r\\n]", DEEPSEEK_LETTERS, DEEPSEEK_PUNCT, "\\s+\\z", CJK, "\\p{N}+"],
     "deepseek_coder": ["[\\r\\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", CJK, "\\p{N}"],
     "falcon": [PUNCT_RUN, GPT2, "[0-9]+", "[0-9][0-9][0-9]"],
     "starcoder": [r"\p{N}", GPT2],
     "bloom": [BLOOM],
+    "viking": [BLOOM, r"\p{N}"],
     # llama.cpp's passes for a BPE vocabulary without a pre-tokenizer name
     "bpe_default": [PUNCT_RUN_NO_BACKQUOTE, LLAMACPP_DEFAULT_GPT2, r"\p{N}+", "[0-9][0-9][0-9]"],
 }

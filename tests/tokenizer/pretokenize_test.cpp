@@ -106,6 +106,8 @@ TEST(Pretokenize, MatchesItsRegexesRunByPerl) {
       {"qwen2", PreTokenizer::qwen2},
       {"tekken", PreTokenizer::tekken},
       {"gpt4o", PreTokenizer::gpt4o},
+      {"seed_coder", PreTokenizer::seed_coder},
+      {"viking", PreTokenizer::viking},
       {"deepseek_llm", PreTokenizer::deepseek_llm},
       {"deepseek_coder", PreTokenizer::deepseek_coder},
       {"falcon", PreTokenizer::falcon},
