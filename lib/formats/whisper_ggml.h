@@ -61,6 +61,7 @@ class Reader {
   explicit Reader(const std::filesystem::path& path);
 
   const std::filesystem::path& path() const { return path_; }
+  const std::shared_ptr<const MappedFile>& file() const { return file_; }
   const HParams& hparams() const { return hparams_; }
   const MelFilters& mel_filters() const { return mel_filters_; }
   // The token byte strings in id order (ids 0 .. size-1).

@@ -17,6 +17,7 @@
 #include "lib/formats/gguf.h"
 #include "lib/formats/hf_dir.h"
 #include "lib/formats/weight_builder.h"
+#include "lib/formats/weight_repack.h"
 #include "lib/llm/model_config.h"
 
 namespace oxi::llm {
@@ -45,14 +46,8 @@ struct ModelWeights {
   // What the views point into: the mapped files, converted copies and repacked matrices.
   std::vector<std::shared_ptr<const void>> files;
   formats::WeightCopies copies;
-  // Repacked copies of matrices in the file, each at a 64-byte aligned offset (repack.h).
-  static constexpr size_t kRepackedAlignment = size_t{2} << 20;  // a transparent huge page
-  struct AlignedDelete {
-    void operator()(std::byte* p) const {
-      ::operator delete[](p, std::align_val_t{kRepackedAlignment});
-    }
-  };
-  std::unique_ptr<std::byte[], AlignedDelete> repacked;
+  // Repacked copies of matrices in the file (repack.h).
+  formats::RepackedBytes repacked;
 };
 
 // Loads from a GGUF file (tensors used in place; q/k of `llama` are already permuted by the

@@ -135,6 +135,7 @@ void WhisperModel::load_hf(const fs::path& dir, const LoadOptions& options) {
     return e->view(context);
   };
   weights_ = load_weights(find, c, options.quant, context);
+  repack_for_cpu(weights_, nullptr);  // a --quant copy, if any: the checkpoint is float
   weights_.files.push_back(d);
 }
 
@@ -204,6 +205,7 @@ void WhisperModel::load_openai(const fs::path& file, const LoadOptions& options)
     return e->view(context);
   };
   weights_ = load_weights(find, c, options.quant, context);
+  repack_for_cpu(weights_, nullptr);  // a --quant copy, if any: the checkpoint is float
   weights_.files.push_back(archive);
 }
 
@@ -243,6 +245,7 @@ void WhisperModel::load_ggml(const fs::path& file, const LoadOptions& options) {
     return t ? std::optional<TensorView>(*t) : std::nullopt;
   };
   weights_ = load_weights(find, c, options.quant, context);
+  repack_for_cpu(weights_, reader->file().get());  // whisper.cpp's q4_0 / q5_0 / q8_0 files
   weights_.files.push_back(reader);
 }
 

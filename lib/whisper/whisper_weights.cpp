@@ -76,6 +76,21 @@ WhisperWeights load_weights(const TensorFinder& find, const WhisperConfig& c,
   return w;
 }
 
+void repack_for_cpu(WhisperWeights& w, const MappedFile* mapping) {
+  std::vector<backends::WeightMatrix*> multiplied{&w.token_embedding};
+  for (std::vector<BlockWeights>* blocks : {&w.encoder_blocks, &w.decoder_blocks}) {
+    for (BlockWeights& b : *blocks) {
+      for (AttentionWeights* a : {&b.attn, &b.cross_attn}) {
+        for (backends::WeightMatrix* m : {&a->query, &a->key, &a->value, &a->out})
+          multiplied.push_back(m);  // the encoder's cross_attn views nothing (data null)
+      }
+      multiplied.push_back(&b.fc1);
+      multiplied.push_back(&b.fc2);
+    }
+  }
+  formats::repack_for_cpu(multiplied, nullptr, w.copies, w.repacked, mapping);
+}
+
 std::string hf_tensor_name(std::string_view openai_name) {
   // Whole-name renames first, then per-segment renames inside blocks.
   static const std::pair<std::string_view, std::string_view> kTop[] = {

@@ -17,6 +17,7 @@
 #include "kernels/formats/dtype.h"
 #include "lib/formats/tensor_view.h"
 #include "lib/formats/weight_builder.h"
+#include "lib/formats/weight_repack.h"
 #include "lib/whisper/whisper_config.h"
 
 namespace oxi::whisper {
@@ -56,9 +57,10 @@ struct WhisperWeights {
   std::vector<BlockWeights> decoder_blocks;
   std::span<const float> ln_weight, ln_bias;  // (text_state)  decoder.ln
 
-  // What the views point into: mapped files and converted copies.
+  // What the views point into: mapped files, converted copies and repacked matrices.
   std::vector<std::shared_ptr<const void>> files;
   formats::WeightCopies copies;
+  formats::RepackedBytes repacked;
 };
 
 // A tensor by its OpenAI name, or nullopt when the checkpoint lacks it.
@@ -70,6 +72,11 @@ using formats::TensorFinder;
 // "missing tensor 'NAME'") or a shape / dtype problem naming the tensor.
 WhisperWeights load_weights(const TensorFinder& find, const WhisperConfig& config,
                             std::optional<kernels::DType> quant, const std::string& context);
+
+// Repacks w's matrices (every projection of both stacks and the token embedding, which is also
+// the output projection) into the CPU kernels' preferred layouts (formats::repack_for_cpu);
+// `mapping` is the model file the views point into, if any (its pages are let go once copied).
+void repack_for_cpu(WhisperWeights& w, const MappedFile* mapping);
 
 // The Hugging Face name (WhisperForConditionalGeneration, without its "model." prefix) of an
 // OpenAI tensor name: encoder.blocks.3.attn.query.weight ->

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "backends/cpu/cpu_backend.h"
+#include "kernels/formats/quant.h"
 #include "lib/core/error.h"
 #include "lib/whisper/encoder_batcher.h"
 #include "lib/whisper/whisper_encoder.h"
@@ -359,8 +360,10 @@ TEST_F(WhisperModelTest, QuantizedDecoderStaysClose) {
     LoadOptions options;
     options.quant = dtype;
     const auto model = WhisperModel::load(paths()[1], options);
-    EXPECT_EQ(model->weights().decoder_blocks[0].fc1.dtype, dtype);
-    EXPECT_EQ(model->weights().token_embedding.dtype, dtype);
+    // held in the kernels' preferred layout (repacked at load on AVX2)
+    const kernels::DType layout = kernels::format_kernels().preferred_layout(dtype);
+    EXPECT_EQ(model->weights().decoder_blocks[0].fc1.dtype, layout);
+    EXPECT_EQ(model->weights().token_embedding.dtype, layout);
     EXPECT_EQ(model->weights().encoder_blocks[0].fc1.dtype, kernels::DType::F16);
     WhisperState state(model, *backend_);
     const std::vector<float> features = mel(100);
@@ -372,6 +375,82 @@ TEST_F(WhisperModelTest, QuantizedDecoderStaysClose) {
     std::printf("%s: logits relative L2 %.3g\n", std::string(kernels::name(dtype)).c_str(), err);
     // Random weights have no outliers to hide behind: q8_0 ~1e-2, q4_0 ~0.14 measured.
     EXPECT_LE(err, dtype == kernels::DType::Q8_0 ? 3e-2 : 0.25);
+  }
+}
+
+// Quantized matrices are repacked at load where the kernels prefer another layout (q8_0, q4_0 and
+// q5_0 into their r16 groups on AVX2; d 64 rows are 2 blocks, a short group), the token
+// embedding too, whose lookups decode single rows of it. The logits equal the file layout's
+// (OXI_REPACK=0) up to f32 summation order.
+TEST_F(WhisperModelTest, RepackedMatricesMatchThePlainLayout) {
+  for (const auto dtype : {kernels::DType::Q8_0, kernels::DType::Q4_0, kernels::DType::Q5_0}) {
+    LoadOptions options;
+    options.quant = dtype;
+    const auto repacked = WhisperModel::load(paths()[1], options);
+    ::setenv("OXI_REPACK", "0", 1);
+    const auto plain = WhisperModel::load(paths()[1], options);
+    ::unsetenv("OXI_REPACK");
+    const kernels::DType layout = kernels::format_kernels().preferred_layout(dtype);
+    const WhisperWeights& w = repacked->weights();
+    for (const backends::WeightMatrix* m :
+         {&w.decoder_blocks[0].attn.query, &w.decoder_blocks[1].cross_attn.value,
+          &w.decoder_blocks[1].fc2, &w.token_embedding})
+      EXPECT_EQ(m->dtype, layout) << kernels::name(dtype);
+    EXPECT_EQ(plain->weights().decoder_blocks[0].fc1.dtype, dtype);
+    const std::vector<float> features = mel(100);
+    const std::vector<int32_t> tokens = {260, 261, 361, 365};
+    std::vector<float> logits[2];
+    for (int i = 0; i < 2; ++i) {
+      WhisperState state(i == 0 ? repacked : plain, *backend_);
+      state.encode(features, 100);
+      const auto l = state.decode(tokens, 0);
+      logits[i].assign(l.begin(), l.end());
+    }
+    const double diff =
+        relative_l2(logits[0], std::vector<double>(logits[1].begin(), logits[1].end()));
+    std::printf("%s repacked against plain: logits relative L2 %.3g\n",
+                std::string(kernels::name(dtype)).c_str(), diff);
+    EXPECT_LE(diff, 1e-5) << kernels::name(dtype);
+  }
+}
+
+// whisper.cpp's quantized files (every projection and the token embedding in q8_0 / q5_0 / q4_0,
+// the encoder's too): repacked at load, equal to the file layout up to f32 summation order, and
+// near the reference.
+TEST_F(WhisperModelTest, QuantizedGgmlFilesRepackedMatchThePlainLayout) {
+  for (const auto dtype : {kernels::DType::Q8_0, kernels::DType::Q5_0, kernels::DType::Q4_0}) {
+    const auto file = *dir_ / ("ggml-tiny-" + std::string(kernels::name(dtype)) + ".bin");
+    write_ggml(*tiny_, file, dtype);
+    const auto repacked = WhisperModel::load(file);
+    ::setenv("OXI_REPACK", "0", 1);
+    const auto plain = WhisperModel::load(file);
+    ::unsetenv("OXI_REPACK");
+    const kernels::DType layout = kernels::format_kernels().preferred_layout(dtype);
+    EXPECT_EQ(repacked->weights().encoder_blocks[1].fc1.dtype, layout);
+    EXPECT_EQ(repacked->weights().token_embedding.dtype, layout);
+    EXPECT_EQ(plain->weights().encoder_blocks[1].fc1.dtype, dtype);
+    const std::vector<float> features = mel(100);
+    const std::vector<int32_t> tokens = {260, 261, 361, 365};
+    std::vector<float> encoded[2], logits[2];
+    for (int i = 0; i < 2; ++i) {
+      WhisperState state(i == 0 ? repacked : plain, *backend_);
+      state.encode(features, 100);
+      encoded[i].assign(state.encoder_output().begin(), state.encoder_output().end());
+      const auto l = state.decode(tokens, 0);
+      logits[i].assign(l.begin(), l.end());
+    }
+    const auto as_double = [](const std::vector<float>& v) {
+      return std::vector<double>(v.begin(), v.end());
+    };
+    const double enc = relative_l2(encoded[0], as_double(encoded[1]));
+    const double dec = relative_l2(logits[0], as_double(logits[1]));
+    const double ref = relative_l2(
+        logits[0], reference_logits(*tiny_, reference_encoder(*tiny_, features, 100), tokens));
+    std::printf("%s ggml: repacked against plain: encoder %.3g, logits %.3g; reference %.3g\n",
+                std::string(kernels::name(dtype)).c_str(), enc, dec, ref);
+    EXPECT_LE(enc, 1e-5) << kernels::name(dtype);
+    EXPECT_LE(dec, 1e-5) << kernels::name(dtype);
+    EXPECT_LE(ref, dtype == kernels::DType::Q4_0 ? 0.4 : 0.15) << kernels::name(dtype);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/formats/fp16.h"
+#include "kernels/formats/quant.h"
 #include "lib/formats/safetensors.h"
 #include "lib/formats/torch_zip.h"
 #include "lib/whisper/mel_filterbank.h"
@@ -291,7 +292,25 @@ void write_openai_pt(const TinyWhisper& m, const std::filesystem::path& file) {
              ranks);
 }
 
-void write_ggml(const TinyWhisper& m, const std::filesystem::path& file) {
+// whisper.cpp's ftype of a file whose matrices are `quant` (GGML_FTYPE_MOSTLY_*, with its
+// quantization version 2 x 1000), or 1: mostly f16.
+int32_t ggml_ftype(std::optional<kernels::DType> quant) {
+  if (!quant) return 1;
+  switch (*quant) {
+    case kernels::DType::Q4_0:
+      return 2002;
+    case kernels::DType::Q8_0:
+      return 2007;
+    case kernels::DType::Q5_0:
+      return 2008;
+    default:
+      throw std::invalid_argument("write_ggml: no whisper.cpp ftype for " +
+                                  std::string(kernels::name(*quant)));
+  }
+}
+
+void write_ggml(const TinyWhisper& m, const std::filesystem::path& file,
+                std::optional<kernels::DType> quant) {
   const TinyDims& d = m.dims;
   std::vector<uint8_t> out;
   const auto raw = [&](const void* p, size_t n) {
@@ -301,7 +320,7 @@ void write_ggml(const TinyWhisper& m, const std::filesystem::path& file) {
   const auto i32 = [&](int32_t v) { raw(&v, 4); };
   i32(0x67676d6c);
   for (int32_t v : {d.n_vocab, d.n_audio_ctx, d.n_state, d.n_head, d.n_audio_layer, d.n_text_ctx,
-                    d.n_state, d.n_head, d.n_text_layer, d.n_mels, 1})
+                    d.n_state, d.n_head, d.n_text_layer, d.n_mels, ggml_ftype(quant)})
     i32(v);
   const std::vector<float> filters = mel_filterbank(d.n_mels);
   i32(d.n_mels);
@@ -320,11 +339,21 @@ void write_ggml(const TinyWhisper& m, const std::filesystem::path& file) {
     if (name.starts_with("encoder.conv") && name.ends_with(".bias")) shape.push_back(1);
     const bool f16 = is_matrix(name) || name.find("conv") != std::string::npos;
     const bool half = f16 && !name.ends_with(".bias");
+    const bool quantized = quant && is_matrix(name);
     i32(static_cast<int32_t>(shape.size()));
     i32(static_cast<int32_t>(name.size()));
-    i32(half ? 1 : 0);
+    i32(quantized ? static_cast<int32_t>(*quant) : half ? 1 : 0);  // ggml type ids
     for (auto it = shape.rbegin(); it != shape.rend(); ++it) i32(static_cast<int32_t>(*it));
     raw(name.data(), name.size());
+    if (quantized) {
+      const size_t rows = static_cast<size_t>(shape[0]), cols = static_cast<size_t>(shape[1]);
+      const size_t row_bytes = kernels::row_bytes(*quant, cols);
+      std::vector<uint8_t> q(rows * row_bytes);
+      for (size_t r = 0; r < rows; ++r)
+        kernels::row_encoder (*quant)(t.values.data() + r * cols, q.data() + r * row_bytes, cols);
+      raw(q.data(), q.size());
+      continue;
+    }
     const std::vector<std::byte> bytes = half ? f16_bytes(t.values) : f32_bytes(t.values);
     raw(bytes.data(), bytes.size());
   }

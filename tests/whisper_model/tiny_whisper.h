@@ -10,9 +10,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "kernels/formats/dtype.h"
 
 namespace oxi::whisper::test {
 
@@ -60,6 +63,10 @@ void write_hf_dir(const TinyWhisper& m, const std::filesystem::path& dir);
 // model.pt plus gpt2.tiktoken beside it (the encoder positional embedding is left out, as some
 // exports do, so the loader computes it).
 void write_openai_pt(const TinyWhisper& m, const std::filesystem::path& file);
-void write_ggml(const TinyWhisper& m, const std::filesystem::path& file);
+// `quant`: the weight matrices (the projections and the token embedding: what whisper.cpp's
+// quantize tool re-encodes) in that block format, as whisper.cpp's q8_0 / q5_0 / q4_0 files;
+// else f16.
+void write_ggml(const TinyWhisper& m, const std::filesystem::path& file,
+                std::optional<kernels::DType> quant = std::nullopt);
 
 }  // namespace oxi::whisper::test
