@@ -28,7 +28,7 @@ constexpr std::array<Entry, 24> kTable = {{
 }};
 
 // Kernel-internal layouts: same block size and bytes as the format they repack.
-constexpr std::array<Entry, 7> kInternal = {{
+constexpr std::array<Entry, 8> kInternal = {{
     {63, {"q4_0_r16", 32, 18, true}},
     {62, {"q8_0_r16", 32, 34, true}},
     {61, {"q4_K_r8", 256, 144, true}},
@@ -36,6 +36,7 @@ constexpr std::array<Entry, 7> kInternal = {{
     {59, {"iq4_xs_r8", 256, 136, true}},
     {58, {"iq4_nl_r16", 32, 18, true}},
     {57, {"q5_0_r16", 32, 22, true}},
+    {56, {"q5_1_r16", 32, 24, true}},
 }};
 
 constexpr DTypeInfo kUnknown{"?", 1, 0, false};

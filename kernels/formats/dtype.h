@@ -49,6 +49,8 @@ enum class DType : uint32_t {
   IQ4_NL_R16 = 58,
   // Kernel-internal: q5_0 rows repacked at load, q4_0_r16's groups with fifth bits (q5_0_r16.h).
   Q5_0_R16 = 57,
+  // Kernel-internal: q5_1 rows repacked at load, q5_0_r16's groups with the mins (q5_1_r16.h).
+  Q5_1_R16 = 56,
 };
 
 struct DTypeInfo {

@@ -245,7 +245,7 @@ void WhisperModel::load_ggml(const fs::path& file, const LoadOptions& options) {
     return t ? std::optional<TensorView>(*t) : std::nullopt;
   };
   weights_ = load_weights(find, c, options.quant, context);
-  repack_for_cpu(weights_, reader->file().get());  // whisper.cpp's q4_0 / q5_0 / q8_0 files
+  repack_for_cpu(weights_, reader->file().get());  // whisper.cpp's q5_1 / q5_0 / q8_0 ... files
   weights_.files.push_back(reader);
 }
 

@@ -201,7 +201,8 @@ TEST(CpuMatmul, QuantizedWeightsMatchNaiveDouble) {
   }
 }
 
-// Weights repacked (Q4_0 -> Q4_0_R16, IQ4_NL -> IQ4_NL_R16, Q5_0 -> Q5_0_R16, Q8_0 -> Q8_0_R16,
+// Weights repacked (Q4_0 -> Q4_0_R16, IQ4_NL -> IQ4_NL_R16, Q5_0 / Q5_1 -> Q5_0_R16 / Q5_1_R16,
+// Q8_0 -> Q8_0_R16,
 // Q4_K -> Q4_K_R8 /
 // Q4_K_R8S: the layouts
 // decode uses on AVX2; q4_K_r8s in sets of up to 8 rows, so 72 rows there, else 67): the naive
@@ -254,6 +255,10 @@ TEST(CpuMatmul, RepackedQ5_0MatchesPlainQ5_0) {
   expect_repacked_matches_plain(DType::Q5_0, DType::Q5_0_R16);
 }
 
+TEST(CpuMatmul, RepackedQ5_1MatchesPlainQ5_1) {
+  expect_repacked_matches_plain(DType::Q5_1, DType::Q5_1_R16);
+}
+
 TEST(CpuMatmul, RepackedQ8_0MatchesPlainQ8_0) {
   expect_repacked_matches_plain(DType::Q8_0, DType::Q8_0_R16);
 }
@@ -288,6 +293,7 @@ TEST(CpuMatmul, BitIdenticalAcrossThreadCounts) {
       {DType::Q8_0_R16, 301, 608, 1},   {DType::Q8_0_R16, 301, 512, 70},
       {DType::IQ4_NL_R16, 301, 608, 1}, {DType::IQ4_NL_R16, 301, 512, 70},
       {DType::Q5_0_R16, 301, 608, 1},   {DType::Q5_0_R16, 301, 512, 70},
+      {DType::Q5_1_R16, 301, 608, 1},   {DType::Q5_1_R16, 301, 512, 70},
       {DType::Q4_K_R8, 131, 2304, 1},   {DType::Q4_K_R8, 131, 2048, 37},
       {DType::Q4_K_R8S, 132, 5632, 1},  {DType::Q4_K_R8S, 136, 2304, 37},  // sets of 4 / 8 rows
   };

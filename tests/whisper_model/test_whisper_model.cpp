@@ -414,11 +414,12 @@ TEST_F(WhisperModelTest, RepackedMatricesMatchThePlainLayout) {
   }
 }
 
-// whisper.cpp's quantized files (every projection and the token embedding in q8_0 / q5_0 / q4_0,
-// the encoder's too): repacked at load, equal to the file layout up to f32 summation order, and
-// near the reference.
+// whisper.cpp's quantized files (every projection and the token embedding in q8_0 / q5_0 / q5_1 /
+// q4_0, the encoder's too): repacked at load, equal to the file layout up to f32 summation order,
+// and near the reference.
 TEST_F(WhisperModelTest, QuantizedGgmlFilesRepackedMatchThePlainLayout) {
-  for (const auto dtype : {kernels::DType::Q8_0, kernels::DType::Q5_0, kernels::DType::Q4_0}) {
+  for (const auto dtype :
+       {kernels::DType::Q8_0, kernels::DType::Q5_0, kernels::DType::Q5_1, kernels::DType::Q4_0}) {
     const auto file = *dir_ / ("ggml-tiny-" + std::string(kernels::name(dtype)) + ".bin");
     write_ggml(*tiny_, file, dtype);
     const auto repacked = WhisperModel::load(file);

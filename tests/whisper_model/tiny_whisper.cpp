@@ -303,6 +303,8 @@ int32_t ggml_ftype(std::optional<kernels::DType> quant) {
       return 2007;
     case kernels::DType::Q5_0:
       return 2008;
+    case kernels::DType::Q5_1:
+      return 2009;
     default:
       throw std::invalid_argument("write_ggml: no whisper.cpp ftype for " +
                                   std::string(kernels::name(*quant)));

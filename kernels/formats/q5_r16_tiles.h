@@ -1,6 +1,9 @@
-// Tiles of Q5_0_R16 weights (q5_0_r16.h) against q4_0_r16's activation layout (ActGroupR16 with
-// zero 16 * sum(q)): T tokens x R rows, the QuantTile interface (tiles.h), so matvec_driver /
-// gemm_driver run them unchanged.
+// Tiles of Q5_0_R16 and Q5_1_R16 weights (q5_0_r16.h, q5_1_r16.h) against their activations
+// (q4_0_r16's ActGroupR16 with zero 16 * sum(q); q8_1 values in the same places with s = d *
+// sum(q)): T tokens x R rows, the QuantTile interface (tiles.h), so matvec_driver / gemm_driver run
+// them unchanged. One template over the format (Q5_0Format, Q5_1Format): where the fifth bits and
+// quants sit, and the f32 step of a block (q5_0: the zero removed, one scale; q5_1: the min times s
+// added).
 //
 // The loops are q4_0_r16's (q4_0_r16_tiles.h); what differs is how a chunk's 32 (or 64) quant
 // bytes become the weights' values 0..31: the nibbles as there, each with its fifth bit (x 16)
@@ -26,11 +29,46 @@
 #include "kernels/formats/prefetch.h"
 #include "kernels/formats/q4_0_r16_tiles.h"
 #include "kernels/formats/q5_0_r16.h"
+#include "kernels/formats/q5_1_r16.h"
 #include "kernels/formats/repacked_tiles.h"
 #include "kernels/formats/traits_avx2.h"
 #include "kernels/formats/traits_scalar.h"
 
 namespace oxi::kernels::OXI_ARCH_NS {
+
+// Where a group of m blocks keeps its fields, and what its activation is.
+struct Q5_0Format {
+  using WGroup = WeightGroupQ5R16;
+  using AGroup = ActGroupR16;
+  using Block = BlockQ5_0;
+  static constexpr bool kMins = false;
+  template <class Byte>
+  static Byte* fifth_bits(Byte* g, size_t m) noexcept {
+    return q5_r16_fifth_bits(g, m);
+  }
+  template <class Byte>
+  static Byte* quants(Byte* g, size_t m, size_t k) noexcept {
+    return q5_r16_quants(g, m, k);
+  }
+};
+struct Q5_1Format {
+  using WGroup = WeightGroupQ5_1R16;
+  using AGroup = ActGroupQ8_1R16;
+  using Block = BlockQ5_1;
+  static constexpr bool kMins = true;
+  template <class Byte>
+  static Byte* mins(Byte* g, size_t m) noexcept {
+    return q5_1_r16_mins(g, m);
+  }
+  template <class Byte>
+  static Byte* fifth_bits(Byte* g, size_t m) noexcept {
+    return q5_1_r16_fifth_bits(g, m);
+  }
+  template <class Byte>
+  static Byte* quants(Byte* g, size_t m, size_t k) noexcept {
+    return q5_1_r16_quants(g, m, k);
+  }
+};
 
 #if defined(OXI_ARCH_AVX2)
 
@@ -74,19 +112,24 @@ struct Q5Dots {
   }
 };
 
+inline __m256 f16x8(const void* p) noexcept {
+  return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+}
+
 // A row's whole group as the 256-bit passes read it: blocks [8c, 8c + 8).
+template <class Format>
 struct WholeQ5Group {
-  const WeightGroupQ5R16* g;
+  const typename Format::WGroup* g;
   static int halves() noexcept { return 2; }
-  __m256 scales(int c) const noexcept {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g->d + 8 * c)));
-  }
+  __m256 scales(int c) const noexcept { return f16x8(g->d + 8 * c); }
+  __m256 mins(int c) const noexcept { return f16x8(g->m + 8 * c); }  // q5_1
   __m256i fifth_bits(int c) const noexcept { return simd::load256_once(g->qh[8 * c]); }
   __m256i quants(int k, int c) const noexcept { return simd::load256_once(g->qs[k] + 32 * c); }
 };
 
 // A row's short group of m < 16 blocks, the same way: lanes past m read as zero (no byte past
 // the row is touched), blocks 8-15 only when there are any.
+template <class Format>
 struct ShortQ5Group {
   const uint8_t* g;
   size_t m;
@@ -102,20 +145,31 @@ struct ShortQ5Group {
     return _mm256_maskload_epi32(reinterpret_cast<const int*>(p + 32 * c), mask);
 #endif
   }
-  __m256 scales(int c) const noexcept {
-    alignas(16) uint16_t d[8] = {};
-    std::memcpy(d, q5_r16_scales(g) + 16 * c, 2 * count(c));
-    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d)));
+  // 8 f16 values of half c from p, those past m as 0
+  __m256 halves_f16(const uint8_t* p, int c) const noexcept {
+    alignas(16) uint16_t v[8] = {};
+    std::memcpy(v, p + 16 * c, 2 * count(c));
+    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(v)));
   }
+  __m256 scales(int c) const noexcept {
+    return halves_f16(g, c);
+  }
+  __m256 mins(int c) const noexcept {
+    return halves_f16(Format::mins(g, m), c);
+  }  // q5_1
   __m256i fifth_bits(int c) const noexcept {
-    return lanes(q5_r16_fifth_bits(g, m), c);
+    return lanes(Format::fifth_bits(g, m), c);
   }
   __m256i quants(int k, int c) const noexcept {
-    return lanes(q5_r16_quants(g, m, k), c);
+    return lanes(Format::quants(g, m, k), c);
   }
 };
 
-struct Q5_0R16Tile : RowPasses<Q5_0R16Tile> {
+template <class Format>
+struct Q5R16Tile : RowPasses<Q5R16Tile<Format>> {
+  using WGroup = typename Format::WGroup;
+  using AGroup = typename Format::AGroup;
+
   // Rows P at a time so that the T x P accumulators, T block sums and a chunk's values fit the
   // 16 ymm registers.
   template <int T>
@@ -123,8 +177,7 @@ struct Q5_0R16Tile : RowPasses<Q5_0R16Tile> {
 
   // acc[t][p] += every block's integer dot times its two scales, blocks 0-7 then 8-15.
   template <int T, int P, class Group>
-  [[gnu::always_inline]] static void add_groups(const Group (&wg)[P],
-                                                const ActGroupR16* const (&a)[T],
+  [[gnu::always_inline]] static void add_groups(const Group (&wg)[P], const AGroup* const (&a)[T],
                                                 __m256 (&acc)[T][P]) noexcept {
     for (int c = 0; c < wg[0].halves(); ++c) {  // blocks 8c .. 8c + 7
       for (int p = 0; p < P; ++p) {
@@ -139,19 +192,24 @@ struct Q5_0R16Tile : RowPasses<Q5_0R16Tile> {
           }
         }
         for (int t = 0; t < T; ++t) {
-          const __m256i s32 = _mm256_sub_epi32(dots[t].v, simd::load256(a[t]->zero + 8 * c));
           const __m256 scale = _mm256_mul_ps(dw, _mm256_loadu_ps(a[t]->d + 8 * c));
-          acc[t][p] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(s32), acc[t][p]);
+          if constexpr (Format::kMins) {  // d_w d_a sum + m_w s_a
+            acc[t][p] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(dots[t].v), acc[t][p]);
+            acc[t][p] = _mm256_fmadd_ps(wg[p].mins(c), _mm256_loadu_ps(a[t]->s + 8 * c), acc[t][p]);
+          } else {  // d_w d_a (sum - zero)
+            const __m256i s32 = _mm256_sub_epi32(dots[t].v, simd::load256(a[t]->zero + 8 * c));
+            acc[t][p] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(s32), acc[t][p]);
+          }
         }
       }
     }
   }
 
 #if defined(OXI_ARCH_AVX512)
-  // A group's 16 block sums minus their zeros: quants(k) gives chunk k's 64 bytes, fifth the
-  // group's 64 fifth-bit bytes.
+  // A group's 16 block sums: quants(k) gives chunk k's 64 bytes, fifth the group's 64
+  // fifth-bit bytes.
   template <class Quants>
-  [[gnu::always_inline]] static __m512i sums_512(const ActGroupR16* a, const Quants& quants,
+  [[gnu::always_inline]] static __m512i sums_512(const AGroup* a, const Quants& quants,
                                                  __m512i fifth) noexcept {
     const __m512i low4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(0x10);
     const __m512i low_bit = _mm512_set1_epi32(0x08040201);
@@ -171,7 +229,26 @@ struct Q5_0R16Tile : RowPasses<Q5_0R16Tile> {
       sum = _mm512_dpbusd_epi32(sum, _mm512_mask_add_epi8(high, high_set, high, sixteen),
                                 _mm512_loadu_si512(a->q[k][1]));
     }
-    return _mm512_sub_epi32(sum, _mm512_loadu_si512(a->zero));
+    return sum;
+  }
+
+  // acc += a group's sums (s32) times their scales (d16: the weights' f16 scales, m16 their f16
+  // mins for q5_1), blocks 8-15 only when `both`: the 256-bit pass's f32 steps, in its order.
+  [[gnu::always_inline]] static void add_group_512(__m256& acc, const AGroup* a, __m512i s32,
+                                                   __m256i d16, __m256i m16, bool both) noexcept {
+    if constexpr (!Format::kMins) {
+      add_r16_group_sums_512(acc, a, _mm512_sub_epi32(s32, _mm512_loadu_si512(a->zero)), d16, both);
+    } else {
+      const __m512 sums = _mm512_maskz_cvtepi32_ps(0xFFFF, s32);
+      const __m512 scale = _mm512_mul_ps(_mm512_maskz_cvtph_ps(0xFFFF, d16), _mm512_loadu_ps(a->d));
+      const __m512 mins = _mm512_maskz_cvtph_ps(0xFFFF, m16), s = _mm512_loadu_ps(a->s);
+      for (int c = 0; c < (both ? 2 : 1); ++c) {
+        acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, scale, c),
+                              _mm512_maskz_extractf32x8_ps(0xFF, sums, c), acc);
+        acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, mins, c),
+                              _mm512_maskz_extractf32x8_ps(0xFF, s, c), acc);
+      }
+    }
   }
 
   // Two 32-byte halves as one vector: a whole group's fields start 32 bytes into a line in
@@ -191,32 +268,38 @@ struct Q5_0R16Tile : RowPasses<Q5_0R16Tile> {
     __m256 acc[P];
     for (int p = 0; p < P; ++p) acc[p] = _mm256_setzero_ps();
     for (size_t g = 0; g < groups; ++g) {
-      const ActGroupR16* a = reinterpret_cast<const ActGroupR16*>(x) + g;
+      const AGroup* a = reinterpret_cast<const AGroup*>(x) + g;
       for (int p = 0; p < P; ++p) {
-        const auto* wg = reinterpret_cast<const WeightGroupQ5R16*>(w + p * w_row_bytes) + g;
+        const auto* wg = reinterpret_cast<const WGroup*>(w + p * w_row_bytes) + g;
         const auto* ahead = reinterpret_cast<const uint8_t*>(wg) + kPrefetchBytes;
         if constexpr (kLines)
-          prefetch_stream_part<sizeof(WeightGroupQ5R16)>(ahead);
+          prefetch_stream_part<sizeof(WGroup)>(ahead);
         else
-          prefetch_page_starts<sizeof(WeightGroupQ5R16)>(ahead);
+          prefetch_page_starts<sizeof(WGroup)>(ahead);
         const auto quants = [wg](int k) { return load_halves(wg->qs[k]); };
         const __m512i s32 = sums_512(a, quants, load_halves(wg->qh[0]));
-        add_r16_group_sums_512(acc[p], a, s32, simd::load256(wg->d), true);
+        __m256i m16 = _mm256_setzero_si256();
+        if constexpr (Format::kMins) m16 = simd::load256(wg->m);
+        add_group_512(acc[p], a, s32, simd::load256(wg->d), m16, true);
       }
     }
     if (m > 0) {
-      const ActGroupR16* a = reinterpret_cast<const ActGroupR16*>(x) + groups;
+      const AGroup* a = reinterpret_cast<const AGroup*>(x) + groups;
       const __mmask64 byte_mask = (uint64_t{1} << (4 * m)) - 1;
+      const auto block_mask = static_cast<__mmask16>((1u << m) - 1);
       for (int p = 0; p < P; ++p) {
-        const uint8_t* sg = w + p * w_row_bytes + groups * sizeof(WeightGroupQ5R16);
+        const uint8_t* sg = w + p * w_row_bytes + groups * sizeof(WGroup);
         if constexpr (kLines)  // the short groups' lines too (the groups' stop short)
-          prefetch_stream_part(sg + kPrefetchBytes, m * sizeof(BlockQ5_0), 0, 1);
+          prefetch_stream_part(sg + kPrefetchBytes, m * sizeof(typename Format::Block), 0, 1);
         const auto quants = [sg, m, byte_mask](int k) {
-          return _mm512_maskz_loadu_epi8(byte_mask, q5_r16_quants(sg, m, k));
+          return _mm512_maskz_loadu_epi8(byte_mask, Format::quants(sg, m, k));
         };
-        const __m512i fifth = _mm512_maskz_loadu_epi8(byte_mask, q5_r16_fifth_bits(sg, m));
-        const __m256i d16 = _mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << m) - 1), sg);
-        add_r16_group_sums_512(acc[p], a, sums_512(a, quants, fifth), d16, m > 8);
+        const __m512i fifth = _mm512_maskz_loadu_epi8(byte_mask, Format::fifth_bits(sg, m));
+        const __m256i d16 = _mm256_maskz_loadu_epi16(block_mask, sg);
+        __m256i m16 = _mm256_setzero_si256();
+        if constexpr (Format::kMins)
+          m16 = _mm256_maskz_loadu_epi16(block_mask, Format::mins(sg, m));
+        add_group_512(acc[p], a, sums_512(a, quants, fifth), d16, m16, m > 8);
       }
     }
     for (int p = 0; p < P; ++p) y[p] = simd::hsum(acc[p]);
@@ -239,26 +322,25 @@ struct Q5_0R16Tile : RowPasses<Q5_0R16Tile> {
     __m256 acc[T][P];
     for (int t = 0; t < T; ++t)
       for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
-    const ActGroupR16* a[T];
+    const AGroup* a[T];
     for (size_t g = 0; g < groups; ++g) {
-      for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const ActGroupR16*>(x + t * x_stride) + g;
-      WholeQ5Group wg[P];
+      for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const AGroup*>(x + t * x_stride) + g;
+      WholeQ5Group<Format> wg[P];
       for (int p = 0; p < P; ++p) {
-        wg[p].g = reinterpret_cast<const WeightGroupQ5R16*>(w + p * w_row_bytes) + g;
+        wg[p].g = reinterpret_cast<const WGroup*>(w + p * w_row_bytes) + g;
         if constexpr (T == 1)  // its lines and the page start among them (prefetch.h)
-          prefetch_stream_part<sizeof(WeightGroupQ5R16)>(reinterpret_cast<const uint8_t*>(wg[p].g) +
-                                                         kPrefetchBytes);
+          prefetch_stream_part<sizeof(WGroup)>(reinterpret_cast<const uint8_t*>(wg[p].g) +
+                                               kPrefetchBytes);
       }
       add_groups<T, P>(wg, a, acc);
     }
     if (m > 0) {
-      for (int t = 0; t < T; ++t)
-        a[t] = reinterpret_cast<const ActGroupR16*>(x + t * x_stride) + groups;
-      ShortQ5Group sg[P];
+      for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const AGroup*>(x + t * x_stride) + groups;
+      ShortQ5Group<Format> sg[P];
       for (int p = 0; p < P; ++p) {
-        sg[p] = {w + p * w_row_bytes + groups * sizeof(WeightGroupQ5R16), m};
+        sg[p] = {w + p * w_row_bytes + groups * sizeof(WGroup), m};
         if constexpr (T == 1)  // the short groups' lines too (the groups' stop short)
-          prefetch_stream_part(sg[p].g + kPrefetchBytes, m * sizeof(BlockQ5_0), 0, 1);
+          prefetch_stream_part(sg[p].g + kPrefetchBytes, m * sizeof(typename Format::Block), 0, 1);
       }
       add_groups<T, P>(sg, a, acc);
     }
@@ -270,14 +352,17 @@ struct Q5_0R16Tile : RowPasses<Q5_0R16Tile> {
 #else
 
 // The reference (R16ReferenceTile) with this layout's block term.
-struct Q5_0R16Tile : R16ReferenceTile<Q5_0R16Tile, WeightGroupQ5R16, ActGroupR16> {
-  // Block b's integer dot against the activation group (values 0..31 against zero 16 * sum(q)),
-  // times its two scales: `group` holds m blocks (q5_0_r16.h).
-  static float block_term(const uint8_t* group, size_t m, const ActGroupR16& a, size_t b) noexcept {
+template <class Format>
+struct Q5R16Tile
+    : R16ReferenceTile<Q5R16Tile<Format>, typename Format::WGroup, typename Format::AGroup> {
+  // Block b's integer dot against the activation group (values 0..31), then its f32 step:
+  // q5_0: d_w d_a (sum - 16 sum(q)); q5_1: d_w d_a sum + m_w s_a. `group` holds m blocks.
+  static float block_term(const uint8_t* group, size_t m, const typename Format::AGroup& a,
+                          size_t b) noexcept {
     int32_t s = 0;
     for (size_t k = 0; k < 4; ++k) {
-      const uint8_t* qs = q5_r16_quants(group, m, k);
-      const int fifth = q5_r16_fifth_bits(group, m)[4 * b + k];
+      const uint8_t* qs = Format::quants(group, m, k);
+      const int fifth = Format::fifth_bits(group, m)[4 * b + k];
       for (size_t j = 0; j < 4; ++j) {
         const uint8_t byte = qs[4 * b + j];
         const int low = (byte & 0xF) | (fifth >> j & 1) << 4;
@@ -286,11 +371,20 @@ struct Q5_0R16Tile : R16ReferenceTile<Q5_0R16Tile, WeightGroupQ5R16, ActGroupR16
       }
     }
     uint16_t d;
-    std::memcpy(&d, q5_r16_scales(group) + 2 * b, 2);
-    return f16_to_f32(d) * a.d[b] * static_cast<float>(s - a.zero[b]);
+    std::memcpy(&d, group + 2 * b, 2);  // the scales lead every group
+    if constexpr (Format::kMins) {
+      uint16_t min;
+      std::memcpy(&min, Format::mins(group, m) + 2 * b, 2);
+      return f16_to_f32(d) * a.d[b] * static_cast<float>(s) + f16_to_f32(min) * a.s[b];
+    } else {
+      return f16_to_f32(d) * a.d[b] * static_cast<float>(s - a.zero[b]);
+    }
   }
 };
 
 #endif
+
+using Q5_0R16Tile = Q5R16Tile<Q5_0Format>;
+using Q5_1R16Tile = Q5R16Tile<Q5_1Format>;
 
 }  // namespace oxi::kernels::OXI_ARCH_NS
