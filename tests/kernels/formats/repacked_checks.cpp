@@ -234,4 +234,24 @@ void expect_avx512_bit_identical_to_avx2(DType plain, DType packed,
   }
 }
 
+void expect_constant_activations_match_naive(kernels::DType plain, kernels::DType packed,
+                                             const std::vector<uint8_t>& plain_row, size_t n,
+                                             std::string_view what) {
+  const std::vector<uint8_t> row = repack_copy(plain, packed, plain_row, n);
+  const std::vector<float> w = reference_dequantize(plain, plain_row.data(), n);
+  for (float sign : {1.0f, -1.0f}) {
+    const std::vector<float> x(n, sign);
+    std::vector<uint8_t> act(kernels::activation_bytes(packed, n));
+    kernels::quantize_activation(packed, x.data(), act.data(), n);
+    double want = 0;
+    for (size_t i = 0; i < n; ++i) want += double(w[i]) * sign;
+    for (kernels::Isa isa : available_isas()) {
+      float y = NAN;
+      kernels::format_kernels(isa).matvec_for(packed)(row.data(), row.size(), 1, n, act.data(), &y);
+      EXPECT_NEAR(y, want, 1e-4 * std::fabs(want) + 1e-3)
+          << kernels::isa_name(isa) << " " << what << " sign " << sign;
+    }
+  }
+}
+
 }  // namespace oxi::test::formats

@@ -63,6 +63,14 @@ enum class GemmMatch {
 void expect_gemm_q_matches_matvec(kernels::DType plain, kernels::DType packed,
                                   std::span<const size_t> lengths, GemmMatch match);
 
+// One row `plain_row` (n elements of type `plain`, usually built with extreme values) repacked to
+// `packed` and multiplied on every ISA by activations of +1 and -1 everywhere (q8 values of
+// +-127: the ends of the kernels' integer ranges): within 1e-4 relative (plus 1e-3) of the naive
+// double sum of its decoded values. `what` names the row in failures.
+void expect_constant_activations_match_naive(kernels::DType plain, kernels::DType packed,
+                                             const std::vector<uint8_t>& plain_row, size_t n,
+                                             std::string_view what);
+
 // Where the avx512 kernels of `packed` take 512-bit vectors but fold them to the 256-bit
 // kernel's int32 lanes before any f32 arithmetic (q6_K, q4_K_r8, q4_K_r8s): for every n in
 // `lengths`, 9 rows (times row_granule) and 5 tokens, its matvec and gemm_q on avx512 give the

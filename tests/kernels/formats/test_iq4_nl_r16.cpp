@@ -81,29 +81,15 @@ TEST(IQ4_NLR16, Avx512IsBitIdenticalToAvx2) {
 TEST(IQ4_NLR16, ExtremeLevelsAndActivations) {
   const size_t n = 32 * 16 + 32 * 3;
   for (uint8_t nibbles : {uint8_t{0x00}, uint8_t{0xFF}, uint8_t{0x0F}}) {
-    std::vector<kernels::BlockIQ4_NL> blocks(n / 32);
-    for (auto& b : blocks) {
+    std::vector<uint8_t> row(n / 32 * sizeof(kernels::BlockIQ4_NL));
+    for (size_t i = 0; i < n / 32; ++i) {
+      kernels::BlockIQ4_NL b;
       b.d = 0x3C00;  // 1.0
       std::memset(b.qs, nibbles, sizeof b.qs);
+      std::memcpy(row.data() + i * sizeof b, &b, sizeof b);
     }
-    std::vector<uint8_t> plain(n / 32 * sizeof(kernels::BlockIQ4_NL));
-    std::memcpy(plain.data(), blocks.data(), plain.size());
-    const std::vector<uint8_t> packed = repack_copy(DType::IQ4_NL, DType::IQ4_NL_R16, plain, n);
-    for (float sign : {1.0f, -1.0f}) {
-      const std::vector<float> x(n, sign);
-      std::vector<uint8_t> act(kernels::activation_bytes(DType::IQ4_NL_R16, n));
-      kernels::quantize_activation(DType::IQ4_NL_R16, x.data(), act.data(), n);
-      const std::vector<float> w = reference_dequantize(DType::IQ4_NL, plain.data(), n);
-      double want = 0;
-      for (size_t i = 0; i < n; ++i) want += double(w[i]) * sign;
-      for (Isa isa : available_isas()) {
-        float y = NAN;
-        kernels::format_kernels(isa).matvec_for(DType::IQ4_NL_R16)(packed.data(), packed.size(), 1,
-                                                                   n, act.data(), &y);
-        EXPECT_NEAR(y, want, 1e-4 * std::fabs(want))
-            << kernels::isa_name(isa) << " nibbles " << int(nibbles) << " sign " << sign;
-      }
-    }
+    expect_constant_activations_match_naive(DType::IQ4_NL, DType::IQ4_NL_R16, row, n,
+                                            "nibbles " + std::to_string(nibbles));
   }
 }
 

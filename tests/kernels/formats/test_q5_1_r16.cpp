@@ -96,32 +96,18 @@ TEST(Q5_1R16, ExtremeValuesAndActivations) {
                                                    {0xF0, 0x0000FFFFu},
                                                    {0x5A, 0xA5C3F00Fu}};
   for (const auto& [nibbles, qh] : patterns) {
-    std::vector<kernels::BlockQ5_1> blocks(n / 32);
-    for (auto& b : blocks) {
+    std::vector<uint8_t> row(n / 32 * sizeof(kernels::BlockQ5_1));
+    for (size_t i = 0; i < n / 32; ++i) {
+      kernels::BlockQ5_1 b;
       b.d = 0x3C00;  // 1.0
       b.m = 0xC000;  // -2.0
       std::memcpy(b.qh, &qh, 4);
       std::memset(b.qs, nibbles, sizeof b.qs);
+      std::memcpy(row.data() + i * sizeof b, &b, sizeof b);
     }
-    std::vector<uint8_t> plain(n / 32 * sizeof(kernels::BlockQ5_1));
-    std::memcpy(plain.data(), blocks.data(), plain.size());
-    const std::vector<uint8_t> packed = repack_copy(DType::Q5_1, DType::Q5_1_R16, plain, n);
-    for (float sign : {1.0f, -1.0f}) {
-      const std::vector<float> x(n, sign);
-      std::vector<uint8_t> act(kernels::activation_bytes(DType::Q5_1_R16, n));
-      kernels::quantize_activation(DType::Q5_1_R16, x.data(), act.data(), n);
-      const std::vector<float> w = reference_dequantize(DType::Q5_1, plain.data(), n);
-      double want = 0;
-      for (size_t i = 0; i < n; ++i) want += double(w[i]) * sign;
-      for (Isa isa : available_isas()) {
-        float y = NAN;
-        kernels::format_kernels(isa).matvec_for(DType::Q5_1_R16)(packed.data(), packed.size(), 1, n,
-                                                                 act.data(), &y);
-        EXPECT_NEAR(y, want, 1e-4 * std::fabs(want) + 1e-3)
-            << kernels::isa_name(isa) << " nibbles " << int(nibbles) << " qh " << qh << " sign "
-            << sign;
-      }
-    }
+    expect_constant_activations_match_naive(
+        DType::Q5_1, DType::Q5_1_R16, row, n,
+        "nibbles " + std::to_string(nibbles) + " qh " + std::to_string(qh));
   }
 }
 
