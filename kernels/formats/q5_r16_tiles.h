@@ -242,11 +242,16 @@ struct Q5R16Tile : RowPasses<Q5R16Tile<Format>> {
       const __m512 sums = _mm512_maskz_cvtepi32_ps(0xFFFF, s32);
       const __m512 scale = _mm512_mul_ps(_mm512_maskz_cvtph_ps(0xFFFF, d16), _mm512_loadu_ps(a->d));
       const __m512 mins = _mm512_maskz_cvtph_ps(0xFFFF, m16), s = _mm512_loadu_ps(a->s);
-      for (int c = 0; c < (both ? 2 : 1); ++c) {
-        acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, scale, c),
-                              _mm512_maskz_extractf32x8_ps(0xFF, sums, c), acc);
-        acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, mins, c),
-                              _mm512_maskz_extractf32x8_ps(0xFF, s, c), acc);
+      // blocks 0-7, then 8-15 (the extract's half must be an immediate: no loop over it)
+      acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, scale, 0),
+                            _mm512_maskz_extractf32x8_ps(0xFF, sums, 0), acc);
+      acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, mins, 0),
+                            _mm512_maskz_extractf32x8_ps(0xFF, s, 0), acc);
+      if (both) {
+        acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, scale, 1),
+                              _mm512_maskz_extractf32x8_ps(0xFF, sums, 1), acc);
+        acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, mins, 1),
+                              _mm512_maskz_extractf32x8_ps(0xFF, s, 1), acc);
       }
     }
   }
