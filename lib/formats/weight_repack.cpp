@@ -32,7 +32,7 @@ std::byte* owned_copy(formats::WeightCopies& copies, const void* p, size_t bytes
   return nullptr;
 }
 
-// Rewrites m's rows as `to` in place (m is one of w's own copies).
+// Rewrites m's rows as `to` in place (m views one of the loader's own copies).
 void repack_in_place(std::byte* own, const backends::WeightMatrix& m, kernels::DType to) {
   if (to == m.dtype) return;  // a plain copy (repack_for_cpu): nothing to rearrange
   // a row at a time, or a set of rows (q4_K_r8s)
@@ -129,12 +129,15 @@ void repack_for_cpu(std::span<backends::WeightMatrix* const> multiplied,
     add(m, to);
   }
   if (jobs.empty()) return;
-  // Once some matrices are copied, the others the forward pass multiplies are copied too (as
-  // they are): a matrix still read through the mapping lets the kernel's fault-around map the
-  // released pages of its copied neighbours back in (a TinyLlama-shaped Q4_K_M file, whose q6_K
-  // matrices sit between repacked q4_K ones: 12 MB more resident than the plain layout).
-  for (backends::WeightMatrix* m : all) {
-    if (m != lookup_only && kernels.preferred_layout(m->dtype) == m->dtype) add(m, m->dtype);
+  // Once some matrices are copied out of the mapped file, the others the forward pass multiplies
+  // are copied too (as they are): a matrix still read through the mapping lets the kernel's
+  // fault-around map the released pages of its copied neighbours back in (a TinyLlama-shaped
+  // Q4_K_M file, whose q6_K matrices sit between repacked q4_K ones: 12 MB more resident than the
+  // plain layout). Without a mapping no pages are released, and nothing gains from a copy.
+  if (total > 0 && mapping != nullptr) {
+    for (backends::WeightMatrix* m : all) {
+      if (m != lookup_only && kernels.preferred_layout(m->dtype) == m->dtype) add(m, m->dtype);
+    }
   }
   if (total > 0) {
     repacked.bytes.reset(static_cast<std::byte*>(

@@ -37,8 +37,8 @@ bool repack_enabled();
 // `lookup_only` (may be null: a token embedding read a row at a time) is repacked only where it
 // views the same rows as a multiplied matrix (a tied output), and then shares its copy. Matrices
 // in `mapping` (the model file; may be null) are copied into `repacked` and their mapped pages
-// let go; converted copies (`copies`) are repacked in place. Once any matrix is copied, the other
-// multiplied ones in the file are copied too, as they are. Nothing happens when
+// let go; converted copies (`copies`) are repacked in place. Once any matrix is copied out of
+// `mapping`, the other multiplied ones in it are copied too, as they are. Nothing happens when
 // !repack_enabled().
 void repack_for_cpu(std::span<backends::WeightMatrix* const> multiplied,
                     backends::WeightMatrix* lookup_only, WeightCopies& copies,

@@ -397,6 +397,9 @@ TEST_F(WhisperModelTest, RepackedMatricesMatchThePlainLayout) {
           &w.decoder_blocks[1].fc2, &w.token_embedding})
       EXPECT_EQ(m->dtype, layout) << kernels::name(dtype);
     EXPECT_EQ(plain->weights().decoder_blocks[0].fc1.dtype, dtype);
+    // the --quant copies repacked where they are; the f16 encoder left in the file, not copied
+    EXPECT_EQ(w.repacked.bytes, nullptr);
+    EXPECT_EQ(w.encoder_blocks[0].fc1.dtype, kernels::DType::F16);
     const std::vector<float> features = mel(100);
     const std::vector<int32_t> tokens = {260, 261, 361, 365};
     std::vector<float> logits[2];
