@@ -6,43 +6,14 @@
 #include <cstring>
 
 #include "kernels/formats/fp16.h"
-#include "kernels/formats/q5_0_r16.h"
 #include "kernels/formats/quant.h"
 #include "kernels/formats/repacked_rows.h"
 
 namespace oxi::kernels {
 namespace {
 
-// m blocks into a group of m (q5_1_r16.h), and back.
-void pack_blocks(const BlockQ5_1* b, size_t m, void* dst) noexcept {
-  auto* g = static_cast<uint8_t*>(dst);
-  for (size_t i = 0; i < m; ++i) {
-    std::memcpy(q5_1_r16_scales(g) + 2 * i, &b[i].d, 2);
-    std::memcpy(q5_1_r16_mins(g, m) + 2 * i, &b[i].m, 2);
-    uint32_t qh;
-    std::memcpy(&qh, b[i].qh, 4);
-    for (size_t k = 0; k < 4; ++k) {
-      q5_1_r16_fifth_bits(g, m)[4 * i + k] = q5_r16_fifth_byte(qh, k);
-      std::memcpy(q5_1_r16_quants(g, m, k) + 4 * i, &b[i].qs[4 * k], 4);
-    }
-  }
-}
-
-void unpack_blocks(const void* src, size_t m, BlockQ5_1* b) noexcept {
-  const auto* g = static_cast<const uint8_t*>(src);
-  for (size_t i = 0; i < m; ++i) {
-    std::memcpy(&b[i].d, q5_1_r16_scales(g) + 2 * i, 2);
-    std::memcpy(&b[i].m, q5_1_r16_mins(g, m) + 2 * i, 2);
-    uint8_t fifth[4];
-    std::memcpy(fifth, q5_1_r16_fifth_bits(g, m) + 4 * i, 4);
-    const uint32_t qh = q5_0_qh_of(fifth);
-    std::memcpy(b[i].qh, &qh, 4);
-    for (size_t k = 0; k < 4; ++k)
-      std::memcpy(&b[i].qs[4 * k], q5_1_r16_quants(g, m, k) + 4 * i, 4);
-  }
-}
-
-using Rows = R16Rows<BlockQ5_1, WeightGroupQ5_1R16, DType::Q5_1, QK, pack_blocks, unpack_blocks>;
+using Rows = R16Rows<BlockQ5_1, WeightGroupQ5_1R16, DType::Q5_1, QK, pack_q5_r16_blocks<BlockQ5_1>,
+                     unpack_q5_r16_blocks<BlockQ5_1>>;
 
 // A group's activation from m <= 16 q8_1 blocks; lanes past m are zero.
 void fill_activation_group(const BlockQ8_1* b, size_t m, ActGroupQ8_1R16& a) noexcept {

@@ -9,9 +9,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/formats/q4_0_r16.h"
 #include "kernels/formats/q4_k_r8.h"
+#include "kernels/formats/q5_0_r16.h"
+#include "kernels/formats/q5_1_r16.h"
 #include "kernels/formats/quant.h"
 
 namespace oxi::kernels {
@@ -37,6 +40,45 @@ void unpack_r16_blocks(const void* src, size_t m, Block* b) noexcept {
     std::memcpy(&b[i].d, r16_scales(g) + 2 * i, 2);
     for (size_t k = 0; k < kChunks; ++k)
       std::memcpy(&b[i].qs[4 * k], r16_quants(g, m, k) + 4 * i, 4);
+  }
+}
+
+// The same for q5_0_r16 and q5_1_r16 (q5_0_r16.h, q5_1_r16.h): the scales, q5_1's mins, each
+// block's fifth bits a byte per chunk, then the quants.
+template <class Block>
+void pack_q5_r16_blocks(const Block* b, size_t m, void* dst) noexcept {
+  constexpr bool kMins = std::is_same_v<Block, BlockQ5_1>;
+  auto* g = static_cast<uint8_t*>(dst);
+  uint8_t* fifth = kMins ? q5_1_r16_fifth_bits(g, m) : q5_r16_fifth_bits(g, m);
+  for (size_t i = 0; i < m; ++i) {
+    std::memcpy(g + 2 * i, &b[i].d, 2);
+    if constexpr (kMins) std::memcpy(q5_1_r16_mins(g, m) + 2 * i, &b[i].m, 2);
+    uint32_t qh;
+    std::memcpy(&qh, b[i].qh, 4);
+    for (size_t k = 0; k < 4; ++k) {
+      fifth[4 * i + k] = q5_r16_fifth_byte(qh, k);
+      uint8_t* quants = kMins ? q5_1_r16_quants(g, m, k) : q5_r16_quants(g, m, k);
+      std::memcpy(quants + 4 * i, &b[i].qs[4 * k], 4);
+    }
+  }
+}
+
+template <class Block>
+void unpack_q5_r16_blocks(const void* src, size_t m, Block* b) noexcept {
+  constexpr bool kMins = std::is_same_v<Block, BlockQ5_1>;
+  const auto* g = static_cast<const uint8_t*>(src);
+  const uint8_t* fifth = kMins ? q5_1_r16_fifth_bits(g, m) : q5_r16_fifth_bits(g, m);
+  for (size_t i = 0; i < m; ++i) {
+    std::memcpy(&b[i].d, g + 2 * i, 2);
+    if constexpr (kMins) std::memcpy(&b[i].m, q5_1_r16_mins(g, m) + 2 * i, 2);
+    uint8_t bytes[4];
+    std::memcpy(bytes, fifth + 4 * i, 4);
+    const uint32_t qh = q5_0_qh_of(bytes);
+    std::memcpy(b[i].qh, &qh, 4);
+    for (size_t k = 0; k < 4; ++k) {
+      const uint8_t* quants = kMins ? q5_1_r16_quants(g, m, k) : q5_r16_quants(g, m, k);
+      std::memcpy(&b[i].qs[4 * k], quants + 4 * i, 4);
+    }
   }
 }
 
