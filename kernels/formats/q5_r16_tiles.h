@@ -147,9 +147,9 @@ struct ShortQ5Group {
   }
   // 8 f16 values of half c from p (the scales or q5_1's mins), those past m as 0. A plain
   // 16-byte load stays inside the group (it ends at most 2m + 32 bytes in, of 22m or 24m: more
-  // fields follow both), then the lanes past m are cleared. A copy through a stack buffer (a memcpy call and a
-  // store-forwarding stall per half) had held Whisper tiny's 384-wide rows, all short groups, at
-  // the plain layout's speed.
+  // fields follow both), then the lanes past m are cleared. A copy through a stack buffer (a memcpy
+  // call and a store-forwarding stall per half) had held Whisper tiny's 384-wide rows, all short
+  // groups, at the plain layout's speed.
   __m256 halves_f16(const uint8_t* p, int c) const noexcept {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * c));
     const __m128i keep = _mm_cmpgt_epi16(_mm_set1_epi16(static_cast<short>(count(c))),

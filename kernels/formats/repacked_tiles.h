@@ -67,10 +67,14 @@ struct ShortR16Group {
     return _mm256_maskz_loadu_epi32(mask(c), r16_quants(g, m, k) + 32 * c);
   }
 #else
+  // A plain 16-byte load stays inside the group (it ends at most 32 bytes in, of 18m or more:
+  // the quants follow), then the lanes past m are cleared; not a copy through a stack buffer
+  // (a memcpy call and a store-forwarding stall per half: q5_r16_tiles.h).
   __m256 scales(int c) const noexcept {
-    alignas(16) uint16_t d[8] = {};
-    std::memcpy(d, r16_scales(g) + 16 * c, 2 * count(c));
-    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d)));
+    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r16_scales(g) + 16 * c));
+    const __m128i keep = _mm_cmpgt_epi16(_mm_set1_epi16(static_cast<short>(count(c))),
+                                         _mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm256_cvtph_ps(_mm_and_si128(d, keep));
   }
   __m256i quants(int k, int c) const noexcept {
     const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
