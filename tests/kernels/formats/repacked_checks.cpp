@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <string>
 
+#include "kernels/formats/q4_0_r16.h"
 #include "kernels/formats/quant.h"
 #include "tests/common/test_data.h"
 #include "tests/kernels/formats/reference.h"
@@ -250,6 +252,26 @@ void expect_constant_activations_match_naive(kernels::DType plain, kernels::DTyp
       kernels::format_kernels(isa).matvec_for(packed)(row.data(), row.size(), 1, n, act.data(), &y);
       EXPECT_NEAR(y, want, 1e-4 * std::fabs(want) + 1e-3)
           << kernels::isa_name(isa) << " " << what << " sign " << sign;
+    }
+  }
+}
+
+void expect_activation_is_q4_0_r16s(kernels::DType packed, int zero_per_q,
+                                    std::span<const size_t> lengths) {
+  for (size_t n : lengths) {
+    const std::vector<float> x = random_floats(n, static_cast<uint32_t>(n), -3.0f, 3.0f);
+    const size_t bytes = kernels::activation_bytes(packed, n);
+    ASSERT_EQ(bytes, kernels::activation_bytes(kernels::DType::Q4_0_R16, n));
+    std::vector<uint8_t> got(bytes, 0xAB), q4(bytes, 0xCD);
+    kernels::quantize_activation(packed, x.data(), got.data(), n);
+    kernels::quantize_activation(kernels::DType::Q4_0_R16, x.data(), q4.data(), n);
+    const auto* a = reinterpret_cast<const kernels::ActGroupR16*>(got.data());
+    const auto* b = reinterpret_cast<const kernels::ActGroupR16*>(q4.data());
+    for (size_t g = 0; g < bytes / sizeof(kernels::ActGroupR16); ++g) {
+      ASSERT_EQ(std::memcmp(a[g].d, b[g].d, sizeof a[g].d), 0);
+      ASSERT_EQ(std::memcmp(a[g].q, b[g].q, sizeof a[g].q), 0);
+      for (size_t i = 0; i < 16; ++i)
+        ASSERT_EQ(a[g].zero[i], b[g].zero[i] / 8 * zero_per_q) << g << " " << i;
     }
   }
 }

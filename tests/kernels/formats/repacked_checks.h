@@ -63,6 +63,12 @@ enum class GemmMatch {
 void expect_gemm_q_matches_matvec(kernels::DType plain, kernels::DType packed,
                                   std::span<const size_t> lengths, GemmMatch match);
 
+// For every n in `lengths`: `packed`'s activation is q4_0_r16's (ActGroupR16: the same q8_0
+// values and scales in the same places) with zero_per_q * sum(q) as each block's zero (q4_0_r16's
+// is 8 * sum(q)).
+void expect_activation_is_q4_0_r16s(kernels::DType packed, int zero_per_q,
+                                    std::span<const size_t> lengths);
+
 // One row `plain_row` (n elements of type `plain`, usually built with extreme values) repacked to
 // `packed` and multiplied on every ISA by activations of +1 and -1 everywhere (q8 values of
 // +-127: the ends of the kernels' integer ranges): within 1e-4 relative (plus 1e-3) of the naive

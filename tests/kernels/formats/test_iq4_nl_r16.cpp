@@ -41,22 +41,7 @@ TEST(IQ4_NLR16, EncoderIsIQ4_NLRepacked) {
 
 // q4_0_r16's activation (the same q8_0 values in the same places) with 128 * sum(q) as the zero.
 TEST(IQ4_NLR16, ActivationIsQ4_0R16sWithZero128) {
-  for (size_t n : kLengths) {
-    const std::vector<float> x = random_floats(n, static_cast<uint32_t>(n), -3.0f, 3.0f);
-    const size_t bytes = kernels::activation_bytes(DType::IQ4_NL_R16, n);
-    ASSERT_EQ(bytes, kernels::activation_bytes(DType::Q4_0_R16, n));
-    std::vector<uint8_t> got(bytes, 0xAB), q4(bytes, 0xCD);
-    kernels::quantize_activation(DType::IQ4_NL_R16, x.data(), got.data(), n);
-    kernels::quantize_activation(DType::Q4_0_R16, x.data(), q4.data(), n);
-    const auto* a = reinterpret_cast<const kernels::ActGroupR16*>(got.data());
-    const auto* b = reinterpret_cast<const kernels::ActGroupR16*>(q4.data());
-    for (size_t g = 0; g < bytes / sizeof(kernels::ActGroupR16); ++g) {
-      ASSERT_EQ(std::memcmp(a[g].d, b[g].d, sizeof a[g].d), 0);
-      ASSERT_EQ(std::memcmp(a[g].q, b[g].q, sizeof a[g].q), 0);
-      for (size_t i = 0; i < 16; ++i)
-        ASSERT_EQ(a[g].zero[i], b[g].zero[i] / 8 * 128) << g << " " << i;
-    }
-  }
+  expect_activation_is_q4_0_r16s(DType::IQ4_NL_R16, 128, kLengths);
 }
 
 TEST(IQ4_NLR16, MatvecMatchesNaiveDoubleScalarAndPlainOnEveryIsa) {
