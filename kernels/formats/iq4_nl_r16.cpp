@@ -21,7 +21,7 @@ size_t iq4_nl_r16_activation_bytes(size_t n) noexcept {
 }
 
 void quantize_activation_iq4_nl_r16(const float* x, void* out, size_t n) noexcept {
-  quantize_r16_activation<ActGroupR16, fill_activation_group>(x, out, n);
+  quantize_r16_activation<ActGroupR16, BlockQ8_0, fill_activation_group>(x, out, n);
 }
 
 void repack_row_iq4_nl_r16(const void* src, void* dst, size_t n) noexcept {

@@ -29,6 +29,14 @@ void fill_activation_group(const BlockQ8_0* b, size_t m, ActGroupR16& a) noexcep
 
 }  // namespace
 
+void place_r16_activation_quants(const int8_t* qs, size_t b,
+                                 int8_t (&q)[4][2][4 * kR16Blocks]) noexcept {
+  for (size_t k = 0; k < 4; ++k) {
+    std::memcpy(&q[k][0][4 * b], qs + 4 * k, 4);
+    std::memcpy(&q[k][1][4 * b], qs + QK / 2 + 4 * k, 4);
+  }
+}
+
 void fill_r16_activation_group(const BlockQ8_0* b, size_t m, int zero_per_q,
                                ActGroupR16& a) noexcept {
   if (m < kR16Blocks) a = ActGroupR16{};
@@ -37,10 +45,7 @@ void fill_r16_activation_group(const BlockQ8_0* b, size_t m, int zero_per_q,
     for (int8_t q : b[i].qs) sum += q;
     a.d[i] = f16_to_f32(b[i].d);
     a.zero[i] = zero_per_q * sum;
-    for (size_t k = 0; k < 4; ++k) {
-      std::memcpy(&a.q[k][0][4 * i], &b[i].qs[4 * k], 4);
-      std::memcpy(&a.q[k][1][4 * i], &b[i].qs[QK / 2 + 4 * k], 4);
-    }
+    place_r16_activation_quants(b[i].qs, i, a.q);
   }
 }
 
@@ -49,7 +54,7 @@ size_t q4_0_r16_activation_bytes(size_t n) noexcept {
 }
 
 void quantize_activation_q4_0_r16(const float* x, void* out, size_t n) noexcept {
-  quantize_r16_activation<ActGroupR16, fill_activation_group>(x, out, n);
+  quantize_r16_activation<ActGroupR16, BlockQ8_0, fill_activation_group>(x, out, n);
 }
 
 void repack_row_q4_0_r16(const void* src, void* dst, size_t n) noexcept {

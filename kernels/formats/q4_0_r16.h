@@ -65,6 +65,11 @@ Byte* r16_quants(Byte* group, size_t m, size_t k) noexcept {
   return group + 2 * m + 4 * m * k;
 }
 
+// Block b's 32 activation values qs into a group's q (ActGroupR16's arrangement, which
+// q5_1_r16.h's ActGroupQ8_1R16 shares).
+void place_r16_activation_quants(const int8_t* qs, size_t b,
+                                 int8_t (&q)[4][2][4 * kR16Blocks]) noexcept;
+
 // A group's activation from m <= 16 q8_0 blocks, zero = zero_per_q * sum(q) (8 here, 128 for
 // iq4_nl_r16.h); lanes past m are zero.
 void fill_r16_activation_group(const BlockQ8_0* b, size_t m, int zero_per_q,

@@ -136,20 +136,30 @@ inline __m256i block_sums(const IQ4Nibbles::Dots& d, __m256i zero) noexcept {
 
 #if defined(OXI_ARCH_AVX512)
 // acc += a group's 16 block sums (s32, its zeros removed) times their scales (d16: the f16
-// weight scales; blocks 8-15 only when `both`), in the 256-bit passes' order (blocks 0-7, then
-// 8-15), so a one-token pass and gemm_q give the same bits. The maskz forms with full masks
-// are the plain ops: GCC 12 warns that the plain intrinsics' undefined pass-through operand
-// "may be used uninitialized".
-[[gnu::always_inline]] inline void add_r16_group_sums_512(__m256& acc, const ActGroupR16* a,
-                                                          __m512i s32, __m256i d16,
-                                                          bool both) noexcept {
+// weight scales, act_d the activation's), and with act_s (q5_1_r16: q5_r16_tiles.h) each block's
+// f16 min (m16) times the activation's s; blocks 8-15 only when `both`. In the 256-bit passes'
+// order (blocks 0-7, then 8-15), so a one-token pass and gemm_q give the same bits. The maskz
+// forms with full masks are the plain ops: GCC 12 warns that the plain intrinsics' undefined
+// pass-through operand "may be used uninitialized"; the extract's half must be an immediate, so
+// the two halves are written out.
+[[gnu::always_inline]] inline void add_r16_group_sums_512(
+    __m256& acc, const float* act_d, __m512i s32, __m256i d16, bool both,
+    const float* act_s = nullptr, __m256i m16 = _mm256_setzero_si256()) noexcept {
   const __m512 sums = _mm512_maskz_cvtepi32_ps(0xFFFF, s32);
-  const __m512 scale = _mm512_mul_ps(_mm512_maskz_cvtph_ps(0xFFFF, d16), _mm512_loadu_ps(a->d));
+  const __m512 scale = _mm512_mul_ps(_mm512_maskz_cvtph_ps(0xFFFF, d16), _mm512_loadu_ps(act_d));
+  const __m512 mins = _mm512_maskz_cvtph_ps(0xFFFF, m16);
   acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, scale, 0),
                         _mm512_maskz_extractf32x8_ps(0xFF, sums, 0), acc);
+  if (act_s) {
+    acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, mins, 0), _mm256_loadu_ps(act_s), acc);
+  }
   if (both) {
     acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, scale, 1),
                           _mm512_maskz_extractf32x8_ps(0xFF, sums, 1), acc);
+    if (act_s) {
+      acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, mins, 1), _mm256_loadu_ps(act_s + 8),
+                            acc);
+    }
   }
 }
 #endif
@@ -201,7 +211,7 @@ struct R16NibbleTile : RowPasses<R16NibbleTile<Nibbles>> {
   [[gnu::always_inline]] static void add_group_512(__m256& acc, const ActGroupR16* a,
                                                    const Quants& quants, __m256i d16,
                                                    bool both) noexcept {
-    add_r16_group_sums_512(acc, a, Nibbles::sums_512(a, quants), d16, both);
+    add_r16_group_sums_512(acc, a->d, Nibbles::sums_512(a, quants), d16, both);
   }
 
   // A whole group's qs[k] start 32 bytes into a line in every other 288-byte group, so they are

@@ -2,11 +2,7 @@
 // q5_1's own codec (so they are bit-identical to it), and the q8_1 activation in that layout.
 #include "kernels/formats/q5_1_r16.h"
 
-#include <algorithm>
-#include <cstring>
-
 #include "kernels/formats/fp16.h"
-#include "kernels/formats/quant.h"
 #include "kernels/formats/repacked_rows.h"
 
 namespace oxi::kernels {
@@ -21,10 +17,7 @@ void fill_activation_group(const BlockQ8_1* b, size_t m, ActGroupQ8_1R16& a) noe
   for (size_t i = 0; i < m; ++i) {
     a.d[i] = f16_to_f32(b[i].d);
     a.s[i] = f16_to_f32(b[i].s);
-    for (size_t k = 0; k < 4; ++k) {
-      std::memcpy(&a.q[k][0][4 * i], &b[i].qs[4 * k], 4);
-      std::memcpy(&a.q[k][1][4 * i], &b[i].qs[QK / 2 + 4 * k], 4);
-    }
+    place_r16_activation_quants(b[i].qs, i, a.q);
   }
 }
 
@@ -35,14 +28,7 @@ size_t q5_1_r16_activation_bytes(size_t n) noexcept {
 }
 
 void quantize_activation_q5_1_r16(const float* x, void* out, size_t n) noexcept {
-  const size_t blocks = n / QK;
-  auto* a = static_cast<ActGroupQ8_1R16*>(out);
-  for (size_t first = 0; first < blocks; first += kR16Blocks, ++a, x += kR16Blocks * QK) {
-    const size_t m = std::min(kR16Blocks, blocks - first);
-    BlockQ8_1 b[kR16Blocks];
-    quantize_activation(DType::Q5_1, x, b, m * QK);  // plain q5_1's activation blocks
-    fill_activation_group(b, m, *a);
-  }
+  quantize_r16_activation<ActGroupQ8_1R16, BlockQ8_1, fill_activation_group>(x, out, n);
 }
 
 void repack_row_q5_1_r16(const void* src, void* dst, size_t n) noexcept {

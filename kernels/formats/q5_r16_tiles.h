@@ -112,62 +112,22 @@ struct Q5Dots {
   }
 };
 
-inline __m256 f16x8(const void* p) noexcept {
-  return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p)));
-}
-
-// A row's whole group as the 256-bit passes read it: blocks [8c, 8c + 8).
+// A row's whole group as the 256-bit passes read it (blocks [8c, 8c + 8)): q4_0_r16's scales
+// and quants, and the fifth bits and q5_1's mins.
 template <class Format>
-struct WholeQ5Group {
-  const typename Format::WGroup* g;
-  static int halves() noexcept { return 2; }
-  __m256 scales(int c) const noexcept { return f16x8(g->d + 8 * c); }
-  __m256 mins(int c) const noexcept { return f16x8(g->m + 8 * c); }  // q5_1
-  __m256i fifth_bits(int c) const noexcept { return simd::load256_once(g->qh[8 * c]); }
-  __m256i quants(int k, int c) const noexcept { return simd::load256_once(g->qs[k] + 32 * c); }
+struct WholeQ5Group : WholeR16Group<typename Format::WGroup, true> {
+  __m256 mins(int c) const noexcept {  // q5_1
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(this->g->m + 8 * c)));
+  }
+  __m256i fifth_bits(int c) const noexcept { return simd::load256_once(this->g->qh[8 * c]); }
 };
 
-// A row's short group of m < 16 blocks, the same way: lanes past m read as zero (no byte past
-// the row is touched), blocks 8-15 only when there are any.
+// A row's short group, the same way (repacked_tiles.h: lanes past m read as zero).
 template <class Format>
-struct ShortQ5Group {
-  const uint8_t* g;
-  size_t m;
-  int halves() const noexcept { return m > 8 ? 2 : 1; }
-  size_t count(int c) const noexcept { return std::min<size_t>(8, m - 8 * c); }
-  // 4 bytes per block of half c, from p (the blocks' first)
-  __m256i lanes(const uint8_t* p, int c) const noexcept {
-#if defined(OXI_ARCH_AVX512)
-    return _mm256_maskz_loadu_epi32(static_cast<__mmask8>((1u << count(c)) - 1), p + 32 * c);
-#else
-    const __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count(c))), index);
-    return _mm256_maskload_epi32(reinterpret_cast<const int*>(p + 32 * c), mask);
-#endif
-  }
-  // 8 f16 values of half c from p (the scales or q5_1's mins), those past m as 0. A plain
-  // 16-byte load stays inside the group (it ends at most 2m + 32 bytes in, of 22m or 24m: more
-  // fields follow both), then the lanes past m are cleared. A copy through a stack buffer (a memcpy
-  // call and a store-forwarding stall per half) had held Whisper tiny's 384-wide rows, all short
-  // groups, at the plain layout's speed.
-  __m256 halves_f16(const uint8_t* p, int c) const noexcept {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * c));
-    const __m128i keep = _mm_cmpgt_epi16(_mm_set1_epi16(static_cast<short>(count(c))),
-                                         _mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7));
-    return _mm256_cvtph_ps(_mm_and_si128(v, keep));
-  }
-  __m256 scales(int c) const noexcept {
-    return halves_f16(g, c);
-  }
-  __m256 mins(int c) const noexcept {
-    return halves_f16(Format::mins(g, m), c);
-  }  // q5_1
-  __m256i fifth_bits(int c) const noexcept {
-    return lanes(Format::fifth_bits(g, m), c);
-  }
-  __m256i quants(int k, int c) const noexcept {
-    return lanes(Format::quants(g, m, k), c);
-  }
+struct ShortQ5Group : ShortR16Group {
+  __m256 mins(int c) const noexcept { return f16_lanes(Format::mins(g, m), c); }  // q5_1
+  __m256i fifth_bits(int c) const noexcept { return int32_lanes(Format::fifth_bits(g, m), c); }
+  __m256i quants(int k, int c) const noexcept { return int32_lanes(Format::quants(g, m, k), c); }
 };
 
 template <class Format>
@@ -241,24 +201,11 @@ struct Q5R16Tile : RowPasses<Q5R16Tile<Format>> {
   // mins for q5_1), blocks 8-15 only when `both`: the 256-bit pass's f32 steps, in its order.
   [[gnu::always_inline]] static void add_group_512(__m256& acc, const AGroup* a, __m512i s32,
                                                    __m256i d16, __m256i m16, bool both) noexcept {
-    if constexpr (!Format::kMins) {
-      add_r16_group_sums_512(acc, a, _mm512_sub_epi32(s32, _mm512_loadu_si512(a->zero)), d16, both);
-    } else {
-      const __m512 sums = _mm512_maskz_cvtepi32_ps(0xFFFF, s32);
-      const __m512 scale = _mm512_mul_ps(_mm512_maskz_cvtph_ps(0xFFFF, d16), _mm512_loadu_ps(a->d));
-      const __m512 mins = _mm512_maskz_cvtph_ps(0xFFFF, m16), s = _mm512_loadu_ps(a->s);
-      // blocks 0-7, then 8-15 (the extract's half must be an immediate: no loop over it)
-      acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, scale, 0),
-                            _mm512_maskz_extractf32x8_ps(0xFF, sums, 0), acc);
-      acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, mins, 0),
-                            _mm512_maskz_extractf32x8_ps(0xFF, s, 0), acc);
-      if (both) {
-        acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, scale, 1),
-                              _mm512_maskz_extractf32x8_ps(0xFF, sums, 1), acc);
-        acc = _mm256_fmadd_ps(_mm512_maskz_extractf32x8_ps(0xFF, mins, 1),
-                              _mm512_maskz_extractf32x8_ps(0xFF, s, 1), acc);
-      }
-    }
+    if constexpr (Format::kMins)
+      add_r16_group_sums_512(acc, a->d, s32, d16, both, a->s, m16);
+    else
+      add_r16_group_sums_512(acc, a->d, _mm512_sub_epi32(s32, _mm512_loadu_si512(a->zero)), d16,
+                             both);
   }
 
   // Two 32-byte halves as one vector: a whole group's fields start 32 bytes into a line in
@@ -348,7 +295,7 @@ struct Q5R16Tile : RowPasses<Q5R16Tile<Format>> {
       for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const AGroup*>(x + t * x_stride) + groups;
       ShortQ5Group<Format> sg[P];
       for (int p = 0; p < P; ++p) {
-        sg[p] = {w + p * w_row_bytes + groups * sizeof(WGroup), m};
+        sg[p] = {{w + p * w_row_bytes + groups * sizeof(WGroup), m}};
         if constexpr (T == 1)  // the short groups' lines too (the groups' stop short)
           prefetch_stream_part(sg[p].g + kPrefetchBytes, m * sizeof(typename Format::Block), 0, 1);
       }

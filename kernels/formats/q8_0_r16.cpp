@@ -36,7 +36,7 @@ size_t q8_0_r16_activation_bytes(size_t n) noexcept {
 }
 
 void quantize_activation_q8_0_r16(const float* x, void* out, size_t n) noexcept {
-  quantize_r16_activation<ActGroupQ8R16, fill_activation_group>(x, out, n);
+  quantize_r16_activation<ActGroupQ8R16, BlockQ8_0, fill_activation_group>(x, out, n);
 }
 
 void repack_row_q8_0_r16(const void* src, void* dst, size_t n) noexcept {

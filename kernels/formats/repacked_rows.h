@@ -183,23 +183,30 @@ struct K8Rows {
   }
 };
 
-// The activation of an r16 layout (AGroup per group of 16 q8_0 blocks, the last one holding
-// the short group's): its bytes for n values, and x[0, n) q8_0-quantized into it, Fill laying
-// out each group from its m <= 16 blocks (lanes past m zero).
+// The activation of an r16 layout (AGroup per group of 16 q8_0 or q8_1 blocks, ABlock, the last
+// one holding the short group's): its bytes for n values, and x[0, n) quantized into it, Fill
+// laying out each group from its m <= 16 blocks (lanes past m zero).
 template <class AGroup>
 size_t r16_activation_bytes(size_t n) noexcept {
   return (n / QK + kR16Blocks - 1) / kR16Blocks * sizeof(AGroup);
 }
 
-template <class AGroup, void (*Fill)(const BlockQ8_0*, size_t, AGroup&) noexcept>
+// x[0, n) as the activation blocks: q8_0, or q8_1 as plain q5_1's (q5_1_r16.h).
+inline void quantize_activation_blocks(const float* x, BlockQ8_0* b, size_t n) noexcept {
+  format_kernels().quantize_q8_0(x, b, n);
+}
+inline void quantize_activation_blocks(const float* x, BlockQ8_1* b, size_t n) noexcept {
+  quantize_activation(DType::Q5_1, x, b, n);
+}
+
+template <class AGroup, class ABlock, void (*Fill)(const ABlock*, size_t, AGroup&) noexcept>
 void quantize_r16_activation(const float* x, void* out, size_t n) noexcept {
   const size_t blocks = n / QK;
   auto* a = static_cast<AGroup*>(out);
-  const RowEncoder quantize_q8_0 = format_kernels().quantize_q8_0;
   for (size_t first = 0; first < blocks; first += kR16Blocks, ++a, x += kR16Blocks * QK) {
     const size_t m = std::min(kR16Blocks, blocks - first);
-    BlockQ8_0 b[kR16Blocks];
-    quantize_q8_0(x, b, m * QK);
+    ABlock b[kR16Blocks];
+    quantize_activation_blocks(x, b, m * QK);
     Fill(b, m, *a);
   }
 }

@@ -48,8 +48,9 @@ struct WholeR16Group {
   }
 };
 
-// A row's short group of m < 16 blocks, the same way: lanes past m read as zero (masked loads:
-// no byte past the row is touched), and blocks 8-15 only when there are any.
+// A row's short group of m < 16 blocks, the same way: lanes past m read as zero (no byte past
+// the row is touched), and blocks 8-15 only when there are any. f16_lanes and int32_lanes read
+// half c of any per-block field of the group (q5_r16_tiles.h reads its other fields with them).
 struct ShortR16Group {
   const uint8_t* g;
   size_t m;
@@ -60,28 +61,38 @@ struct ShortR16Group {
   __mmask8 mask(int c) const noexcept {
     return static_cast<__mmask8>((1u << count(c)) - 1);
   }
-  __m256 scales(int c) const noexcept {
-    return _mm256_cvtph_ps(_mm_maskz_loadu_epi16(mask(c), r16_scales(g) + 16 * c));
+  // 8 f16 values of half c of a field of 2 bytes a block starting at p, those past m as 0
+  __m256 f16_lanes(const uint8_t* p, int c) const noexcept {
+    return _mm256_cvtph_ps(_mm_maskz_loadu_epi16(mask(c), p + 16 * c));
   }
-  __m256i quants(int k, int c) const noexcept {
-    return _mm256_maskz_loadu_epi32(mask(c), r16_quants(g, m, k) + 32 * c);
+  // 8 int32 lanes of half c of a field of 4 bytes a block starting at p, those past m as 0
+  __m256i int32_lanes(const uint8_t* p, int c) const noexcept {
+    return _mm256_maskz_loadu_epi32(mask(c), p + 32 * c);
   }
 #else
-  // A plain 16-byte load stays inside the group (it ends at most 32 bytes in, of 18m or more:
-  // the quants follow), then the lanes past m are cleared; not a copy through a stack buffer
-  // (a memcpy call and a store-forwarding stall per half: q5_r16_tiles.h).
-  __m256 scales(int c) const noexcept {
-    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r16_scales(g) + 16 * c));
+  // A plain 16-byte load stays inside the group (it ends at most 2m + 32 bytes into it, and
+  // every group has 18m or more: more fields follow the scales and q5_1's mins), then the lanes
+  // past m are cleared; not a copy through a stack buffer (a memcpy call and a store-forwarding
+  // stall per half had held Whisper tiny's 384-wide rows, all short groups, at the plain
+  // layout's speed: docs/benchmarks.md, forty-seventh session).
+  __m256 f16_lanes(const uint8_t* p, int c) const noexcept {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * c));
     const __m128i keep = _mm_cmpgt_epi16(_mm_set1_epi16(static_cast<short>(count(c))),
                                          _mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7));
-    return _mm256_cvtph_ps(_mm_and_si128(d, keep));
+    return _mm256_cvtph_ps(_mm_and_si128(v, keep));
   }
-  __m256i quants(int k, int c) const noexcept {
+  __m256i int32_lanes(const uint8_t* p, int c) const noexcept {
     const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count(c))), lanes);
-    return _mm256_maskload_epi32(reinterpret_cast<const int*>(r16_quants(g, m, k) + 32 * c), mask);
+    return _mm256_maskload_epi32(reinterpret_cast<const int*>(p + 32 * c), mask);
   }
 #endif
+  __m256 scales(int c) const noexcept {
+    return f16_lanes(r16_scales(g), c);
+  }
+  __m256i quants(int k, int c) const noexcept {
+    return int32_lanes(r16_quants(g, m, k), c);
+  }
 };
 
 #endif

@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <filesystem>
 #include <memory>
-#include <new>
 #include <optional>
 #include <span>
 #include <vector>

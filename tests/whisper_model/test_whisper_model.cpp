@@ -30,6 +30,10 @@ double relative_l2(std::span<const float> got, const std::vector<double>& want) 
   return std::sqrt(num / den);
 }
 
+double relative_l2(std::span<const float> got, std::span<const float> want) {
+  return relative_l2(got, std::vector<double>(want.begin(), want.end()));
+}
+
 template <class T>
 int32_t argmax(std::span<const T> v) {
   return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
@@ -409,8 +413,7 @@ TEST_F(WhisperModelTest, RepackedMatricesMatchThePlainLayout) {
       const auto l = state.decode(tokens, 0);
       logits[i].assign(l.begin(), l.end());
     }
-    const double diff =
-        relative_l2(logits[0], std::vector<double>(logits[1].begin(), logits[1].end()));
+    const double diff = relative_l2(logits[0], logits[1]);
     std::printf("%s repacked against plain: logits relative L2 %.3g\n",
                 std::string(kernels::name(dtype)).c_str(), diff);
     EXPECT_LE(diff, 1e-5) << kernels::name(dtype);
@@ -443,11 +446,8 @@ TEST_F(WhisperModelTest, QuantizedGgmlFilesRepackedMatchThePlainLayout) {
       const auto l = state.decode(tokens, 0);
       logits[i].assign(l.begin(), l.end());
     }
-    const auto as_double = [](const std::vector<float>& v) {
-      return std::vector<double>(v.begin(), v.end());
-    };
-    const double enc = relative_l2(encoded[0], as_double(encoded[1]));
-    const double dec = relative_l2(logits[0], as_double(logits[1]));
+    const double enc = relative_l2(encoded[0], encoded[1]);
+    const double dec = relative_l2(logits[0], logits[1]);
     const double ref = relative_l2(
         logits[0], reference_logits(*tiny_, reference_encoder(*tiny_, features, 100), tokens));
     std::printf("%s ggml: repacked against plain: encoder %.3g, logits %.3g; reference %.3g\n",
