@@ -52,6 +52,7 @@ DType activation_dtype(DType weight) noexcept {
     case DType::Q4_1:
     case DType::Q5_1:
     case DType::Q5_1_R16:
+    case DType::Q4_1_R16:
       return DType::Q8_1;
     case DType::Q2_K:
     case DType::Q3_K:
@@ -78,7 +79,8 @@ size_t activation_bytes(DType weight, size_t n) noexcept {
   if (weight == DType::Q8_0_R16) return align_activation_bytes(q8_0_r16_activation_bytes(n));
   if (weight == DType::IQ4_NL_R16) return align_activation_bytes(iq4_nl_r16_activation_bytes(n));
   if (weight == DType::Q5_0_R16) return align_activation_bytes(q5_0_r16_activation_bytes(n));
-  if (weight == DType::Q5_1_R16) return align_activation_bytes(q5_1_r16_activation_bytes(n));
+  if (weight == DType::Q5_1_R16 || weight == DType::Q4_1_R16)  // the same q8_1 layout
+    return align_activation_bytes(q5_1_r16_activation_bytes(n));
   if (weight == DType::Q4_K_R8 || weight == DType::IQ4_XS_R8)
     return align_activation_bytes(q4_k_r8_activation_bytes(n));
   if (weight == DType::Q4_K_R8S) return align_activation_bytes(q4_k_r8s_activation_bytes(n));
@@ -90,7 +92,8 @@ void quantize_activation(DType weight, const float* x, void* out, size_t n) noex
   if (weight == DType::Q8_0_R16) return quantize_activation_q8_0_r16(x, out, n);
   if (weight == DType::IQ4_NL_R16) return quantize_activation_iq4_nl_r16(x, out, n);
   if (weight == DType::Q5_0_R16) return quantize_activation_q5_0_r16(x, out, n);
-  if (weight == DType::Q5_1_R16) return quantize_activation_q5_1_r16(x, out, n);
+  if (weight == DType::Q5_1_R16 || weight == DType::Q4_1_R16)
+    return quantize_activation_q5_1_r16(x, out, n);
   if (weight == DType::Q4_K_R8 || weight == DType::IQ4_XS_R8)
     return quantize_activation_q4_k_r8(x, out, n);
   if (weight == DType::Q4_K_R8S) return quantize_activation_q4_k_r8s(x, out, n);

@@ -12,6 +12,7 @@
 #include "kernels/formats/iq4_xs_r8.h"
 #include "kernels/formats/q4_0_r16.h"
 #include "kernels/formats/q5_0_r16.h"
+#include "kernels/formats/q4_1_r16.h"
 #include "kernels/formats/q5_1_r16.h"
 #include "kernels/formats/q4_k_r8.h"
 #include "kernels/formats/q4_k_r8s.h"
@@ -326,6 +327,8 @@ RowDecoder row_decoder(DType t) noexcept {
       return dequantize_row_q5_0_r16;
     case DType::Q5_1_R16:
       return dequantize_row_q5_1_r16;
+    case DType::Q4_1_R16:
+      return dequantize_row_q4_1_r16;
     case DType::IQ4_NL_R16:
       return dequantize_row_iq4_nl_r16;
     case DType::Q8_0_R16:

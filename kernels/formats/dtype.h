@@ -51,6 +51,8 @@ enum class DType : uint32_t {
   Q5_0_R16 = 57,
   // Kernel-internal: q5_1 rows repacked at load, q5_0_r16's groups with the mins (q5_1_r16.h).
   Q5_1_R16 = 56,
+  // Kernel-internal: q4_1 rows repacked at load, q4_0_r16's groups with the mins (q4_1_r16.h).
+  Q4_1_R16 = 55,
 };
 
 struct DTypeInfo {

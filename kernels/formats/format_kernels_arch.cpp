@@ -56,6 +56,7 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   set<IQ4NLR16Tile>(k, DType::IQ4_NL_R16);
   set<Q5_0R16Tile>(k, DType::Q5_0_R16);
   set<Q5_1R16Tile>(k, DType::Q5_1_R16);
+  set<Q4_1R16Tile>(k, DType::Q4_1_R16);
   set<Q8_0R16Tile>(k, DType::Q8_0_R16);
   set<Q4KR8Tile>(k, DType::Q4_K_R8);
   set<IQ4XSR8Tile>(k, DType::IQ4_XS_R8);
@@ -69,6 +70,7 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   k.fast_iq4_nl_r16 = true;
   k.fast_q5_0_r16 = true;
   k.fast_q5_1_r16 = true;
+  k.fast_q4_1_r16 = true;
   k.fast_q8_0_r16 = true;
   k.fast_q4_k_r8 = true;
   k.fast_iq4_xs_r8 = true;

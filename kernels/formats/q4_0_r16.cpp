@@ -12,6 +12,7 @@
 #include "kernels/formats/q4_k_r8.h"
 #include "kernels/formats/q4_k_r8s.h"
 #include "kernels/formats/q5_0_r16.h"
+#include "kernels/formats/q4_1_r16.h"
 #include "kernels/formats/q5_1_r16.h"
 #include "kernels/formats/q8_0_r16.h"
 #include "kernels/formats/quant.h"
@@ -94,6 +95,10 @@ bool repack_row(DType from, DType to, const void* src, void* dst, size_t n) noex
     repack_row_q5_0_r16(src, dst, n);
   } else if (from == DType::Q5_0_R16 && to == DType::Q5_0) {
     unpack_row_q5_0_r16(src, dst, n);
+  } else if (from == DType::Q4_1 && to == DType::Q4_1_R16) {
+    repack_row_q4_1_r16(src, dst, n);
+  } else if (from == DType::Q4_1_R16 && to == DType::Q4_1) {
+    unpack_row_q4_1_r16(src, dst, n);
   } else if (from == DType::Q5_1 && to == DType::Q5_1_R16) {
     repack_row_q5_1_r16(src, dst, n);
   } else if (from == DType::Q5_1_R16 && to == DType::Q5_1) {

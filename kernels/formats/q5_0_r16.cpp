@@ -9,8 +9,7 @@
 namespace oxi::kernels {
 namespace {
 
-using Rows = R16Rows<BlockQ5_0, WeightGroupQ5R16, DType::Q5_0, QK, pack_q5_r16_blocks<BlockQ5_0>,
-                     unpack_q5_r16_blocks<BlockQ5_0>>;
+using Rows = R16Rows<BlockQ5_0, WeightGroupQ5R16, DType::Q5_0, QK>;
 
 void fill_activation_group(const BlockQ8_0* b, size_t m, ActGroupR16& a) noexcept {
   fill_r16_activation_group(b, m, 16, a);

@@ -8,8 +8,7 @@
 namespace oxi::kernels {
 namespace {
 
-using Rows = R16Rows<BlockQ5_1, WeightGroupQ5_1R16, DType::Q5_1, QK, pack_q5_r16_blocks<BlockQ5_1>,
-                     unpack_q5_r16_blocks<BlockQ5_1>>;
+using Rows = R16Rows<BlockQ5_1, WeightGroupQ5_1R16, DType::Q5_1, QK>;
 
 // A group's activation from m <= 16 q8_1 blocks; lanes past m are zero.
 void fill_activation_group(const BlockQ8_1* b, size_t m, ActGroupQ8_1R16& a) noexcept {

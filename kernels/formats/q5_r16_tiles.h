@@ -1,9 +1,10 @@
-// Tiles of Q5_0_R16 and Q5_1_R16 weights (q5_0_r16.h, q5_1_r16.h) against their activations
-// (q4_0_r16's ActGroupR16 with zero 16 * sum(q); q8_1 values in the same places with s = d *
-// sum(q)): T tokens x R rows, the QuantTile interface (tiles.h), so matvec_driver / gemm_driver run
-// them unchanged. One template over the format (Q5_0Format, Q5_1Format): where the fifth bits and
-// quants sit, and the f32 step of a block (q5_0: the zero removed, one scale; q5_1: the min times s
-// added).
+// Tiles of Q5_0_R16, Q5_1_R16 and Q4_1_R16 weights (q5_0_r16.h, q5_1_r16.h, q4_1_r16.h) against
+// their activations (q4_0_r16's ActGroupR16 with zero 16 * sum(q); q8_1 values in the same places
+// with s = d * sum(q)): T tokens x R rows, the QuantTile interface (tiles.h), so matvec_driver /
+// gemm_driver run them unchanged. One template over the format (Q5_0Format, Q5_1Format,
+// Q4_1Format): whether there are fifth bits, where the fields sit, and the f32 step of a block
+// (q5_0: the zero removed, one scale; q5_1 and q4_1: the min times s added). q4_1 is q5_1 without
+// the fifth bits: its values are the nibbles alone.
 //
 // The loops are q4_0_r16's (q4_0_r16_tiles.h); what differs is how a chunk's 32 (or 64) quant
 // bytes become the weights' values 0..31: the nibbles as there, each with its fifth bit (x 16)
@@ -28,6 +29,7 @@
 #include "kernels/formats/fp16.h"
 #include "kernels/formats/prefetch.h"
 #include "kernels/formats/q4_0_r16_tiles.h"
+#include "kernels/formats/q4_1_r16.h"
 #include "kernels/formats/q5_0_r16.h"
 #include "kernels/formats/q5_1_r16.h"
 #include "kernels/formats/repacked_tiles.h"
@@ -42,6 +44,7 @@ struct Q5_0Format {
   using AGroup = ActGroupR16;
   using Block = BlockQ5_0;
   static constexpr bool kMins = false;
+  static constexpr bool kFifthBits = true;
   template <class Byte>
   static Byte* fifth_bits(Byte* g, size_t m) noexcept {
     return q5_r16_fifth_bits(g, m);
@@ -56,6 +59,7 @@ struct Q5_1Format {
   using AGroup = ActGroupQ8_1R16;
   using Block = BlockQ5_1;
   static constexpr bool kMins = true;
+  static constexpr bool kFifthBits = true;
   template <class Byte>
   static Byte* mins(Byte* g, size_t m) noexcept {
     return q5_1_r16_mins(g, m);
@@ -67,6 +71,22 @@ struct Q5_1Format {
   template <class Byte>
   static Byte* quants(Byte* g, size_t m, size_t k) noexcept {
     return q5_1_r16_quants(g, m, k);
+  }
+};
+
+struct Q4_1Format {
+  using WGroup = WeightGroupQ4_1R16;
+  using AGroup = ActGroupQ8_1R16;
+  using Block = BlockQ4_1;
+  static constexpr bool kMins = true;
+  static constexpr bool kFifthBits = false;
+  template <class Byte>
+  static Byte* mins(Byte* g, size_t m) noexcept {
+    return q4_1_r16_mins(g, m);
+  }
+  template <class Byte>
+  static Byte* quants(Byte* g, size_t m, size_t k) noexcept {
+    return q4_1_r16_quants(g, m, k);
   }
 };
 
@@ -83,6 +103,12 @@ inline __m256i q5_spread_byte(int k) noexcept {
   return _mm256_add_epi8(_mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0C0C0C0C, 0, 0x04040404,
                                            0x08080808, 0x0C0C0C0C),
                          _mm256_set1_epi8(static_cast<char>(k)));
+}
+
+// q4_1: the nibbles alone.
+inline Q5Values nibble_values_256(__m256i q) noexcept {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  return {_mm256_and_si256(q, low4), _mm256_and_si256(_mm256_srli_epi16(q, 4), low4)};
 }
 
 inline Q5Values q5_values_256(__m256i q, __m256i fifth, int k) noexcept {
@@ -147,10 +173,15 @@ struct Q5R16Tile : RowPasses<Q5R16Tile<Format>> {
     for (int c = 0; c < wg[0].halves(); ++c) {  // blocks 8c .. 8c + 7
       for (int p = 0; p < P; ++p) {
         const __m256 dw = wg[p].scales(c);
-        const __m256i fifth = wg[p].fifth_bits(c);
+        __m256i fifth = _mm256_setzero_si256();
+        if constexpr (Format::kFifthBits) fifth = wg[p].fifth_bits(c);
         Q5Dots dots[T];
         for (int k = 0; k < 4; ++k) {
-          const Q5Values v = q5_values_256(wg[p].quants(k, c), fifth, k);
+          Q5Values v;
+          if constexpr (Format::kFifthBits)
+            v = q5_values_256(wg[p].quants(k, c), fifth, k);
+          else
+            v = nibble_values_256(wg[p].quants(k, c));
           for (int t = 0; t < T; ++t) {
             dots[t].add(v, simd::load256(a[t]->q[k][0] + 32 * c),
                         simd::load256(a[t]->q[k][1] + 32 * c));
@@ -172,7 +203,7 @@ struct Q5R16Tile : RowPasses<Q5R16Tile<Format>> {
 
 #if defined(OXI_ARCH_AVX512)
   // A group's 16 block sums: quants(k) gives chunk k's 64 bytes, fifth the group's 64
-  // fifth-bit bytes.
+  // fifth-bit bytes (not read for q4_1).
   template <class Quants>
   [[gnu::always_inline]] static __m512i sums_512(const AGroup* a, const Quants& quants,
                                                  __m512i fifth) noexcept {
@@ -182,13 +213,18 @@ struct Q5R16Tile : RowPasses<Q5R16Tile<Format>> {
     __m512i sum = _mm512_setzero_si512();
     for (int k = 0; k < 4; ++k) {
       const __m512i q = quants(k);
+      const __m512i low = _mm512_and_si512(q, low4);
+      const __m512i high = _mm512_and_si512(_mm512_maskz_srli_epi16(0xFFFFFFFF, q, 4), low4);
+      if constexpr (!Format::kFifthBits) {
+        sum = _mm512_dpbusd_epi32(sum, low, _mm512_loadu_si512(a->q[k][0]));
+        sum = _mm512_dpbusd_epi32(sum, high, _mm512_loadu_si512(a->q[k][1]));
+        continue;
+      }
       const __m512i spread = _mm512_maskz_broadcast_i32x4(
           0xFFFF, _mm256_castsi256_si128(q5_spread_byte(k)));  // per 128-bit lane, as on 256
       const __m512i bits = _mm512_shuffle_epi8(fifth, spread);
       const __mmask64 low_set = _mm512_test_epi8_mask(bits, low_bit);
       const __mmask64 high_set = _mm512_test_epi8_mask(bits, high_bit);
-      const __m512i low = _mm512_and_si512(q, low4);
-      const __m512i high = _mm512_and_si512(_mm512_maskz_srli_epi16(0xFFFFFFFF, q, 4), low4);
       sum = _mm512_dpbusd_epi32(sum, _mm512_mask_add_epi8(low, low_set, low, sixteen),
                                 _mm512_loadu_si512(a->q[k][0]));
       sum = _mm512_dpbusd_epi32(sum, _mm512_mask_add_epi8(high, high_set, high, sixteen),
@@ -234,7 +270,9 @@ struct Q5R16Tile : RowPasses<Q5R16Tile<Format>> {
         else
           prefetch_page_starts<sizeof(WGroup)>(ahead);
         const auto quants = [wg](int k) { return load_halves(wg->qs[k]); };
-        const __m512i s32 = sums_512(a, quants, load_halves(wg->qh[0]));
+        __m512i fifth = _mm512_setzero_si512();
+        if constexpr (Format::kFifthBits) fifth = load_halves(wg->qh[0]);
+        const __m512i s32 = sums_512(a, quants, fifth);
         __m256i m16 = _mm256_setzero_si256();
         if constexpr (Format::kMins) m16 = simd::load256(wg->m);
         add_group_512(acc[p], a, s32, simd::load256(wg->d), m16, true);
@@ -251,7 +289,9 @@ struct Q5R16Tile : RowPasses<Q5R16Tile<Format>> {
         const auto quants = [sg, m, byte_mask](int k) {
           return _mm512_maskz_loadu_epi8(byte_mask, Format::quants(sg, m, k));
         };
-        const __m512i fifth = _mm512_maskz_loadu_epi8(byte_mask, Format::fifth_bits(sg, m));
+        __m512i fifth = _mm512_setzero_si512();
+        if constexpr (Format::kFifthBits)
+          fifth = _mm512_maskz_loadu_epi8(byte_mask, Format::fifth_bits(sg, m));
         const __m256i d16 = _mm256_maskz_loadu_epi16(block_mask, sg);
         __m256i m16 = _mm256_setzero_si256();
         if constexpr (Format::kMins)
@@ -313,13 +353,14 @@ template <class Format>
 struct Q5R16Tile
     : R16ReferenceTile<Q5R16Tile<Format>, typename Format::WGroup, typename Format::AGroup> {
   // Block b's integer dot against the activation group (values 0..31), then its f32 step:
-  // q5_0: d_w d_a (sum - 16 sum(q)); q5_1: d_w d_a sum + m_w s_a. `group` holds m blocks.
+  // q5_0: d_w d_a (sum - 16 sum(q)); q5_1, q4_1: d_w d_a sum + m_w s_a. `group` holds m blocks.
   static float block_term(const uint8_t* group, size_t m, const typename Format::AGroup& a,
                           size_t b) noexcept {
     int32_t s = 0;
     for (size_t k = 0; k < 4; ++k) {
       const uint8_t* qs = Format::quants(group, m, k);
-      const int fifth = Format::fifth_bits(group, m)[4 * b + k];
+      int fifth = 0;
+      if constexpr (Format::kFifthBits) fifth = Format::fifth_bits(group, m)[4 * b + k];
       for (size_t j = 0; j < 4; ++j) {
         const uint8_t byte = qs[4 * b + j];
         const int low = (byte & 0xF) | (fifth >> j & 1) << 4;
@@ -343,5 +384,6 @@ struct Q5R16Tile
 
 using Q5_0R16Tile = Q5R16Tile<Q5_0Format>;
 using Q5_1R16Tile = Q5R16Tile<Q5_1Format>;
+using Q4_1R16Tile = Q5R16Tile<Q4_1Format>;
 
 }  // namespace oxi::kernels::OXI_ARCH_NS

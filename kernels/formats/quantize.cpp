@@ -11,6 +11,7 @@
 #include "kernels/formats/iq4_xs_r8.h"
 #include "kernels/formats/q4_0_r16.h"
 #include "kernels/formats/q5_0_r16.h"
+#include "kernels/formats/q4_1_r16.h"
 #include "kernels/formats/q5_1_r16.h"
 #include "kernels/formats/q4_k_r8.h"
 #include "kernels/formats/q8_0_r16.h"
@@ -208,6 +209,8 @@ RowEncoder row_encoder(DType t) noexcept {
       return quantize_row_q5_0_r16;
     case DType::Q5_1_R16:
       return quantize_row_q5_1_r16;
+    case DType::Q4_1_R16:
+      return quantize_row_q4_1_r16;
     case DType::IQ4_NL_R16:
       return quantize_row_iq4_nl_r16;
     case DType::Q8_0_R16:

@@ -1,84 +1,70 @@
-// The row functions of the repacked layouts. The r16 layouts (q4_0_r16.cpp, q8_0_r16.cpp): a
+// The row functions of the repacked layouts. The r16 layouts (q4_0_r16.cpp, q8_0_r16.cpp, ...): a
 // repacked row is whole groups of 16 plain blocks in the layout's arrangement, then a short group
-// of the m blocks left in the same arrangement for m (q4_0_r16.h): d[m], then qs[k][4m], chunk k
-// being bytes 4k .. 4k + 3 of each block's quants. Decoding and encoding go through the plain
-// format's row codec, a group at a time.
+// of the m blocks left in the same arrangement for m (q4_0_r16.h): d[m], the other per-block
+// fields, then qs[k][4m], chunk k being bytes 4k .. 4k + 3 of each block's quants. Decoding and
+// encoding go through the plain format's row codec, a group at a time.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 
 #include "kernels/formats/q4_0_r16.h"
 #include "kernels/formats/q4_k_r8.h"
 #include "kernels/formats/q5_0_r16.h"
-#include "kernels/formats/q5_1_r16.h"
 #include "kernels/formats/quant.h"
 
 namespace oxi::kernels {
 
-// m blocks into a group of m (a whole group when m == 16, a row's short group otherwise).
+// m blocks into a group of m (a whole group when m == 16, a row's short group otherwise): the
+// fields of every r16 layout in the order they come, each m blocks long: the f16 scales, the f16
+// mins (q4_1, q5_1: blocks with an m), a byte of fifth bits per chunk (q5_0, q5_1: blocks with a
+// qh; q5_r16_fifth_byte), then the quants chunk by chunk (q4_0_r16.h, q4_1_r16.h, q5_0_r16.h,
+// q5_1_r16.h, q8_0_r16.h).
+template <class Block>
+struct R16Fields {
+  static constexpr bool kMins = requires(Block b) { b.m; };
+  static constexpr bool kFifthBits = requires(Block b) { b.qh; };
+  static constexpr size_t kChunks = sizeof(Block::qs) / 4;
+  static constexpr size_t kMinsAt = 2;  // bytes per block before the field
+  static constexpr size_t kFifthAt = kMinsAt + (kMins ? 2 : 0);
+  static constexpr size_t kQuantsAt = kFifthAt + (kFifthBits ? 4 : 0);
+};
+
 template <class Block>
 void pack_r16_blocks(const Block* b, size_t m, void* dst) noexcept {
-  constexpr size_t kChunks = sizeof(b->qs) / 4;
+  using F = R16Fields<Block>;
   auto* g = static_cast<uint8_t*>(dst);
   for (size_t i = 0; i < m; ++i) {
-    std::memcpy(r16_scales(g) + 2 * i, &b[i].d, 2);
-    for (size_t k = 0; k < kChunks; ++k)
-      std::memcpy(r16_quants(g, m, k) + 4 * i, &b[i].qs[4 * k], 4);
+    std::memcpy(g + 2 * i, &b[i].d, 2);
+    if constexpr (F::kMins) std::memcpy(g + F::kMinsAt * m + 2 * i, &b[i].m, 2);
+    if constexpr (F::kFifthBits) {
+      uint32_t qh;
+      std::memcpy(&qh, b[i].qh, 4);
+      for (size_t k = 0; k < 4; ++k) g[F::kFifthAt * m + 4 * i + k] = q5_r16_fifth_byte(qh, k);
+    }
+    for (size_t k = 0; k < F::kChunks; ++k)
+      std::memcpy(g + F::kQuantsAt * m + 4 * m * k + 4 * i, &b[i].qs[4 * k], 4);
   }
 }
 
 // And back.
 template <class Block>
 void unpack_r16_blocks(const void* src, size_t m, Block* b) noexcept {
-  constexpr size_t kChunks = sizeof(b->qs) / 4;
+  using F = R16Fields<Block>;
   const auto* g = static_cast<const uint8_t*>(src);
-  for (size_t i = 0; i < m; ++i) {
-    std::memcpy(&b[i].d, r16_scales(g) + 2 * i, 2);
-    for (size_t k = 0; k < kChunks; ++k)
-      std::memcpy(&b[i].qs[4 * k], r16_quants(g, m, k) + 4 * i, 4);
-  }
-}
-
-// The same for q5_0_r16 and q5_1_r16 (q5_0_r16.h, q5_1_r16.h): the scales, q5_1's mins, each
-// block's fifth bits a byte per chunk, then the quants.
-template <class Block>
-void pack_q5_r16_blocks(const Block* b, size_t m, void* dst) noexcept {
-  constexpr bool kMins = std::is_same_v<Block, BlockQ5_1>;
-  auto* g = static_cast<uint8_t*>(dst);
-  uint8_t* fifth = kMins ? q5_1_r16_fifth_bits(g, m) : q5_r16_fifth_bits(g, m);
-  for (size_t i = 0; i < m; ++i) {
-    std::memcpy(g + 2 * i, &b[i].d, 2);
-    if constexpr (kMins) std::memcpy(q5_1_r16_mins(g, m) + 2 * i, &b[i].m, 2);
-    uint32_t qh;
-    std::memcpy(&qh, b[i].qh, 4);
-    for (size_t k = 0; k < 4; ++k) {
-      fifth[4 * i + k] = q5_r16_fifth_byte(qh, k);
-      uint8_t* quants = kMins ? q5_1_r16_quants(g, m, k) : q5_r16_quants(g, m, k);
-      std::memcpy(quants + 4 * i, &b[i].qs[4 * k], 4);
-    }
-  }
-}
-
-template <class Block>
-void unpack_q5_r16_blocks(const void* src, size_t m, Block* b) noexcept {
-  constexpr bool kMins = std::is_same_v<Block, BlockQ5_1>;
-  const auto* g = static_cast<const uint8_t*>(src);
-  const uint8_t* fifth = kMins ? q5_1_r16_fifth_bits(g, m) : q5_r16_fifth_bits(g, m);
   for (size_t i = 0; i < m; ++i) {
     std::memcpy(&b[i].d, g + 2 * i, 2);
-    if constexpr (kMins) std::memcpy(&b[i].m, q5_1_r16_mins(g, m) + 2 * i, 2);
-    uint8_t bytes[4];
-    std::memcpy(bytes, fifth + 4 * i, 4);
-    const uint32_t qh = q5_0_qh_of(bytes);
-    std::memcpy(b[i].qh, &qh, 4);
-    for (size_t k = 0; k < 4; ++k) {
-      const uint8_t* quants = kMins ? q5_1_r16_quants(g, m, k) : q5_r16_quants(g, m, k);
-      std::memcpy(&b[i].qs[4 * k], quants + 4 * i, 4);
+    if constexpr (F::kMins) std::memcpy(&b[i].m, g + F::kMinsAt * m + 2 * i, 2);
+    if constexpr (F::kFifthBits) {
+      uint8_t bytes[4];
+      std::memcpy(bytes, g + F::kFifthAt * m + 4 * i, 4);
+      const uint32_t qh = q5_0_qh_of(bytes);
+      std::memcpy(b[i].qh, &qh, 4);
     }
+    for (size_t k = 0; k < F::kChunks; ++k)
+      std::memcpy(&b[i].qs[4 * k], g + F::kQuantsAt * m + 4 * m * k + 4 * i, 4);
   }
 }
 
@@ -99,16 +85,16 @@ struct R16Rows {
     const auto* b = static_cast<const Block*>(src);
     auto* g = static_cast<Group*>(dst);
     const size_t count = groups(n);
-    for (size_t i = 0; i < count; ++i) Pack(b + i * kR16Blocks, kR16Blocks, g + i);
-    Pack(b + count * kR16Blocks, short_blocks(n), g + count);
+    for (size_t i = 0; i < count; ++i) pack_r16_blocks(b + i * kR16Blocks, kR16Blocks, g + i);
+    pack_r16_blocks(b + count * kR16Blocks, short_blocks(n), g + count);
   }
 
   static void unpack(const void* src, void* dst, size_t n) noexcept {
     const auto* g = static_cast<const Group*>(src);
     auto* b = static_cast<Block*>(dst);
     const size_t count = groups(n);
-    for (size_t i = 0; i < count; ++i) Unpack(g + i, kR16Blocks, b + i * kR16Blocks);
-    Unpack(g + count, short_blocks(n), b + count * kR16Blocks);
+    for (size_t i = 0; i < count; ++i) unpack_r16_blocks(g + i, kR16Blocks, b + i * kR16Blocks);
+    unpack_r16_blocks(g + count, short_blocks(n), b + count * kR16Blocks);
   }
 
   static void dequantize(const void* src, float* dst, size_t n) noexcept {
@@ -117,7 +103,7 @@ struct R16Rows {
     for (size_t i = 0; i * kGroupElems < n; ++i, dst += kGroupElems) {
       const size_t m = std::min(kR16Blocks, n / BlockElems - i * kR16Blocks);
       Block b[kR16Blocks];
-      Unpack(g + i, m, b);
+      unpack_r16_blocks(g + i, m, b);
       plain(b, dst, m * BlockElems);
     }
   }
@@ -129,7 +115,7 @@ struct R16Rows {
       const size_t m = std::min(kR16Blocks, n / BlockElems - i * kR16Blocks);
       Block b[kR16Blocks];
       plain(src, b, m * BlockElems);
-      Pack(b, m, g + i);
+      pack_r16_blocks(b, m, g + i);
     }
   }
 };

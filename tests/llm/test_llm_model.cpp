@@ -480,9 +480,9 @@ TEST(ModelLoad, HfChatTemplateFromJinjaOrProcessorFile) {
   EXPECT_EQ(Model::load(dir / "hf")->chat_template(), "from the jinja file");
 }
 
-// Q4_0, Q8_0, Q4_K, IQ4_XS, IQ4_NL, Q5_0 and Q5_1 matrices are repacked at load where the
+// Q4_0, Q8_0, Q4_K, IQ4_XS, IQ4_NL, Q5_0, Q5_1 and Q4_1 matrices are repacked at load where the
 // kernels prefer another layout (AVX2: Q4_0_R16, Q8_0_R16, Q4_K_R8, and Q4_K_R8S for q4_K rows
-// that end in a short group, IQ4_XS_R8, IQ4_NL_R16, Q5_0_R16 and Q5_1_R16).
+// that end in a short group, IQ4_XS_R8, IQ4_NL_R16, Q5_0_R16, Q5_1_R16 and Q4_1_R16).
 // Widths of 18 and 32 blocks exercise whole 16-block groups and the plain-layout tail; kv
 // projections (9 blocks) only the tail (q4_K: 8 and 9 blocks of 256, one 8-block group, then
 // ffn_down's rows of 9 blocks in sets of 8 rows, q4_K_r8s). The repacked model matches the
@@ -600,6 +600,11 @@ TEST(RepackedQ5_0, MatchesPlainLayout) {
 
 TEST(RepackedQ5_1, MatchesPlainLayout) {
   expect_repacked_matches_plain_layout("llama", DType::Q5_1, DType::Q5_1_R16);
+}
+
+// q4_1_r16: q4_0_r16's groups with q4_1's mins beside the scales.
+TEST(RepackedQ4_1, MatchesPlainLayout) {
+  expect_repacked_matches_plain_layout("llama", DType::Q4_1, DType::Q4_1_R16);
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, PerArch, ::testing::ValuesIn(kArchs));

@@ -299,6 +299,8 @@ int32_t ggml_ftype(std::optional<kernels::DType> quant) {
   switch (*quant) {
     case kernels::DType::Q4_0:
       return 2002;
+    case kernels::DType::Q4_1:
+      return 2003;
     case kernels::DType::Q8_0:
       return 2007;
     case kernels::DType::Q5_0:

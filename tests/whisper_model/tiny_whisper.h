@@ -64,9 +64,8 @@ void write_hf_dir(const TinyWhisper& m, const std::filesystem::path& dir);
 // exports do, so the loader computes it).
 void write_openai_pt(const TinyWhisper& m, const std::filesystem::path& file);
 // `quant`: the weight matrices (the projections and the token embedding: what whisper.cpp's
-// quantize tool re-encodes) in that block format, as whisper.cpp's q8_0 / q5_0 / q5_1 / q4_0
-// files;
-// else f16.
+// quantize tool re-encodes) in that block format, as whisper.cpp's q8_0 / q5_0 / q5_1 / q4_0 /
+// q4_1 files; else f16.
 void write_ggml(const TinyWhisper& m, const std::filesystem::path& file,
                 std::optional<kernels::DType> quant = std::nullopt);
 

@@ -1,4 +1,4 @@
-// write_whisper_bench_model OUT tiny|base [--seed N] [--ggml f16|q8_0|q5_0|q5_1|q4_0]: random
+// write_whisper_bench_model OUT tiny|base [--seed N] [--ggml f16|q8_0|q5_0|q5_1|q4_0|q4_1]: random
 // weights of a real Whisper model's shape (tests/whisper_model/tiny_whisper.h, whisper_bench_dims:
 // 30 s window, 448 text positions, the 51865-token multilingual layout with placeholder text
 // tokens), for `oxinfer bench whisper` where no checkpoint can be downloaded: a Hugging Face
@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   const auto usage = [] {
     std::fprintf(stderr,
                  "usage: write_whisper_bench_model OUT tiny|base [--seed N] "
-                 "[--ggml f16|q8_0|q5_0|q5_1|q4_0]\n");
+                 "[--ggml f16|q8_0|q5_0|q5_1|q4_0|q4_1]\n");
     return 2;
   };
   if (argc < 3 || argc % 2 == 0) return usage();

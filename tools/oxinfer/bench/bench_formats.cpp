@@ -78,7 +78,7 @@ class QuantizedActivation {
 
 // Weights of type t, multiplied in `layout`: t itself, or the repacked layout decode holds t in
 // (Q4_0 -> Q4_0_R16, Q8_0 -> Q8_0_R16, Q4_K -> Q4_K_R8, IQ4_XS -> IQ4_XS_R8, IQ4_NL -> IQ4_NL_R16,
-// Q5_0 -> Q5_0_R16, Q5_1 -> Q5_1_R16;
+// Q5_0 -> Q5_0_R16, Q5_1 -> Q5_1_R16, Q4_1 -> Q4_1_R16;
 // same bytes per row, so GB/s count the same t bytes). The limit: read passes over the matrix
 // itself, one after each run, the best of them (where memory sits changes its read rate,
 // machine_limits.h; and a VM's bandwidth moves within minutes, so the passes share the kernel's
@@ -178,6 +178,11 @@ BenchRow bench_matvec_in_cache(DType t, DType layout, const std::string& label,
 
 }  // namespace
 
+// The weight types whose matvec is measured, streamed and in cache.
+constexpr DType kMatvecTypes[] = {DType::Q4_0,   DType::Q8_0,   DType::Q4_K, DType::Q6_K,
+                                  DType::IQ4_XS, DType::IQ4_NL, DType::Q5_0, DType::Q5_1,
+                                  DType::Q4_1,   DType::F16};
+
 std::vector<BenchRow> bench_format_kernels(int threads) {
   threads = std::max(threads, 1);
   tbb::task_arena arena(threads);
@@ -186,8 +191,7 @@ std::vector<BenchRow> bench_format_kernels(int threads) {
   const auto matvec_row = [&](DType t, DType layout, const std::string& label) {
     out.push_back(bench_matvec(t, layout, label, arena, threads));
   };
-  for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::IQ4_XS, DType::IQ4_NL,
-                  DType::Q5_0, DType::Q5_1, DType::F16}) {
+  for (DType t : kMatvecTypes) {
     // The layout decode multiplies (what lib/llm repacks to), named by the stored type; then
     // the file layout as its own row when they differ.
     const std::string name(kernels::name(t));
@@ -197,8 +201,7 @@ std::vector<BenchRow> bench_format_kernels(int threads) {
   }
   // The arithmetic's ceiling on one core, for the layouts decode multiplies.
   const double core_share = measure_read_bandwidth_gbs(threads) / threads;
-  for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::IQ4_XS, DType::IQ4_NL,
-                  DType::Q5_0, DType::Q5_1, DType::F16})
+  for (DType t : kMatvecTypes)
     out.push_back(
         bench_matvec_in_cache(t, k.preferred_layout(t), std::string(kernels::name(t)), core_share));
   for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
