@@ -260,6 +260,60 @@ size_t match_space_punctuation(Subject s, size_t pos) {  // \s?\p{P}+
   return optional_then_run(s, pos, is_whitespace, is_punctuation);
 }
 
+// DeepSeek V3's (Hunyuan dense's, AFMoE's) last pass:
+//   [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+
+//   | ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// An ASCII punctuation character takes the ASCII letters after it; words keep their marks.
+size_t match_deepseek_v3_words(Subject s, size_t pos) {
+  const auto ascii_letter = [](char32_t c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; };
+  const char32_t c = s[pos];
+  if (c >= '!' && c <= '~' && !ascii_letter(c) && !is_ascii_digit(c)) {
+    if (size_t n = run_length(s, pos + 1, ascii_letter)) return 1 + n;
+  }
+  const auto prefix = [](char32_t x) {
+    return !is_newline(x) && !is_letter(x) && !is_punctuation(x) && !is_symbol(x);
+  };
+  const auto word = [](char32_t x) { return is_letter(x) || is_mark(x); };
+  if (size_t n = optional_then_run(s, pos, prefix, word)) return n;
+  const auto punctuation = [](char32_t x) { return is_punctuation(x) || is_symbol(x); };
+  if (size_t n = optional_then_run(s, pos, is_space_char, punctuation)) {
+    return n + run_length(s, pos + n, is_newline);
+  }
+  if (size_t n = whitespace_through_newline(s, pos)) return n;
+  if (size_t n = whitespace_not_before_text(s, pos)) return n;
+  return run_length(s, pos, is_whitespace);
+}
+
+size_t match_number_triple(Subject s, size_t pos) {  // \p{N}{1,3}
+  return std::min<size_t>(run_length(s, pos, is_number), 3);
+}
+
+// [一-龥぀-ゟ゠-ヿ]+: CJK ideographs to U+9FA5, hiragana, katakana.
+constexpr std::pair<char32_t, char32_t> kDeepseekV3Cjk[] = {
+    {0x4E00, 0x9FA5}, {0x3040, 0x309F}, {0x30A0, 0x30FF}};
+size_t match_deepseek_v3_cjk(Subject s, size_t pos) {
+  return run_length(s, pos, [](char32_t c) { return in_ranges(c, kDeepseekV3Cjk); });
+}
+
+// AFMoE's digits (llama.cpp's custom \p{AFMoE_digits} pass): a \p{N} run in groups of three
+// from its end, the first group the 1 or 2 left over: \p{N}{1,3}(?=(?:\p{N}{3})*(?!\p{N})).
+// Matching starts at a run's start and goes group by group, so the rest of the run decides.
+size_t match_number_groups_from_end(Subject s, size_t pos) {
+  const size_t n = run_length(s, pos, is_number);
+  if (n == 0) return 0;
+  return n % 3 == 0 ? 3 : n % 3;
+}
+
+// AFMoE's Asian scripts: CJK ideographs, extension A, compatibility ideographs, kana, half-width
+// katakana, Kangxi radicals, Thai, Lao, Khmer, Myanmar (and its extensions), Hangul and its jamo.
+constexpr std::pair<char32_t, char32_t> kAfmoeAsian[] = {
+    {0x4E00, 0x9FFF}, {0x3400, 0x4DBF}, {0xF900, 0xFAFF}, {0x3040, 0x309F}, {0x30A0, 0x30FF},
+    {0xFF65, 0xFF9F}, {0x2F00, 0x2FDF}, {0x0E00, 0x0E7F}, {0x0E80, 0x0EFF}, {0x1780, 0x17FF},
+    {0x1000, 0x109F}, {0xAA60, 0xAA7F}, {0xA9E0, 0xA9FF}, {0xAC00, 0xD7AF}, {0x1100, 0x11FF}};
+size_t match_afmoe_asian(Subject s, size_t pos) {
+  return run_length(s, pos, [](char32_t c) { return in_ranges(c, kAfmoeAsian); });
+}
+
 // Punctuation as Hugging Face's Punctuation pre-tokenizer sees it (Unicode P and ASCII
 // punctuation): [\p{P}\$\+<=>\^~\|`]+. llama.cpp's default pass omits the backquote.
 template <bool kWithBackquote>
@@ -311,6 +365,10 @@ constexpr Matcher kDeepseekLlmPasses[] = {match_newline,
 constexpr Matcher kDeepseekCoderPasses[] = {match_newline, match_space_letters,
                                             match_space_punctuation, match_deepseek_cjk,
                                             match_single_number};
+constexpr Matcher kDeepseekV3Passes[] = {match_number_triple, match_deepseek_v3_cjk,
+                                         match_deepseek_v3_words};
+constexpr Matcher kAfmoePasses[] = {match_number_groups_from_end, match_afmoe_asian,
+                                    match_deepseek_v3_words};
 // Hugging Face's Falcon: Punctuation, ByteLevel, Digits, Split([0-9][0-9][0-9]). Its digit
 // runs are ASCII: the reference ids keep " ½" whole (StarCoder's single digits are \p{N}).
 constexpr Matcher kFalconPasses[] = {match_punctuation_run<true>, match_gpt2, match_ascii_digit_run,
@@ -343,6 +401,10 @@ std::span<const Matcher> passes_of(PreTokenizer kind) {
       return kDeepseekLlmPasses;
     case PreTokenizer::deepseek_coder:
       return kDeepseekCoderPasses;
+    case PreTokenizer::deepseek_v3:
+      return kDeepseekV3Passes;
+    case PreTokenizer::afmoe:
+      return kAfmoePasses;
     case PreTokenizer::falcon:
       return kFalconPasses;
     case PreTokenizer::starcoder:
@@ -379,6 +441,10 @@ void split_pass(std::u32string_view text, const std::vector<Range>& pieces, Matc
     if (unmatched < s.size()) out.emplace_back(first + unmatched, last);
   }
 }
+
+constexpr std::string_view kDeepseekV3WordsPattern =
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
+    "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+";
 
 constexpr std::string_view kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
@@ -459,6 +525,7 @@ std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name) 
       {"megrez", PreTokenizer::qwen2},
       {"hunyuan", PreTokenizer::qwen2},
       {"grok-2", PreTokenizer::qwen2},
+      {"bailingmoe", PreTokenizer::qwen2},
       {"seed-coder", PreTokenizer::seed_coder},
       {"tekken", PreTokenizer::tekken},
       {"gpt-4o", PreTokenizer::gpt4o},
@@ -466,6 +533,10 @@ std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name) 
       {"minimax-m2", PreTokenizer::gpt4o},
       {"deepseek-llm", PreTokenizer::deepseek_llm},
       {"deepseek-coder", PreTokenizer::deepseek_coder},
+      {"deepseek-v3", PreTokenizer::deepseek_v3},
+      {"hunyuan-dense", PreTokenizer::deepseek_v3},
+      {"joyai-llm", PreTokenizer::deepseek_v3},
+      {"afmoe", PreTokenizer::afmoe},
       {"falcon", PreTokenizer::falcon},
       {"starcoder", PreTokenizer::starcoder},
       {"refact", PreTokenizer::starcoder},
@@ -512,6 +583,10 @@ std::string_view pre_tokenizer_name(PreTokenizer kind) {
       return "deepseek-llm";
     case PreTokenizer::deepseek_coder:
       return "deepseek-coder";
+    case PreTokenizer::deepseek_v3:
+      return "deepseek-v3";
+    case PreTokenizer::afmoe:
+      return "afmoe";
     case PreTokenizer::falcon:
       return "falcon";
     case PreTokenizer::starcoder:
@@ -573,6 +648,10 @@ std::vector<std::string_view> pre_tokenizer_steps(PreTokenizer kind) {
               "\\p{N}+"};
     case PreTokenizer::deepseek_coder:
       return {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[一-龥ࠀ-一가-퟿]+", "\\p{N}"};
+    case PreTokenizer::deepseek_v3:
+      return {R"(\p{N}{1,3})", "[一-龥\u3040-ゟ゠-ヿ]+", kDeepseekV3WordsPattern};
+    case PreTokenizer::afmoe:  // its digit pass is not a regex of the model's files
+      return {};
     case PreTokenizer::falcon:
       return {"<punctuation>", kGpt2Pattern, "<digit-runs>", "[0-9][0-9][0-9]"};
     case PreTokenizer::starcoder:

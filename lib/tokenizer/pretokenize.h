@@ -23,6 +23,8 @@ enum class PreTokenizer {
   gpt4o,       // GPT-4o's o200k, Llama 4: tekken's words with contractions after, \p{N}{1,3}
   deepseek_llm,    // DeepSeek LLM: newlines, Latin-like letters, ASCII punctuation, CJK, numbers
   deepseek_coder,  // DeepSeek Coder
+  deepseek_v3,     // DeepSeek V3, Hunyuan dense: \p{N}{1,3}, kana / CJK runs, then words with marks
+  afmoe,           // AFMoE: digits in threes from the right, Asian scripts' runs, deepseek_v3's words
   falcon,          // Falcon: punctuation runs, gpt2, digit triples
   starcoder,       // StarCoder, Refact, Command-R, SmolLM: single digits, then gpt2
   bloom,           // BLOOM, Poro, GPT3-Finnish:  ?[^(\s|.,!?…。，、।۔،)]+

@@ -78,6 +78,18 @@ DEEPSEEK_LETTERS = "\\s?" + char_class([
 DEEPSEEK_PUNCT = "\\s?" + char_class([(0x21, 0x2F), (0x3A, 0x7E), (0xFF01, 0xFF0F),
                                        (0xFF1A, 0xFF5E), (0x2018, 0x201F), (0x3000, 0x3002)]) + "+"
 CJK = char_class([(0x4E00, 0x9FA5), (0x0800, 0x4E00), (0xAC00, 0xD7FF)]) + "+"
+# DeepSeek V3's passes (its tokenizer.json; Hunyuan dense's too) and AFMoE's (llama.cpp: its digit
+# pass is a custom split, written here as the regex it amounts to, then Asian scripts' runs)
+DEEPSEEK_V3_WORDS = (r"""[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+"""
+                     r"|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*"
+                     r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+DEEPSEEK_V3 = [r"\p{N}{1,3}", char_class([(0x4E00, 0x9FA5), (0x3040, 0x309F), (0x30A0, 0x30FF)]) + "+",
+               DEEPSEEK_V3_WORDS]
+AFMOE_ASIAN = char_class([
+    (0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0xF900, 0xFAFF), (0x3040, 0x309F), (0x30A0, 0x30FF),
+    (0xFF65, 0xFF9F), (0x2F00, 0x2FDF), (0x0E00, 0x0E7F), (0x0E80, 0x0EFF), (0x1780, 0x17FF),
+    (0x1000, 0x109F), (0xAA60, 0xAA7F), (0xA9E0, 0xA9FF), (0xAC00, 0xD7AF), (0x1100, 0x11FF)]) + "+"
+AFMOE = [r"\p{N}{1,3}(?=(?:\p{N}{3})*(?!\p{N}))", AFMOE_ASIAN, DEEPSEEK_V3_WORDS]
 BLOOM = " ?[^(\\s|.,!?" + "".join(f"\\x{{{ord(c):X}}}" for c in "\u2026\u3002\uff0c\u3001\u0964\u06d4\u060c") + ")]+"
 PUNCT_RUN = r"[\p{P}\$\+<=>\^~\|`]+"
 PUNCT_RUN_NO_BACKQUOTE = r"[\p{P}\$\+<=>\^~\|]+"
@@ -93,6 +105,8 @@ KINDS = {
     "seed_coder": [SEED_CODER],
     "deepseek_llm": ["[\\r\\n]", DEEPSEEK_LETTERS, DEEPSEEK_PUNCT, "\\s+\\z", CJK, "\\p{N}+"],
     "deepseek_coder": ["[\\r\\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", CJK, "\\p{N}"],
+    "deepseek_v3": DEEPSEEK_V3,
+    "afmoe": AFMOE,
     "falcon": [PUNCT_RUN, GPT2, "[0-9]+", "[0-9][0-9][0-9]"],
     "starcoder": [r"\p{N}", GPT2],
     "bloom": [BLOOM],
@@ -134,9 +148,9 @@ print JSON::PP->new->utf8->canonical->encode(\%out);
 
 WORDS = ["Hello", "world", "the", "QUICK", "brown", "fOx", "naïve", "café", "Straße", "ǅemal",
          "Привет", "мир", "Γειά", "σου", "שלום", "مرحبا", "नमस्ते", "हिन्दी", "中文", "日本語",
-         "カタカナ", "ひらがな", "한국어", "ไทย", "Ελληνικά", "ǈ", "ﬁne", "ℌilbert", "𝔘nicode",
+         "カタカナ", "ひらがな", "한국어", "ไทย", "ລາວ", "ខ្មែរ", "မြန်မာ", "ｶﾀｶﾅ", "⼀⼆", "㐀㐁", "鿐", "Ελληνικά", "ǈ", "ﬁne", "ℌilbert", "𝔘nicode",
          "Ꙁ", "ᏣᎳᎩ", "ⰀⰁ", "𐐀𐐁", "e\u0301", "a\u0308b", "x\u200dy", "I", "a", "ſ", "µ", "K"]
-DIGITS = ["0", "7", "42", "123", "1234", "12345", "3.14", "1,000", "٣٤٥", "३४", "３４５", "²",
+DIGITS = ["0", "7", "42", "123", "1234", "12345", "1234567", "12345678", "3.14", "1,000", "٣٤٥", "३४", "３４５", "²",
           "½", "Ⅻ", "①", "𝟙𝟚", "0x1F", "10%", "v2", "2024-12-05"]
 PUNCT = list("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~") + [
     "...", "…", "«", "»", "„", "¿", "¡", "。", "、", "，", "！", "（", "）", "——", "–", "·", "‘",

@@ -74,6 +74,10 @@ TEST(Pretokenize, GgufNames) {
   EXPECT_EQ(pre_tokenizer_from_gguf_name("tekken"), PreTokenizer::tekken);
   EXPECT_EQ(pre_tokenizer_from_gguf_name("llama4"), PreTokenizer::gpt4o);
   EXPECT_EQ(pre_tokenizer_from_gguf_name("grok-2"), PreTokenizer::qwen2);
+  EXPECT_EQ(pre_tokenizer_from_gguf_name("bailingmoe"), PreTokenizer::qwen2);
+  EXPECT_EQ(pre_tokenizer_from_gguf_name("deepseek-v3"), PreTokenizer::deepseek_v3);
+  EXPECT_EQ(pre_tokenizer_from_gguf_name("hunyuan-dense"), PreTokenizer::deepseek_v3);
+  EXPECT_EQ(pre_tokenizer_from_gguf_name("afmoe"), PreTokenizer::afmoe);
   EXPECT_EQ(pre_tokenizer_from_gguf_name("no-such-thing"), std::nullopt);
   // llama.cpp keeps whole-token words for Llama 3's and Tekken's names only.
   EXPECT_TRUE(gguf_pre_tokenizer_ignores_merges("llama-bpe"));
@@ -110,6 +114,8 @@ TEST(Pretokenize, MatchesItsRegexesRunByPerl) {
       {"viking", PreTokenizer::viking},
       {"deepseek_llm", PreTokenizer::deepseek_llm},
       {"deepseek_coder", PreTokenizer::deepseek_coder},
+      {"deepseek_v3", PreTokenizer::deepseek_v3},
+      {"afmoe", PreTokenizer::afmoe},
       {"falcon", PreTokenizer::falcon},
       {"starcoder", PreTokenizer::starcoder},
       {"bloom", PreTokenizer::bloom},
