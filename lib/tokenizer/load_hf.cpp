@@ -93,10 +93,10 @@ PreTokenizer match_pre_tokenizer(const std::vector<std::string>& steps,
                                  const std::string& context) {
   if (steps.empty()) return PreTokenizer::none;
   for (PreTokenizer kind :
-       {PreTokenizer::gpt2, PreTokenizer::llama3, PreTokenizer::qwen2, PreTokenizer::seed_coder,
-        PreTokenizer::tekken, PreTokenizer::gpt4o, PreTokenizer::deepseek_llm,
-        PreTokenizer::deepseek_coder, PreTokenizer::deepseek_v3, PreTokenizer::falcon, PreTokenizer::starcoder,
-        PreTokenizer::bloom, PreTokenizer::viking}) {
+       {PreTokenizer::gpt2, PreTokenizer::llama3, PreTokenizer::qwen2, PreTokenizer::qwen35,
+        PreTokenizer::seed_coder, PreTokenizer::tekken, PreTokenizer::gpt4o,
+        PreTokenizer::deepseek_llm, PreTokenizer::deepseek_coder, PreTokenizer::deepseek_v3,
+        PreTokenizer::falcon, PreTokenizer::starcoder, PreTokenizer::bloom, PreTokenizer::viking}) {
     const auto known = pre_tokenizer_steps(kind);
     if (known.size() == steps.size() && std::equal(known.begin(), known.end(), steps.begin())) {
       return kind;

@@ -100,14 +100,19 @@ size_t match_gpt2(Subject s, size_t pos) {
 
 // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max_digits}
 //   | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-// (Seed-Coder's: without the newlines after the punctuation, kTrailingNewlines = false)
-template <size_t kMaxDigits, bool kTrailingNewlines = true>
+// (Seed-Coder's: without the newlines after the punctuation, kTrailingNewlines = false; Qwen3.5's:
+// words of [\p{L}\p{M}]+ and punctuation of [^\s\p{L}\p{M}\p{N}]+, kMarks = true)
+template <size_t kMaxDigits, bool kTrailingNewlines = true, bool kMarks = false>
 size_t match_llama3_like(Subject s, size_t pos) {
   if (size_t n = contraction(s, pos, true)) return n;
   auto letter_prefix = [](char32_t c) { return !is_newline(c) && !is_letter(c) && !is_number(c); };
-  if (size_t n = optional_then_run(s, pos, letter_prefix, is_letter)) return n;
+  auto word = [](char32_t c) { return is_letter(c) || (kMarks && is_mark(c)); };
+  if (size_t n = optional_then_run(s, pos, letter_prefix, word)) return n;
   if (size_t n = run_length(s, pos, is_number)) return std::min(n, kMaxDigits);
-  if (size_t n = optional_then_run(s, pos, is_space_char, is_not_space_letter_number)) {
+  auto punctuation = [](char32_t c) {
+    return is_not_space_letter_number(c) && !(kMarks && is_mark(c));
+  };
+  if (size_t n = optional_then_run(s, pos, is_space_char, punctuation)) {
     return kTrailingNewlines ? n + run_length(s, pos + n, is_newline) : n;
   }
   if (size_t n = whitespace_through_newline(s, pos)) return n;
@@ -354,6 +359,7 @@ constexpr Matcher kGpt2Passes[] = {match_gpt2};
 constexpr Matcher kLlama3Passes[] = {match_llama3_like<3>};
 constexpr Matcher kQwen2Passes[] = {match_llama3_like<1>};
 constexpr Matcher kSeedCoderPasses[] = {match_llama3_like<1, false>};
+constexpr Matcher kQwen35Passes[] = {match_llama3_like<1, true, true>};
 constexpr Matcher kTekkenPasses[] = {match_cased_words<false, 1>};
 constexpr Matcher kGpt4oPasses[] = {match_cased_words<true, 3>};
 constexpr Matcher kDeepseekLlmPasses[] = {match_newline,
@@ -393,6 +399,8 @@ std::span<const Matcher> passes_of(PreTokenizer kind) {
       return kQwen2Passes;
     case PreTokenizer::seed_coder:
       return kSeedCoderPasses;
+    case PreTokenizer::qwen35:
+      return kQwen35Passes;
     case PreTokenizer::tekken:
       return kTekkenPasses;
     case PreTokenizer::gpt4o:
@@ -443,7 +451,8 @@ void split_pass(std::u32string_view text, const std::vector<Range>& pieces, Matc
 }
 
 constexpr std::string_view kDeepseekV3WordsPattern =
-    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
+    "[!\"#$%&'()*+,\\-./"
+    ":;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
     "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+";
 
 constexpr std::string_view kGpt2Pattern =
@@ -527,6 +536,8 @@ std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name) 
       {"grok-2", PreTokenizer::qwen2},
       {"bailingmoe", PreTokenizer::qwen2},
       {"seed-coder", PreTokenizer::seed_coder},
+      {"qwen35", PreTokenizer::qwen35},
+      {"f2llmv2", PreTokenizer::qwen2},
       {"tekken", PreTokenizer::tekken},
       {"gpt-4o", PreTokenizer::gpt4o},
       {"llama4", PreTokenizer::gpt4o},
@@ -575,6 +586,8 @@ std::string_view pre_tokenizer_name(PreTokenizer kind) {
       return "qwen2";
     case PreTokenizer::seed_coder:
       return "seed-coder";
+    case PreTokenizer::qwen35:
+      return "qwen35";
     case PreTokenizer::tekken:
       return "tekken";
     case PreTokenizer::gpt4o:
@@ -616,6 +629,9 @@ std::vector<std::string_view> pre_tokenizer_steps(PreTokenizer kind) {
     case PreTokenizer::seed_coder:
       return {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1})"
               R"(| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+)"};
+    case PreTokenizer::qwen35:
+      return {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N})"
+              R"(| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"};
     case PreTokenizer::tekken:
       return {R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+)"
               R"(|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*)"
@@ -627,25 +643,26 @@ std::vector<std::string_view> pre_tokenizer_steps(PreTokenizer kind) {
               R"((?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
               R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"};
     case PreTokenizer::deepseek_llm:
-      return {"[\r\n]",
-              "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-"
-              "ԯԱ-"
-              "ՖႠ-"
-              "ჅᎠ-"
-              "Ᏽᏸ-"
-              "ᏽᲐ-"
-              "ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-"
-              "Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳ"
-              "Ꙁ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-"
-              "𐓓𐓘-"
-              "𐓻𐲀-"
-              "𐲲𐳀-"
-              "𐳲𑢠-"
-              "𑣟𞤀-𞥃]+",
-              "\\s?[!-/:-~！-／：-～‘-‟　-。]+",
-              "\\s+$",
-              "[一-龥ࠀ-一가-퟿]+",
-              "\\p{N}+"};
+      return {
+          "[\r\n]",
+          "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-"
+          "ԯԱ-"
+          "ՖႠ-"
+          "ჅᎠ-"
+          "Ᏽᏸ-"
+          "ᏽᲐ-"
+          "ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-"
+          "Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳ"
+          "Ꙁ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-"
+          "𐓓𐓘-"
+          "𐓻𐲀-"
+          "𐲲𐳀-"
+          "𐳲𑢠-"
+          "𑣟𞤀-𞥃]+",
+          "\\s?[!-/:-~！-／：-～‘-‟　-。]+",
+          "\\s+$",
+          "[一-龥ࠀ-一가-퟿]+",
+          "\\p{N}+"};
     case PreTokenizer::deepseek_coder:
       return {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[一-龥ࠀ-一가-퟿]+", "\\p{N}"};
     case PreTokenizer::deepseek_v3:

@@ -19,17 +19,18 @@ enum class PreTokenizer {
   llama3,      // Llama 3, DBRX, Smaug, ChatGLM4: (?i:'s|..)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|..
   qwen2,       // Qwen2, StableLM2, Hunyuan, Grok-2: like llama3 with single digits
   seed_coder,  // Seed-Coder: qwen2's without the newlines after punctuation
+  qwen35,      // Qwen3.5: qwen2's with marks in words ([\p{L}\p{M}]+), not in punctuation
   tekken,      // Mistral NeMo / Small 3 (Tekken): cased words [^\r\n\p{L}\p{N}]?U*L+|..|\p{N}|..
   gpt4o,       // GPT-4o's o200k, Llama 4: tekken's words with contractions after, \p{N}{1,3}
   deepseek_llm,    // DeepSeek LLM: newlines, Latin-like letters, ASCII punctuation, CJK, numbers
   deepseek_coder,  // DeepSeek Coder
   deepseek_v3,     // DeepSeek V3, Hunyuan dense: \p{N}{1,3}, kana / CJK runs, then words with marks
-  afmoe,           // AFMoE: digits in threes from the right, Asian scripts' runs, deepseek_v3's words
-  falcon,          // Falcon: punctuation runs, gpt2, digit triples
-  starcoder,       // StarCoder, Refact, Command-R, SmolLM: single digits, then gpt2
-  bloom,           // BLOOM, Poro, GPT3-Finnish:  ?[^(\s|.,!?…。，、।۔،)]+
-  viking,          // Viking: bloom's pass, then single digits
-  bpe_default,     // llama.cpp's default for BPE vocabularies without a pre-tokenizer name
+  afmoe,        // AFMoE: digits in threes from the right, Asian scripts' runs, deepseek_v3's words
+  falcon,       // Falcon: punctuation runs, gpt2, digit triples
+  starcoder,    // StarCoder, Refact, Command-R, SmolLM: single digits, then gpt2
+  bloom,        // BLOOM, Poro, GPT3-Finnish:  ?[^(\s|.,!?…。，、।۔،)]+
+  viking,       // Viking: bloom's pass, then single digits
+  bpe_default,  // llama.cpp's default for BPE vocabularies without a pre-tokenizer name
 };
 
 // The pre-tokenizer of a GGUF `tokenizer.ggml.pre` name ("gpt-2", "llama-bpe", "qwen2", ...);

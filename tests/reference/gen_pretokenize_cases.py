@@ -38,6 +38,9 @@ QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
 # Seed-Coder's (its tokenizer.json): qwen2's with the punctuation run not taking newlines after it
 SEED_CODER = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}"
               r"| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+")
+# Qwen3.5's (llama.cpp's qwen35): qwen2's with marks in the words and not in the punctuation
+QWEN35 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}"
+          r"| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 # Tekken's and o200k's (GPT-4o) patterns, from their tokenizer.json files: cased words
 CASED_UPPER = r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"
 CASED_LOWER = r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"
@@ -100,6 +103,7 @@ KINDS = {
     "gpt2": [GPT2],
     "llama3": [LLAMA3],
     "qwen2": [QWEN2],
+    "qwen35": [QWEN35],
     "tekken": [TEKKEN],
     "gpt4o": [GPT4O],
     "seed_coder": [SEED_CODER],

@@ -78,6 +78,7 @@ TEST(Pretokenize, GgufNames) {
   EXPECT_EQ(pre_tokenizer_from_gguf_name("deepseek-v3"), PreTokenizer::deepseek_v3);
   EXPECT_EQ(pre_tokenizer_from_gguf_name("hunyuan-dense"), PreTokenizer::deepseek_v3);
   EXPECT_EQ(pre_tokenizer_from_gguf_name("afmoe"), PreTokenizer::afmoe);
+  EXPECT_EQ(pre_tokenizer_from_gguf_name("qwen35"), PreTokenizer::qwen35);
   EXPECT_EQ(pre_tokenizer_from_gguf_name("no-such-thing"), std::nullopt);
   // llama.cpp keeps whole-token words for Llama 3's and Tekken's names only.
   EXPECT_TRUE(gguf_pre_tokenizer_ignores_merges("llama-bpe"));
@@ -108,6 +109,7 @@ TEST(Pretokenize, MatchesItsRegexesRunByPerl) {
       {"gpt2", PreTokenizer::gpt2},
       {"llama3", PreTokenizer::llama3},
       {"qwen2", PreTokenizer::qwen2},
+      {"qwen35", PreTokenizer::qwen35},
       {"tekken", PreTokenizer::tekken},
       {"gpt4o", PreTokenizer::gpt4o},
       {"seed_coder", PreTokenizer::seed_coder},
