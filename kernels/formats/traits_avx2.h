@@ -440,11 +440,21 @@ struct IQ4_XS : IQ4_XSBase {
 
 #endif  // OXI_ARCH_AVX512
 
+// f32 accumulator of a K-quant row: the lanes are summed in finish.
+struct AccK {
+  __m256 v = _mm256_setzero_ps();
+};
+
+inline float finish_k(const AccK& acc) noexcept {
+  return hsum(acc.v);
+}
+
 // ---- q2_K and q3_K straight from the block ----
 //
 // 16 groups of 16 weights, each with its own scale: per 32 weights one maddubs against the
 // activation, and one madd with the two groups' scales (int16 lanes 0-7 the first group's,
-// 8-15 the second's), all in registers. The integers and the f32 combine are ref::KQuant's.
+// 8-15 the second's), all in registers. The integers are ref::KQuant's; a block's int32 lanes
+// meet its scales in f32 lanes, summed across once a row (finish), not twice a block.
 // (These used to unpack each super-block into ref::KW in memory, 128 int16 scale copies written
 // one by one, and read it back: a q3_K TinyLlama-shaped decode at ~35 % of the read bandwidth.)
 
@@ -476,7 +486,7 @@ struct K16Direct {
     __m256i corr;    // int16 lane g: what meets group g's activation sum (m, or 4 * sc)
     float d, dmin;
   };
-  using Acc = float;
+  using Acc = AccK;
 
   static Act load_act(const ABlock& a) noexcept { return {a.qs, load256(a.bsums), a.d}; }
   static W load_w(const WBlock& b) noexcept {
@@ -534,15 +544,16 @@ struct K16Direct {
       const __m256i p16 = _mm256_maddubs_epi16(chunk(*w.b, k), load256(a.qs + 32 * k));
       sum = add_madd_i16(sum, p16, _mm256_shuffle_epi8(pair, pick));
     }
-    const int32_t isum = hsum_i32(sum);
-    const int32_t c = hsum_i32(_mm256_madd_epi16(w.corr, a.bsums));
+    const __m256i c = _mm256_madd_epi16(w.corr, a.bsums);
     if constexpr (kMins) {
-      acc += (a.d * w.d) * static_cast<float>(isum) - (a.d * w.dmin) * static_cast<float>(c);
+      acc.v = _mm256_fmadd_ps(_mm256_set1_ps(a.d * w.d), _mm256_cvtepi32_ps(sum), acc.v);
+      acc.v = _mm256_fnmadd_ps(_mm256_set1_ps(a.d * w.dmin), _mm256_cvtepi32_ps(c), acc.v);
     } else {
-      acc += (a.d * w.d) * static_cast<float>(isum - c);
+      acc.v = _mm256_fmadd_ps(_mm256_set1_ps(a.d * w.d),
+                              _mm256_cvtepi32_ps(_mm256_sub_epi32(sum, c)), acc.v);
     }
   }
-  static float finish(Acc acc) noexcept { return acc; }
+  static float finish(const Acc& acc) noexcept { return finish_k(acc); }
 };
 
 using Q2_K = K16Direct<BlockQ2_K>;
@@ -633,15 +644,6 @@ using TQ2_0 = ref::Ternary<BlockTQ2_0, unpack_tq2_0, ternary_dot>;
 // Every int16 lane = lane k of the 8 int16 in each half of v.
 inline __m256i broadcast_i16(__m256i v, int k) noexcept {
   return _mm256_shuffle_epi8(v, _mm256_set1_epi16(static_cast<int16_t>(0x0100 + 0x0202 * k)));
-}
-
-// f32 accumulator of a K-quant row: the lanes are summed in finish.
-struct AccK {
-  __m256 v = _mm256_setzero_ps();
-};
-
-inline float finish_k(const AccK& acc) noexcept {
-  return hsum(acc.v);
 }
 
 // q4_K, and q5_K (Block = BlockQ5_K: the same head, and the fifth bit of each weight from qh
