@@ -534,7 +534,50 @@ struct K16Direct {
       return _mm256_or_si256(low, _mm256_slli_epi16(high, 2));
     }
   }
-  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+#if defined(OXI_ARCH_AVX512)
+  // Weights 32k .. 32k + 63 (chunks k and k + 1, k even: the same 32 qs bytes) on 512 bits.
+  // Shifting 16-bit lanes by at most 7 leaves each byte's low bits its own.
+  static __m512i chunk_pair(const Block& b, int k) noexcept {
+    const int half = k / 4, j = k % 4;
+    constexpr __mmask32 kHigh = 0xFFFF0000u;  // the 16-bit lanes of chunk k + 1
+    const __m512i q = _mm512_maskz_broadcast_i64x4(0xFF, load256(b.qs + 32 * half));
+    const __m512i low = _mm512_and_si512(
+        _mm512_srlv_epi16(q, _mm512_mask_set1_epi16(_mm512_set1_epi16(static_cast<int16_t>(2 * j)),
+                                                    kHigh, static_cast<int16_t>(2 * j + 2))),
+        _mm512_set1_epi8(3));
+    if constexpr (kMins) {
+      return low;
+    } else {
+      const int bit = 4 * half + j;
+      const __m512i h = _mm512_maskz_broadcast_i64x4(0xFF, load256(b.hmask));
+      const __m512i high = _mm512_and_si512(
+          _mm512_srlv_epi16(h, _mm512_mask_set1_epi16(_mm512_set1_epi16(static_cast<int16_t>(bit)),
+                                                      kHigh, static_cast<int16_t>(bit + 1))),
+          _mm512_set1_epi8(1));
+      return _mm512_or_si512(low, _mm512_slli_epi16(high, 2));
+    }
+  }
+  // The block's int32 sums in 8 lanes: two chunks per 64-byte vector, each chunk's pair of group
+  // scales in its half (128-bit lane L of the pair k, k + 1: group 2k + L's scale) by one vpermw,
+  // one vpdpwssd; the halves then fold into the 256-bit step's lanes (the same integers, so the
+  // same floats: test_formats.cpp, Avx512IsBitIdenticalToAvx2).
+  static __m256i block_sums(const W& w, const Act& a) noexcept {
+    const __m512i lane = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1,
+                                          1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i scales = _mm512_maskz_broadcast_i64x4(0x0F, w.scales);  // zero-extended
+    __m512i sum = _mm512_setzero_si512();
+    for (int k = 0; k < 8; k += 2) {
+      const __m512i sc = _mm512_permutexvar_epi16(
+          _mm512_add_epi16(lane, _mm512_set1_epi16(static_cast<int16_t>(2 * k))), scales);
+      const __m512i p16 =
+          _mm512_maddubs_epi16(chunk_pair(*w.b, k), _mm512_loadu_si512(a.qs + 32 * k));
+      sum = _mm512_dpwssd_epi32(sum, p16, sc);
+    }
+    return _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xF, sum, 0),
+                            _mm512_maskz_extracti64x4_epi64(0xF, sum, 1));
+  }
+#else
+  static __m256i block_sums(const W& w, const Act& a) noexcept {
     // int16 lanes 0-7: the low int16 of an int32 pair, 8-15: the high one
     const __m256i pick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2,
                                           3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
@@ -544,6 +587,11 @@ struct K16Direct {
       const __m256i p16 = _mm256_maddubs_epi16(chunk(*w.b, k), load256(a.qs + 32 * k));
       sum = add_madd_i16(sum, p16, _mm256_shuffle_epi8(pair, pick));
     }
+    return sum;
+  }
+#endif
+  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+    const __m256i sum = block_sums(w, a);
     const __m256i c = _mm256_madd_epi16(w.corr, a.bsums);
     if constexpr (kMins) {
       acc.v = _mm256_fmadd_ps(_mm256_set1_ps(a.d * w.d), _mm256_cvtepi32_ps(sum), acc.v);
@@ -553,7 +601,9 @@ struct K16Direct {
                               _mm256_cvtepi32_ps(_mm256_sub_epi32(sum, c)), acc.v);
     }
   }
-  static float finish(const Acc& acc) noexcept { return finish_k(acc); }
+  static float finish(const Acc& acc) noexcept {
+    return finish_k(acc);
+  }
 };
 
 using Q2_K = K16Direct<BlockQ2_K>;

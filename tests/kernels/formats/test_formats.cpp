@@ -453,6 +453,14 @@ TEST(IQ4XS, Avx512IsBitIdenticalToAvx2) {
   expect_avx512_bit_identical_to_avx2(DType::IQ4_XS, DType::IQ4_XS, lengths);
 }
 
+// q2_K's and q3_K's avx512 step takes two 32-element chunks per 64-byte vector and folds its
+// int32 lanes to the 256-bit step's before the f32 part, as q6_K's does.
+TEST(Q2KQ3K, Avx512IsBitIdenticalToAvx2) {
+  const size_t lengths[] = {256, 9 * 256};
+  expect_avx512_bit_identical_to_avx2(DType::Q2_K, DType::Q2_K, lengths);
+  expect_avx512_bit_identical_to_avx2(DType::Q3_K, DType::Q3_K, lengths);
+}
+
 // Every instruction set's activation quantizer `encoder` writes the bytes `reference` writes
 // for x as `dtype` blocks.
 void expect_every_isa_writes(kernels::RowEncoder kernels::FormatKernels::*encoder,
