@@ -179,9 +179,9 @@ BenchRow bench_matvec_in_cache(DType t, DType layout, const std::string& label,
 }  // namespace
 
 // The weight types whose matvec is measured, streamed and in cache.
-constexpr DType kMatvecTypes[] = {DType::Q4_0,   DType::Q8_0,   DType::Q4_K, DType::Q6_K,
-                                  DType::IQ4_XS, DType::IQ4_NL, DType::Q5_0, DType::Q5_1,
-                                  DType::Q4_1,   DType::F16};
+constexpr DType kMatvecTypes[] = {
+    DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::IQ4_XS, DType::IQ4_NL, DType::Q5_0,
+    DType::Q5_1, DType::Q4_1, DType::Q2_K, DType::Q3_K, DType::Q5_K,   DType::F16};
 
 std::vector<BenchRow> bench_format_kernels(int threads) {
   threads = std::max(threads, 1);
