@@ -141,6 +141,62 @@ TEST(Pretokenize, MatchesItsRegexesRunByPerl) {
   }
 }
 
+// Every kind cuts any byte string, invalid UTF-8 included, into non-empty pieces that are the
+// text itself, in order: random bytes, and random mixes of ASCII and multi-byte characters.
+TEST(Pretokenize, EveryKindTilesAnyBytes) {
+  const PreTokenizer kinds[] = {
+      PreTokenizer::none,           PreTokenizer::gpt2,        PreTokenizer::llama3,
+      PreTokenizer::qwen2,          PreTokenizer::qwen35,      PreTokenizer::seed_coder,
+      PreTokenizer::tekken,         PreTokenizer::gpt4o,       PreTokenizer::deepseek_llm,
+      PreTokenizer::deepseek_coder, PreTokenizer::deepseek_v3, PreTokenizer::afmoe,
+      PreTokenizer::falcon,         PreTokenizer::starcoder,   PreTokenizer::bloom,
+      PreTokenizer::viking,         PreTokenizer::bpe_default};
+  const std::string alphabet[] = {"a",
+                                  "Z",
+                                  "7",
+                                  " ",
+                                  "\n",
+                                  "\r",
+                                  "\t",
+                                  "'",
+                                  "s",
+                                  "!",
+                                  "\xC3\xA9",
+                                  "\xE4\xB8\xAD",
+                                  "\xF0\x9F\xA6\x99",
+                                  "\xCC\x81",
+                                  "\xD9\xA3",
+                                  "\xE3\x80\x80",
+                                  "\xFF",
+                                  "\xC3",
+                                  "\x80",
+                                  "\xE4\xB8"};
+  uint32_t state = 12345;
+  const auto next = [&state] {
+    state = state * 1664525u + 1013904223u;
+    return state >> 8;
+  };
+  for (int round = 0; round < 400; ++round) {
+    std::string text;
+    const size_t length = next() % 40;
+    for (size_t i = 0; i < length; ++i) {
+      if (round % 2 == 0)
+        text += static_cast<char>(next() & 0xFF);
+      else
+        text += alphabet[next() % std::size(alphabet)];
+    }
+    for (PreTokenizer kind : kinds) {
+      std::string joined;
+      for (std::string_view w : pretokenize(kind, text)) {
+        EXPECT_FALSE(w.empty()) << pre_tokenizer_name(kind);
+        EXPECT_EQ(w.data(), text.data() + joined.size()) << pre_tokenizer_name(kind);
+        joined += w;
+      }
+      EXPECT_EQ(joined, text) << pre_tokenizer_name(kind);
+    }
+  }
+}
+
 TEST(Unicode, Categories) {
   EXPECT_EQ(category(U'A'), Category::Lu);
   EXPECT_TRUE(is_letter(U'é'));
