@@ -609,7 +609,13 @@ struct K16Direct {
 using Q2_K = K16Direct<BlockQ2_K>;
 using Q3_K = K16Direct<BlockQ3_K>;
 
-// ---- ternary formats: SIMD unpack to ref::TernaryW and SIMD integer dot ----
+// ---- ternary formats: levels t = 0..2 (x = d (t - 1)) against q8_K ----
+//
+// tq2_0's 2-bit levels come straight from the block in registers (q2_K's qs arrangement without
+// scales); tq1_0's base-3 packing is unpacked to ref::TernaryW first. Either way per 32 weights
+// one maddubs (or vpdpbusd), the -1 offset as the activation's group sums, and the block's int32
+// lanes meet its scales in f32 lanes summed once a row (as the K-quant traits), not a horizontal
+// sum and a scalar step a block.
 
 using ref::TernaryW;
 
@@ -648,27 +654,56 @@ inline void unpack_tq1_0(const BlockTQ1_0& b, TernaryW& w) noexcept {
   w.d = f16(b.d);
 }
 
-inline void unpack_tq2_0(const BlockTQ2_0& b, TernaryW& w) noexcept {
-  const __m256i three = _mm256_set1_epi8(3);
-  for (int h = 0; h < 2; ++h) {
-    const __m256i q = load256(b.qs + 32 * h);
-    for (int k = 0; k < 4; ++k)
-      store(w.t + 128 * h + 32 * k, _mm256_and_si256(srl8(q, 2 * k), three));
+template <class Block>
+struct TernaryDirect {
+  static constexpr bool kPacked2 = std::is_same_v<Block, BlockTQ2_0>;
+  using WBlock = Block;
+  using ABlock = BlockQ8_K;
+  static constexpr size_t kElems = QK_K;
+  struct Act {
+    const int8_t* qs;
+    __m256i sums;  // the activation's 16-element sums, pairs added: 8 int32 lanes
+    float d;
+  };
+  struct Unpacked {  // tq2_0: the block itself
+    const BlockTQ2_0* b;
+    float d;
+  };
+  using W = std::conditional_t<kPacked2, Unpacked, TernaryW>;
+  using Acc = AccK;
+
+  static Act load_act(const ABlock& a) noexcept {
+    return {a.qs, _mm256_madd_epi16(load256(a.bsums), _mm256_set1_epi16(1)), a.d};
   }
-  w.d = f16(b.d);
-}
+  static W load_w(const WBlock& b) noexcept {
+    if constexpr (kPacked2) {
+      return {&b, f16(b.d)};
+    } else {
+      W w;
+      simd::unpack_tq1_0(b, w);  // not ref:: (which TernaryW brings in)
+      return w;
+    }
+  }
+  // Levels of weights 32k .. 32k + 31 (tq2_0: bits 2 (k % 4) of qs[32 (k / 4) + i]).
+  static __m256i chunk(const W& w, int k) noexcept {
+    if constexpr (kPacked2)
+      return _mm256_and_si256(srl8(load256(w.b->qs + 32 * (k / 4)), 2 * (k % 4)),
+                              _mm256_set1_epi8(3));
+    else
+      return _mm256_load_si256(reinterpret_cast<const __m256i*>(w.t + 32 * k));
+  }
+  // Levels of 0..2 times bytes of at most 127 in magnitude: maddubs never saturates.
+  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+    __m256i sum = _mm256_setzero_si256();
+    for (int k = 0; k < 8; ++k) sum = add_dot_u8s8(sum, chunk(w, k), load256(a.qs + 32 * k));
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(a.d * w.d),
+                            _mm256_cvtepi32_ps(_mm256_sub_epi32(sum, a.sums)), acc.v);
+  }
+  static float finish(const Acc& acc) noexcept { return finish_k(acc); }
+};
 
-// Trits of 0..3 times bytes of at most 127 in magnitude: maddubs never saturates.
-inline int32_t ternary_dot(const TernaryW& w, const int8_t* x) noexcept {
-  __m256i acc = _mm256_setzero_si256();
-  for (int k = 0; k < 8; ++k)
-    acc = add_dot_u8s8(acc, _mm256_load_si256(reinterpret_cast<const __m256i*>(w.t + 32 * k)),
-                       load256(x + 32 * k));
-  return hsum_i32(acc);
-}
-
-using TQ1_0 = ref::Ternary<BlockTQ1_0, unpack_tq1_0, ternary_dot>;
-using TQ2_0 = ref::Ternary<BlockTQ2_0, unpack_tq2_0, ternary_dot>;
+using TQ1_0 = TernaryDirect<BlockTQ1_0>;
+using TQ2_0 = TernaryDirect<BlockTQ2_0>;
 
 // ---- q4_K, q5_K and q6_K (the formats of Q4_K_M / Q5_K_M files) straight from the block ----
 //
