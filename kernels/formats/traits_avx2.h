@@ -612,12 +612,11 @@ using Q3_K = K16Direct<BlockQ3_K>;
 // ---- ternary formats: levels t = 0..2 (x = d (t - 1)) against q8_K ----
 //
 // tq2_0's 2-bit levels come straight from the block in registers (q2_K's qs arrangement without
-// scales); tq1_0's base-3 packing is unpacked to ref::TernaryW first. Either way per 32 weights
-// one maddubs (or vpdpbusd), the -1 offset as the activation's group sums, and the block's int32
-// lanes meet its scales in f32 lanes summed once a row (as the K-quant traits), not a horizontal
-// sum and a scalar step a block.
-
-using ref::TernaryW;
+// scales); tq1_0's base-3 packing is unpacked into 8 vectors first (once per row and block:
+// gemm_q's tokens share them, matvec keeps them in registers). Either way per 32 weights one
+// maddubs (or vpdpbusd), the -1 offset as the activation's group sums, and the block's int32 lanes
+// meet its scales in f32 lanes summed once a row (as the K-quant traits), not a horizontal sum and
+// a scalar step a block.
 
 // Trit k of every byte of v (tq1_trit), k given per 16-bit lane as pow = 3^k: a byte placed in
 // the high half of a 16-bit lane keeps byte * 3^k mod 256 there after mullo, and mulhi by 3
@@ -631,27 +630,34 @@ inline __m256i tq1_trits(__m256i v, __m256i pow) noexcept {
   return _mm256_or_si256(low, _mm256_slli_epi16(high, 8));
 }
 
-inline void unpack_tq1_0(const BlockTQ1_0& b, TernaryW& w) noexcept {
+// tq1_0's levels, 32 weights a vector.
+struct TQ1Levels {
+  __m256i u[8];
+  float d;
+};
+
+inline TQ1Levels unpack_tq1_0(const BlockTQ1_0& b) noexcept {
+  TQ1Levels w;
   // Elements 0..159: the five trits of qs[0..32).
   const __m256i first = load256(b.qs);
   for (int k = 0; k < 5; ++k)
-    store(w.t + 32 * k, tq1_trits(first, _mm256_set1_epi16(static_cast<int16_t>(kPow3[k]))));
+    w.u[k] = tq1_trits(first, _mm256_set1_epi16(static_cast<int16_t>(kPow3[k])));
   // Elements 160..239 (trit k of qs[32..48) at 160 + 16k) and 240..255 (trit k of qh at
   // 240 + 4k): qs[32..48) in both 128-bit halves for trits 0-1 and 2-3, then beside qh four
   // times for trit 4 and qh's four.
   const __m128i second = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 32));
   const __m256i twice = _mm256_broadcastsi128_si256(second);
-  store(w.t + 160,
-        tq1_trits(twice, _mm256_setr_epi16(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3)));
-  store(w.t + 192, tq1_trits(twice, _mm256_setr_epi16(9, 9, 9, 9, 9, 9, 9, 9, 27, 27, 27, 27, 27,
-                                                      27, 27, 27)));
+  w.u[5] = tq1_trits(twice, _mm256_setr_epi16(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3));
+  w.u[6] =
+      tq1_trits(twice, _mm256_setr_epi16(9, 9, 9, 9, 9, 9, 9, 9, 27, 27, 27, 27, 27, 27, 27, 27));
   uint32_t qh;
   std::memcpy(&qh, b.qh, 4);
   const __m256i last = _mm256_inserti128_si256(_mm256_castsi128_si256(second),
                                                _mm_set1_epi32(static_cast<int>(qh)), 1);
-  store(w.t + 224, tq1_trits(last, _mm256_setr_epi16(81, 81, 81, 81, 81, 81, 81, 81, 1, 1, 3, 3, 9,
-                                                     9, 27, 27)));
+  w.u[7] =
+      tq1_trits(last, _mm256_setr_epi16(81, 81, 81, 81, 81, 81, 81, 81, 1, 1, 3, 3, 9, 9, 27, 27));
   w.d = f16(b.d);
+  return w;
 }
 
 template <class Block>
@@ -669,7 +675,7 @@ struct TernaryDirect {
     const BlockTQ2_0* b;
     float d;
   };
-  using W = std::conditional_t<kPacked2, Unpacked, TernaryW>;
+  using W = std::conditional_t<kPacked2, Unpacked, TQ1Levels>;
   using Acc = AccK;
 
   static Act load_act(const ABlock& a) noexcept {
@@ -679,9 +685,7 @@ struct TernaryDirect {
     if constexpr (kPacked2) {
       return {&b, f16(b.d)};
     } else {
-      W w;
-      simd::unpack_tq1_0(b, w);  // not ref:: (which TernaryW brings in)
-      return w;
+      return unpack_tq1_0(b);
     }
   }
   // Levels of weights 32k .. 32k + 31 (tq2_0: bits 2 (k % 4) of qs[32 (k / 4) + i]).
@@ -690,7 +694,7 @@ struct TernaryDirect {
       return _mm256_and_si256(srl8(load256(w.b->qs + 32 * (k / 4)), 2 * (k % 4)),
                               _mm256_set1_epi8(3));
     else
-      return _mm256_load_si256(reinterpret_cast<const __m256i*>(w.t + 32 * k));
+      return w.u[k];
   }
   // Levels of 0..2 times bytes of at most 127 in magnitude: maddubs never saturates.
   static void step(Acc& acc, const W& w, const Act& a) noexcept {
