@@ -463,10 +463,6 @@ inline __m256i srl8(__m256i v, int k) noexcept {
   return _mm256_and_si256(_mm256_srli_epi16(v, k), _mm256_set1_epi8(static_cast<char>(0xFF >> k)));
 }
 
-inline void store(uint8_t* p, __m256i v) noexcept {
-  _mm256_store_si256(reinterpret_cast<__m256i*>(p), v);
-}
-
 // q2_K (Block = BlockQ2_K: x = d * sc * u - dmin * m, u 2 bits) and q3_K (BlockQ3_K: x = d * sc *
 // (u - 4), u 2 bits in qs and a third in hmask, sc a signed 6-bit scale).
 template <class Block>
