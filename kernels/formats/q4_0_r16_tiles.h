@@ -265,44 +265,8 @@ struct R16NibbleTile : RowPasses<R16NibbleTile<Nibbles>> {
   template <int T, int P>
   static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
-#if defined(OXI_ARCH_AVX512)
-    if constexpr (T == 1) {
-      if (ends_in_short_group(n / QK) || stream_lines(StreamLayout::kQ4_0R16))
-        one_token<P, true>(w, w_row_bytes, x, n, y);
-      else
-        one_token<P>(w, w_row_bytes, x, n, y);
-      return;
-    }
-#endif
-    const size_t blocks = n / QK, groups = blocks / kR16Blocks, m = blocks % kR16Blocks;
-    __m256 acc[T][P];
-    for (int t = 0; t < T; ++t)
-      for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
-    const ActGroupR16* a[T];
-    for (size_t g = 0; g < groups; ++g) {
-      for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const ActGroupR16*>(x + t * x_stride) + g;
-      WholeGroup wg[P];
-      for (int p = 0; p < P; ++p) {
-        wg[p].g = reinterpret_cast<const WeightGroupR16*>(w + p * w_row_bytes) + g;
-        if constexpr (T == 1)  // its lines and the page start among them (prefetch.h)
-          prefetch_stream_part<sizeof(WeightGroupR16)>(reinterpret_cast<const uint8_t*>(wg[p].g) +
-                                                       kPrefetchBytes);
-      }
-      add_groups<T, P>(wg, a, acc);
-    }
-    if (m > 0) {
-      for (int t = 0; t < T; ++t)
-        a[t] = reinterpret_cast<const ActGroupR16*>(x + t * x_stride) + groups;
-      ShortGroup sg[P];
-      for (int p = 0; p < P; ++p) {
-        sg[p] = {w + p * w_row_bytes + groups * sizeof(WeightGroupR16), m};
-        if constexpr (T == 1)  // the short groups' lines too (the groups' stop short)
-          prefetch_stream_part(sg[p].g + kPrefetchBytes, m * sizeof(BlockQ4_0), 0, 1);
-      }
-      add_groups<T, P>(sg, a, acc);
-    }
-    for (int t = 0; t < T; ++t)
-      for (int p = 0; p < P; ++p) y[t * y_stride + p] = simd::hsum(acc[t][p]);
+    r16_pass<R16NibbleTile, ActGroupR16, WholeGroup, ShortGroup, sizeof(BlockQ4_0), T, P>(
+        w, w_row_bytes, x, x_stride, n, y, y_stride);
   }
 };
 

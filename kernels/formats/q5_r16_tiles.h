@@ -6,12 +6,13 @@
 // (q5_0: the zero removed, one scale; q5_1 and q4_1: the min times s added). q4_1 is q5_1 without
 // the fifth bits: its values are the nibbles alone.
 //
-// The loops are q4_0_r16's (q4_0_r16_tiles.h); what differs is how a chunk's 32 (or 64) quant
-// bytes become the weights' values 0..31: the nibbles as there, each with its fifth bit (x 16)
-// added. A vpshufb spreads each block's fifth-bit byte of chunk k over the block's 4 quant bytes
-// (q5_values_256); each byte then holds the bits of its own elements at positions j and 4 + j,
-// picked by a compare with 1, 2, 4, 8 (16 .. 128 for the high nibbles). On avx512 the compare is
-// vptestmb into a mask register and the 16 is a masked byte add.
+// The loops are q4_0_r16's (the 256-bit passes one function for both, r16_pass in
+// repacked_tiles.h; the one-token pass the same shape as q4_0_r16_tiles.h's); what differs is how a
+// chunk's 32 (or 64) quant bytes become the weights' values 0..31: the nibbles as there, each with
+// its fifth bit (x 16) added. A vpshufb spreads each block's fifth-bit byte of chunk k over the
+// block's 4 quant bytes (q5_values_256); each byte then holds the bits of its own elements at
+// positions j and 4 + j, picked by a compare with 1, 2, 4, 8 (16 .. 128 for the high nibbles). On
+// avx512 the compare is vptestmb into a mask register and the 16 is a masked byte add.
 //
 // Ranges: a value is <= 31 against |q| <= 127, so a maddubs pair is <= 7874 and two of them fit
 // int16 (AVX2 widens every chunk, not every 4 as q4_0_r16 does); VNNI sums in int32.
@@ -306,43 +307,8 @@ struct Q5R16Tile : RowPasses<Q5R16Tile<Format>> {
   template <int T, int P>
   static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
-#if defined(OXI_ARCH_AVX512)
-    if constexpr (T == 1) {
-      if (ends_in_short_group(n / QK) || stream_lines(StreamLayout::kQ4_0R16))
-        one_token<P, true>(w, w_row_bytes, x, n, y);
-      else
-        one_token<P>(w, w_row_bytes, x, n, y);
-      return;
-    }
-#endif
-    const size_t blocks = n / QK, groups = blocks / kR16Blocks, m = blocks % kR16Blocks;
-    __m256 acc[T][P];
-    for (int t = 0; t < T; ++t)
-      for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
-    const AGroup* a[T];
-    for (size_t g = 0; g < groups; ++g) {
-      for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const AGroup*>(x + t * x_stride) + g;
-      WholeQ5Group<Format> wg[P];
-      for (int p = 0; p < P; ++p) {
-        wg[p].g = reinterpret_cast<const WGroup*>(w + p * w_row_bytes) + g;
-        if constexpr (T == 1)  // its lines and the page start among them (prefetch.h)
-          prefetch_stream_part<sizeof(WGroup)>(reinterpret_cast<const uint8_t*>(wg[p].g) +
-                                               kPrefetchBytes);
-      }
-      add_groups<T, P>(wg, a, acc);
-    }
-    if (m > 0) {
-      for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const AGroup*>(x + t * x_stride) + groups;
-      ShortQ5Group<Format> sg[P];
-      for (int p = 0; p < P; ++p) {
-        sg[p] = {{w + p * w_row_bytes + groups * sizeof(WGroup), m}};
-        if constexpr (T == 1)  // the short groups' lines too (the groups' stop short)
-          prefetch_stream_part(sg[p].g + kPrefetchBytes, m * sizeof(typename Format::Block), 0, 1);
-      }
-      add_groups<T, P>(sg, a, acc);
-    }
-    for (int t = 0; t < T; ++t)
-      for (int p = 0; p < P; ++p) y[t * y_stride + p] = simd::hsum(acc[t][p]);
+    r16_pass<Q5R16Tile, AGroup, WholeQ5Group<Format>, ShortQ5Group<Format>,
+             sizeof(typename Format::Block), T, P>(w, w_row_bytes, x, x_stride, n, y, y_stride);
   }
 };
 

@@ -1,14 +1,15 @@
-// What the tiles of the repacked layouts share (q4_0_r16_tiles.h, q8_0_r16_tiles.h; RowPasses
-// also q4_k_r8_tiles.h). A q4_0_r16 / q8_0_r16 row is whole groups of 16 blocks in the
-// layout's own arrangement, then a short group of the m = blocks % 16 blocks left, in the same
-// arrangement for m blocks (q4_0_r16.h); the activation is whole groups, the last one's lanes
-// past m zero. (q4_K_r8 has short groups of its own: q4_k_r8.h.)
+// What the tiles of the repacked layouts share (q4_0_r16_tiles.h, q5_r16_tiles.h,
+// q8_0_r16_tiles.h; RowPasses also q4_k_r8_tiles.h). A q4_0_r16 / q8_0_r16 row is whole groups of
+// 16 blocks in the layout's own arrangement, then a short group of the m = blocks % 16 blocks left,
+// in the same arrangement for m blocks (q4_0_r16.h); the activation is whole groups, the last one's
+// lanes past m zero. (q4_K_r8 has short groups of its own: q4_k_r8.h.)
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/arch.h"
 #include "kernels/formats/prefetch.h"
@@ -94,6 +95,57 @@ struct ShortR16Group {
     return int32_lanes(r16_quants(g, m, k), c);
   }
 };
+
+// Tile::pass<T, P> of an r16 layout (q4_0_r16_tiles.h, q5_r16_tiles.h): T tokens x P rows over a
+// row's whole groups (WholeGroup), then its short group of m blocks of kBlockBytes (ShortGroup),
+// each through Tile::add_groups<T, P>, so every (token, row) accumulator sees the same steps
+// whatever T and P are. One token on avx512 goes to Tile::one_token<P, kLines>: the lines ahead
+// too where the rows end in a short group or stream_lines(kQ4_0R16) says so (prefetch.h).
+template <class Tile, class AGroup, class WholeGroup, class ShortGroup, size_t kBlockBytes, int T,
+          int P>
+[[gnu::always_inline]] inline void r16_pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x,
+                                            size_t x_stride, size_t n, float* y,
+                                            size_t y_stride) noexcept {
+#if defined(OXI_ARCH_AVX512)
+  if constexpr (T == 1) {
+    if (ends_in_short_group(n / QK) || stream_lines(StreamLayout::kQ4_0R16))
+      Tile::template one_token<P, true>(w, w_row_bytes, x, n, y);
+    else
+      Tile::template one_token<P>(w, w_row_bytes, x, n, y);
+    return;
+  }
+#endif
+  using WGroup = std::remove_cvref_t<decltype(*WholeGroup::g)>;
+  const size_t blocks = n / QK, groups = blocks / kR16Blocks, m = blocks % kR16Blocks;
+  __m256 acc[T][P];
+  for (int t = 0; t < T; ++t)
+    for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
+  const AGroup* a[T];
+  for (size_t g = 0; g < groups; ++g) {
+    for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const AGroup*>(x + t * x_stride) + g;
+    WholeGroup wg[P];
+    for (int p = 0; p < P; ++p) {
+      wg[p].g = reinterpret_cast<const WGroup*>(w + p * w_row_bytes) + g;
+      if constexpr (T == 1)  // its lines and the page start among them (prefetch.h)
+        prefetch_stream_part<sizeof(WGroup)>(reinterpret_cast<const uint8_t*>(wg[p].g) +
+                                             kPrefetchBytes);
+    }
+    Tile::template add_groups<T, P>(wg, a, acc);
+  }
+  if (m > 0) {
+    for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const AGroup*>(x + t * x_stride) + groups;
+    ShortGroup sg[P];
+    for (int p = 0; p < P; ++p) {
+      sg[p].g = w + p * w_row_bytes + groups * sizeof(WGroup);
+      sg[p].m = m;
+      if constexpr (T == 1)  // the short groups' lines too (the groups' stop short)
+        prefetch_stream_part(sg[p].g + kPrefetchBytes, m * kBlockBytes, 0, 1);
+    }
+    Tile::template add_groups<T, P>(sg, a, acc);
+  }
+  for (int t = 0; t < T; ++t)
+    for (int p = 0; p < P; ++p) y[t * y_stride + p] = simd::hsum(acc[t][p]);
+}
 
 #endif
 
