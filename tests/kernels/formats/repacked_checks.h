@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -76,6 +77,20 @@ void expect_activation_is_q4_0_r16s(kernels::DType packed, int zero_per_q,
 void expect_constant_activations_match_naive(kernels::DType plain, kernels::DType packed,
                                              const std::vector<uint8_t>& plain_row, size_t n,
                                              std::string_view what);
+
+// A row of n elements of q4_1 / q5_0 / q5_1 blocks all alike: scale 1.0, min -2.0 (where the block
+// has one), every quant byte `nibbles`, fifth bits `qh` (where the block has them).
+template <class Block>
+std::vector<uint8_t> uniform_block_row(size_t n, uint8_t nibbles, uint32_t qh = 0) {
+  Block b;
+  b.d = 0x3C00;                                   // 1.0
+  if constexpr (requires { b.m; }) b.m = 0xC000;  // -2.0
+  if constexpr (requires { b.qh; }) std::memcpy(b.qh, &qh, 4);
+  std::memset(b.qs, nibbles, sizeof b.qs);
+  std::vector<uint8_t> row(n / 32 * sizeof b);
+  for (size_t i = 0; i < n / 32; ++i) std::memcpy(row.data() + i * sizeof b, &b, sizeof b);
+  return row;
+}
 
 // Where the avx512 kernels of `packed` take 512-bit vectors but fold them to the 256-bit
 // kernel's int32 lanes before any f32 arithmetic (q6_K, q4_K_r8, q4_K_r8s): for every n in

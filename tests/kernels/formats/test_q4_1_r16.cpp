@@ -76,14 +76,7 @@ TEST(Q4_1R16, Avx512IsBitIdenticalToAvx2) {
 TEST(Q4_1R16, ExtremeValuesAndActivations) {
   const size_t n = 32 * 16 + 32 * 3;
   for (const uint8_t nibbles : {0x00, 0xFF, 0x0F, 0xF0, 0x5A}) {
-    std::vector<uint8_t> row(n / 32 * sizeof(kernels::BlockQ4_1));
-    for (size_t i = 0; i < n / 32; ++i) {
-      kernels::BlockQ4_1 b;
-      b.d = 0x3C00;  // 1.0
-      b.m = 0xC000;  // -2.0
-      std::memset(b.qs, nibbles, sizeof b.qs);
-      std::memcpy(row.data() + i * sizeof b, &b, sizeof b);
-    }
+    const std::vector<uint8_t> row = uniform_block_row<kernels::BlockQ4_1>(n, nibbles);
     expect_constant_activations_match_naive(DType::Q4_1, DType::Q4_1_R16, row, n,
                                             "nibbles " + std::to_string(nibbles));
   }

@@ -96,15 +96,7 @@ TEST(Q5_1R16, ExtremeValuesAndActivations) {
                                                    {0xF0, 0x0000FFFFu},
                                                    {0x5A, 0xA5C3F00Fu}};
   for (const auto& [nibbles, qh] : patterns) {
-    std::vector<uint8_t> row(n / 32 * sizeof(kernels::BlockQ5_1));
-    for (size_t i = 0; i < n / 32; ++i) {
-      kernels::BlockQ5_1 b;
-      b.d = 0x3C00;  // 1.0
-      b.m = 0xC000;  // -2.0
-      std::memcpy(b.qh, &qh, 4);
-      std::memset(b.qs, nibbles, sizeof b.qs);
-      std::memcpy(row.data() + i * sizeof b, &b, sizeof b);
-    }
+    const std::vector<uint8_t> row = uniform_block_row<kernels::BlockQ5_1>(n, nibbles, qh);
     expect_constant_activations_match_naive(
         DType::Q5_1, DType::Q5_1_R16, row, n,
         "nibbles " + std::to_string(nibbles) + " qh " + std::to_string(qh));
