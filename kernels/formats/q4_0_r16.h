@@ -65,6 +65,33 @@ Byte* r16_quants(Byte* group, size_t m, size_t k) noexcept {
   return group + 2 * m + 4 * m * k;
 }
 
+// The fields of every r16 layout's group of m blocks (q4_0_r16, q4_1_r16, q5_0_r16, q5_1_r16,
+// q8_0_r16, iq4_nl_r16), in the order they come, each m blocks long: the f16 scales, the f16
+// mins (blocks with an m: q4_1, q5_1), a byte of fifth bits per chunk (blocks with a qh: q5_0,
+// q5_1), then the quants chunk by chunk, 4 bytes a block. Byte: (const) uint8_t.
+template <class Block>
+struct R16Fields {
+  static constexpr bool kMins = requires(Block b) { b.m; };
+  static constexpr bool kFifthBits = requires(Block b) { b.qh; };
+  static constexpr size_t kChunks = sizeof(Block::qs) / 4;
+  static constexpr size_t kMinsAt = 2;  // bytes per block before the field
+  static constexpr size_t kFifthAt = kMinsAt + (kMins ? 2 : 0);
+  static constexpr size_t kQuantsAt = kFifthAt + (kFifthBits ? 4 : 0);
+
+  template <class Byte>
+  static Byte* mins(Byte* group, size_t m) noexcept {
+    return group + kMinsAt * m;
+  }
+  template <class Byte>
+  static Byte* fifth_bits(Byte* group, size_t m) noexcept {
+    return group + kFifthAt * m;
+  }
+  template <class Byte>
+  static Byte* quants(Byte* group, size_t m, size_t k) noexcept {
+    return group + kQuantsAt * m + 4 * m * k;
+  }
+};
+
 // Block b's 32 activation values qs into a group's q (ActGroupR16's arrangement, which
 // q5_1_r16.h's ActGroupQ8_1R16 shares).
 void place_r16_activation_quants(const int8_t* qs, size_t b,

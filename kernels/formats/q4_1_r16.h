@@ -35,15 +35,7 @@ struct WeightGroupQ4_1R16 {
 
 static_assert(sizeof(WeightGroupQ4_1R16) == kR16Blocks * sizeof(BlockQ4_1));
 
-// A group of m <= 16 blocks at `group` (a whole one when m == 16). Byte: (const) uint8_t.
-template <class Byte>
-Byte* q4_1_r16_mins(Byte* group, size_t m) noexcept {
-  return group + 2 * m;
-}
-template <class Byte>
-Byte* q4_1_r16_quants(Byte* group, size_t m, size_t k) noexcept {
-  return group + 4 * m + 4 * m * k;
-}
+// A group's fields: R16Fields<BlockQ4_1> (q4_0_r16.h).
 
 // One row of n elements, q4_1 -> q4_1_r16 and back; lossless, src and dst must not overlap.
 void repack_row_q4_1_r16(const void* src, void* dst, size_t n) noexcept;

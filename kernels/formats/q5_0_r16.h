@@ -41,20 +41,7 @@ struct WeightGroupQ5R16 {
 
 static_assert(sizeof(WeightGroupQ5R16) == kR16Blocks * sizeof(BlockQ5_0));
 
-// A group of m <= 16 blocks at `group` (a whole one when m == 16): its m f16 scales, its m x 4
-// fifth-bit bytes and its chunk k of quant bytes. Byte: uint8_t or const uint8_t.
-template <class Byte>
-Byte* q5_r16_scales(Byte* group) noexcept {
-  return group;
-}
-template <class Byte>
-Byte* q5_r16_fifth_bits(Byte* group, size_t m) noexcept {
-  return group + 2 * m;
-}
-template <class Byte>
-Byte* q5_r16_quants(Byte* group, size_t m, size_t k) noexcept {
-  return group + 6 * m + 4 * m * k;
-}
+// A group's fields: R16Fields<BlockQ5_0> (q4_0_r16.h).
 
 // Chunk k's fifth-bit byte from a q5_0 block's qh (little-endian bits), and back.
 constexpr uint8_t q5_r16_fifth_byte(uint32_t qh, size_t k) noexcept {

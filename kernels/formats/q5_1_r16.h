@@ -40,23 +40,7 @@ struct ActGroupQ8_1R16 {
 static_assert(sizeof(WeightGroupQ5_1R16) == kR16Blocks * sizeof(BlockQ5_1));
 static_assert(sizeof(ActGroupQ8_1R16) == 640);
 
-// A group of m <= 16 blocks at `group` (a whole one when m == 16). Byte: (const) uint8_t.
-template <class Byte>
-Byte* q5_1_r16_scales(Byte* group) noexcept {
-  return group;
-}
-template <class Byte>
-Byte* q5_1_r16_mins(Byte* group, size_t m) noexcept {
-  return group + 2 * m;
-}
-template <class Byte>
-Byte* q5_1_r16_fifth_bits(Byte* group, size_t m) noexcept {
-  return group + 4 * m;
-}
-template <class Byte>
-Byte* q5_1_r16_quants(Byte* group, size_t m, size_t k) noexcept {
-  return group + 8 * m + 4 * m * k;
-}
+// A group's fields: R16Fields<BlockQ5_1> (q4_0_r16.h).
 
 // Bytes of one prepared activation of n values (n a multiple of 32).
 size_t q5_1_r16_activation_bytes(size_t n) noexcept;

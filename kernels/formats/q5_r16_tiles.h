@@ -39,57 +39,17 @@
 
 namespace oxi::kernels::OXI_ARCH_NS {
 
-// Where a group of m blocks keeps its fields, and what its activation is.
-struct Q5_0Format {
-  using WGroup = WeightGroupQ5R16;
-  using AGroup = ActGroupR16;
-  using Block = BlockQ5_0;
-  static constexpr bool kMins = false;
-  static constexpr bool kFifthBits = true;
-  template <class Byte>
-  static Byte* fifth_bits(Byte* g, size_t m) noexcept {
-    return q5_r16_fifth_bits(g, m);
-  }
-  template <class Byte>
-  static Byte* quants(Byte* g, size_t m, size_t k) noexcept {
-    return q5_r16_quants(g, m, k);
-  }
+// A layout's block, whole group and activation group; where a group of m blocks keeps its fields,
+// and whether it has mins and fifth bits (R16Fields, q4_0_r16.h).
+template <class BlockT, class WGroupT, class AGroupT>
+struct R16Format : R16Fields<BlockT> {
+  using Block = BlockT;
+  using WGroup = WGroupT;
+  using AGroup = AGroupT;
 };
-struct Q5_1Format {
-  using WGroup = WeightGroupQ5_1R16;
-  using AGroup = ActGroupQ8_1R16;
-  using Block = BlockQ5_1;
-  static constexpr bool kMins = true;
-  static constexpr bool kFifthBits = true;
-  template <class Byte>
-  static Byte* mins(Byte* g, size_t m) noexcept {
-    return q5_1_r16_mins(g, m);
-  }
-  template <class Byte>
-  static Byte* fifth_bits(Byte* g, size_t m) noexcept {
-    return q5_1_r16_fifth_bits(g, m);
-  }
-  template <class Byte>
-  static Byte* quants(Byte* g, size_t m, size_t k) noexcept {
-    return q5_1_r16_quants(g, m, k);
-  }
-};
-
-struct Q4_1Format {
-  using WGroup = WeightGroupQ4_1R16;
-  using AGroup = ActGroupQ8_1R16;
-  using Block = BlockQ4_1;
-  static constexpr bool kMins = true;
-  static constexpr bool kFifthBits = false;
-  template <class Byte>
-  static Byte* mins(Byte* g, size_t m) noexcept {
-    return q4_1_r16_mins(g, m);
-  }
-  template <class Byte>
-  static Byte* quants(Byte* g, size_t m, size_t k) noexcept {
-    return q4_1_r16_quants(g, m, k);
-  }
-};
+using Q5_0Format = R16Format<BlockQ5_0, WeightGroupQ5R16, ActGroupR16>;
+using Q5_1Format = R16Format<BlockQ5_1, WeightGroupQ5_1R16, ActGroupQ8_1R16>;
+using Q4_1Format = R16Format<BlockQ4_1, WeightGroupQ4_1R16, ActGroupQ8_1R16>;
 
 #if defined(OXI_ARCH_AVX2)
 

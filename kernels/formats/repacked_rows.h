@@ -17,35 +17,22 @@
 
 namespace oxi::kernels {
 
-// m blocks into a group of m (a whole group when m == 16, a row's short group otherwise): the
-// fields of every r16 layout in the order they come, each m blocks long: the f16 scales, the f16
-// mins (q4_1, q5_1: blocks with an m), a byte of fifth bits per chunk (q5_0, q5_1: blocks with a
-// qh; q5_r16_fifth_byte), then the quants chunk by chunk (q4_0_r16.h, q4_1_r16.h, q5_0_r16.h,
-// q5_1_r16.h, q8_0_r16.h).
-template <class Block>
-struct R16Fields {
-  static constexpr bool kMins = requires(Block b) { b.m; };
-  static constexpr bool kFifthBits = requires(Block b) { b.qh; };
-  static constexpr size_t kChunks = sizeof(Block::qs) / 4;
-  static constexpr size_t kMinsAt = 2;  // bytes per block before the field
-  static constexpr size_t kFifthAt = kMinsAt + (kMins ? 2 : 0);
-  static constexpr size_t kQuantsAt = kFifthAt + (kFifthBits ? 4 : 0);
-};
-
+// m blocks into a group of m (a whole group when m == 16, a row's short group otherwise), in the
+// fields R16Fields lists (q4_0_r16.h).
 template <class Block>
 void pack_r16_blocks(const Block* b, size_t m, void* dst) noexcept {
   using F = R16Fields<Block>;
   auto* g = static_cast<uint8_t*>(dst);
   for (size_t i = 0; i < m; ++i) {
     std::memcpy(g + 2 * i, &b[i].d, 2);
-    if constexpr (F::kMins) std::memcpy(g + F::kMinsAt * m + 2 * i, &b[i].m, 2);
+    if constexpr (F::kMins) std::memcpy(F::mins(g, m) + 2 * i, &b[i].m, 2);
     if constexpr (F::kFifthBits) {
       uint32_t qh;
       std::memcpy(&qh, b[i].qh, 4);
-      for (size_t k = 0; k < 4; ++k) g[F::kFifthAt * m + 4 * i + k] = q5_r16_fifth_byte(qh, k);
+      for (size_t k = 0; k < 4; ++k) F::fifth_bits(g, m)[4 * i + k] = q5_r16_fifth_byte(qh, k);
     }
     for (size_t k = 0; k < F::kChunks; ++k)
-      std::memcpy(g + F::kQuantsAt * m + 4 * m * k + 4 * i, &b[i].qs[4 * k], 4);
+      std::memcpy(F::quants(g, m, k) + 4 * i, &b[i].qs[4 * k], 4);
   }
 }
 
@@ -56,15 +43,15 @@ void unpack_r16_blocks(const void* src, size_t m, Block* b) noexcept {
   const auto* g = static_cast<const uint8_t*>(src);
   for (size_t i = 0; i < m; ++i) {
     std::memcpy(&b[i].d, g + 2 * i, 2);
-    if constexpr (F::kMins) std::memcpy(&b[i].m, g + F::kMinsAt * m + 2 * i, 2);
+    if constexpr (F::kMins) std::memcpy(&b[i].m, F::mins(g, m) + 2 * i, 2);
     if constexpr (F::kFifthBits) {
       uint8_t bytes[4];
-      std::memcpy(bytes, g + F::kFifthAt * m + 4 * i, 4);
+      std::memcpy(bytes, F::fifth_bits(g, m) + 4 * i, 4);
       const uint32_t qh = q5_0_qh_of(bytes);
       std::memcpy(b[i].qh, &qh, 4);
     }
     for (size_t k = 0; k < F::kChunks; ++k)
-      std::memcpy(&b[i].qs[4 * k], g + F::kQuantsAt * m + 4 * m * k + 4 * i, 4);
+      std::memcpy(&b[i].qs[4 * k], F::quants(g, m, k) + 4 * i, 4);
   }
 }
 
