@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -90,6 +91,25 @@ std::vector<uint8_t> uniform_block_row(size_t n, uint8_t nibbles, uint32_t qh = 
   std::vector<uint8_t> row(n / 32 * sizeof b);
   for (size_t i = 0; i < n / 32; ++i) std::memcpy(row.data() + i * sizeof b, &b, sizeof b);
   return row;
+}
+
+// Rows of such blocks, quants 0 and all ones (q5: with the fifth bits clear / set) and mixed
+// patterns, through expect_constant_activations_match_naive: the extremes of every path's ranges
+// (on AVX2 two maddubs pairs of 2 x 31 x 127 summed in int16 for q5).
+template <class Block>
+void expect_uniform_rows_match_naive(kernels::DType plain, kernels::DType packed) {
+  const size_t n = 32 * 16 + 32 * 3;  // a whole group and a short one
+  const std::pair<uint8_t, uint32_t> patterns[] = {{0x00, 0},
+                                                   {0xFF, 0xFFFFFFFFu},
+                                                   {0x0F, 0xFFFF0000u},
+                                                   {0xF0, 0x0000FFFFu},
+                                                   {0x5A, 0xA5C3F00Fu}};
+  for (const auto& [nibbles, qh] : patterns) {
+    std::string what = "nibbles " + std::to_string(nibbles);
+    if constexpr (requires(Block b) { b.qh; }) what += " qh " + std::to_string(qh);
+    expect_constant_activations_match_naive(plain, packed, uniform_block_row<Block>(n, nibbles, qh),
+                                            n, what);
+  }
 }
 
 // Where the avx512 kernels of `packed` take 512-bit vectors but fold them to the 256-bit

@@ -74,12 +74,7 @@ TEST(Q4_1R16, Avx512IsBitIdenticalToAvx2) {
 // Nibbles 0 and 15 and mixed patterns, with a min, against activations of -127 and +127
 // everywhere.
 TEST(Q4_1R16, ExtremeValuesAndActivations) {
-  const size_t n = 32 * 16 + 32 * 3;
-  for (const uint8_t nibbles : {0x00, 0xFF, 0x0F, 0xF0, 0x5A}) {
-    const std::vector<uint8_t> row = uniform_block_row<kernels::BlockQ4_1>(n, nibbles);
-    expect_constant_activations_match_naive(DType::Q4_1, DType::Q4_1_R16, row, n,
-                                            "nibbles " + std::to_string(nibbles));
-  }
+  expect_uniform_rows_match_naive<kernels::BlockQ4_1>(DType::Q4_1, DType::Q4_1_R16);
 }
 
 TEST(Q4_1R16, PreferredWhereAHandWrittenKernelExists) {

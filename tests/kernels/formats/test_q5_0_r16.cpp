@@ -78,18 +78,7 @@ TEST(Q5_0R16, Avx512IsBitIdenticalToAvx2) {
 // +127 everywhere: the extremes of both paths' ranges (two maddubs pairs of 2 x 31 x 127 summed in
 // int16 on AVX2).
 TEST(Q5_0R16, ExtremeValuesAndActivations) {
-  const size_t n = 32 * 16 + 32 * 3;
-  const std::pair<uint8_t, uint32_t> patterns[] = {{0x00, 0},
-                                                   {0xFF, 0xFFFFFFFFu},
-                                                   {0x0F, 0xFFFF0000u},
-                                                   {0xF0, 0x0000FFFFu},
-                                                   {0x5A, 0xA5C3F00Fu}};
-  for (const auto& [nibbles, qh] : patterns) {
-    const std::vector<uint8_t> row = uniform_block_row<kernels::BlockQ5_0>(n, nibbles, qh);
-    expect_constant_activations_match_naive(
-        DType::Q5_0, DType::Q5_0_R16, row, n,
-        "nibbles " + std::to_string(nibbles) + " qh " + std::to_string(qh));
-  }
+  expect_uniform_rows_match_naive<kernels::BlockQ5_0>(DType::Q5_0, DType::Q5_0_R16);
 }
 
 TEST(Q5_0R16, PreferredWhereAHandWrittenKernelExists) {

@@ -89,18 +89,7 @@ TEST(Q5_1R16, Avx512IsBitIdenticalToAvx2) {
 // Values 0 and 31 and mixed fifth-bit patterns, with a min, against activations of -127 and +127
 // everywhere.
 TEST(Q5_1R16, ExtremeValuesAndActivations) {
-  const size_t n = 32 * 16 + 32 * 3;
-  const std::pair<uint8_t, uint32_t> patterns[] = {{0x00, 0},
-                                                   {0xFF, 0xFFFFFFFFu},
-                                                   {0x0F, 0xFFFF0000u},
-                                                   {0xF0, 0x0000FFFFu},
-                                                   {0x5A, 0xA5C3F00Fu}};
-  for (const auto& [nibbles, qh] : patterns) {
-    const std::vector<uint8_t> row = uniform_block_row<kernels::BlockQ5_1>(n, nibbles, qh);
-    expect_constant_activations_match_naive(
-        DType::Q5_1, DType::Q5_1_R16, row, n,
-        "nibbles " + std::to_string(nibbles) + " qh " + std::to_string(qh));
-  }
+  expect_uniform_rows_match_naive<kernels::BlockQ5_1>(DType::Q5_1, DType::Q5_1_R16);
 }
 
 TEST(Q5_1R16, PreferredWhereAHandWrittenKernelExists) {
