@@ -5,7 +5,7 @@
 //   f32/f16/bf16, m <= 4   matvec per token over row blocks (packing would cost more than it saves)
 //   f32/f16/bf16, m > 4    gemm_f32 over (row, token) tiles with per-thread packing scratch
 // The repacked layouts (Q4_0_R16, Q8_0_R16, Q4_K_R8, IQ4_XS_R8, IQ4_NL_R16, Q5_0_R16, Q5_1_R16,
-// Q4_1_R16) are more quantized types here: kernels::quantize_activation gives each its own
+// Q4_1_R16, Q5_K_R8) are more quantized types here: kernels::quantize_activation gives each its own
 // activation layout, and their matvec / gemm_q tiles are in the same tables. matmul_shared_input
 // runs several one-token matvecs of one input as one parallel region.
 #include <algorithm>

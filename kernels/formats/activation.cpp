@@ -65,6 +65,7 @@ DType activation_dtype(DType weight) noexcept {
     case DType::Q4_K_R8:
     case DType::Q4_K_R8S:
     case DType::IQ4_XS_R8:
+    case DType::Q5_K_R8:
       return DType::Q8_K;
     default:
       return DType::F32;
@@ -81,7 +82,7 @@ size_t activation_bytes(DType weight, size_t n) noexcept {
   if (weight == DType::Q5_0_R16) return align_activation_bytes(q5_0_r16_activation_bytes(n));
   if (weight == DType::Q5_1_R16 || weight == DType::Q4_1_R16)  // the same q8_1 layout
     return align_activation_bytes(q5_1_r16_activation_bytes(n));
-  if (weight == DType::Q4_K_R8 || weight == DType::IQ4_XS_R8)
+  if (weight == DType::Q4_K_R8 || weight == DType::IQ4_XS_R8 || weight == DType::Q5_K_R8)
     return align_activation_bytes(q4_k_r8_activation_bytes(n));
   if (weight == DType::Q4_K_R8S) return align_activation_bytes(q4_k_r8s_activation_bytes(n));
   return row_bytes(activation_dtype(weight), n);
@@ -94,7 +95,7 @@ void quantize_activation(DType weight, const float* x, void* out, size_t n) noex
   if (weight == DType::Q5_0_R16) return quantize_activation_q5_0_r16(x, out, n);
   if (weight == DType::Q5_1_R16 || weight == DType::Q4_1_R16)
     return quantize_activation_q5_1_r16(x, out, n);
-  if (weight == DType::Q4_K_R8 || weight == DType::IQ4_XS_R8)
+  if (weight == DType::Q4_K_R8 || weight == DType::IQ4_XS_R8 || weight == DType::Q5_K_R8)
     return quantize_activation_q4_k_r8(x, out, n);
   if (weight == DType::Q4_K_R8S) return quantize_activation_q4_k_r8s(x, out, n);
   switch (activation_dtype(weight)) {

@@ -16,6 +16,7 @@
 #include "kernels/formats/q5_1_r16.h"
 #include "kernels/formats/q4_k_r8.h"
 #include "kernels/formats/q4_k_r8s.h"
+#include "kernels/formats/q5_k_r8.h"
 #include "kernels/formats/q8_0_r16.h"
 #include "kernels/formats/quant.h"
 
@@ -337,6 +338,8 @@ RowDecoder row_decoder(DType t) noexcept {
       return dequantize_row_q4_k_r8;
     case DType::IQ4_XS_R8:
       return dequantize_row_iq4_xs_r8;
+    case DType::Q5_K_R8:
+      return dequantize_row_q5_k_r8;
     default:
       return nullptr;
   }

@@ -53,6 +53,8 @@ enum class DType : uint32_t {
   Q5_1_R16 = 56,
   // Kernel-internal: q4_1 rows repacked at load, q4_0_r16's groups with the mins (q4_1_r16.h).
   Q4_1_R16 = 55,
+  // Kernel-internal: q5_K rows repacked at load, q4_K_r8's groups with fifth bits (q5_k_r8.h).
+  Q5_K_R8 = 54,
 };
 
 struct DTypeInfo {

@@ -5,6 +5,7 @@
 #include "kernels/formats/q4_0_r16_tiles.h"
 #include "kernels/formats/q4_k_r8_tiles.h"
 #include "kernels/formats/q4_k_r8s_tiles.h"
+#include "kernels/formats/q5_k_r8_tiles.h"
 #include "kernels/formats/q5_r16_tiles.h"
 #include "kernels/formats/q8_0_r16_tiles.h"
 #include "kernels/formats/quant.h"
@@ -60,6 +61,7 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   set<Q8_0R16Tile>(k, DType::Q8_0_R16);
   set<Q4KR8Tile>(k, DType::Q4_K_R8);
   set<IQ4XSR8Tile>(k, DType::IQ4_XS_R8);
+  set<Q5KR8Tile>(k, DType::Q5_K_R8);
   // q4_K_r8s: its own loops over sets (the drivers take rows one at a time)
   k.matvec[static_cast<size_t>(DType::Q4_K_R8S)] = Q4KR8STile::matvec;
   k.gemm_q[static_cast<size_t>(DType::Q4_K_R8S)] = Q4KR8STile::gemm;
@@ -76,6 +78,7 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   k.fast_iq4_xs_r8 = true;
 #endif
 #if defined(OXI_ARCH_AVX512)
+  k.fast_q5_k_r8 = true;  // AVX2 alone runs the reference (q5_k_r8_tiles.h)
   k.stream_lines_choice = true;
 #endif
 }

@@ -232,6 +232,49 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
 #endif
   };
 
+  // A group's 8 blocks' scales: s03 / s47, byte k of lane b = the scale of sub-block k / k + 4
+  // of block b; the blocks' d and dmin as f32; the mins as int16 pairs of sub-blocks for the
+  // activation's sums (q5_k_r8_tiles.h shares them).
+  struct GroupScales {
+    __m256i s03, s47;
+    __m256 dw, dmin;
+    __m256i mn[4];
+  };
+  template <bool kShort>
+  [[gnu::always_inline]] static GroupScales group_scales(const GroupRows<kShort>& g,
+                                                         const Constants& c) noexcept {
+    const __m256i low4 = c.low4;
+    GroupScales s;
+    const __m256i lo_s = g.row(kK8RowScLo), lo_m = g.row(kK8RowMnLo), hi = g.row(kK8RowHi);
+    s.s03 = _mm256_or_si256(_mm256_and_si256(lo_s, low4),
+                            _mm256_slli_epi16(_mm256_and_si256(hi, c.hi_s03), 4));
+    s.s47 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo_s, 4), low4),
+                            _mm256_slli_epi16(_mm256_and_si256(hi, c.hi_s47), 2));
+    const __m256i m03 = _mm256_or_si256(_mm256_and_si256(lo_m, low4), _mm256_and_si256(hi, c.hi_m));
+    const __m256i m47 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo_m, 4), low4),
+                                        _mm256_and_si256(_mm256_srli_epi16(hi, 2), c.hi_m));
+    // d | dmin << 16 per lane -> the 8 d and the 8 dmin as f16 halves -> f32
+    const __m256i dm = g.row(kK8RowDm);
+    const __m256i halves = _mm256_permute4x64_epi64(
+        _mm256_packus_epi32(_mm256_and_si256(dm, c.lo16), _mm256_srli_epi32(dm, 16)), 0xD8);
+    s.dw = _mm256_cvtph_ps(_mm256_castsi256_si128(halves));
+    s.dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(halves, 1));
+    s.mn[0] = _mm256_shuffle_epi8(m03, c.min_pairs[0]);
+    s.mn[1] = _mm256_shuffle_epi8(m03, c.min_pairs[1]);
+    s.mn[2] = _mm256_shuffle_epi8(m47, c.min_pairs[0]);
+    s.mn[3] = _mm256_shuffle_epi8(m47, c.min_pairs[1]);
+    return s;
+  }
+  // acc - the mins' term of one token: dmin x its d x the mins against its sub-block sums, pairs
+  // of sub-blocks per madd.
+  [[gnu::always_inline]] static __m256 minus_mins(const GroupScales& s, const ActGroupK8* a,
+                                                  __m256 acc) noexcept {
+    __m256i m = _mm256_madd_epi16(s.mn[0], simd::load256(a->sums[0]));
+    for (int k = 1; k < 4; ++k) m = simd::add_madd_i16(m, s.mn[k], simd::load256(a->sums[k]));
+    return _mm256_fnmadd_ps(_mm256_mul_ps(s.dmin, _mm256_loadu_ps(a->d)), _mm256_cvtepi32_ps(m),
+                            acc);
+  }
+
   // acc[t][p] += the group's sums for T tokens x P rows (the group at w + p * w_row_bytes).
   // kLines: whether one token's whole groups request their lines ahead (matvec below) or only
   // the page starts.
@@ -239,36 +282,11 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
   [[gnu::always_inline]] static void group(const uint8_t* w, size_t w_row_bytes, size_t stride,
                                            __m256i mask, const ActGroupK8* const* a,
                                            const Constants& c, __m256 (&acc)[T][P]) noexcept {
-    const __m256i low4 = c.low4;
     for (int p = 0; p < P; ++p) {
       const GroupRows<kShort> g{w + p * w_row_bytes, stride, mask};
-      // Scales and mins of the 8 blocks: byte k of lane b = sub-block k (s03, m03) or k + 4.
-      const __m256i lo_s = g.row(kK8RowScLo), lo_m = g.row(kK8RowMnLo), hi = g.row(kK8RowHi);
-      const __m256i s03 = _mm256_or_si256(_mm256_and_si256(lo_s, low4),
-                                          _mm256_slli_epi16(_mm256_and_si256(hi, c.hi_s03), 4));
-      const __m256i s47 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo_s, 4), low4),
-                                          _mm256_slli_epi16(_mm256_and_si256(hi, c.hi_s47), 2));
-      const __m256i m03 =
-          _mm256_or_si256(_mm256_and_si256(lo_m, low4), _mm256_and_si256(hi, c.hi_m));
-      const __m256i m47 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo_m, 4), low4),
-                                          _mm256_and_si256(_mm256_srli_epi16(hi, 2), c.hi_m));
-      // d | dmin << 16 per lane -> the 8 d and the 8 dmin as f16 halves -> f32
-      const __m256i dm = g.row(kK8RowDm);
-      const __m256i halves = _mm256_permute4x64_epi64(
-          _mm256_packus_epi32(_mm256_and_si256(dm, c.lo16), _mm256_srli_epi32(dm, 16)), 0xD8);
-      const __m256 dw = _mm256_cvtph_ps(_mm256_castsi256_si128(halves));
-      const __m256 dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(halves, 1));
-      // The mins against the activation's sub-block sums, pairs of sub-blocks per madd.
-      const __m256i mn[4] = {
-          _mm256_shuffle_epi8(m03, c.min_pairs[0]), _mm256_shuffle_epi8(m03, c.min_pairs[1]),
-          _mm256_shuffle_epi8(m47, c.min_pairs[0]), _mm256_shuffle_epi8(m47, c.min_pairs[1])};
-      for (int t = 0; t < T; ++t) {
-        __m256i m = _mm256_madd_epi16(mn[0], simd::load256(a[t]->sums[0]));
-        for (int k = 1; k < 4; ++k) m = simd::add_madd_i16(m, mn[k], simd::load256(a[t]->sums[k]));
-        const __m256 ad = _mm256_loadu_ps(a[t]->d);
-        acc[t][p] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, ad), _mm256_cvtepi32_ps(m), acc[t][p]);
-      }
-      ScaledSums<T> sums(s03, s47);
+      const GroupScales s = group_scales(g, c);
+      for (int t = 0; t < T; ++t) acc[t][p] = minus_mins(s, a[t], acc[t][p]);
+      ScaledSums<T> sums(s.s03, s.s47);
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) {
         // One token streams its row (prefetch.h): an eighth of a group's lines requested per
@@ -290,7 +308,7 @@ struct Q4KR8Tile : RowPasses<Q4KR8Tile> {
       for (int t = 0; t < T; ++t) {
         const __m256 ad = _mm256_loadu_ps(a[t]->d);
         acc[t][p] =
-            _mm256_fmadd_ps(_mm256_mul_ps(dw, ad), _mm256_cvtepi32_ps(sums.lanes(t)), acc[t][p]);
+            _mm256_fmadd_ps(_mm256_mul_ps(s.dw, ad), _mm256_cvtepi32_ps(sums.lanes(t)), acc[t][p]);
       }
     }
   }

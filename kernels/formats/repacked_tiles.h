@@ -178,7 +178,10 @@ struct R16ReferenceTile {
   }
 };
 
-// The reference tile of the layouts in groups of 8 super-blocks (q4_K_r8, iq4_xs_r8): one f32
+#endif
+
+// The reference tile of the layouts in groups of 8 super-blocks (q4_K_r8, iq4_xs_r8, q5_K_r8; the
+// last also in the AVX2 build, which has no tile of its own for it): one f32
 // sum per (token, row), block after block. Tile::block_sum(group, nb, b, a) is block b's sum
 // against lane b of its activation group, for a group of nb blocks of type Block.
 template <class Tile, class Block>
@@ -205,8 +208,6 @@ struct K8ReferenceTile {
       for (int r = 0; r < R; ++r) y[t * y_stride + r] = acc[t][r];
   }
 };
-
-#endif
 
 // The QuantTile interface (tiles.h) over a tile that computes P rows per pass
 // (Tile::pass<T, P>, P = Tile::kRowsPerPass<T>, so its accumulators fit the registers).

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kernels/formats/q4_0_r16.h"
 #include "kernels/formats/quant.h"
@@ -272,6 +274,37 @@ void expect_activation_is_q4_0_r16s(kernels::DType packed, int zero_per_q,
       ASSERT_EQ(std::memcmp(a[g].q, b[g].q, sizeof a[g].q), 0);
       for (size_t i = 0; i < 16; ++i)
         ASSERT_EQ(a[g].zero[i], b[g].zero[i] / 8 * zero_per_q) << g << " " << i;
+    }
+  }
+}
+
+void expect_matvec_rows_together_give_each_rows_bits(DType plain, DType packed) {
+  for (const auto& [n, rows] : {std::pair<size_t, size_t>{256 * 8, 24},
+                                {256 * 8, 19},
+                                {256 * 16, 16},
+                                {256 * 16, 19},
+                                {256 * 22, 16},
+                                {256 * 22, 19}}) {
+    const size_t row_bytes = kernels::row_bytes(plain, n);
+    std::vector<uint8_t> w;
+    for (size_t r = 0; r < rows; ++r) {
+      const std::vector<uint8_t> row = repack_copy(plain, packed, random_row(plain, n, 500 + r), n);
+      w.insert(w.end(), row.begin(), row.end());
+    }
+    const std::vector<float> x = random_floats(n, 77, -2.0f, 2.0f);
+    std::vector<uint8_t> act(kernels::activation_bytes(packed, n));
+    kernels::quantize_activation(packed, x.data(), act.data(), n);
+    for (Isa isa : available_isas()) {
+      const kernels::MatvecFn matvec = kernels::format_kernels(isa).matvec_for(packed);
+      std::vector<float> together(rows, NAN);
+      matvec(w.data(), row_bytes, rows, n, act.data(), together.data());
+      for (size_t r = 0; r < rows; ++r) {
+        float alone = NAN;
+        matvec(w.data() + r * row_bytes, row_bytes, 1, n, act.data(), &alone);
+        ASSERT_EQ(std::bit_cast<uint32_t>(together[r]), std::bit_cast<uint32_t>(alone))
+            << kernels::isa_name(isa) << " n " << n << " row " << r << ": " << together[r] << " vs "
+            << alone;
+      }
     }
   }
 }

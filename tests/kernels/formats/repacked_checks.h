@@ -65,6 +65,12 @@ enum class GemmMatch {
 void expect_gemm_q_matches_matvec(kernels::DType plain, kernels::DType packed,
                                   std::span<const size_t> lengths, GemmMatch match);
 
+// The layouts whose SIMD matvec finishes rows of whole groups 8 at a time (q4_K_r8, q5_K_r8: hsum8)
+// when their count is a multiple of 8: for rows of whole groups and of a short last one, 16 / 24
+// rows (batched) and 19 (one at a time), every row's sum on every ISA must be the bits of that
+// row multiplied on its own.
+void expect_matvec_rows_together_give_each_rows_bits(kernels::DType plain, kernels::DType packed);
+
 // For every n in `lengths`: `packed`'s activation is q4_0_r16's (ActGroupR16: the same q8_0
 // values and scales in the same places) with zero_per_q * sum(q) as each block's zero (q4_0_r16's
 // is 8 * sum(q)).

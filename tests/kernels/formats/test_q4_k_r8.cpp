@@ -115,38 +115,9 @@ TEST(Q4_KR8, MatvecMatchesNaiveDoubleScalarAndPlainOnEveryIsa) {
   expect_matvec_matches_naive_scalar_and_plain(DType::Q4_K, DType::Q4_K_R8, kLengths);
 }
 
-// The SIMD matvec finishes the rows of whole groups 8 at a time (q4_k_r8_tiles.h, hsum8) when
-// their count is a multiple of 8: every row's sum must be the bits of that row multiplied on its
-// own (batches of 8; 19 rows, which go one at a time; rows that end in a short group).
+// The SIMD matvec finishes the rows of whole groups 8 at a time (q4_k_r8_tiles.h, hsum8).
 TEST(Q4_KR8, MatvecRowsTogetherGiveTheBitsOfEachRowAlone) {
-  for (const auto& [n, rows] : {std::pair<size_t, size_t>{256 * 8, 24},
-                                {256 * 8, 19},
-                                {256 * 16, 16},
-                                {256 * 16, 19},
-                                {256 * 22, 16},
-                                {256 * 22, 19}}) {
-    const size_t row_bytes = kernels::row_bytes(DType::Q4_K, n);
-    std::vector<uint8_t> w;
-    for (size_t r = 0; r < rows; ++r) {
-      const std::vector<uint8_t> row = repack(random_row(DType::Q4_K, n, 500 + r), n);
-      w.insert(w.end(), row.begin(), row.end());
-    }
-    const std::vector<float> x = random_floats(n, 77, -2.0f, 2.0f);
-    std::vector<uint8_t> act(kernels::activation_bytes(DType::Q4_K_R8, n));
-    kernels::quantize_activation(DType::Q4_K_R8, x.data(), act.data(), n);
-    for (Isa isa : available_isas()) {
-      const kernels::MatvecFn matvec = kernels::format_kernels(isa).matvec_for(DType::Q4_K_R8);
-      std::vector<float> together(rows, NAN);
-      matvec(w.data(), row_bytes, rows, n, act.data(), together.data());
-      for (size_t r = 0; r < rows; ++r) {
-        float alone = NAN;
-        matvec(w.data() + r * row_bytes, row_bytes, 1, n, act.data(), &alone);
-        ASSERT_EQ(std::bit_cast<uint32_t>(together[r]), std::bit_cast<uint32_t>(alone))
-            << kernels::isa_name(isa) << " n " << n << " row " << r << ": " << together[r] << " vs "
-            << alone;
-      }
-    }
-  }
+  expect_matvec_rows_together_give_each_rows_bits(DType::Q4_K, DType::Q4_K_R8);
 }
 
 TEST(Q4_KR8, GemmQMatchesPerTokenMatvec) {
@@ -168,7 +139,8 @@ TEST(Q4_KR8, PreferredWhereAHandWrittenKernelExists) {
     EXPECT_EQ(k.fast_q4_k_r8, has_avx2_kernels(isa)) << kernels::isa_name(isa);
     EXPECT_EQ(k.preferred_layout(DType::Q4_K),
               has_avx2_kernels(isa) ? DType::Q4_K_R8 : DType::Q4_K);
-    for (DType t : {DType::Q5_K, DType::Q6_K, DType::Q4_K_R8}) EXPECT_EQ(k.preferred_layout(t), t);
+    // q5_K: its own layout (test_q5_k_r8.cpp)
+    for (DType t : {DType::Q6_K, DType::Q4_K_R8}) EXPECT_EQ(k.preferred_layout(t), t);
     EXPECT_NE(k.gemm_q_for(DType::Q4_K_R8), nullptr);
   }
 }

@@ -121,7 +121,7 @@ TEST(Q8_0R16, PreferredWhereAHandWrittenKernelExists) {
     EXPECT_EQ(k.fast_q8_0_r16, has_avx2_kernels(isa)) << kernels::isa_name(isa);
     EXPECT_EQ(k.preferred_layout(DType::Q8_0),
               has_avx2_kernels(isa) ? DType::Q8_0_R16 : DType::Q8_0);
-    for (DType t : {DType::Q5_K, DType::Q6_K, DType::F16, DType::Q8_0_R16, DType::Q4_0_R16})
+    for (DType t : {DType::Q6_K, DType::F16, DType::Q8_0_R16, DType::Q4_0_R16})
       EXPECT_EQ(k.preferred_layout(t), t);
     EXPECT_NE(k.gemm_q_for(DType::Q8_0_R16), nullptr);
   }

@@ -1,0 +1,223 @@
+// Tiles of Q5_K_R8 weights (q5_k_r8.h) against q4_K_r8's activation layout (ActGroupK8): T
+// tokens x 1 row a pass, the QuantTile interface (tiles.h), so matvec_driver / gemm_driver run
+// them unchanged.
+//
+// avx512 (VNNI): per group of 8 super-blocks and row, q4_K_r8's scale and mins code
+// (Q4KR8Tile::group_scales, minus_mins); then per sub-block and quants row of 32 bytes, the row
+// broadcast to both halves of a zmm, the high nibbles shifted down in the upper half (one masked
+// shift and one and: 0..15 in every byte), 16 added where the field's 64-bit mask has the fifth
+// bit (one mask load, one masked add), one vpdpbusd per token against the activation's 64 bytes
+// of the same elements. A lane's sub-block dot reaches 16 x 31 x 127, past int16, so it is scaled
+// by vpmulld (q4_K_r8's vpmaddwd needs int16), unfolded, and the halves are folded once a group.
+// About 4 vector ops per 32 quant bytes against q4_K_r8's 2; the plain q5_K trait needs ~9.
+//
+// Other instruction sets run the reference (plain q5_K is not repacked there: quant.h). AVX2
+// alone would need ~5 more ops per 32 bytes to spread the fifth bits to bytes.
+//
+// A row's last group may hold fewer than 8 blocks: its rows are 4 * nb bytes apart and read with
+// masked loads, the missing lanes zero (and the activation's zero there too), so they add exactly
+// nothing. Each (token, row) accumulator sees the same steps whatever T is, so gemm_q and matvec
+// give identical sums.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/arch.h"
+#include "kernels/formats/fp16.h"
+#include "kernels/formats/prefetch.h"
+#include "kernels/formats/q4_k_r8_tiles.h"
+#include "kernels/formats/q5_k_r8.h"
+#include "kernels/formats/repacked_tiles.h"
+
+namespace oxi::kernels::OXI_ARCH_NS {
+
+#if defined(OXI_ARCH_AVX512)
+
+struct Q5KR8Tile : RowPasses<Q5KR8Tile> {
+  // One row a pass: 4 tokens' dots, sums and accumulators fit the 32 zmm registers.
+  template <int T>
+  static constexpr int kRowsPerPass = 1;
+
+  using Q4 = Q4KR8Tile;
+  template <bool kShort>
+  using GroupRows = Q4::GroupRows<kShort>;
+
+  struct Constants : Q4::Constants {
+    __m512i low4_512 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
+  };
+
+  // The 64-bit mask of field (j, i): bit k for byte k of the quants row's 512-bit values.
+  template <bool kShort>
+  [[gnu::always_inline]] static __mmask64 fifth_mask(const GroupRows<kShort>& g, size_t nb,
+                                                     size_t j, size_t i) noexcept {
+    const uint8_t* field = g.base + k5_fifth_field(nb, j, i);
+    uint64_t bits;
+    if constexpr (kShort) {
+      // nb bytes: the low nibbles' 4 * nb bits, then the high ones'
+      const uint64_t v = static_cast<uint64_t>(
+          _mm_cvtsi128_si64(_mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << nb) - 1), field)));
+      const uint64_t low = (uint64_t{1} << (4 * nb)) - 1;
+      bits = (v & low) | ((v >> (4 * nb)) & low) << 32;
+    } else {
+      std::memcpy(&bits, field, 8);
+    }
+    return _cvtu64_mask64(bits);
+  }
+
+  // Quants row (j, i) in both halves of a zmm: one broadcast load (masked: the lanes past nb
+  // read as zero, nothing past the group touched).
+  template <bool kShort>
+  [[gnu::always_inline]] static __m512i quants(const GroupRows<kShort>& g, size_t nb, size_t j,
+                                               size_t i) noexcept {
+    const uint8_t* row = g.base + k5_quants_row(nb, j, i);
+    if constexpr (kShort)
+      return _mm512_maskz_broadcast_i64x4(
+          0xFF, _mm256_maskz_loadu_epi32(static_cast<__mmask8>((1u << nb) - 1), row));
+    else
+      return _mm512_maskz_broadcast_i64x4(
+          0xFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row)));
+  }
+
+  // acc[t] += the group's sums for T tokens; nb blocks (8 unless kShort).
+  template <int T, bool kShort>
+  [[gnu::always_inline]] static void group(const GroupRows<kShort>& g, size_t nb,
+                                           const ActGroupK8* const* a, const Constants& c,
+                                           __m256 (&acc)[T]) noexcept {
+    const Q4::GroupScales s = Q4::group_scales(g, c);
+    for (int t = 0; t < T; ++t) acc[t] = Q4::minus_mins(s, a[t], acc[t]);
+    const __m512i sc03 = _mm512_maskz_broadcast_i64x4(0xFF, s.s03);
+    const __m512i sc47 = _mm512_maskz_broadcast_i64x4(0xFF, s.s47);
+    __m512i sums[T];
+    for (int t = 0; t < T; ++t) sums[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      if constexpr (T == 1) {  // an eighth of the group's lines per sub-block (q4_k_r8_tiles.h)
+        if constexpr (kShort)
+          prefetch_stream_part(g.base + kPrefetchBytes, nb * sizeof(BlockQ5_K), j, 8);
+        else
+          prefetch_stream_part<kK5GroupBytes, 8>(g.base + kPrefetchBytes, j);
+      }
+      __m512i dots[T];
+      for (int t = 0; t < T; ++t) dots[t] = _mm512_setzero_si512();
+      for (int i = 0; i < 4; ++i) {
+        const __m512i q = quants(g, nb, j, i);
+        __m512i v = _mm512_and_si512(_mm512_mask_srli_epi16(q, 0xFFFF0000u, q, 4), c.low4_512);
+        v = _mm512_mask_add_epi8(v, fifth_mask(g, nb, j, i), v, c.sixteen);
+        for (int t = 0; t < T; ++t)
+          dots[t] = _mm512_dpbusd_epi32(dots[t], v, _mm512_loadu_si512(a[t]->q[j][i][0]));
+      }
+      // the sub-block's scale in every lane, zero-extended to int32
+      const __m512i sc = _mm512_shuffle_epi8(j < 4 ? sc03 : sc47, c.scale_of[j % 4]);
+      for (int t = 0; t < T; ++t)
+        sums[t] = _mm512_add_epi32(sums[t], _mm512_mullo_epi32(dots[t], sc));
+    }
+    for (int t = 0; t < T; ++t) {
+      const __m256i lanes = _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xF, sums[t], 0),
+                                             _mm512_maskz_extracti64x4_epi64(0xF, sums[t], 1));
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(s.dw, _mm256_loadu_ps(a[t]->d)),
+                               _mm256_cvtepi32_ps(lanes), acc[t]);
+    }
+  }
+
+  // acc[t] += the sums of every group of the row at w (whole groups, then the short one).
+  template <int T>
+  [[gnu::always_inline]] static void row_sums(const uint8_t* w, const uint8_t* x, size_t x_stride,
+                                              size_t n, const Constants& c,
+                                              __m256 (&acc)[T]) noexcept {
+    const size_t blocks = n / QK_K, groups = blocks / kK8Blocks, rest = blocks % kK8Blocks;
+    const ActGroupK8* a[T];
+    for (size_t gi = 0; gi < groups; ++gi) {
+      for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const ActGroupK8*>(x + t * x_stride) + gi;
+      group<T, false>({w + gi * kK5GroupBytes, 0, __m256i{}}, kK8Blocks, a, c, acc);
+    }
+    if (rest > 0) {
+      for (int t = 0; t < T; ++t)
+        a[t] = reinterpret_cast<const ActGroupK8*>(x + t * x_stride) + groups;
+      const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+      const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(rest)), lanes);
+      group<T, true>({w + groups * kK5GroupBytes, k8_row_bytes(rest), mask}, rest, a, c, acc);
+    }
+  }
+
+  // Made once: matvec runs a pass per row with a short group, and a 2048-wide row is a single
+  // group (iq4_xs_r8_tiles.h).
+  static const Constants& constants() noexcept {
+    static const Constants c;
+    return c;
+  }
+
+  template <int T, int P>
+  static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
+                   size_t n, float* y, size_t y_stride) noexcept {
+    static_assert(P == 1);
+    (void)w_row_bytes;
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    row_sums<T>(w, x, x_stride, n, constants(), acc);
+    for (int t = 0; t < T; ++t) y[t * y_stride] = simd::hsum(acc[t]);
+  }
+
+  // One token (matvec_driver calls this instead of its tile loop): as q4_K_r8's matvec, rows of
+  // whole groups 8 at a time when the rows are a multiple of 8, their sums finished together by
+  // hsum8 (the same additions as hsum, bit for bit); every other row alone.
+  static void matvec(const uint8_t* w, size_t w_row_bytes, size_t rows, size_t n, const uint8_t* x,
+                     float* y) noexcept {
+    const Constants& c = constants();
+    size_t r = 0;
+    if ((n / QK_K) % kK8Blocks == 0 && rows % 8 == 0) {
+      for (; r < rows; r += 8) {
+        __m256 acc[8];
+        for (int i = 0; i < 8; ++i) {
+          __m256 a[1] = {_mm256_setzero_ps()};
+          row_sums<1>(w + (r + i) * w_row_bytes, x, 0, n, c, a);
+          acc[i] = a[0];
+        }
+        _mm256_storeu_ps(y + r, simd::hsum8(acc));
+      }
+    }
+    for (; r < rows; ++r) pass<1, 1>(w + r * w_row_bytes, w_row_bytes, x, 0, n, y + r, 0);
+  }
+};
+
+#else
+
+// The reference: one f32 sum per (token, row), block after block, as ref::KQuant combines them.
+struct Q5KR8Tile : K8ReferenceTile<Q5KR8Tile, BlockQ5_K> {
+  // Block b (lane b) of a group of nb blocks against lane b of its activation group.
+  static float block_sum(const uint8_t* g, size_t nb, size_t b, const ActGroupK8& a) noexcept {
+    const size_t row = k8_row_bytes(nb);
+    int32_t isum = 0, mins = 0;
+    for (size_t j = 0; j < 8; ++j) {
+      const size_t k = j % 4;
+      const int lo_s = g[kK8RowScLo * row + 4 * b + k];
+      const int lo_m = g[kK8RowMnLo * row + 4 * b + k];
+      const int hi = g[kK8RowHi * row + 4 * b + k];
+      const int sc = j < 4 ? (lo_s & 0xF) | (hi & 3) << 4 : (lo_s >> 4) | ((hi >> 2) & 3) << 4;
+      const int mn = j < 4 ? (lo_m & 0xF) | ((hi >> 4) & 3) << 4 : (lo_m >> 4) | (hi >> 6) << 4;
+      int32_t s = 0;
+      for (size_t i = 0; i < 4; ++i) {
+        const uint8_t* qs = g + k5_quants_row(nb, j, i);
+        const uint8_t* fifth = g + k5_fifth_field(nb, j, i);
+        const auto bit = [&](size_t k) { return ((fifth[k / 8] >> (k % 8)) & 1) << 4; };
+        for (size_t m = 0; m < 4; ++m) {
+          const size_t at = 4 * b + m;
+          const int lo = (qs[at] & 0xF) | bit(at), hi5 = (qs[at] >> 4) | bit(4 * nb + at);
+          s += lo * a.q[j][i][0][at] + hi5 * a.q[j][i][1][at];
+        }
+      }
+      isum += sc * s;
+      mins += mn * a.sums[j / 2][2 * b + j % 2];
+    }
+    uint32_t dm;
+    std::memcpy(&dm, g + kK8RowDm * row + 4 * b, 4);
+    const float d = f16_to_f32(static_cast<uint16_t>(dm));
+    const float dmin = f16_to_f32(static_cast<uint16_t>(dm >> 16));
+    return (a.d[b] * d) * static_cast<float>(isum) - (a.d[b] * dmin) * static_cast<float>(mins);
+  }
+};
+
+#endif
+
+}  // namespace oxi::kernels::OXI_ARCH_NS

@@ -1,0 +1,148 @@
+// The repacked q5_K layout (kernels/formats/q5_k_r8.h): lossless repacking, decoding identical to
+// q5_K, byte positions (q4_K_r8's rows of the low bits, each sub-block's fifth bits after its
+// rows), and its
+// matvec / gemm_q against a naive double product, the scalar path and plain q5_K on every
+// available instruction set. Row lengths end in a short group (fewer than 8 blocks, masked loads
+// and a spread mask) as well as in whole ones.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "kernels/formats/blocks.h"
+#include "kernels/formats/dtype.h"
+#include "kernels/formats/q4_k_r8.h"
+#include "kernels/formats/q5_k_r8.h"
+#include "kernels/formats/quant.h"
+#include "tests/kernels/formats/reference.h"
+#include "tests/kernels/formats/repacked_checks.h"
+
+namespace oxi::test::formats {
+namespace {
+
+using kernels::DType;
+using kernels::Isa;
+
+// Groups and a short one (the 5632 of a TinyLlama FFN), a short group only, one group, two
+// groups, and every short size from 1 to 7 blocks after a whole group.
+const size_t kLengths[] = {256 * 22, 256 * 3,  256 * 8,  256 * 16, 256 * 9, 256 * 10,
+                           256 * 12, 256 * 13, 256 * 14, 256 * 15, 256 * 1};
+
+std::vector<uint8_t> repack(const std::vector<uint8_t>& plain, size_t n) {
+  return repack_copy(DType::Q5_K, DType::Q5_K_R8, plain, n);
+}
+
+TEST(Q5_KR8, IsAnInternalTypeOfQ5_KSize) {
+  expect_internal_layout_of(DType::Q5_K, DType::Q5_K_R8, "q5_K_r8", DType::Q8_K, kLengths);
+  EXPECT_EQ(kernels::activation_bytes(DType::Q5_K_R8, 256 * 22),
+            kernels::activation_bytes(DType::Q4_K_R8, 256 * 22));
+  EXPECT_FALSE(kernels::repack_row(DType::Q4_K, DType::Q5_K_R8, nullptr, nullptr, 256));
+}
+
+TEST(Q5_KR8, RepackIsLosslessAndDecodesBitExactly) {
+  expect_repack_lossless_and_bit_exact(DType::Q5_K, DType::Q5_K_R8, kLengths, 256 * 8);
+}
+
+TEST(Q5_KR8, EncoderIsQ5_KRepacked) {
+  expect_encoder_is_plain_repacked(DType::Q5_K, DType::Q5_K_R8, kLengths);
+}
+
+// The layout of q5_k_r8.h, bit by bit, for a whole group and a short one: q4_K_r8's group of the
+// blocks' q4_K part, its scale rows first, then each sub-block j's four quants rows followed by
+// its four fields, where field i holds the fifth bit of element 32j + 8i + m of block b at bit
+// 4b + m and of element 32j + 8i + 4 + m at bit 4nb + 4b + m.
+TEST(Q5_KR8, GroupsAreQ4_KR8sWithEachSubBlocksFifthBits) {
+  const size_t n = 256 * 11;  // a whole group, then 3 blocks
+  const std::vector<uint8_t> plain = random_row(DType::Q5_K, n, 23);
+  const std::vector<uint8_t> packed = repack(plain, n);
+  ASSERT_EQ(packed.size(), plain.size());
+  const auto* blocks = reinterpret_cast<const kernels::BlockQ5_K*>(plain.data());
+  for (const auto& [first, nb] : {std::pair<size_t, size_t>{0, 8}, {8, 3}}) {
+    const uint8_t* g = packed.data() + first * sizeof(kernels::BlockQ5_K);
+    std::vector<kernels::BlockQ4_K> low(nb);
+    for (size_t b = 0; b < nb; ++b) {
+      const kernels::BlockQ5_K& s = blocks[first + b];
+      low[b].d = s.d;
+      low[b].dmin = s.dmin;
+      std::memcpy(low[b].scales, s.scales, sizeof(s.scales));
+      std::memcpy(low[b].qs, s.qs, sizeof(s.qs));
+    }
+    std::vector<uint8_t> q4(nb * sizeof(kernels::BlockQ4_K));
+    kernels::pack_group_q4_k_r8(low.data(), nb, q4.data());
+    const size_t row = 4 * nb;
+    EXPECT_EQ(std::memcmp(g, q4.data(), 4 * row), 0) << "nb " << nb;
+    size_t at = 4 * row;  // where the next row or field must be
+    for (size_t j = 0; j < 8; ++j) {
+      for (size_t i = 0; i < 4; ++i, at += row) {
+        ASSERT_EQ(kernels::k5_quants_row(nb, j, i), at);
+        EXPECT_EQ(std::memcmp(g + at, q4.data() + kernels::k8_qs_row(j, i) * row, row), 0)
+            << "nb " << nb << " row " << j << ", " << i;
+      }
+      for (size_t i = 0; i < 4; ++i, at += nb) {
+        ASSERT_EQ(kernels::k5_fifth_field(nb, j, i), at);
+        const uint8_t* field = g + at;
+        const auto bit = [&](size_t k) { return (field[k / 8] >> (k % 8)) & 1; };
+        for (size_t b = 0; b < nb; ++b) {
+          const kernels::BlockQ5_K& s = blocks[first + b];
+          for (size_t m = 0; m < 4; ++m) {
+            const size_t e = 32 * j + 8 * i + m;  // and e + 4
+            ASSERT_EQ(bit(4 * b + m), (s.qh[e % 32] >> (e / 32)) & 1u);
+            ASSERT_EQ(bit(4 * nb + 4 * b + m), (s.qh[(e + 4) % 32] >> ((e + 4) / 32)) & 1u);
+          }
+        }
+      }
+    }
+    EXPECT_EQ(at, nb * sizeof(kernels::BlockQ5_K));
+  }
+}
+
+TEST(Q5_KR8, MatvecMatchesNaiveDoubleScalarAndPlainOnEveryIsa) {
+  expect_matvec_matches_naive_scalar_and_plain(DType::Q5_K, DType::Q5_K_R8, kLengths);
+}
+
+// The SIMD matvec finishes the rows of whole groups 8 at a time (q5_k_r8_tiles.h, hsum8).
+TEST(Q5_KR8, MatvecRowsTogetherGiveTheBitsOfEachRowAlone) {
+  expect_matvec_rows_together_give_each_rows_bits(DType::Q5_K, DType::Q5_K_R8);
+}
+
+TEST(Q5_KR8, GemmQMatchesPerTokenMatvec) {
+  const size_t lengths[] = {256 * 22, 256 * 3, 256 * 13, 256 * 8};
+  expect_gemm_q_matches_matvec(DType::Q5_K, DType::Q5_K_R8, lengths, GemmMatch::kBitExact);
+}
+
+// Every element at 31 (nibble 15, fifth bit set) or 16 (fifth bit alone) with sub-block scales
+// and mins at 63, against activations of +-127: the sub-block dots reach 16 x 31 x 127 a lane,
+// past int16, and the scaled sums their largest magnitudes.
+TEST(Q5_KR8, ExtremeValuesMatchNaive) {
+  const size_t n = 256 * 11;
+  for (uint8_t nibbles : {uint8_t{0xFF}, uint8_t{0x00}}) {
+    std::vector<kernels::BlockQ5_K> blocks(n / 256);
+    for (auto& b : blocks) {
+      b.d = 0x3C00;                                   // 1.0
+      b.dmin = 0x3800;                                // 0.5
+      std::memset(b.scales, 0xFF, sizeof(b.scales));  // every scale and min 63
+      std::memset(b.qh, 0xFF, sizeof(b.qh));
+      std::memset(b.qs, nibbles, sizeof(b.qs));
+    }
+    std::vector<uint8_t> plain(blocks.size() * sizeof(kernels::BlockQ5_K));
+    std::memcpy(plain.data(), blocks.data(), plain.size());
+    expect_constant_activations_match_naive(DType::Q5_K, DType::Q5_K_R8, plain, n,
+                                            nibbles ? "all 31" : "all 16");
+  }
+}
+
+TEST(Q5_KR8, PreferredWhereAHandWrittenKernelExists) {
+  for (Isa isa : available_isas()) {
+    const kernels::FormatKernels& k = kernels::format_kernels(isa);
+    const bool fast = isa == Isa::avx512;
+    EXPECT_EQ(k.fast_q5_k_r8, fast) << kernels::isa_name(isa);
+    EXPECT_EQ(k.preferred_layout(DType::Q5_K), fast ? DType::Q5_K_R8 : DType::Q5_K);
+    EXPECT_EQ(k.preferred_layout(DType::Q5_K, 2048, 5632), fast ? DType::Q5_K_R8 : DType::Q5_K);
+    EXPECT_EQ(k.preferred_layout(DType::Q5_K_R8), DType::Q5_K_R8);
+    EXPECT_NE(k.gemm_q_for(DType::Q5_K_R8), nullptr);
+  }
+}
+
+}  // namespace
+}  // namespace oxi::test::formats
