@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "kernels/arch.h"
 #include "kernels/formats/fp16.h"
@@ -183,38 +184,15 @@ struct Q5KR8Tile : RowPasses<Q5KR8Tile> {
 
 #else
 
-// The reference: one f32 sum per (token, row), block after block, as ref::KQuant combines them.
-struct Q5KR8Tile : K8ReferenceTile<Q5KR8Tile, BlockQ5_K> {
-  // Block b (lane b) of a group of nb blocks against lane b of its activation group.
-  static float block_sum(const uint8_t* g, size_t nb, size_t b, const ActGroupK8& a) noexcept {
-    const size_t row = k8_row_bytes(nb);
-    int32_t isum = 0, mins = 0;
-    for (size_t j = 0; j < 8; ++j) {
-      const size_t k = j % 4;
-      const int lo_s = g[kK8RowScLo * row + 4 * b + k];
-      const int lo_m = g[kK8RowMnLo * row + 4 * b + k];
-      const int hi = g[kK8RowHi * row + 4 * b + k];
-      const int sc = j < 4 ? (lo_s & 0xF) | (hi & 3) << 4 : (lo_s >> 4) | ((hi >> 2) & 3) << 4;
-      const int mn = j < 4 ? (lo_m & 0xF) | ((hi >> 4) & 3) << 4 : (lo_m >> 4) | (hi >> 6) << 4;
-      int32_t s = 0;
-      for (size_t i = 0; i < 4; ++i) {
-        const uint8_t* qs = g + k5_quants_row(nb, j, i);
-        const uint8_t* fifth = g + k5_fifth_field(nb, j, i);
-        const auto bit = [&](size_t k) { return ((fifth[k / 8] >> (k % 8)) & 1) << 4; };
-        for (size_t m = 0; m < 4; ++m) {
-          const size_t at = 4 * b + m;
-          const int lo = (qs[at] & 0xF) | bit(at), hi5 = (qs[at] >> 4) | bit(4 * nb + at);
-          s += lo * a.q[j][i][0][at] + hi5 * a.q[j][i][1][at];
-        }
-      }
-      isum += sc * s;
-      mins += mn * a.sums[j / 2][2 * b + j % 2];
-    }
-    uint32_t dm;
-    std::memcpy(&dm, g + kK8RowDm * row + 4 * b, 4);
-    const float d = f16_to_f32(static_cast<uint16_t>(dm));
-    const float dmin = f16_to_f32(static_cast<uint16_t>(dm >> 16));
-    return (a.d[b] * d) * static_cast<float>(isum) - (a.d[b] * dmin) * static_cast<float>(mins);
+// The reference (K8ScaleMinReferenceTile) with this layout's levels: the nibbles and the fifth
+// bits (q5_k_r8.h).
+struct Q5KR8Tile : K8ScaleMinReferenceTile<Q5KR8Tile, BlockQ5_K> {
+  static std::pair<int, int> levels(const uint8_t* g, size_t nb, size_t b, size_t j, size_t i,
+                                    size_t m) noexcept {
+    const uint8_t q = g[k5_quants_row(nb, j, i) + 4 * b + m];
+    const uint8_t* fifth = g + k5_fifth_field(nb, j, i);
+    const auto bit = [&](size_t k) { return ((fifth[k / 8] >> (k % 8)) & 1) << 4; };
+    return {(q & 0xF) | bit(4 * b + m), (q >> 4) | bit(4 * nb + 4 * b + m)};
   }
 };
 

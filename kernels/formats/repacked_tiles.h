@@ -10,8 +10,10 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/arch.h"
+#include "kernels/formats/fp16.h"
 #include "kernels/formats/prefetch.h"
 #include "kernels/formats/q4_0_r16.h"
 #include "kernels/formats/q4_k_r8.h"
@@ -206,6 +208,41 @@ struct K8ReferenceTile {
     }
     for (int t = 0; t < T; ++t)
       for (int r = 0; r < R; ++r) y[t * y_stride + r] = acc[t][r];
+  }
+};
+
+// The reference of the layouts with q4_K_r8's scale rows (q4_K_r8, q5_K_r8): block b's sum of
+// level x q over each sub-block times its 6-bit scale, less its mins against the activation's
+// sub-block sums, times the two f16 scales, as ref::KQuant combines them.
+// Tile::levels(g, nb, b, j, i, m) gives the levels of the two elements of quants row (j, i),
+// byte 4b + m (q4_k_r8.h: the low nibble's element and the high one's).
+template <class Tile, class Block>
+struct K8ScaleMinReferenceTile : K8ReferenceTile<Tile, Block> {
+  static float block_sum(const uint8_t* g, size_t nb, size_t b, const ActGroupK8& a) noexcept {
+    const size_t row = k8_row_bytes(nb);
+    int32_t isum = 0, mins = 0;
+    for (size_t j = 0; j < 8; ++j) {
+      const size_t k = j % 4;
+      const int lo_s = g[kK8RowScLo * row + 4 * b + k];
+      const int lo_m = g[kK8RowMnLo * row + 4 * b + k];
+      const int hi = g[kK8RowHi * row + 4 * b + k];
+      const int sc = j < 4 ? (lo_s & 0xF) | (hi & 3) << 4 : (lo_s >> 4) | ((hi >> 2) & 3) << 4;
+      const int mn = j < 4 ? (lo_m & 0xF) | ((hi >> 4) & 3) << 4 : (lo_m >> 4) | (hi >> 6) << 4;
+      int32_t s = 0;
+      for (size_t i = 0; i < 4; ++i) {
+        for (size_t m = 0; m < 4; ++m) {
+          const auto [low, high] = Tile::levels(g, nb, b, j, i, m);
+          s += low * a.q[j][i][0][4 * b + m] + high * a.q[j][i][1][4 * b + m];
+        }
+      }
+      isum += sc * s;
+      mins += mn * a.sums[j / 2][2 * b + j % 2];
+    }
+    uint32_t dm;
+    std::memcpy(&dm, g + kK8RowDm * row + 4 * b, 4);
+    const float d = f16_to_f32(static_cast<uint16_t>(dm));
+    const float dmin = f16_to_f32(static_cast<uint16_t>(dm >> 16));
+    return (a.d[b] * d) * static_cast<float>(isum) - (a.d[b] * dmin) * static_cast<float>(mins);
   }
 };
 
