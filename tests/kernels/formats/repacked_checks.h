@@ -24,6 +24,13 @@ inline bool has_avx2_kernels(kernels::Isa isa) {
   return isa == kernels::Isa::avx2 || isa == kernels::Isa::avx512;
 }
 
+// Row lengths for the layouts in groups of 8 super-blocks (q4_K_r8, iq4_xs_r8, q5_K_r8): groups
+// and a short one (the 5632 of a TinyLlama FFN), a short group only, one group, two groups, and
+// every short size from 1 to 7 blocks after a whole group.
+inline constexpr size_t kK8RowLengths[] = {256 * 22, 256 * 3,  256 * 8,  256 * 16,
+                                           256 * 9,  256 * 10, 256 * 12, 256 * 13,
+                                           256 * 14, 256 * 15, 256 * 1};
+
 // `packed` is a kernel-internal layout of `plain`: named `name`, quantized, with plain's bytes
 // per row for every n in `lengths`, never a file's type nor parsed from a user's string,
 // supported as weights, and multiplied against `activation` values.

@@ -24,10 +24,7 @@ namespace {
 using kernels::DType;
 using kernels::Isa;
 
-// Groups and a short one (the 5632 of a TinyLlama FFN), a short group only, one group, two
-// groups, and every short size from 1 to 7 blocks after a whole group.
-const size_t kLengths[] = {256 * 22, 256 * 3,  256 * 8,  256 * 16, 256 * 9, 256 * 10,
-                           256 * 12, 256 * 13, 256 * 14, 256 * 15, 256 * 1};
+const auto& kLengths = kK8RowLengths;
 
 std::vector<uint8_t> repack(const std::vector<uint8_t>& plain, size_t n) {
   return repack_copy(DType::Q5_K, DType::Q5_K_R8, plain, n);
