@@ -309,4 +309,18 @@ void expect_matvec_rows_together_give_each_rows_bits(DType plain, DType packed) 
   }
 }
 
+void expect_preferred_where(DType plain, DType packed, bool kernels::FormatKernels::*fast,
+                            bool (*hand_written)(Isa)) {
+  for (Isa isa : available_isas()) {
+    const kernels::FormatKernels& k = kernels::format_kernels(isa);
+    const bool yes = hand_written(isa);
+    EXPECT_EQ(k.*fast, yes) << kernels::isa_name(isa);
+    EXPECT_EQ(k.preferred_layout(plain), yes ? packed : plain) << kernels::isa_name(isa);
+    EXPECT_EQ(k.preferred_layout(plain, 2048, 5632), yes ? packed : plain)
+        << kernels::isa_name(isa);
+    EXPECT_EQ(k.preferred_layout(packed), packed) << kernels::isa_name(isa);
+    EXPECT_NE(k.gemm_q_for(packed), nullptr) << kernels::isa_name(isa);
+  }
+}
+
 }  // namespace oxi::test::formats

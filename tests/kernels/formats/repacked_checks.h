@@ -14,6 +14,7 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/formats/dtype.h"
+#include "kernels/formats/quant.h"
 
 namespace oxi::test::formats {
 
@@ -23,6 +24,12 @@ using kernels::available_isas;
 inline bool has_avx2_kernels(kernels::Isa isa) {
   return isa == kernels::Isa::avx2 || isa == kernels::Isa::avx512;
 }
+
+// On every available ISA: the table's `fast` flag (e.g. &FormatKernels::fast_q5_k_r8) is
+// `hand_written(isa)`, preferred_layout gives `packed` for `plain` (also for a 2048 x 5632 matrix)
+// exactly there and `plain` elsewhere, `packed` prefers itself, and gemm_q has a kernel for it.
+void expect_preferred_where(kernels::DType plain, kernels::DType packed,
+                            bool kernels::FormatKernels::*fast, bool (*hand_written)(kernels::Isa));
 
 // Row lengths for the layouts in groups of 8 super-blocks (q4_K_r8, iq4_xs_r8, q5_K_r8): groups
 // and a short one (the 5632 of a TinyLlama FFN), a short group only, one group, two groups, and

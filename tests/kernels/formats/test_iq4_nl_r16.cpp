@@ -79,14 +79,8 @@ TEST(IQ4_NLR16, ExtremeLevelsAndActivations) {
 }
 
 TEST(IQ4_NLR16, PreferredWhereAHandWrittenKernelExists) {
-  for (Isa isa : available_isas()) {
-    const kernels::FormatKernels& k = kernels::format_kernels(isa);
-    EXPECT_EQ(k.fast_iq4_nl_r16, has_avx2_kernels(isa)) << kernels::isa_name(isa);
-    EXPECT_EQ(k.preferred_layout(DType::IQ4_NL),
-              has_avx2_kernels(isa) ? DType::IQ4_NL_R16 : DType::IQ4_NL);
-    EXPECT_EQ(k.preferred_layout(DType::IQ4_NL_R16), DType::IQ4_NL_R16);
-    EXPECT_NE(k.gemm_q_for(DType::IQ4_NL_R16), nullptr);
-  }
+  expect_preferred_where(DType::IQ4_NL, DType::IQ4_NL_R16, &kernels::FormatKernels::fast_iq4_nl_r16,
+                         has_avx2_kernels);
 }
 
 }  // namespace

@@ -130,16 +130,8 @@ TEST(IQ4_XSR8, Avx512IsBitIdenticalToAvx2) {
 }
 
 TEST(IQ4_XSR8, PreferredWhereAHandWrittenKernelExists) {
-  for (Isa isa : available_isas()) {
-    const kernels::FormatKernels& k = kernels::format_kernels(isa);
-    const bool fast = has_avx2_kernels(isa);
-    EXPECT_EQ(k.fast_iq4_xs_r8, fast) << kernels::isa_name(isa);
-    EXPECT_EQ(k.preferred_layout(DType::IQ4_XS), fast ? DType::IQ4_XS_R8 : DType::IQ4_XS);
-    EXPECT_EQ(k.preferred_layout(DType::IQ4_XS, 2048, 5632),
-              fast ? DType::IQ4_XS_R8 : DType::IQ4_XS);
-    EXPECT_EQ(k.preferred_layout(DType::IQ4_XS_R8), DType::IQ4_XS_R8);
-    EXPECT_NE(k.gemm_q_for(DType::IQ4_XS_R8), nullptr);
-  }
+  expect_preferred_where(DType::IQ4_XS, DType::IQ4_XS_R8, &kernels::FormatKernels::fast_iq4_xs_r8,
+                         has_avx2_kernels);
 }
 
 }  // namespace

@@ -93,14 +93,8 @@ TEST(Q5_1R16, ExtremeValuesAndActivations) {
 }
 
 TEST(Q5_1R16, PreferredWhereAHandWrittenKernelExists) {
-  for (Isa isa : available_isas()) {
-    const kernels::FormatKernels& k = kernels::format_kernels(isa);
-    EXPECT_EQ(k.fast_q5_1_r16, has_avx2_kernels(isa)) << kernels::isa_name(isa);
-    EXPECT_EQ(k.preferred_layout(DType::Q5_1),
-              has_avx2_kernels(isa) ? DType::Q5_1_R16 : DType::Q5_1);
-    EXPECT_EQ(k.preferred_layout(DType::Q5_1_R16), DType::Q5_1_R16);
-    EXPECT_NE(k.gemm_q_for(DType::Q5_1_R16), nullptr);
-  }
+  expect_preferred_where(DType::Q5_1, DType::Q5_1_R16, &kernels::FormatKernels::fast_q5_1_r16,
+                         has_avx2_kernels);
 }
 
 }  // namespace

@@ -130,15 +130,8 @@ TEST(Q5_KR8, ExtremeValuesMatchNaive) {
 }
 
 TEST(Q5_KR8, PreferredWhereAHandWrittenKernelExists) {
-  for (Isa isa : available_isas()) {
-    const kernels::FormatKernels& k = kernels::format_kernels(isa);
-    const bool fast = isa == Isa::avx512;
-    EXPECT_EQ(k.fast_q5_k_r8, fast) << kernels::isa_name(isa);
-    EXPECT_EQ(k.preferred_layout(DType::Q5_K), fast ? DType::Q5_K_R8 : DType::Q5_K);
-    EXPECT_EQ(k.preferred_layout(DType::Q5_K, 2048, 5632), fast ? DType::Q5_K_R8 : DType::Q5_K);
-    EXPECT_EQ(k.preferred_layout(DType::Q5_K_R8), DType::Q5_K_R8);
-    EXPECT_NE(k.gemm_q_for(DType::Q5_K_R8), nullptr);
-  }
+  expect_preferred_where(DType::Q5_K, DType::Q5_K_R8, &kernels::FormatKernels::fast_q5_k_r8,
+                         [](Isa isa) { return isa == Isa::avx512; });
 }
 
 }  // namespace
