@@ -10,6 +10,7 @@
 #include "kernels/formats/q5_0_r16.h"
 #include "kernels/formats/q5_1_r16.h"
 #include "kernels/formats/q4_0_r16.h"
+#include "kernels/formats/q3_k_r8.h"
 #include "kernels/formats/q4_k_r8.h"
 #include "kernels/formats/q4_k_r8s.h"
 #include "kernels/formats/q8_0_r16.h"
@@ -66,6 +67,7 @@ DType activation_dtype(DType weight) noexcept {
     case DType::Q4_K_R8S:
     case DType::IQ4_XS_R8:
     case DType::Q5_K_R8:
+    case DType::Q3_K_R8:
       return DType::Q8_K;
     default:
       return DType::F32;
@@ -85,6 +87,7 @@ size_t activation_bytes(DType weight, size_t n) noexcept {
   if (weight == DType::Q4_K_R8 || weight == DType::IQ4_XS_R8 || weight == DType::Q5_K_R8)
     return align_activation_bytes(q4_k_r8_activation_bytes(n));
   if (weight == DType::Q4_K_R8S) return align_activation_bytes(q4_k_r8s_activation_bytes(n));
+  if (weight == DType::Q3_K_R8) return align_activation_bytes(q3_k_r8_activation_bytes(n));
   return row_bytes(activation_dtype(weight), n);
 }
 
@@ -98,6 +101,7 @@ void quantize_activation(DType weight, const float* x, void* out, size_t n) noex
   if (weight == DType::Q4_K_R8 || weight == DType::IQ4_XS_R8 || weight == DType::Q5_K_R8)
     return quantize_activation_q4_k_r8(x, out, n);
   if (weight == DType::Q4_K_R8S) return quantize_activation_q4_k_r8s(x, out, n);
+  if (weight == DType::Q3_K_R8) return quantize_activation_q3_k_r8(x, out, n);
   switch (activation_dtype(weight)) {
     case DType::Q8_0:
       format_kernels().quantize_q8_0(x, out, n);

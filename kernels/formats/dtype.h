@@ -55,6 +55,8 @@ enum class DType : uint32_t {
   Q4_1_R16 = 55,
   // Kernel-internal: q5_K rows repacked at load, q4_K_r8's groups with fifth bits (q5_k_r8.h).
   Q5_K_R8 = 54,
+  // Kernel-internal: q3_K rows repacked at load, groups of 8 super-blocks (q3_k_r8.h).
+  Q3_K_R8 = 53,
 };
 
 struct DTypeInfo {

@@ -53,18 +53,7 @@ struct Q5KR8Tile : RowPasses<Q5KR8Tile> {
   template <bool kShort>
   [[gnu::always_inline]] static __mmask64 fifth_mask(const GroupRows<kShort>& g, size_t nb,
                                                      size_t j, size_t i) noexcept {
-    const uint8_t* field = g.base + k5_fifth_field(nb, j, i);
-    uint64_t bits;
-    if constexpr (kShort) {
-      // nb bytes: the low nibbles' 4 * nb bits, then the high ones'
-      const uint64_t v = static_cast<uint64_t>(
-          _mm_cvtsi128_si64(_mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << nb) - 1), field)));
-      const uint64_t low = (uint64_t{1} << (4 * nb)) - 1;
-      bits = (v & low) | ((v >> (4 * nb)) & low) << 32;
-    } else {
-      std::memcpy(&bits, field, 8);
-    }
-    return _cvtu64_mask64(bits);
+    return half_lanes_mask<kShort>(g.base + k5_fifth_field(nb, j, i), nb);
   }
 
   // Quants row (j, i) in both halves of a zmm: one broadcast load (masked: the lanes past nb

@@ -185,8 +185,9 @@ struct R16ReferenceTile {
 // The reference tile of the layouts in groups of 8 super-blocks (q4_K_r8, iq4_xs_r8, q5_K_r8; the
 // last also in the AVX2 build, which has no tile of its own for it): one f32
 // sum per (token, row), block after block. Tile::block_sum(group, nb, b, a) is block b's sum
-// against lane b of its activation group, for a group of nb blocks of type Block.
-template <class Tile, class Block>
+// against lane b of its activation group (AGroup: q4_K_r8's, or q3_K_r8's ActGroupK16), for a
+// group of nb blocks of type Block.
+template <class Tile, class Block, class AGroup = ActGroupK8>
 struct K8ReferenceTile {
   static constexpr int kMatvecRows = 1;
 
@@ -200,8 +201,7 @@ struct K8ReferenceTile {
       for (int r = 0; r < R; ++r) {
         const uint8_t* g = w + r * w_row_bytes + first * sizeof(Block);
         for (int t = 0; t < T; ++t) {
-          const ActGroupK8& a =
-              reinterpret_cast<const ActGroupK8*>(x + t * x_stride)[first / kK8Blocks];
+          const AGroup& a = reinterpret_cast<const AGroup*>(x + t * x_stride)[first / kK8Blocks];
           for (size_t b = 0; b < nb; ++b) acc[t][r] += Tile::block_sum(g, nb, b, a);
         }
       }
@@ -245,6 +245,28 @@ struct K8ScaleMinReferenceTile : K8ReferenceTile<Tile, Block> {
     return (a.d[b] * d) * static_cast<float>(isum) - (a.d[b] * dmin) * static_cast<float>(mins);
   }
 };
+
+#if defined(OXI_ARCH_AVX512)
+
+// A field of nb bytes whose bit 4b + m belongs to byte 4b + m of the lower half of a 512-bit
+// value and bit 4nb + 4b + m to byte 4b + m of the upper half (q5_k_r8.h, q3_k_r8.h), as the
+// 64-bit mask of those bytes: a whole group's field (nb = 8) is that mask as it is; a short one's
+// halves are spread 32 bits apart (the loads read nothing past the field).
+template <bool kShort>
+[[gnu::always_inline]] inline __mmask64 half_lanes_mask(const uint8_t* field, size_t nb) noexcept {
+  uint64_t bits;
+  if constexpr (kShort) {
+    const uint64_t v = static_cast<uint64_t>(
+        _mm_cvtsi128_si64(_mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << nb) - 1), field)));
+    const uint64_t low = (uint64_t{1} << (4 * nb)) - 1;
+    bits = (v & low) | ((v >> (4 * nb)) & low) << 32;
+  } else {
+    std::memcpy(&bits, field, 8);
+  }
+  return _cvtu64_mask64(bits);
+}
+
+#endif
 
 // The QuantTile interface (tiles.h) over a tile that computes P rows per pass
 // (Tile::pass<T, P>, P = Tile::kRowsPerPass<T>, so its accumulators fit the registers).
