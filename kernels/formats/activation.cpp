@@ -68,6 +68,7 @@ DType activation_dtype(DType weight) noexcept {
     case DType::IQ4_XS_R8:
     case DType::Q5_K_R8:
     case DType::Q3_K_R8:
+    case DType::Q2_K_R8:
       return DType::Q8_K;
     default:
       return DType::F32;
@@ -87,7 +88,8 @@ size_t activation_bytes(DType weight, size_t n) noexcept {
   if (weight == DType::Q4_K_R8 || weight == DType::IQ4_XS_R8 || weight == DType::Q5_K_R8)
     return align_activation_bytes(q4_k_r8_activation_bytes(n));
   if (weight == DType::Q4_K_R8S) return align_activation_bytes(q4_k_r8s_activation_bytes(n));
-  if (weight == DType::Q3_K_R8) return align_activation_bytes(q3_k_r8_activation_bytes(n));
+  if (weight == DType::Q3_K_R8 || weight == DType::Q2_K_R8)  // the same layout
+    return align_activation_bytes(q3_k_r8_activation_bytes(n));
   return row_bytes(activation_dtype(weight), n);
 }
 
@@ -101,7 +103,8 @@ void quantize_activation(DType weight, const float* x, void* out, size_t n) noex
   if (weight == DType::Q4_K_R8 || weight == DType::IQ4_XS_R8 || weight == DType::Q5_K_R8)
     return quantize_activation_q4_k_r8(x, out, n);
   if (weight == DType::Q4_K_R8S) return quantize_activation_q4_k_r8s(x, out, n);
-  if (weight == DType::Q3_K_R8) return quantize_activation_q3_k_r8(x, out, n);
+  if (weight == DType::Q3_K_R8 || weight == DType::Q2_K_R8)
+    return quantize_activation_q3_k_r8(x, out, n);
   switch (activation_dtype(weight)) {
     case DType::Q8_0:
       format_kernels().quantize_q8_0(x, out, n);

@@ -10,6 +10,7 @@
 #include "kernels/formats/fp16.h"
 #include "kernels/formats/iq4_nl_r16.h"
 #include "kernels/formats/iq4_xs_r8.h"
+#include "kernels/formats/q2_k_r8.h"
 #include "kernels/formats/q3_k_r8.h"
 #include "kernels/formats/q4_0_r16.h"
 #include "kernels/formats/q5_0_r16.h"
@@ -343,6 +344,8 @@ RowDecoder row_decoder(DType t) noexcept {
       return dequantize_row_q5_k_r8;
     case DType::Q3_K_R8:
       return dequantize_row_q3_k_r8;
+    case DType::Q2_K_R8:
+      return dequantize_row_q2_k_r8;
     default:
       return nullptr;
   }

@@ -28,7 +28,7 @@ constexpr std::array<Entry, 24> kTable = {{
 }};
 
 // Kernel-internal layouts: same block size and bytes as the format they repack.
-constexpr std::array<Entry, 11> kInternal = {{
+constexpr std::array<Entry, 12> kInternal = {{
     {63, {"q4_0_r16", 32, 18, true}},
     {62, {"q8_0_r16", 32, 34, true}},
     {61, {"q4_K_r8", 256, 144, true}},
@@ -40,6 +40,7 @@ constexpr std::array<Entry, 11> kInternal = {{
     {55, {"q4_1_r16", 32, 20, true}},
     {54, {"q5_K_r8", 256, 176, true}},
     {53, {"q3_K_r8", 256, 110, true}},
+    {52, {"q2_K_r8", 256, 84, true}},
 }};
 
 constexpr DTypeInfo kUnknown{"?", 1, 0, false};

@@ -57,6 +57,8 @@ enum class DType : uint32_t {
   Q5_K_R8 = 54,
   // Kernel-internal: q3_K rows repacked at load, groups of 8 super-blocks (q3_k_r8.h).
   Q3_K_R8 = 53,
+  // Kernel-internal: q2_K rows repacked at load, q3_K_r8's groups with q2_K's scales (q2_k_r8.h).
+  Q2_K_R8 = 52,
 };
 
 struct DTypeInfo {

@@ -2,6 +2,7 @@
 #include "kernels/arch.h"
 #include "kernels/formats/float_tiles.h"
 #include "kernels/formats/iq4_xs_r8_tiles.h"
+#include "kernels/formats/q2_k_r8_tiles.h"
 #include "kernels/formats/q3_k_r8_tiles.h"
 #include "kernels/formats/q4_0_r16_tiles.h"
 #include "kernels/formats/q4_k_r8_tiles.h"
@@ -64,6 +65,7 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   set<IQ4XSR8Tile>(k, DType::IQ4_XS_R8);
   set<Q5KR8Tile>(k, DType::Q5_K_R8);
   set<Q3KR8Tile>(k, DType::Q3_K_R8);
+  set<Q2KR8Tile>(k, DType::Q2_K_R8);
   // q4_K_r8s: its own loops over sets (the drivers take rows one at a time)
   k.matvec[static_cast<size_t>(DType::Q4_K_R8S)] = Q4KR8STile::matvec;
   k.gemm_q[static_cast<size_t>(DType::Q4_K_R8S)] = Q4KR8STile::gemm;
@@ -82,6 +84,7 @@ void fill_format_kernels(FormatKernels& k) noexcept {
 #if defined(OXI_ARCH_AVX512)
   k.fast_q5_k_r8 = true;  // AVX2 alone runs the reference (q5_k_r8_tiles.h)
   k.fast_q3_k_r8 = true;  // the same (q3_k_r8_tiles.h)
+  k.fast_q2_k_r8 = true;  // the same (q2_k_r8_tiles.h)
   k.stream_lines_choice = true;
 #endif
 }

@@ -9,13 +9,49 @@
 #include "kernels/formats/repacked_rows.h"
 
 namespace oxi::kernels {
+
+// Element e's two bits in a q2_K / q3_K block's qs: bits 2 (e % 128 / 32) of qs[32 (e / 128) + e % 32].
+void pack_k16_quants(const uint8_t* qs, size_t nb, size_t b, size_t p, uint8_t* rows) noexcept {
+  for (size_t c = 0; c < kK16Chunks; ++c) {
+    for (size_t m = 0; m < 4; ++m) {
+      for (bool upper : {false, true}) {
+        const size_t e = k3_chunk_element(p, c, m, upper);
+        const int low = (qs[32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32))) & 3;
+        uint8_t& q = rows[(c / 2) * k8_row_bytes(nb) + 4 * b + m];
+        q = static_cast<uint8_t>(q | low << (2 * k16_field(c, upper)));
+      }
+    }
+  }
+}
+
+void unpack_k16_quants(const uint8_t* rows, size_t nb, size_t b, size_t p, uint8_t* qs) noexcept {
+  for (size_t c = 0; c < kK16Chunks; ++c) {
+    for (size_t m = 0; m < 4; ++m) {
+      for (bool upper : {false, true}) {
+        const size_t e = k3_chunk_element(p, c, m, upper);
+        const int low = k16_low_bits(rows + (c / 2) * k8_row_bytes(nb), b, c, m, upper);
+        uint8_t& q = qs[32 * (e / 128) + e % 32];
+        q = static_cast<uint8_t>(q | low << (2 * (e % 128 / 32)));
+      }
+    }
+  }
+}
+
+void set_activation_lane_q3_k_r8(const BlockQ8_K& b, size_t k, ActGroupK16& a) noexcept {
+  a.d[k] = b.d;
+  for (size_t p = 0; p < kK16Pairs; ++p) {
+    a.sums4[p][k] = 4 * b.bsums[2 * p];
+    a.sums4[p][kK8Blocks + k] = 4 * b.bsums[2 * p + 1];
+    for (size_t c = 0; c < kK16Chunks; ++c) {
+      std::memcpy(&a.q[p][c][4 * k], &b.qs[k3_chunk_element(p, c, 0, false)], 4);
+      std::memcpy(&a.q[p][c][32 + 4 * k], &b.qs[k3_chunk_element(p, c, 0, true)], 4);
+    }
+  }
+}
+
 namespace {
 
-// Element e of a q3_K block: its low two bits (bits 2 (e % 128 / 32) of qs[32 (e / 128) + e % 32])
-// and its third bit (bit e / 32 of hmask[e % 32]).
-int low_bits(const BlockQ3_K& s, size_t e) noexcept {
-  return (s.qs[32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32))) & 3;
-}
+// Element e of a q3_K block: its third bit (bit e / 32 of hmask[e % 32]).
 bool high_bit(const BlockQ3_K& s, size_t e) noexcept {
   return (s.hmask[e % 32] >> (e / 32)) & 1;
 }
@@ -40,14 +76,11 @@ void pack_group(const BlockQ3_K* blocks, size_t nb, uint8_t* g) noexcept {
           (sc[0] >> 4) | (sc[1] >> 4) << 2 | (sc[2] >> 4) << 4 | (sc[3] >> 4) << 6);
     }
     for (size_t p = 0; p < kK16Pairs; ++p) {
+      pack_k16_quants(s.qs, nb, b, p, g + k3_quants_row(nb, p, 0));
       for (size_t c = 0; c < kK16Chunks; ++c) {
         for (size_t m = 0; m < 4; ++m) {
           for (bool upper : {false, true}) {
             const size_t e = k3_chunk_element(p, c, m, upper);
-            // quants row c / 2, field s = 2 (c % 2) + upper
-            const size_t s_field = 2 * (c % 2) + (upper ? 1 : 0);
-            uint8_t& q = g[k3_quants_row(nb, p, c / 2) + 4 * b + m];
-            q = static_cast<uint8_t>(q | low_bits(s, e) << (2 * s_field));
             if (high_bit(s, e)) {
               const size_t bit = high_position(nb, b, m, upper);
               uint8_t& f = g[k3_high_field(nb, p, c) + bit / 8];
@@ -80,33 +113,18 @@ void unpack_group(const uint8_t* g, size_t nb, BlockQ3_K* blocks) noexcept {
       }
     }
     for (size_t p = 0; p < kK16Pairs; ++p) {
+      unpack_k16_quants(g + k3_quants_row(nb, p, 0), nb, b, p, s.qs);
       for (size_t c = 0; c < kK16Chunks; ++c) {
         const uint8_t* field = g + k3_high_field(nb, p, c);
         for (size_t m = 0; m < 4; ++m) {
           for (bool upper : {false, true}) {
             const size_t e = k3_chunk_element(p, c, m, upper);
-            const size_t s_field = 2 * (c % 2) + (upper ? 1 : 0);
-            const int low = (g[k3_quants_row(nb, p, c / 2) + 4 * b + m] >> (2 * s_field)) & 3;
-            uint8_t& q = s.qs[32 * (e / 128) + e % 32];
-            q = static_cast<uint8_t>(q | low << (2 * (e % 128 / 32)));
             const size_t bit = high_position(nb, b, m, upper);
             if ((field[bit / 8] >> (bit % 8)) & 1)
               s.hmask[e % 32] = static_cast<uint8_t>(s.hmask[e % 32] | 1u << (e / 32));
           }
         }
       }
-    }
-  }
-}
-
-void set_activation_lane(const BlockQ8_K& b, size_t k, ActGroupK16& a) noexcept {
-  a.d[k] = b.d;
-  for (size_t p = 0; p < kK16Pairs; ++p) {
-    a.sums4[p][k] = 4 * b.bsums[2 * p];
-    a.sums4[p][kK8Blocks + k] = 4 * b.bsums[2 * p + 1];
-    for (size_t c = 0; c < kK16Chunks; ++c) {
-      std::memcpy(&a.q[p][c][4 * k], &b.qs[k3_chunk_element(p, c, 0, false)], 4);
-      std::memcpy(&a.q[p][c][32 + 4 * k], &b.qs[k3_chunk_element(p, c, 0, true)], 4);
     }
   }
 }
@@ -130,7 +148,7 @@ void quantize_activation_q3_k_r8(const float* x, void* out, size_t n) noexcept {
     // A short last group's missing lanes are zero (their weights read as zero meet zeros; an
     // uninitialised scale could be a NaN). A whole group's lanes are all written below.
     if (nb < kK8Blocks) std::memset(a, 0, sizeof(*a));
-    for (size_t k = 0; k < nb; ++k) set_activation_lane(b[k], k, *a);
+    for (size_t k = 0; k < nb; ++k) set_activation_lane_q3_k_r8(b[k], k, *a);
   }
 }
 

@@ -70,6 +70,15 @@ constexpr size_t k3_chunk_element(size_t p, size_t c, size_t m, bool upper) noex
   return 32 * p + (upper ? 16 : 0) + 4 * c + m;
 }
 
+// The field (bits 2s, 2s + 1 of a byte of quants row c / 2) that holds chunk c's element of
+// group A (upper == false) or B, and those two bits of byte m of block b's lane in that row.
+constexpr size_t k16_field(size_t c, bool upper) noexcept {
+  return 2 * (c % 2) + (upper ? 1 : 0);
+}
+inline int k16_low_bits(const uint8_t* row, size_t b, size_t c, size_t m, bool upper) noexcept {
+  return (row[4 * b + m] >> (2 * k16_field(c, upper))) & 3;
+}
+
 struct ActGroupK16 {
   float d[kK8Blocks];
   // Never written or read: puts sums and q on cache lines of their own.
@@ -83,6 +92,14 @@ struct ActGroupK16 {
 };
 static_assert(sizeof(ActGroupK16) == 2624 && offsetof(ActGroupK16, sums4) % 64 == 0 &&
               offsetof(ActGroupK16, q) % 64 == 0);
+
+// Block b's two bits of every element of pair p (from the 64 qs bytes of a q2_K or q3_K block,
+// which arrange them alike) into the two quants rows at `rows` of a group of nb blocks (OR'ed
+// into zeroed rows), and back (OR'ed into zeroed qs).
+void pack_k16_quants(const uint8_t* qs, size_t nb, size_t b, size_t p, uint8_t* rows) noexcept;
+void unpack_k16_quants(const uint8_t* rows, size_t nb, size_t b, size_t p, uint8_t* qs) noexcept;
+// Lane k of a group's activation from one q8_K block.
+void set_activation_lane_q3_k_r8(const BlockQ8_K& b, size_t k, ActGroupK16& a) noexcept;
 
 // Bytes of one prepared activation of n values (n a multiple of 256): a whole ActGroupK16 per
 // group, the last one too.

@@ -11,6 +11,7 @@
 #include "kernels/formats/iq4_xs_r8.h"
 #include "kernels/formats/q4_k_r8.h"
 #include "kernels/formats/q4_k_r8s.h"
+#include "kernels/formats/q2_k_r8.h"
 #include "kernels/formats/q3_k_r8.h"
 #include "kernels/formats/q5_k_r8.h"
 #include "kernels/formats/q5_0_r16.h"
@@ -113,6 +114,10 @@ bool repack_row(DType from, DType to, const void* src, void* dst, size_t n) noex
     repack_row_q3_k_r8(src, dst, n);
   } else if (from == DType::Q3_K_R8 && to == DType::Q3_K) {
     unpack_row_q3_k_r8(src, dst, n);
+  } else if (from == DType::Q2_K && to == DType::Q2_K_R8) {
+    repack_row_q2_k_r8(src, dst, n);
+  } else if (from == DType::Q2_K_R8 && to == DType::Q2_K) {
+    unpack_row_q2_k_r8(src, dst, n);
   } else if (from == DType::IQ4_XS && to == DType::IQ4_XS_R8) {
     repack_row_iq4_xs_r8(src, dst, n);
   } else if (from == DType::IQ4_XS_R8 && to == DType::IQ4_XS) {

@@ -18,6 +18,7 @@
 //   iq4_xs_r8                x q8_K in q4_K_r8's layout (iq4_xs_r8.h: repacked iq4_xs)
 //   q5_K_r8                  x q8_K in q4_K_r8's layout (q5_k_r8.h: repacked q5_K)
 //   q3_K_r8                  x q8_K in a matching layout (q3_k_r8.h: repacked q3_K)
+//   q2_K_r8                  x q8_K in q3_K_r8's layout (q2_k_r8.h: repacked q2_K)
 //
 // Typical use by a backend, for one token:
 //   const size_t ab = activation_bytes(w_type, n);       // once per layer shape
@@ -59,7 +60,7 @@ inline constexpr size_t kDTypeSlots = 64;
 // Weight types with matvec / gemm_q / dequantize / quantize support:
 // f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs tq1_0 tq2_0,
 // q4_0_r16, q8_0_r16, q4_K_r8, iq4_xs_r8, iq4_nl_r16, q5_0_r16, q5_1_r16, q4_1_r16, q5_K_r8,
-// q3_K_r8
+// q3_K_r8, q2_K_r8
 // and q4_K_r8s (which has no row decoder or encoder: a matrix of it is decoded by
 // dequantize_matrix_row).
 bool weight_supported(DType t) noexcept;
@@ -115,7 +116,7 @@ void quantize_activation(DType weight, const float* x, void* out, size_t n) noex
 
 // Rewrites one row of n elements stored as `from` into `to` (q4_0 <-> q4_0_r16, q8_0 <->
 // q8_0_r16, q4_K <-> q4_K_r8, iq4_xs <-> iq4_xs_r8, iq4_nl <-> iq4_nl_r16, q5_0 <->
-// q5_0_r16, q5_1 <-> q5_1_r16, q4_1 <-> q4_1_r16, q5_K <-> q5_K_r8, q3_K <-> q3_K_r8), byte count
+// q5_0_r16, q5_1 <-> q5_1_r16, q4_1 <-> q4_1_r16, q5_K <-> q5_K_r8, q3_K <-> q3_K_r8, q2_K <-> q2_K_r8), byte count
 // unchanged
 // and lossless. Returns false (writing nothing) for any other pair. src and dst must not overlap.
 bool repack_row(DType from, DType to, const void* src, void* dst, size_t n) noexcept;
@@ -151,6 +152,8 @@ struct FormatKernels {
   bool fast_q5_k_r8 = false;
   // The same for q3_K_r8 and plain q3_K.
   bool fast_q3_k_r8 = false;
+  // The same for q2_K_r8 and plain q2_K.
+  bool fast_q2_k_r8 = false;
   // Whether some one-token passes follow stream_lines(layout) (prefetch.h): the avx512 kernels.
   bool stream_lines_choice = false;
   // q8_0 activation blocks of x[0..n), bit-identical to quantize_row_q8_0 for finite x (what
@@ -164,8 +167,8 @@ struct FormatKernels {
   GemmQFn gemm_q_for(DType t) const noexcept { return slot(gemm_q, t); }
   // The layout to hold weights stored as t in for these kernels: q4_0_r16 for q4_0,
   // q8_0_r16 for q8_0, q4_K_r8 for q4_K, iq4_xs_r8 for iq4_xs, iq4_nl_r16 for iq4_nl,
-  // q5_0_r16 for q5_0, q5_1_r16 for q5_1, q4_1_r16 for q4_1, q5_K_r8 for q5_K and q3_K_r8 for q3_K
-  // where they are faster, else t
+  // q5_0_r16 for q5_0, q5_1_r16 for q5_1, q4_1_r16 for q4_1, q5_K_r8 for q5_K, q3_K_r8 for q3_K and q2_K_r8
+  // for q2_K where they are faster, else t
   // itself.
   DType preferred_layout(DType t) const noexcept {
     if (t == DType::Q4_0 && fast_q4_0_r16) return DType::Q4_0_R16;
@@ -178,6 +181,7 @@ struct FormatKernels {
     if (t == DType::Q4_1 && fast_q4_1_r16) return DType::Q4_1_R16;
     if (t == DType::Q5_K && fast_q5_k_r8) return DType::Q5_K_R8;
     if (t == DType::Q3_K && fast_q3_k_r8) return DType::Q3_K_R8;
+    if (t == DType::Q2_K && fast_q2_k_r8) return DType::Q2_K_R8;
     return t;
   }
   // The same for a matrix of rows x cols: q4_K rows that end in a short q4_K_r8 group take

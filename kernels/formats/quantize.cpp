@@ -9,6 +9,7 @@
 #include "kernels/formats/fp16.h"
 #include "kernels/formats/iq4_nl_r16.h"
 #include "kernels/formats/iq4_xs_r8.h"
+#include "kernels/formats/q2_k_r8.h"
 #include "kernels/formats/q3_k_r8.h"
 #include "kernels/formats/q5_k_r8.h"
 #include "kernels/formats/q4_0_r16.h"
@@ -225,6 +226,8 @@ RowEncoder row_encoder(DType t) noexcept {
       return quantize_row_q5_k_r8;
     case DType::Q3_K_R8:
       return quantize_row_q3_k_r8;
+    case DType::Q2_K_R8:
+      return quantize_row_q2_k_r8;
     default:
       return nullptr;
   }

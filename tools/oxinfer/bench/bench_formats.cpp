@@ -78,7 +78,8 @@ class QuantizedActivation {
 
 // Weights of type t, multiplied in `layout`: t itself, or the repacked layout decode holds t in
 // (Q4_0 -> Q4_0_R16, Q8_0 -> Q8_0_R16, Q4_K -> Q4_K_R8, IQ4_XS -> IQ4_XS_R8, IQ4_NL -> IQ4_NL_R16,
-// Q5_0 -> Q5_0_R16, Q5_1 -> Q5_1_R16, Q4_1 -> Q4_1_R16, Q5_K -> Q5_K_R8, Q3_K -> Q3_K_R8;
+// Q5_0 -> Q5_0_R16, Q5_1 -> Q5_1_R16, Q4_1 -> Q4_1_R16, Q5_K -> Q5_K_R8, Q3_K -> Q3_K_R8,
+// Q2_K -> Q2_K_R8;
 // same bytes per row, so GB/s count the same t bytes). The limit: read passes over the matrix
 // itself, one after each run, the best of them (where memory sits changes its read rate,
 // machine_limits.h; and a VM's bandwidth moves within minutes, so the passes share the kernel's

@@ -1,0 +1,209 @@
+// The avx512 tile of the K-quant layouts with 16-element groups (q3_K_r8, q2_K_r8: q3_k_r8.h,
+// q2_k_r8.h) against their activation layout (ActGroupK16): T tokens x 1 row a pass, the
+// QuantTile interface (tiles.h), so matvec_driver / gemm_driver run them unchanged. The layout's
+// policy F (q3_k_r8_tiles.h, q2_k_r8_tiles.h) gives its scale unpacking, what the level needs
+// beyond its two low bits, and how the sums meet the f32 scales.
+//
+// Per group of 8 super-blocks and row, F unpacks the blocks' scales into byte vectors (~10-20
+// ops for the 8 blocks). Then per pair of element groups, for each of its 4 chunks: the quants
+// row broadcast to both halves of a zmm, one variable shift and one and (two bits a byte), what
+// F adds (q3_K: the third bit, one masked add of 4), one vpdpbusd per token against the
+// activation's 64 bytes of the same elements; the pair's sums (at most 16 x 7 x 127 a lane, an
+// int16) meet its two scales (A's in the lower half, B's in the upper: one pshufb) in one
+// vpdpwssd, and the activation's group sums meet the second term's (q3_K: the same scales, the
+// - 4 of every level; q2_K: the mins) in another. Per group the halves are folded once.
+//
+// A row's last group may hold fewer than 8 blocks: its rows are 4 * nb bytes apart and read with
+// masked loads, the missing lanes zero (and the activation's zero there too), so they add exactly
+// nothing. Each (token, row) accumulator sees the same steps whatever T is, so gemm_q and matvec
+// give identical sums.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/arch.h"
+#include "kernels/formats/prefetch.h"
+#include "kernels/formats/q3_k_r8.h"
+#include "kernels/formats/repacked_tiles.h"
+
+namespace oxi::kernels::OXI_ARCH_NS {
+
+#if defined(OXI_ARCH_AVX512)
+
+struct K16R8Constants {
+  __m256i low4 = _mm256_set1_epi8(0x0F), top2_01 = _mm256_set1_epi8(0x03);
+  __m256i top2_23 = _mm256_set1_epi8(0x0C), top2_45 = _mm256_set1_epi8(0x30);
+  __m256i bias = _mm256_set1_epi8(32);
+  __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+  // chunk 2h + k: shift by 4k in the lower half (group A's bits), 4k + 2 in the upper (B's)
+  __m512i shift[2] = {halves_epi16(0, 2), halves_epi16(4, 6)};
+
+  static __m512i halves_epi16(int lower, int upper) noexcept {
+    return _mm512_mask_set1_epi16(_mm512_set1_epi16(static_cast<int16_t>(lower)), 0xFFFF0000u,
+                                  static_cast<int16_t>(upper));
+  }
+  // pshufb control for pair 2q + e: the scale of group 4q + 2e (lower half) or 4q + 2e + 1
+  // (upper) of each lane's block, from byte 4b + 2e (+ 1) of a scale vector (byte 4b + m: group
+  // 4q + m of block b), into byte `to` of the lane, zero around.
+  static __m512i scale_control(int e, int to) noexcept {
+    alignas(64) uint32_t c[16];
+    for (int l = 0; l < 16; ++l) {
+      const uint32_t byte = 4u * static_cast<uint32_t>(l % 4) + 2u * e + (l >= 8 ? 1u : 0u);
+      c[l] = (0x80808080u & ~(0xFFu << (8 * to))) | byte << (8 * to);
+    }
+    return _mm512_load_si512(c);
+  }
+};
+
+// The rows of one group: whole (8 blocks, plain loads) or a row's short last group (nb blocks,
+// masked loads: the lanes past nb read as zero and nothing past the group is touched).
+template <bool kShort>
+struct K16Group {
+  const uint8_t* base;
+  size_t nb;
+  __mmask8 lanes() const noexcept { return static_cast<__mmask8>((1u << nb) - 1); }
+  // 4 bytes a block at offset
+  __m256i row(size_t offset) const noexcept {
+    if constexpr (kShort)
+      return _mm256_maskz_loadu_epi32(lanes(), base + offset);
+    else
+      return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + offset));
+  }
+  __m512i both_halves(size_t offset) const noexcept {
+    return _mm512_maskz_broadcast_i64x4(0xFF, row(offset));
+  }
+  // 2 bytes a block at offset: f16 -> f32
+  __m256 f16_lanes(size_t offset) const noexcept {
+    if constexpr (kShort)
+      return _mm256_cvtph_ps(_mm_maskz_loadu_epi16(lanes(), base + offset));
+    else
+      return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(base + offset)));
+  }
+};
+
+// A group's scales as F unpacks them: per pair 2q + e, the vpdpwssd operands of its sums (from
+// sc[q]) and of the activation's group sums (from mn[q]), one pshufb each; the f32 factors.
+struct K16Scales {
+  __m512i sc[4], mn[4];
+  __m256 d, dmin;
+};
+
+template <class F>
+struct K16R8Tile : RowPasses<K16R8Tile<F>> {
+  // One row a pass: 4 tokens' dots and two accumulators each fit the 32 zmm registers.
+  template <int T>
+  static constexpr int kRowsPerPass = 1;
+
+  struct Constants : K16R8Constants {
+    __m512i scale_of[2] = {scale_control(0, F::kScaleByte), scale_control(1, F::kScaleByte)};
+  };
+
+  // acc[t] += the group's sums for T tokens.
+  template <int T, bool kShort>
+  [[gnu::always_inline]] static void group(const K16Group<kShort>& g, const ActGroupK16* const* a,
+                                           const Constants& c, __m256 (&acc)[T]) noexcept {
+    const size_t nb = g.nb;
+    const K16Scales s = F::scales(g, c);
+    __m512i sums[T], corr[T];
+    for (int t = 0; t < T; ++t) sums[t] = corr[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int p = 0; p < static_cast<int>(kK16Pairs); ++p) {
+      if constexpr (T == 1) {  // an eighth of the group's lines per pair (q4_k_r8_tiles.h)
+        if constexpr (kShort)
+          prefetch_stream_part(g.base + kPrefetchBytes, nb * sizeof(typename F::Block), p,
+                               kK16Pairs);
+        else
+          prefetch_stream_part<kK8Blocks * sizeof(typename F::Block), kK16Pairs>(
+              g.base + kPrefetchBytes, p);
+      }
+      __m512i dots[T];
+      for (int t = 0; t < T; ++t) dots[t] = _mm512_setzero_si512();
+      for (int h = 0; h < 2; ++h) {
+        const __m512i q = g.both_halves(F::quants_row(nb, p, h));
+        for (int k = 0; k < 2; ++k) {
+          const int chunk = 2 * h + k;
+          const __m512i v = F::levels(g, p, chunk, c,
+                                      _mm512_and_si512(_mm512_srlv_epi16(q, c.shift[k]), c.three));
+          for (int t = 0; t < T; ++t)
+            dots[t] = _mm512_dpbusd_epi32(dots[t], v, _mm512_loadu_si512(a[t]->q[p][chunk]));
+        }
+      }
+      const __m512i sc = _mm512_shuffle_epi8(s.sc[p / 2], c.scale_of[p % 2]);
+      const __m512i mn = _mm512_shuffle_epi8(s.mn[p / 2], c.scale_of[p % 2]);
+      for (int t = 0; t < T; ++t) {
+        sums[t] = _mm512_dpwssd_epi32(sums[t], dots[t], sc);
+        corr[t] = _mm512_dpwssd_epi32(corr[t], _mm512_loadu_si512(a[t]->sums4[p]), mn);
+      }
+    }
+    for (int t = 0; t < T; ++t) acc[t] = F::finish(s, sums[t], corr[t], a[t]->d, acc[t]);
+  }
+
+  // acc[t] += the sums of every group of the row at w (whole groups, then the short one).
+  template <int T>
+  [[gnu::always_inline]] static void row_sums(const uint8_t* w, const uint8_t* x, size_t x_stride,
+                                              size_t n, const Constants& c,
+                                              __m256 (&acc)[T]) noexcept {
+    constexpr size_t kGroupBytes = kK8Blocks * sizeof(typename F::Block);
+    const size_t blocks = n / QK_K, groups = blocks / kK8Blocks, rest = blocks % kK8Blocks;
+    const ActGroupK16* a[T];
+    for (size_t gi = 0; gi < groups; ++gi) {
+      for (int t = 0; t < T; ++t)
+        a[t] = reinterpret_cast<const ActGroupK16*>(x + t * x_stride) + gi;
+      group<T, false>({w + gi * kGroupBytes, kK8Blocks}, a, c, acc);
+    }
+    if (rest > 0) {
+      for (int t = 0; t < T; ++t)
+        a[t] = reinterpret_cast<const ActGroupK16*>(x + t * x_stride) + groups;
+      group<T, true>({w + groups * kGroupBytes, rest}, a, c, acc);
+    }
+  }
+
+  // Made once: matvec runs a pass per row, and a 2048-wide row is a single group.
+  static const Constants& constants() noexcept {
+    static const Constants c;
+    return c;
+  }
+
+  template <int T, int P>
+  static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
+                   size_t n, float* y, size_t y_stride) noexcept {
+    static_assert(P == 1);
+    (void)w_row_bytes;
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    row_sums<T>(w, x, x_stride, n, constants(), acc);
+    for (int t = 0; t < T; ++t) y[t * y_stride] = simd::hsum(acc[t]);
+  }
+
+  // One token (matvec_driver calls this instead of its tile loop): as q4_K_r8's matvec, rows of
+  // whole groups 8 at a time when the rows are a multiple of 8, their sums finished together by
+  // hsum8 (the same additions as hsum, bit for bit); every other row alone.
+  static void matvec(const uint8_t* w, size_t w_row_bytes, size_t rows, size_t n, const uint8_t* x,
+                     float* y) noexcept {
+    const Constants& c = constants();
+    size_t r = 0;
+    if ((n / QK_K) % kK8Blocks == 0 && rows % 8 == 0) {
+      for (; r < rows; r += 8) {
+        __m256 acc[8];
+        for (int i = 0; i < 8; ++i) {
+          __m256 a[1] = {_mm256_setzero_ps()};
+          row_sums<1>(w + (r + i) * w_row_bytes, x, 0, n, c, a);
+          acc[i] = a[0];
+        }
+        _mm256_storeu_ps(y + r, simd::hsum8(acc));
+      }
+    }
+    for (; r < rows; ++r) pass<1, 1>(w + r * w_row_bytes, w_row_bytes, x, 0, n, y + r, 0);
+  }
+};
+
+// The two halves of a group's int32 sums added: each block's.
+[[gnu::always_inline]] inline __m256i fold_halves(__m512i v) noexcept {
+  return _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xF, v, 0),
+                          _mm512_maskz_extracti64x4_epi64(0xF, v, 1));
+}
+
+#endif
+
+}  // namespace oxi::kernels::OXI_ARCH_NS
