@@ -89,12 +89,9 @@ struct K16Scales {
   __m256 d, dmin;
 };
 
+// One row a pass (K8RowPasses): 4 tokens' dots and two accumulators each fit the 32 zmm registers.
 template <class F>
-struct K16R8Tile : RowPasses<K16R8Tile<F>> {
-  // One row a pass: 4 tokens' dots and two accumulators each fit the 32 zmm registers.
-  template <int T>
-  static constexpr int kRowsPerPass = 1;
-
+struct K16R8Tile : K8RowPasses<K16R8Tile<F>> {
   struct Constants : K16R8Constants {
     __m512i scale_of[2] = {scale_control(0, F::kScaleByte), scale_control(1, F::kScaleByte)};
   };
@@ -163,38 +160,6 @@ struct K16R8Tile : RowPasses<K16R8Tile<F>> {
   static const Constants& constants() noexcept {
     static const Constants c;
     return c;
-  }
-
-  template <int T, int P>
-  static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
-                   size_t n, float* y, size_t y_stride) noexcept {
-    static_assert(P == 1);
-    (void)w_row_bytes;
-    __m256 acc[T];
-    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-    row_sums<T>(w, x, x_stride, n, constants(), acc);
-    for (int t = 0; t < T; ++t) y[t * y_stride] = simd::hsum(acc[t]);
-  }
-
-  // One token (matvec_driver calls this instead of its tile loop): as q4_K_r8's matvec, rows of
-  // whole groups 8 at a time when the rows are a multiple of 8, their sums finished together by
-  // hsum8 (the same additions as hsum, bit for bit); every other row alone.
-  static void matvec(const uint8_t* w, size_t w_row_bytes, size_t rows, size_t n, const uint8_t* x,
-                     float* y) noexcept {
-    const Constants& c = constants();
-    size_t r = 0;
-    if ((n / QK_K) % kK8Blocks == 0 && rows % 8 == 0) {
-      for (; r < rows; r += 8) {
-        __m256 acc[8];
-        for (int i = 0; i < 8; ++i) {
-          __m256 a[1] = {_mm256_setzero_ps()};
-          row_sums<1>(w + (r + i) * w_row_bytes, x, 0, n, c, a);
-          acc[i] = a[0];
-        }
-        _mm256_storeu_ps(y + r, simd::hsum8(acc));
-      }
-    }
-    for (; r < rows; ++r) pass<1, 1>(w + r * w_row_bytes, w_row_bytes, x, 0, n, y + r, 0);
   }
 };
 

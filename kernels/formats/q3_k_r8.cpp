@@ -134,22 +134,11 @@ using Rows = K8Rows<BlockQ3_K, pack_group, unpack_group, DType::Q3_K>;
 }  // namespace
 
 size_t q3_k_r8_activation_bytes(size_t n) noexcept {
-  const size_t blocks = n / QK_K;
-  return (blocks + kK8Blocks - 1) / kK8Blocks * sizeof(ActGroupK16);
+  return k8_activation_bytes<ActGroupK16>(n);
 }
 
 void quantize_activation_q3_k_r8(const float* x, void* out, size_t n) noexcept {
-  const size_t blocks = n / QK_K;
-  auto* a = static_cast<ActGroupK16*>(out);
-  for (size_t first = 0; first < blocks; first += kK8Blocks, ++a) {
-    const size_t nb = k8_group_blocks(blocks, first);
-    BlockQ8_K b[kK8Blocks];
-    quantize_activation(DType::Q3_K, x + first * QK_K, b, nb * QK_K);
-    // A short last group's missing lanes are zero (their weights read as zero meet zeros; an
-    // uninitialised scale could be a NaN). A whole group's lanes are all written below.
-    if (nb < kK8Blocks) std::memset(a, 0, sizeof(*a));
-    for (size_t k = 0; k < nb; ++k) set_activation_lane_q3_k_r8(b[k], k, *a);
-  }
+  quantize_k8_activation<ActGroupK16, set_activation_lane_q3_k_r8>(DType::Q3_K, x, out, n);
 }
 
 void repack_row_q3_k_r8(const void* src, void* dst, size_t n) noexcept {

@@ -93,23 +93,11 @@ void set_activation_lane_q4_k_r8(const BlockQ8_K& b, size_t k, ActGroupK8& a) no
 }
 
 size_t q4_k_r8_activation_bytes(size_t n) noexcept {
-  const size_t blocks = n / QK_K;
-  return (blocks + kK8Blocks - 1) / kK8Blocks * sizeof(ActGroupK8);
+  return k8_activation_bytes<ActGroupK8>(n);
 }
 
 void quantize_activation_q4_k_r8(const float* x, void* out, size_t n) noexcept {
-  const size_t blocks = n / QK_K;
-  auto* a = static_cast<ActGroupK8*>(out);
-  for (size_t first = 0; first < blocks; first += kK8Blocks, ++a) {
-    const size_t nb = k8_group_blocks(blocks, first);
-    BlockQ8_K b[kK8Blocks];
-    quantize_activation(DType::Q4_K, x + first * QK_K, b, nb * QK_K);
-    // A short last group's missing lanes are zero: weights read as zero there meet zeros (an
-    // uninitialised scale could be a NaN, and 0 * NaN is not 0). A whole group's lanes are all
-    // written below.
-    if (nb < kK8Blocks) std::memset(a, 0, sizeof(*a));
-    for (size_t k = 0; k < nb; ++k) set_activation_lane_q4_k_r8(b[k], k, *a);
-  }
+  quantize_k8_activation<ActGroupK8, set_activation_lane_q4_k_r8>(DType::Q4_K, x, out, n);
 }
 
 namespace {

@@ -36,11 +36,8 @@ namespace oxi::kernels::OXI_ARCH_NS {
 
 #if defined(OXI_ARCH_AVX512)
 
-struct Q5KR8Tile : RowPasses<Q5KR8Tile> {
-  // One row a pass: 4 tokens' dots, sums and accumulators fit the 32 zmm registers.
-  template <int T>
-  static constexpr int kRowsPerPass = 1;
-
+// One row a pass (K8RowPasses): 4 tokens' dots, sums and accumulators fit the 32 zmm registers.
+struct Q5KR8Tile : K8RowPasses<Q5KR8Tile> {
   using Q4 = Q4KR8Tile;
   template <bool kShort>
   using GroupRows = Q4::GroupRows<kShort>;
@@ -136,38 +133,6 @@ struct Q5KR8Tile : RowPasses<Q5KR8Tile> {
   static const Constants& constants() noexcept {
     static const Constants c;
     return c;
-  }
-
-  template <int T, int P>
-  static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
-                   size_t n, float* y, size_t y_stride) noexcept {
-    static_assert(P == 1);
-    (void)w_row_bytes;
-    __m256 acc[T];
-    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-    row_sums<T>(w, x, x_stride, n, constants(), acc);
-    for (int t = 0; t < T; ++t) y[t * y_stride] = simd::hsum(acc[t]);
-  }
-
-  // One token (matvec_driver calls this instead of its tile loop): as q4_K_r8's matvec, rows of
-  // whole groups 8 at a time when the rows are a multiple of 8, their sums finished together by
-  // hsum8 (the same additions as hsum, bit for bit); every other row alone.
-  static void matvec(const uint8_t* w, size_t w_row_bytes, size_t rows, size_t n, const uint8_t* x,
-                     float* y) noexcept {
-    const Constants& c = constants();
-    size_t r = 0;
-    if ((n / QK_K) % kK8Blocks == 0 && rows % 8 == 0) {
-      for (; r < rows; r += 8) {
-        __m256 acc[8];
-        for (int i = 0; i < 8; ++i) {
-          __m256 a[1] = {_mm256_setzero_ps()};
-          row_sums<1>(w + (r + i) * w_row_bytes, x, 0, n, c, a);
-          acc[i] = a[0];
-        }
-        _mm256_storeu_ps(y + r, simd::hsum8(acc));
-      }
-    }
-    for (; r < rows; ++r) pass<1, 1>(w + r * w_row_bytes, w_row_bytes, x, 0, n, y + r, 0);
   }
 };
 

@@ -156,6 +156,30 @@ struct K8Rows {
   }
 };
 
+// The activation of a layout in groups of 8 super-blocks (AGroup per group: q4_K_r8's ActGroupK8,
+// q3_K_r8's ActGroupK16; the last one holding a short group's blocks): its bytes for n values,
+// and x[0, n) quantized to q8_K as for `plain` into it, SetLane laying out lane k from block k.
+template <class AGroup>
+size_t k8_activation_bytes(size_t n) noexcept {
+  return (n / QK_K + kK8Blocks - 1) / kK8Blocks * sizeof(AGroup);
+}
+
+template <class AGroup, void (*SetLane)(const BlockQ8_K&, size_t, AGroup&) noexcept>
+void quantize_k8_activation(DType plain, const float* x, void* out, size_t n) noexcept {
+  const size_t blocks = n / QK_K;
+  auto* a = static_cast<AGroup*>(out);
+  for (size_t first = 0; first < blocks; first += kK8Blocks, ++a) {
+    const size_t nb = k8_group_blocks(blocks, first);
+    BlockQ8_K b[kK8Blocks];
+    quantize_activation(plain, x + first * QK_K, b, nb * QK_K);
+    // A short last group's missing lanes are zero: weights read as zero there meet zeros (an
+    // uninitialised scale could be a NaN, and 0 * NaN is not 0). A whole group's lanes are all
+    // written below.
+    if (nb < kK8Blocks) std::memset(a, 0, sizeof(*a));
+    for (size_t k = 0; k < nb; ++k) SetLane(b[k], k, *a);
+  }
+}
+
 // The activation of an r16 layout (AGroup per group of 16 q8_0 or q8_1 blocks, ABlock, the last
 // one holding the short group's): its bytes for n values, and x[0, n) quantized into it, Fill
 // laying out each group from its m <= 16 blocks (lanes past m zero).

@@ -286,4 +286,50 @@ struct RowPasses {
   }
 };
 
+#if defined(OXI_ARCH_AVX2)
+
+// pass and matvec of the tiles in groups of 8 super-blocks that take one row a pass (q5_k_r8_tiles.h,
+// k16_r8_tiles.h): Tile::row_sums<T>(w, x, x_stride, n, c, acc) adds the sums of a row's groups
+// to T accumulators, with the constants c that Tile::constants() makes once (matvec runs a pass
+// per row with a short group, and a 2048-wide row is a single group).
+template <class Tile>
+struct K8RowPasses : RowPasses<Tile> {
+  template <int T>
+  static constexpr int kRowsPerPass = 1;
+
+  template <int T, int P>
+  static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
+                   size_t n, float* y, size_t y_stride) noexcept {
+    static_assert(P == 1);
+    (void)w_row_bytes;
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    Tile::template row_sums<T>(w, x, x_stride, n, Tile::constants(), acc);
+    for (int t = 0; t < T; ++t) y[t * y_stride] = simd::hsum(acc[t]);
+  }
+
+  // One token (matvec_driver calls this instead of its tile loop): as q4_K_r8's matvec, rows of
+  // whole groups 8 at a time when the rows are a multiple of 8, their sums finished together by
+  // hsum8 (the same additions as hsum, bit for bit); every other row alone.
+  static void matvec(const uint8_t* w, size_t w_row_bytes, size_t rows, size_t n, const uint8_t* x,
+                     float* y) noexcept {
+    const auto& c = Tile::constants();
+    size_t r = 0;
+    if ((n / QK_K) % kK8Blocks == 0 && rows % 8 == 0) {
+      for (; r < rows; r += 8) {
+        __m256 acc[8];
+        for (int i = 0; i < 8; ++i) {
+          __m256 a[1] = {_mm256_setzero_ps()};
+          Tile::template row_sums<1>(w + (r + i) * w_row_bytes, x, 0, n, c, a);
+          acc[i] = a[0];
+        }
+        _mm256_storeu_ps(y + r, simd::hsum8(acc));
+      }
+    }
+    for (; r < rows; ++r) pass<1, 1>(w + r * w_row_bytes, w_row_bytes, x, 0, n, y + r, 0);
+  }
+};
+
+#endif
+
 }  // namespace oxi::kernels::OXI_ARCH_NS
