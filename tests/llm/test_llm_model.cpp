@@ -585,8 +585,8 @@ TEST(RepackedQ5_K, MatchesPlainLayout) {
   expect_repacked_matches_plain_layout("llama", DType::Q5_K, DType::Q5_K_R8);
 }
 
-// q3_K_r8 and q2_K_r8 (avx512; elsewhere the model keeps q3_K / q2_K and this compares it with
-// itself).
+// q3_K_r8 (avx512) and q2_K_r8 (AVX2 and avx512); elsewhere the model keeps q3_K / q2_K and this
+// compares it with itself.
 TEST(RepackedQ3_K, MatchesPlainLayout) {
   expect_repacked_matches_plain_layout("llama", DType::Q3_K, DType::Q3_K_R8);
 }

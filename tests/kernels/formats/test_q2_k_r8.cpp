@@ -22,7 +22,6 @@ namespace {
 
 using kernels::BlockQ2_K;
 using kernels::DType;
-using kernels::Isa;
 
 const auto& kLengths = kK8RowLengths;
 
@@ -124,7 +123,7 @@ TEST(Q2_KR8, ExtremeValuesMatchNaive) {
 
 TEST(Q2_KR8, PreferredWhereAHandWrittenKernelExists) {
   expect_preferred_where(DType::Q2_K, DType::Q2_K_R8, &kernels::FormatKernels::fast_q2_k_r8,
-                         [](Isa isa) { return isa == Isa::avx512; });
+                         has_avx2_kernels);
 }
 
 }  // namespace
