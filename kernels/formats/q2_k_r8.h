@@ -1,6 +1,7 @@
 // Q2_K_R8: q2_K rows repacked for the products: q3_K_r8's groups of 8 super-blocks and its quants
 // rows by pairs of 16-element groups (q3_k_r8.h), without the third bits, with q2_K's scales and
-// mins; q3_K_r8's activation layout (ActGroupK16).
+// mins; q3_K_r8's activation layout (ActGroupK16). Multiplied by hand-written tiles on AVX2 and
+// avx512 (q2_k_r8_tiles.h).
 //
 // Plain q2_K costs ~50 vector ops per 84-byte block and row on avx512; one core multiplies it at
 // ~14 GB/s in L2 (`bench kernels`), slower than memory feeds two cores. Repacked, a group of
