@@ -101,6 +101,20 @@ struct Q2KR8Tile : K8RowPasses<Q2KR8Tile> {
     return c;
   }
 
+  // Two tokens a pass at most: four tokens' int16 and int32 sums alone would take AVX2's 16
+  // registers. Each token's accumulator sees the same steps either way.
+  template <int T, int P>
+  static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
+                   size_t n, float* y, size_t y_stride) noexcept {
+    using Base = K8RowPasses<Q2KR8Tile>;
+    if constexpr (T > 2) {
+      Base::pass<2, P>(w, w_row_bytes, x, x_stride, n, y, y_stride);
+      pass<T - 2, P>(w, w_row_bytes, x + 2 * x_stride, x_stride, n, y + 2 * y_stride, y_stride);
+    } else {
+      Base::pass<T, P>(w, w_row_bytes, x, x_stride, n, y, y_stride);
+    }
+  }
+
   // acc[t] += the group's sums for T tokens; nb blocks (8 unless kShort: masked loads, the lanes
   // past nb zero).
   template <int T, bool kShort>
