@@ -16,8 +16,10 @@ void pack_group(const BlockQ2_K* blocks, size_t nb, uint8_t* g) noexcept {
     const BlockQ2_K& s = blocks[b];
     const uint32_t dm = uint32_t{s.d} | uint32_t{s.dmin} << 16;
     std::memcpy(g + 4 * b, &dm, 4);
-    for (size_t q = 0; q < 4; ++q) std::memcpy(g + k2_scale_row(nb, q) + 4 * b, s.scales + 4 * q, 4);
-    for (size_t p = 0; p < kK16Pairs; ++p) pack_k16_quants(s.qs, nb, b, p, g + k2_quants_row(nb, p, 0));
+    for (size_t q = 0; q < 4; ++q)
+      std::memcpy(g + k2_scale_row(nb, q) + 4 * b, s.scales + 4 * q, 4);
+    for (size_t p = 0; p < kK16Pairs; ++p)
+      pack_k16_quants(s.qs, nb, b, p, g + k2_quants_row(nb, p, 0));
   }
 }
 
@@ -29,7 +31,8 @@ void unpack_group(const uint8_t* g, size_t nb, BlockQ2_K* blocks) noexcept {
     std::memcpy(&dm, g + 4 * b, 4);
     s.d = static_cast<uint16_t>(dm);
     s.dmin = static_cast<uint16_t>(dm >> 16);
-    for (size_t q = 0; q < 4; ++q) std::memcpy(s.scales + 4 * q, g + k2_scale_row(nb, q) + 4 * b, 4);
+    for (size_t q = 0; q < 4; ++q)
+      std::memcpy(s.scales + 4 * q, g + k2_scale_row(nb, q) + 4 * b, 4);
     for (size_t p = 0; p < kK16Pairs; ++p)
       unpack_k16_quants(g + k2_quants_row(nb, p, 0), nb, b, p, s.qs);
   }

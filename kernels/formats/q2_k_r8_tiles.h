@@ -39,8 +39,8 @@ struct Q2KR8Format {
     for (int q = 0; q < 4; ++q) {
       const __m256i r = g.row(k2_scale_row(g.nb, static_cast<size_t>(q)));
       s.sc[q] = _mm512_maskz_broadcast_i64x4(0xFF, _mm256_and_si256(r, c.low4));
-      s.mn[q] = _mm512_maskz_broadcast_i64x4(
-          0xFF, _mm256_and_si256(_mm256_srli_epi16(r, 4), c.low4));
+      s.mn[q] =
+          _mm512_maskz_broadcast_i64x4(0xFF, _mm256_and_si256(_mm256_srli_epi16(r, 4), c.low4));
     }
     const __m256i dm = g.row(0);  // d | dmin << 16
     s.d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm));
@@ -89,7 +89,8 @@ struct Q2KR8Tile : K8RowPasses<Q2KR8Tile> {
     static __m256i control(int e, int upper, bool both) noexcept {
       alignas(32) uint32_t c[8];
       for (int l = 0; l < 8; ++l) {
-        const uint32_t byte = 4u * static_cast<uint32_t>(l % 4) + 2u * e + static_cast<uint32_t>(upper);
+        const uint32_t byte =
+            4u * static_cast<uint32_t>(l % 4) + 2u * e + static_cast<uint32_t>(upper);
         c[l] = both ? (0x80008000u | byte | byte << 16) : (0x80808000u | byte);
       }
       return _mm256_load_si256(reinterpret_cast<const __m256i*>(c));
@@ -167,9 +168,8 @@ struct Q2KR8Tile : K8RowPasses<Q2KR8Tile> {
       const __m256i mb = _mm256_shuffle_epi8(m, c.min_of[e][1]);
       for (int t = 0; t < T; ++t) {
         sums[t] = simd::add_madd_i16(simd::add_madd_i16(sums[t], da[t], sa), db[t], sb);
-        mins[t] = simd::add_madd_i16(
-            simd::add_madd_i16(mins[t], simd::load256(a[t]->sums4[p]), ma),
-            simd::load256(a[t]->sums4[p] + kK8Blocks), mb);
+        mins[t] = simd::add_madd_i16(simd::add_madd_i16(mins[t], simd::load256(a[t]->sums4[p]), ma),
+                                     simd::load256(a[t]->sums4[p] + kK8Blocks), mb);
       }
     }
     // d | dmin << 16 per lane -> the 8 d and the 8 dmin as f16 halves -> f32

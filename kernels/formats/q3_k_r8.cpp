@@ -10,7 +10,8 @@
 
 namespace oxi::kernels {
 
-// Element e's two bits in a q2_K / q3_K block's qs: bits 2 (e % 128 / 32) of qs[32 (e / 128) + e % 32].
+// Element e's two bits in a q2_K / q3_K block's qs: bits 2 (e % 128 / 32) of qs[32 (e / 128) + e %
+// 32].
 void pack_k16_quants(const uint8_t* qs, size_t nb, size_t b, size_t p, uint8_t* rows) noexcept {
   for (size_t c = 0; c < kK16Chunks; ++c) {
     for (size_t m = 0; m < 4; ++m) {

@@ -32,8 +32,8 @@
 //
 // The activation (ActGroupK16) is q8_K's values (the same scales and integers as for q3_K) laid
 // out to match, a whole group for the last blocks too, its missing lanes zero: per block its f32
-// scale, each pair's 16-element group sums times 4 as int32 (A's in lanes 0-7, B's in 8-15) and the q
-// bytes of every chunk. The integer sums of every super-block are the plain q3_K ones; only the
+// scale, each pair's 16-element group sums times 4 as int32 (A's in lanes 0-7, B's in 8-15) and the
+// q bytes of every chunk. The integer sums of every super-block are the plain q3_K ones; only the
 // f32 summation order differs.
 //
 // Q3_K_R8 is kernel-internal: dtype_info() never returns it for a file's type id.
@@ -83,8 +83,8 @@ struct ActGroupK16 {
   float d[kK8Blocks];
   // Never written or read: puts sums and q on cache lines of their own.
   uint8_t pad[32];
-  // [p][b]: 4 x the sum of the q of group 2p of block b (the 4 every level is biased by, q3_k_r8.h);
-  // [p][8 + b]: of group 2p + 1
+  // [p][b]: 4 x the sum of the q of group 2p of block b (the 4 every q3_K level is biased by;
+  // q2_K_r8 divides it out of its mins' sums); [p][8 + b]: of group 2p + 1
   int32_t sums4[kK16Pairs][2 * kK8Blocks];
   // [p][c][4b + m]: q of element k3_chunk_element(p, c, m, false) of block b; [p][c][32 + 4b + m]:
   // of element k3_chunk_element(p, c, m, true)

@@ -114,9 +114,9 @@ TEST(Q2_KR8, ExtremeValuesMatchNaive) {
       }
       std::vector<uint8_t> plain(blocks.size() * sizeof(BlockQ2_K));
       std::memcpy(plain.data(), blocks.data(), plain.size());
-      expect_constant_activations_match_naive(
-          DType::Q2_K, DType::Q2_K_R8, plain, n,
-          std::string(bits ? "levels 3" : "levels 0") + (scales == 0xFF ? ", mins 15" : ", mins 0"));
+      expect_constant_activations_match_naive(DType::Q2_K, DType::Q2_K_R8, plain, n,
+                                              std::string(bits ? "levels 3" : "levels 0") +
+                                                  (scales == 0xFF ? ", mins 15" : ", mins 0"));
     }
   }
 }

@@ -39,7 +39,7 @@ int high_bit(const BlockQ3_K& b, size_t e) {
 }
 int scale(const BlockQ3_K& b, size_t g) {
   return ((b.scales[g % 8] >> (4 * (g / 8))) & 0xF) | ((b.scales[8 + g % 4] >> (2 * (g / 4))) & 3)
-                                                           << 4;
+                                                          << 4;
 }
 
 TEST(Q3_KR8, IsAnInternalTypeOfQ3_KSize) {
@@ -103,7 +103,8 @@ TEST(Q3_KR8, GroupsHoldScalesThenEachPairsQuantsRowsAndThirdBits) {
         for (size_t b = 0; b < nb; ++b) {
           for (size_t m = 0; m < 4; ++m) {
             ASSERT_EQ(bit(4 * b + m), high_bit(blocks[first + b], 32 * p + 4 * c + m));
-            ASSERT_EQ(bit(4 * nb + 4 * b + m), high_bit(blocks[first + b], 32 * p + 16 + 4 * c + m));
+            ASSERT_EQ(bit(4 * nb + 4 * b + m),
+                      high_bit(blocks[first + b], 32 * p + 16 + 4 * c + m));
           }
         }
       }
@@ -172,9 +173,9 @@ TEST(Q3_KR8, ExtremeValuesMatchNaive) {
       }
       std::vector<uint8_t> plain(blocks.size() * sizeof(BlockQ3_K));
       std::memcpy(plain.data(), blocks.data(), plain.size());
-      expect_constant_activations_match_naive(
-          DType::Q3_K, DType::Q3_K_R8, plain, n,
-          std::string(bits ? "levels +3" : "levels -4") + (scales ? ", scales +31" : ", scales -32"));
+      expect_constant_activations_match_naive(DType::Q3_K, DType::Q3_K_R8, plain, n,
+                                              std::string(bits ? "levels +3" : "levels -4") +
+                                                  (scales ? ", scales +31" : ", scales -32"));
     }
   }
 }
