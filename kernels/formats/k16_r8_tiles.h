@@ -106,14 +106,8 @@ struct K16R8Tile : K8RowPasses<K16R8Tile<F>> {
     for (int t = 0; t < T; ++t) sums[t] = corr[t] = _mm512_setzero_si512();
 #pragma GCC unroll 8
     for (int p = 0; p < static_cast<int>(kK16Pairs); ++p) {
-      if constexpr (T == 1) {  // an eighth of the group's lines per pair (q4_k_r8_tiles.h)
-        if constexpr (kShort)
-          prefetch_stream_part(g.base + kPrefetchBytes, nb * sizeof(typename F::Block), p,
-                               kK16Pairs);
-        else
-          prefetch_stream_part<kK8Blocks * sizeof(typename F::Block), kK16Pairs>(
-              g.base + kPrefetchBytes, p);
-      }
+      if constexpr (T == 1)  // an eighth of the group's lines per pair
+        prefetch_group_part<typename F::Block, kShort, kK16Pairs>(g.base, nb, p);
       __m512i dots[T];
       for (int t = 0; t < T; ++t) dots[t] = _mm512_setzero_si512();
       for (int h = 0; h < 2; ++h) {

@@ -139,12 +139,8 @@ struct Q2KR8Tile : K8RowPasses<Q2KR8Tile> {
     for (int t = 0; t < T; ++t) sums[t] = mins[t] = _mm256_setzero_si256();
 #pragma GCC unroll 8
     for (int p = 0; p < static_cast<int>(kK16Pairs); ++p) {
-      if constexpr (T == 1) {  // an eighth of the group's lines per pair (q4_k_r8_tiles.h)
-        if constexpr (kShort)
-          prefetch_stream_part(g + kPrefetchBytes, nb * sizeof(BlockQ2_K), p, kK16Pairs);
-        else
-          prefetch_stream_part<kK8Blocks * sizeof(BlockQ2_K), kK16Pairs>(g + kPrefetchBytes, p);
-      }
+      if constexpr (T == 1)  // an eighth of the group's lines per pair
+        prefetch_group_part<BlockQ2_K, kShort, kK16Pairs>(g, nb, p);
       __m256i da[T], db[T];
       for (int t = 0; t < T; ++t) da[t] = db[t] = _mm256_setzero_si256();
       for (int h = 0; h < 2; ++h) {

@@ -80,12 +80,8 @@ struct Q5KR8Tile : K8RowPasses<Q5KR8Tile> {
     for (int t = 0; t < T; ++t) sums[t] = _mm512_setzero_si512();
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
-      if constexpr (T == 1) {  // an eighth of the group's lines per sub-block (q4_k_r8_tiles.h)
-        if constexpr (kShort)
-          prefetch_stream_part(g.base + kPrefetchBytes, nb * sizeof(BlockQ5_K), j, 8);
-        else
-          prefetch_stream_part<kK5GroupBytes, 8>(g.base + kPrefetchBytes, j);
-      }
+      if constexpr (T == 1)  // an eighth of the group's lines per sub-block
+        prefetch_group_part<BlockQ5_K, kShort, 8>(g.base, nb, j);
       __m512i dots[T];
       for (int t = 0; t < T; ++t) dots[t] = _mm512_setzero_si512();
       for (int i = 0; i < 4; ++i) {

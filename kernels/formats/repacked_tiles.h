@@ -286,6 +286,18 @@ struct RowPasses {
   }
 };
 
+// One token's requests for part `part` of `kParts` of a group of nb blocks of Block at g (whole:
+// 8 blocks; kShort: a row's short last group), kPrefetchBytes ahead: the layouts in groups of 8
+// super-blocks request their lines a sub-block or pair at a time (q4_k_r8_tiles.h).
+template <class Block, bool kShort, size_t kParts>
+[[gnu::always_inline]] inline void prefetch_group_part(const uint8_t* g, size_t nb,
+                                                       size_t part) noexcept {
+  if constexpr (kShort)
+    prefetch_stream_part(g + kPrefetchBytes, nb * sizeof(Block), part, kParts);
+  else
+    prefetch_stream_part<kK8Blocks * sizeof(Block), kParts>(g + kPrefetchBytes, part);
+}
+
 #if defined(OXI_ARCH_AVX2)
 
 // pass and matvec of the tiles in groups of 8 super-blocks that take one row a pass (q5_k_r8_tiles.h,
