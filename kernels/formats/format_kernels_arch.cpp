@@ -81,10 +81,10 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   k.fast_q4_k_r8 = true;
   k.fast_iq4_xs_r8 = true;
   k.fast_q2_k_r8 = true;
+  k.fast_q3_k_r8 = true;
 #endif
 #if defined(OXI_ARCH_AVX512)
   k.fast_q5_k_r8 = true;  // AVX2 alone runs the reference (q5_k_r8_tiles.h)
-  k.fast_q3_k_r8 = true;  // the same (q3_k_r8_tiles.h)
   k.stream_lines_choice = true;
 #endif
 }

@@ -7,7 +7,8 @@
 // on avx512 (per 64 elements: broadcast loads and variable shifts for the low bits and again for
 // the high bits, a permute of the group scales, maddubs, vpdpwssd); one core multiplies it at
 // ~11 GB/s in L2 (`bench kernels`), slower than memory feeds two cores, so a Q3_K_* file decodes
-// arithmetic-bound. Repacked, a group of nb <= 8 blocks (the last group of a row holds the
+// arithmetic-bound. Multiplied by hand-written tiles on AVX2 and avx512 (q3_k_r8_tiles.h).
+// Repacked, a group of nb <= 8 blocks (the last group of a row holds the
 // blocks % 8 that remain, when any) is, with rows of 4 * nb bytes (4 bytes of every block):
 //
 //   d                2 * nb bytes: the blocks' f16 scales

@@ -9,8 +9,9 @@
 // groups x 256 x 32 x 16 x 4 x 127 in magnitude, their sum below 2^31. About 5 ops per 64
 // elements and token against ~13 for plain q3_K; one core in L2 11 -> 25 GB/s (`bench kernels`).
 //
-// Other instruction sets run the reference (plain q3_K is not repacked there: quant.h). AVX2
-// alone has no mask registers to add the third bits with.
+// AVX2 (k16_r8_tiles.h): each half's 32 bits of a field spread to bytes by a broadcast, a pshufb,
+// an and and a compare (no mask registers), the rest as on avx512. The scalar set runs the
+// reference.
 #pragma once
 
 #include <cstddef>
@@ -25,7 +26,7 @@
 
 namespace oxi::kernels::OXI_ARCH_NS {
 
-#if defined(OXI_ARCH_AVX512)
+#if defined(OXI_ARCH_AVX2)
 
 struct Q3KR8Format {
   using Block = BlockQ3_K;
@@ -35,10 +36,10 @@ struct Q3KR8Format {
     return k3_quants_row(nb, p, h);
   }
 
-  // sc[q] = mn[q]: byte 4b + m = scale 4q + m of block b, less 32 (q3_k_r8.h), in both halves.
-  template <bool kShort>
-  [[gnu::always_inline]] static K16Scales scales(const K16Group<kShort>& g,
-                                                 const K16R8Constants& c) noexcept {
+  // sc[q] = mn[q]: byte 4b + m = scale 4q + m of block b, less 32 (q3_k_r8.h).
+  template <class Group>
+  [[gnu::always_inline]] static K16Scales scales(const Group& g,
+                                                 const K16ScaleConstants& c) noexcept {
     const __m256i r0 = g.row(k3_scale_row(g.nb, 0)), r1 = g.row(k3_scale_row(g.nb, 1));
     const __m256i hi = g.row(k3_scale_row(g.nb, 2));
     const __m256i low4 = c.low4;
@@ -52,24 +53,51 @@ struct Q3KR8Format {
                         _mm256_and_si256(_mm256_srli_epi16(hi, 2), c.top2_45)),
     };
     K16Scales s;
-    for (int q = 0; q < 4; ++q)
-      s.sc[q] = s.mn[q] = _mm512_maskz_broadcast_i64x4(0xFF, _mm256_sub_epi8(v[q], c.bias));
+    for (int q = 0; q < 4; ++q) s.sc[q] = s.mn[q] = _mm256_sub_epi8(v[q], c.bias);
     s.d = g.f16_lanes(0);
     return s;
   }
 
-  // levels + 4: the third bit added as 4
+#if defined(OXI_ARCH_AVX512)
+  // levels + 4: the third bit added as 4 under the field's mask
   template <bool kShort>
   [[gnu::always_inline]] static __m512i levels(const K16Group<kShort>& g, int p, int chunk,
                                                const K16R8Constants& c, __m512i low) noexcept {
     const __mmask64 high = half_lanes_mask<kShort>(g.base + k3_high_field(g.nb, p, chunk), g.nb);
     return _mm512_mask_add_epi8(low, high, low, c.four);
   }
+#else
+  // levels + 4 of both halves: each half's 32 bits of the field spread to bytes, 4 where set
+  template <bool kShort>
+  [[gnu::always_inline]] static void levels(const K16Avx2Group<kShort>& g, int p, int chunk,
+                                            const K16R8Avx2Constants& c, __m256i& lo,
+                                            __m256i& hi) noexcept {
+    const uint8_t* field = g.base + k3_high_field(g.nb, p, chunk);
+    const auto fours = [&](__m256i half) {  // the half's 32 bits in every lane
+      const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(half, c.spread), c.bit_of);
+      return _mm256_and_si256(_mm256_cmpeq_epi8(v, c.bit_of), c.four);
+    };
+    __m256i lower, upper;
+    if constexpr (kShort) {
+      const uint64_t bits = half_lanes_bits<true>(field, g.nb);
+      lower = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(bits)));
+      upper = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(bits >> 32)));
+    } else {
+      // A whole group's field is the two halves' bits as they are: one broadcast load each (GCC
+      // took set1 of memcpy'd words through the GPRs: 13.2 against 15.5 GB/s in L2, one core).
+      lower = _mm256_castps_si256(_mm256_broadcast_ss(reinterpret_cast<const float*>(field)));
+      upper = _mm256_castps_si256(_mm256_broadcast_ss(reinterpret_cast<const float*>(field + 4)));
+    }
+    lo = _mm256_or_si256(lo, fours(lower));
+    hi = _mm256_or_si256(hi, fours(upper));
+  }
+#endif
 
-  // acc + d x the activation's d x the blocks' integer sums
-  [[gnu::always_inline]] static __m256 finish(const K16Scales& s, __m512i sums, __m512i corr,
+  // acc + d x the activation's d x the blocks' integer sums (each 256 x, the level's - 4 in corr;
+  // at most 16 groups x 256 x 32 x 16 x 7 x 127 in magnitude, below 2^31)
+  [[gnu::always_inline]] static __m256 finish(const K16Scales& s, __m256i sums, __m256i corr,
                                               const float* ad, __m256 acc) noexcept {
-    const __m256i lanes = _mm256_srai_epi32(fold_halves(_mm512_sub_epi32(sums, corr)), 8);
+    const __m256i lanes = _mm256_srai_epi32(_mm256_sub_epi32(sums, corr), 8);
     return _mm256_fmadd_ps(_mm256_mul_ps(s.d, _mm256_loadu_ps(ad)), _mm256_cvtepi32_ps(lanes), acc);
   }
 };

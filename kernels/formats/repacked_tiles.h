@@ -246,24 +246,40 @@ struct K8ScaleMinReferenceTile : K8ReferenceTile<Tile, Block> {
   }
 };
 
-#if defined(OXI_ARCH_AVX512)
-
 // A field of nb bytes whose bit 4b + m belongs to byte 4b + m of the lower half of a 512-bit
 // value and bit 4nb + 4b + m to byte 4b + m of the upper half (q5_k_r8.h, q3_k_r8.h), as the
-// 64-bit mask of those bytes: a whole group's field (nb = 8) is that mask as it is; a short one's
-// halves are spread 32 bits apart (the loads read nothing past the field).
+// 64 bits of those bytes: a whole group's field (nb = 8) is that as it is; a short one's halves
+// are spread 32 bits apart (spread_halves). Nothing past the field is read; a short field is read
+// as the 8 bytes that end with it (one load, not a copy of nb bytes: every such field lies more
+// than 8 bytes into its group).
+[[gnu::always_inline]] inline uint64_t spread_halves(uint64_t v, size_t nb) noexcept {
+  const uint64_t low = (uint64_t{1} << (4 * nb)) - 1;
+  return (v & low) | ((v >> (4 * nb)) & low) << 32;
+}
+template <bool kShort>
+[[gnu::always_inline]] inline uint64_t half_lanes_bits(const uint8_t* field, size_t nb) noexcept {
+  uint64_t v;
+  if constexpr (kShort) {
+    std::memcpy(&v, field + nb - 8, 8);
+    return spread_halves(v >> (64 - 8 * nb), nb);
+  } else {
+    std::memcpy(&v, field, 8);
+    return v;
+  }
+}
+
+#if defined(OXI_ARCH_AVX512)
+
+// The same as a mask register (a short field by a masked load).
 template <bool kShort>
 [[gnu::always_inline]] inline __mmask64 half_lanes_mask(const uint8_t* field, size_t nb) noexcept {
-  uint64_t bits;
-  if constexpr (kShort) {
-    const uint64_t v = static_cast<uint64_t>(
-        _mm_cvtsi128_si64(_mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << nb) - 1), field)));
-    const uint64_t low = (uint64_t{1} << (4 * nb)) - 1;
-    bits = (v & low) | ((v >> (4 * nb)) & low) << 32;
-  } else {
-    std::memcpy(&bits, field, 8);
-  }
-  return _cvtu64_mask64(bits);
+  if constexpr (kShort)
+    return _cvtu64_mask64(spread_halves(
+        static_cast<uint64_t>(_mm_cvtsi128_si64(
+            _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << nb) - 1), field))),
+        nb));
+  else
+    return _cvtu64_mask64(half_lanes_bits<false>(field, nb));
 }
 
 #endif

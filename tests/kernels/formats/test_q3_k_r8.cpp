@@ -23,7 +23,6 @@ namespace {
 
 using kernels::BlockQ3_K;
 using kernels::DType;
-using kernels::Isa;
 
 const auto& kLengths = kK8RowLengths;
 
@@ -182,7 +181,7 @@ TEST(Q3_KR8, ExtremeValuesMatchNaive) {
 
 TEST(Q3_KR8, PreferredWhereAHandWrittenKernelExists) {
   expect_preferred_where(DType::Q3_K, DType::Q3_K_R8, &kernels::FormatKernels::fast_q3_k_r8,
-                         [](Isa isa) { return isa == Isa::avx512; });
+                         has_avx2_kernels);
 }
 
 }  // namespace
