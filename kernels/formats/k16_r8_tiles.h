@@ -48,6 +48,34 @@ struct K16Scales {
   __m256 d, dmin;
 };
 
+// The K16 tiles' rows (both instruction sets): Tile::group<T, kShort> over each whole group of
+// the row at w, then its short one, as Tile::Group<kShort>{base, nb}, with the tokens'
+// activation groups; pass and matvec from K8RowPasses.
+template <class Tile, class Block>
+struct K16RowSums : K8RowPasses<Tile> {
+  // acc[t] += the sums of every group of the row at w.
+  template <int T, class Constants>
+  [[gnu::always_inline]] static void row_sums(const uint8_t* w, const uint8_t* x, size_t x_stride,
+                                              size_t n, const Constants& c,
+                                              __m256 (&acc)[T]) noexcept {
+    constexpr size_t kGroupBytes = kK8Blocks * sizeof(Block);
+    const size_t blocks = n / QK_K, groups = blocks / kK8Blocks, rest = blocks % kK8Blocks;
+    const ActGroupK16* a[T];
+    for (size_t gi = 0; gi < groups; ++gi) {
+      for (int t = 0; t < T; ++t)
+        a[t] = reinterpret_cast<const ActGroupK16*>(x + t * x_stride) + gi;
+      Tile::template group<T, false>(
+          typename Tile::template Group<false>{w + gi * kGroupBytes, kK8Blocks}, a, c, acc);
+    }
+    if (rest > 0) {
+      for (int t = 0; t < T; ++t)
+        a[t] = reinterpret_cast<const ActGroupK16*>(x + t * x_stride) + groups;
+      Tile::template group<T, true>(
+          typename Tile::template Group<true>{w + groups * kGroupBytes, rest}, a, c, acc);
+    }
+  }
+};
+
 #endif
 
 #if defined(OXI_ARCH_AVX512)
@@ -108,7 +136,10 @@ struct K16Group {
 
 // One row a pass (K8RowPasses): 4 tokens' dots and two accumulators each fit the 32 zmm registers.
 template <class F>
-struct K16R8Tile : K8RowPasses<K16R8Tile<F>> {
+struct K16R8Tile : K16RowSums<K16R8Tile<F>, typename F::Block> {
+  template <bool kShort>
+  using Group = K16Group<kShort>;
+
   struct Constants : K16R8Constants {
     __m512i scale_of[2] = {scale_control(0, F::kScaleByte), scale_control(1, F::kScaleByte)};
   };
@@ -151,26 +182,6 @@ struct K16R8Tile : K8RowPasses<K16R8Tile<F>> {
     }
     for (int t = 0; t < T; ++t)
       acc[t] = F::finish(s, fold_halves(sums[t]), fold_halves(corr[t]), a[t]->d, acc[t]);
-  }
-
-  // acc[t] += the sums of every group of the row at w (whole groups, then the short one).
-  template <int T>
-  [[gnu::always_inline]] static void row_sums(const uint8_t* w, const uint8_t* x, size_t x_stride,
-                                              size_t n, const Constants& c,
-                                              __m256 (&acc)[T]) noexcept {
-    constexpr size_t kGroupBytes = kK8Blocks * sizeof(typename F::Block);
-    const size_t blocks = n / QK_K, groups = blocks / kK8Blocks, rest = blocks % kK8Blocks;
-    const ActGroupK16* a[T];
-    for (size_t gi = 0; gi < groups; ++gi) {
-      for (int t = 0; t < T; ++t)
-        a[t] = reinterpret_cast<const ActGroupK16*>(x + t * x_stride) + gi;
-      group<T, false>({w + gi * kGroupBytes, kK8Blocks}, a, c, acc);
-    }
-    if (rest > 0) {
-      for (int t = 0; t < T; ++t)
-        a[t] = reinterpret_cast<const ActGroupK16*>(x + t * x_stride) + groups;
-      group<T, true>({w + groups * kGroupBytes, rest}, a, c, acc);
-    }
   }
 
   // Made once: matvec runs a pass per row, and a 2048-wide row is a single group.
@@ -219,6 +230,11 @@ struct K16Avx2Group {
   const uint8_t* base;
   size_t nb;
   __m256i lanes;  // kShort: the lanes below nb
+  K16Avx2Group(const uint8_t* base_, size_t nb_) noexcept : base(base_), nb(nb_) {
+    if constexpr (kShort)
+      lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(nb)),
+                                 _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
   // 4 bytes a block at offset
   __m256i row(size_t offset) const noexcept {
     if constexpr (kShort)
@@ -238,7 +254,10 @@ struct K16Avx2Group {
 };
 
 template <class F>
-struct K16R8Tile : K8RowPasses<K16R8Tile<F>> {
+struct K16R8Tile : K16RowSums<K16R8Tile<F>, typename F::Block> {
+  template <bool kShort>
+  using Group = K16Avx2Group<kShort>;
+
   struct Constants : K16R8Avx2Constants {
     __m256i scale_of[2][2] = {
         {control(0, 0, true, F::kScaleByte), control(0, 1, true, F::kScaleByte)},
@@ -308,27 +327,6 @@ struct K16R8Tile : K8RowPasses<K16R8Tile<F>> {
       }
     }
     for (int t = 0; t < T; ++t) acc[t] = F::finish(s, sums[t], corr[t], a[t]->d, acc[t]);
-  }
-
-  template <int T>
-  [[gnu::always_inline]] static void row_sums(const uint8_t* w, const uint8_t* x, size_t x_stride,
-                                              size_t n, const Constants& c,
-                                              __m256 (&acc)[T]) noexcept {
-    constexpr size_t kGroupBytes = kK8Blocks * sizeof(typename F::Block);
-    const size_t blocks = n / QK_K, groups = blocks / kK8Blocks, rest = blocks % kK8Blocks;
-    const ActGroupK16* a[T];
-    for (size_t gi = 0; gi < groups; ++gi) {
-      for (int t = 0; t < T; ++t)
-        a[t] = reinterpret_cast<const ActGroupK16*>(x + t * x_stride) + gi;
-      group<T, false>({w + gi * kGroupBytes, kK8Blocks, __m256i{}}, a, c, acc);
-    }
-    if (rest > 0) {
-      for (int t = 0; t < T; ++t)
-        a[t] = reinterpret_cast<const ActGroupK16*>(x + t * x_stride) + groups;
-      const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(rest)),
-                                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-      group<T, true>({w + groups * kGroupBytes, rest, lanes}, a, c, acc);
-    }
   }
 };
 
