@@ -12,6 +12,8 @@
 
 #if defined(OXI_ARCH_AVX2) || defined(OXI_ARCH_SSE42)
 #include <immintrin.h>
+#elif defined(OXI_ARCH_NEON)
+#include <arm_neon.h>
 #endif
 
 namespace oxi::kernels::OXI_ARCH_NS {
@@ -56,6 +58,17 @@ struct LoadHalf {
       const __m128i h = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
       return B(_mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(h), 16)));
     }
+#elif defined(OXI_ARCH_NEON)
+    static_assert(B::size == 4);
+    uint16_t h[4];
+    std::memcpy(h, p, sizeof(h));
+    const uint16x4_t v = vld1_u16(h);
+    if constexpr (kIsF16)
+      return B(vcvt_f32_f16(vreinterpret_f16_u16(v)));
+    else
+      return B(vreinterpretq_f32_u32(vshll_n_u16(v, 16)));
+#else
+    (void)p;
 #endif
     alignas(64) float tmp[B::size];
     for (size_t k = 0; k < B::size; ++k) tmp[k] = one(row, i + k);

@@ -53,6 +53,8 @@ std::string default_model() {
                           " or " + OXI_DEMO_MODEL_INSTALL_DIR + "; name one with model=DIR");
 }
 
+#ifdef OXI_HAVE_GSTREAMER
+
 // espeak-ng TEXT into a 22.05 kHz mono WAV; run without a shell so TEXT needs no quoting.
 void speak(const std::string& text, const std::string& voice, const fs::path& wav) {
   const pid_t pid = ::fork();
@@ -69,8 +71,6 @@ void speak(const std::string& text, const std::string& voice, const fs::path& wa
   if (WEXITSTATUS(status) != 0 || !fs::exists(wav))
     throw Error("demo", "espeak-ng failed for voice '" + voice + "'");
 }
-
-#ifdef OXI_HAVE_GSTREAMER
 
 struct Heard {
   std::vector<std::string> lines;
