@@ -72,7 +72,7 @@ std::vector<std::string> feature_names(const kernels::CpuFeatures& f) {
       {f.f16c, "f16c"},         {f.avx512f, "avx512f"},
       {f.avx512bw, "avx512bw"}, {f.avx512vl, "avx512vl"},
       {f.avx512dq, "avx512dq"}, {f.avx512vnni, "avx512vnni"},
-      {f.neon, "neon"},
+      {f.neon, "neon"}, {f.dotprod, "dotprod"},
   };
   for (const auto& [present, name] : all)
     if (present) names.emplace_back(name);

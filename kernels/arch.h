@@ -44,6 +44,19 @@ using Arch = xsimd::fma3<xsimd::avx2>;
 namespace oxi::kernels::sse42 {
 using Arch = xsimd::sse4_2;
 }
+#elif defined(OXI_ARCH_NEON_DOTPROD)
+// The NEON code (OXI_ARCH_NEON is defined too) compiled for Armv8.2-A with the dot-product
+// instructions, which the quantized formats' traits use (traits_neon.h).
+#if !defined(OXI_ARCH_NEON)
+#error "the neon_dotprod instruction set is built as NEON plus dotprod: define OXI_ARCH_NEON too"
+#endif
+#define xsimd oxi::kernels::neon_dotprod::xsimd  // see "xsimd" above
+#include <xsimd/xsimd.hpp>
+#define OXI_ARCH_NS neon_dotprod
+#define OXI_ARCH_SIMD 1
+namespace oxi::kernels::neon_dotprod {
+using Arch = xsimd::neon64;
+}
 #elif defined(OXI_ARCH_NEON)
 #define xsimd oxi::kernels::neon::xsimd  // see "xsimd" above
 #include <xsimd/xsimd.hpp>

@@ -6,6 +6,9 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#elif defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
 #endif
 
 namespace oxi::kernels {
@@ -41,6 +44,9 @@ CpuFeatures detect() noexcept {
   }
 #elif defined(__aarch64__)
   f.neon = true;
+#if defined(__linux__)
+  f.dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#endif
 #endif
   return f;
 }
@@ -82,6 +88,12 @@ bool isa_available(Isa isa) noexcept {
 #else
       return false;
 #endif
+    case Isa::neon_dotprod:
+#if defined(OXI_HAVE_ARCH_NEON_DOTPROD)
+      return f.neon && f.dotprod;
+#else
+      return false;
+#endif
   }
   return false;
 }
@@ -98,13 +110,15 @@ std::string_view isa_name(Isa isa) noexcept {
       return "avx512+vnni";
     case Isa::neon:
       return "neon";
+    case Isa::neon_dotprod:
+      return "neon_dotprod";
   }
   return "?";
 }
 
 std::vector<Isa> available_isas() {
   std::vector<Isa> out;
-  for (Isa isa : {Isa::scalar, Isa::sse42, Isa::neon, Isa::avx2, Isa::avx512}) {
+  for (Isa isa : {Isa::scalar, Isa::sse42, Isa::neon, Isa::neon_dotprod, Isa::avx2, Isa::avx512}) {
     if (isa_available(isa)) out.push_back(isa);
   }
   return out;

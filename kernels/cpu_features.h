@@ -21,17 +21,19 @@ struct CpuFeatures {
   bool avx512dq = false;
   bool avx512vnni = false;
   bool neon = false;
+  bool dotprod = false;  // Armv8.2-A's SDOT / UDOT (HWCAP_ASIMDDP)
 };
 
 // avx512: the AVX2 kernels compiled with AVX-512 F/BW/VL/DQ/VNNI enabled: 256-bit vectors
 // still, but 32 registers, EVEX-only instructions and VNNI dot products (kernels/arch.h).
-enum class Isa { scalar, sse42, avx2, avx512, neon };
+// neon_dotprod: the NEON kernels compiled for Armv8.2-A with its dot-product instructions.
+enum class Isa { scalar, sse42, avx2, avx512, neon, neon_dotprod };
 
 // Detected once (cpuid / compile target), then cached.
 const CpuFeatures& cpu_features() noexcept;
 
 // The best instruction set this build has kernels for and this CPU runs. The environment
-// variable OXI_ISA=scalar|sse42|avx2|avx512|neon lowers it (tests use it to compare paths).
+// variable OXI_ISA=scalar|sse42|avx2|avx512|neon|neon_dotprod lowers it (tests use it to compare paths).
 Isa selected_isa() noexcept;
 
 // Whether this build has kernels for `isa` and this CPU can run them.

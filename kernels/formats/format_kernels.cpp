@@ -33,6 +33,11 @@ namespace neon {
 void fill_format_kernels(FormatKernels& k) noexcept;
 }
 #endif
+#if defined(OXI_HAVE_ARCH_NEON_DOTPROD)
+namespace neon_dotprod {
+void fill_format_kernels(FormatKernels& k) noexcept;
+}
+#endif
 
 namespace {
 
@@ -70,6 +75,12 @@ const FormatKernels& format_kernels(Isa isa) noexcept {
 #if defined(OXI_HAVE_ARCH_NEON)
     case Isa::neon: {
       static const FormatKernels t = make(Isa::neon, neon::fill_format_kernels);
+      return t;
+    }
+#endif
+#if defined(OXI_HAVE_ARCH_NEON_DOTPROD)
+    case Isa::neon_dotprod: {
+      static const FormatKernels t = make(Isa::neon_dotprod, neon_dotprod::fill_format_kernels);
       return t;
     }
 #endif

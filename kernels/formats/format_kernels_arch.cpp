@@ -14,12 +14,13 @@
 #include "kernels/formats/quantize_act_simd.h"
 #include "kernels/formats/tiles.h"
 #include "kernels/formats/traits_avx2.h"
+#include "kernels/formats/traits_neon.h"
 #include "kernels/formats/traits_scalar.h"
 
 namespace oxi::kernels::OXI_ARCH_NS {
 namespace {
 
-#if defined(OXI_ARCH_AVX2)
+#if defined(OXI_ARCH_AVX2) || defined(OXI_ARCH_NEON)
 namespace q = simd;
 using QQ8_0 = simd::Q8_0;
 #else

@@ -20,6 +20,9 @@ OXI_DECLARE_MATH_TABLE(sse42)
 #if defined(OXI_HAVE_ARCH_NEON)
 OXI_DECLARE_MATH_TABLE(neon)
 #endif
+#if defined(OXI_HAVE_ARCH_NEON_DOTPROD)
+OXI_DECLARE_MATH_TABLE(neon_dotprod)
+#endif
 OXI_DECLARE_MATH_TABLE(scalar)
 #undef OXI_DECLARE_MATH_TABLE
 
@@ -41,6 +44,10 @@ const MathKernels& math_kernels(Isa isa) noexcept {
 #if defined(OXI_HAVE_ARCH_NEON)
     case Isa::neon:
       return neon::math_table();
+#endif
+#if defined(OXI_HAVE_ARCH_NEON_DOTPROD)
+    case Isa::neon_dotprod:
+      return neon_dotprod::math_table();
 #endif
     default:
       return scalar::math_table();

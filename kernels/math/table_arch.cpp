@@ -11,6 +11,8 @@ const MathKernels& math_table() noexcept {
   constexpr Isa kIsa = Isa::avx2;
 #elif defined(OXI_ARCH_SSE42)
   constexpr Isa kIsa = Isa::sse42;
+#elif defined(OXI_ARCH_NEON_DOTPROD)
+  constexpr Isa kIsa = Isa::neon_dotprod;
 #elif defined(OXI_ARCH_NEON)
   constexpr Isa kIsa = Isa::neon;
 #else

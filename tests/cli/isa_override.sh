@@ -30,4 +30,14 @@ case "$features" in
     expect avx2 avx2+fma+f16c
     ;;
 esac
+# on 64-bit ARM, neon_dotprod (where the CPU has dotprod) lowers to neon
+case "$features" in
+  *neon*dotprod*)
+    expect "" neon_dotprod
+    expect neon neon
+    ;;
+  *neon*)
+    expect "" neon
+    ;;
+esac
 echo "OXI_ISA names: ok"

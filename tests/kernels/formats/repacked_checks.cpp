@@ -207,9 +207,15 @@ void expect_gemm_q_matches_matvec(DType plain, DType packed, std::span<const siz
 
 void expect_avx512_bit_identical_to_avx2(DType plain, DType packed,
                                          std::span<const size_t> lengths) {
+  expect_isa_bit_identical(plain, packed, lengths, Isa::avx2, Isa::avx512);
+}
+
+void expect_isa_bit_identical(DType plain, DType packed, std::span<const size_t> lengths,
+                              Isa reference, Isa isa) {
   const std::vector<Isa> isas = available_isas();
-  const auto have = [&](Isa isa) { return std::find(isas.begin(), isas.end(), isa) != isas.end(); };
-  if (!have(Isa::avx2) || !have(Isa::avx512)) GTEST_SKIP() << "needs avx2 and avx512";
+  const auto have = [&](Isa i) { return std::find(isas.begin(), isas.end(), i) != isas.end(); };
+  if (!have(reference) || !have(isa))
+    GTEST_SKIP() << "needs " << kernels::isa_name(reference) << " and " << kernels::isa_name(isa);
   constexpr size_t kSets = 9, kTokens = 5;
   for (size_t n : lengths) {
     const Matrix m = make_matrix(plain, packed, kSets, n, static_cast<uint32_t>(n + 77));
@@ -223,7 +229,7 @@ void expect_avx512_bit_identical_to_avx2(DType plain, DType packed,
     // gemm_q's outputs, then each token's matvec
     std::vector<float> y[2];
     for (int i = 0; i < 2; ++i) {
-      const kernels::FormatKernels& k = kernels::format_kernels(i == 0 ? Isa::avx2 : Isa::avx512);
+      const kernels::FormatKernels& k = kernels::format_kernels(i == 0 ? reference : isa);
       y[i].assign(2 * kTokens * kRows, NAN);
       k.gemm_q_for(packed)(m.packed.data(), m.row_bytes, kRows, n, acts.data(), ab, kTokens,
                            y[i].data(), kRows);
@@ -233,8 +239,9 @@ void expect_avx512_bit_identical_to_avx2(DType plain, DType packed,
     }
     for (size_t j = 0; j < y[0].size(); ++j)
       ASSERT_EQ(std::bit_cast<uint32_t>(y[0][j]), std::bit_cast<uint32_t>(y[1][j]))
-          << kernels::name(packed) << " n " << n << " value " << j << ": avx2 " << y[0][j]
-          << ", avx512 " << y[1][j];
+          << kernels::name(packed) << " n " << n << " value " << j << ": "
+          << kernels::isa_name(reference) << " " << y[0][j] << ", " << kernels::isa_name(isa) << " "
+          << y[1][j];
   }
 }
 

@@ -139,5 +139,9 @@ void expect_uniform_rows_match_naive(kernels::DType plain, kernels::DType packed
 // kept in its GGUF layout).
 void expect_avx512_bit_identical_to_avx2(kernels::DType plain, kernels::DType packed,
                                          std::span<const size_t> lengths);
+// The same for any two instruction sets: `isa` gives the bits `reference` gives.
+void expect_isa_bit_identical(kernels::DType plain, kernels::DType packed,
+                              std::span<const size_t> lengths, kernels::Isa reference,
+                              kernels::Isa isa);
 
 }  // namespace oxi::test::formats

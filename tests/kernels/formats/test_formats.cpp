@@ -461,6 +461,24 @@ TEST(Q2KQ3K, Avx512IsBitIdenticalToAvx2) {
   expect_avx512_bit_identical_to_avx2(DType::Q3_K, DType::Q3_K, lengths);
 }
 
+// The NEON traits reduce each block's integer sum to one int32 and take the reference's f32 step
+// (traits_neon.h), so their products are the reference's bit for bit: rows of one block, of a
+// few and of many, whole tokens in gemm_q and one at a time.
+TEST(Neon, PlainFormatsAreBitIdenticalToScalar) {
+  std::vector<Isa> neon_sets;
+  for (Isa isa : available_isas())
+    if (isa == Isa::neon || isa == Isa::neon_dotprod) neon_sets.push_back(isa);
+  if (neon_sets.empty()) GTEST_SKIP() << "needs neon";
+  for (Isa isa : neon_sets) {
+    for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
+                    DType::IQ4_NL, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+      const size_t block = kernels::info(t).block_elems;
+      const size_t lengths[] = {block, 7 * block, 64 * block};
+      expect_isa_bit_identical(t, t, lengths, Isa::scalar, isa);
+    }
+  }
+}
+
 // Every instruction set's activation quantizer `encoder` writes the bytes `reference` writes
 // for x as `dtype` blocks.
 void expect_every_isa_writes(kernels::RowEncoder kernels::FormatKernels::*encoder,

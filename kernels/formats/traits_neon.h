@@ -1,0 +1,298 @@
+// NEON block-dot traits (interface in traits_scalar.h) for the formats most files hold: the
+// 32-element formats (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl) against q8_0 / q8_1 activations and
+// q4_K, q5_K, q6_K (Q4_K_M / Q5_K_M / Q6_K files) against q8_K. The rest (q2_K, q3_K, iq4_xs,
+// the ternary formats) use the reference traits, which the compiler vectorizes.
+//
+// Two builds (kernels/meson.build): base Armv8-A, where vmull_s8 / vmlal_high_s8 multiply 16
+// byte pairs into 8 int16 lanes of two products each and vpadalq_s16 widens them into int32 (a
+// Cortex-A72 has nothing better), and neon_dotprod, where one SDOT does all three. Weights are
+// unpacked to signed bytes once per row and block (load_w), so gemm_q's tokens share them. A
+// block's integer sum is the reference's, reduced to one int32 (vaddvq) and met by the reference's
+// f32 step, in its order (no fused multiply-add: kernels/meson.build), so every product is
+// bit-identical to the reference's.
+#pragma once
+
+#if defined(OXI_ARCH_NEON)
+
+#include <arm_neon.h>
+
+#include <cstring>
+
+#include "kernels/formats/traits_scalar.h"
+
+namespace oxi::kernels::OXI_ARCH_NS::simd {
+
+// int32 lanes + the products of 16 signed byte pairs: with the dot-product extension one SDOT
+// (4 products a lane); else each int16 holds two products, so |w| <= 128 and |x| <= 127 keep it
+// exact (q8_K / q8_0 activations are within +-127). The lanes differ between the two; their
+// total, which is all the traits use, does not.
+[[gnu::always_inline]] inline int32x4_t add_dot16(int32x4_t acc, int8x16_t w,
+                                                  int8x16_t x) noexcept {
+#if defined(__ARM_FEATURE_DOTPROD)
+  return vdotq_s32(acc, w, x);
+#else
+  return vpadalq_s16(acc, vmlal_high_s8(vmull_s8(vget_low_s8(w), vget_low_s8(x)), w, x));
+#endif
+}
+
+// The products of 32 pairs; without SDOT in int16 lanes of four products each (|w| <= 63: the
+// K formats' levels).
+[[gnu::always_inline]] inline int32x4_t dot32_small(int8x16_t w0, int8x16_t x0, int8x16_t w1,
+                                                    int8x16_t x1) noexcept {
+#if defined(__ARM_FEATURE_DOTPROD)
+  return vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, x0), w1, x1);
+#else
+  int16x8_t p = vmull_s8(vget_low_s8(w0), vget_low_s8(x0));
+  p = vmlal_high_s8(p, w0, x0);
+  p = vmlal_s8(p, vget_low_s8(w1), vget_low_s8(x1));
+  p = vmlal_high_s8(p, w1, x1);
+  return vpaddlq_s16(p);
+#endif
+}
+
+inline int8x16_t load_s8(const void* p) noexcept {
+  return vld1q_s8(static_cast<const int8_t*>(p));
+}
+inline uint8x16_t load_u8(const void* p) noexcept {
+  return vld1q_u8(static_cast<const uint8_t*>(p));
+}
+
+// Bytes 0..15 of a 32-element block's fifth bits (bit j of the little-endian qh: element j) as
+// 0x10 where set, and bytes 16..31 the same: vtst against the bit each byte stands for.
+struct FifthBits {
+  uint8x16_t low, high;
+};
+inline FifthBits fifth_bits_0x10(const uint8_t* qh) noexcept {
+  const uint8x16_t bit = vreinterpretq_u8_u64(vdupq_n_u64(0x8040201008040201ull));
+  const uint8x16_t sixteen = vdupq_n_u8(0x10);
+  const uint8x16_t lo = vcombine_u8(vdup_n_u8(qh[0]), vdup_n_u8(qh[1]));
+  const uint8x16_t hi = vcombine_u8(vdup_n_u8(qh[2]), vdup_n_u8(qh[3]));
+  return {vandq_u8(vtstq_u8(lo, bit), sixteen), vandq_u8(vtstq_u8(hi, bit), sixteen)};
+}
+
+// ---- 32-element formats: x = d * q (+ m), q signed after unpacking ----
+
+struct W32x {
+  int8x16_t q0, q1;  // elements 0..15, 16..31
+  float d, m;
+};
+
+template <class Block>
+inline W32x load_w32(const Block& b) noexcept {
+  W32x w;
+  w.d = f16_to_f32(b.d);
+  w.m = 0.0f;
+  if constexpr (std::is_same_v<Block, BlockQ8_0>) {
+    w.q0 = load_s8(b.qs);
+    w.q1 = load_s8(b.qs + 16);
+  } else {
+    const uint8x16_t v = load_u8(b.qs);
+    uint8x16_t lo = vandq_u8(v, vdupq_n_u8(0x0F)), hi = vshrq_n_u8(v, 4);
+    if constexpr (std::is_same_v<Block, BlockIQ4_NL>) {
+      const int8x16_t levels = vld1q_s8(kIq4Values);
+      w.q0 = vqtbl1q_s8(levels, lo);
+      w.q1 = vqtbl1q_s8(levels, hi);
+      return w;
+    }
+    constexpr bool kFifth = std::is_same_v<Block, BlockQ5_0> || std::is_same_v<Block, BlockQ5_1>;
+    if constexpr (kFifth) {
+      const FifthBits f = fifth_bits_0x10(b.qh);
+      lo = vorrq_u8(lo, f.low);
+      hi = vorrq_u8(hi, f.high);
+    }
+    if constexpr (std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1>) {
+      w.m = f16_to_f32(b.m);
+      w.q0 = vreinterpretq_s8_u8(lo);
+      w.q1 = vreinterpretq_s8_u8(hi);
+    } else {  // q4_0 - 8, q5_0 - 16
+      const int8x16_t offset = vdupq_n_s8(kFifth ? 16 : 8);
+      w.q0 = vsubq_s8(vreinterpretq_s8_u8(lo), offset);
+      w.q1 = vsubq_s8(vreinterpretq_s8_u8(hi), offset);
+    }
+  }
+  return w;
+}
+
+// Symmetric formats (q4_0, q5_0, q8_0, iq4_nl) against q8_0 activations.
+template <class Block>
+struct Sym32 {
+  using WBlock = Block;
+  using ABlock = BlockQ8_0;
+  struct Act {
+    int8x16_t x0, x1;
+    float d;
+  };
+  using W = W32x;
+  using Acc = float;
+  static constexpr size_t kElems = QK;
+
+  static Act load_act(const ABlock& a) noexcept {
+    return {load_s8(a.qs), load_s8(a.qs + 16), f16_to_f32(a.d)};
+  }
+  static W load_w(const WBlock& b) noexcept { return load_w32(b); }
+  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+    const int32_t s = vaddvq_s32(add_dot16(add_dot16(vdupq_n_s32(0), w.q0, a.x0), w.q1, a.x1));
+    acc += static_cast<float>(s) * (w.d * a.d);
+  }
+  static float finish(Acc acc) noexcept { return acc; }
+};
+
+// Formats with a min (q4_1, q5_1) against q8_1 activations: the min meets s = d * sum(q).
+template <class Block>
+struct Min32 {
+  using WBlock = Block;
+  using ABlock = BlockQ8_1;
+  struct Act {
+    int8x16_t x0, x1;
+    float d, s;
+  };
+  using W = W32x;
+  using Acc = float;
+  static constexpr size_t kElems = QK;
+
+  static Act load_act(const ABlock& a) noexcept {
+    return {load_s8(a.qs), load_s8(a.qs + 16), f16_to_f32(a.d), f16_to_f32(a.s)};
+  }
+  static W load_w(const WBlock& b) noexcept { return load_w32(b); }
+  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+    const int32_t s = vaddvq_s32(add_dot16(add_dot16(vdupq_n_s32(0), w.q0, a.x0), w.q1, a.x1));
+    acc += static_cast<float>(s) * (w.d * a.d) + w.m * a.s;
+  }
+  static float finish(Acc acc) noexcept { return acc; }
+};
+
+using Q4_0 = Sym32<BlockQ4_0>;
+using Q5_0 = Sym32<BlockQ5_0>;
+using Q8_0 = Sym32<BlockQ8_0>;
+using IQ4_NL = Sym32<BlockIQ4_NL>;
+using Q4_1 = Min32<BlockQ4_1>;
+using Q5_1 = Min32<BlockQ5_1>;
+
+// ---- q4_K and q5_K: 8 sub-blocks of 32, x = d * sc * q - dmin * mn ----
+
+template <class Block>
+struct K4 {
+  static constexpr bool kFifthBit = std::is_same_v<Block, BlockQ5_K>;
+  using WBlock = Block;
+  using ABlock = BlockQ8_K;
+  using Act = const BlockQ8_K*;
+  struct W {
+    int8x16_t q[16];  // element 16k..16k+15 (0..15, or 0..31 with the fifth bit)
+    int32_t sc[8];
+    int16x8_t mn;
+    float d, dmin;
+  };
+  using Acc = float;
+  static constexpr size_t kElems = QK_K;
+
+  static Act load_act(const ABlock& a) noexcept { return &a; }
+  // qs[32j + l]: element 64j + l in the low nibble, 64j + 32 + l in the high one; q5_K's qh[l]
+  // bit 2j + h: the fifth bit of element 64j + 32h + l.
+  static W load_w(const WBlock& b) noexcept {
+    W w;
+    const uint8x16_t low4 = vdupq_n_u8(0x0F), sixteen = vdupq_n_u8(0x10);
+    uint8x16_t qh[2];
+    if constexpr (kFifthBit) qh[0] = load_u8(b.qh), qh[1] = load_u8(b.qh + 16);
+    for (int j = 0; j < 4; ++j) {
+      for (int h = 0; h < 2; ++h) {
+        const uint8x16_t v = load_u8(b.qs + 32 * j + 16 * h);
+        uint8x16_t lo = vandq_u8(v, low4), hi = vshrq_n_u8(v, 4);
+        if constexpr (kFifthBit) {
+          lo = vorrq_u8(lo, vandq_u8(vtstq_u8(qh[h], vdupq_n_u8(1u << (2 * j))), sixteen));
+          hi = vorrq_u8(hi, vandq_u8(vtstq_u8(qh[h], vdupq_n_u8(2u << (2 * j))), sixteen));
+        }
+        w.q[4 * j + h] = vreinterpretq_s8_u8(lo);
+        w.q[4 * j + 2 + h] = vreinterpretq_s8_u8(hi);
+      }
+    }
+    int16_t mn[8];
+    for (int j = 0; j < 8; ++j) {
+      uint8_t s = 0, m = 0;
+      k4_scale_min(b.scales, j, s, m);
+      w.sc[j] = s;
+      mn[j] = m;
+    }
+    w.mn = vld1q_s16(mn);
+    w.d = f16_to_f32(b.d);
+    w.dmin = f16_to_f32(b.dmin);
+    return w;
+  }
+  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+    int32x4_t isum = vdupq_n_s32(0);
+    for (int j = 0; j < 8; ++j) {
+      const int8_t* x = a->qs + 32 * j;
+      isum = vmlaq_n_s32(isum, dot32_small(w.q[2 * j], load_s8(x), w.q[2 * j + 1], load_s8(x + 16)),
+                         w.sc[j]);
+    }
+    // the mins against the sub-blocks' sums (pairs of the 16-element bsums)
+    const int16x8_t sums = vpaddq_s16(vld1q_s16(a->bsums), vld1q_s16(a->bsums + 8));
+    const int32_t c =
+        vaddvq_s32(vmlal_high_s16(vmull_s16(vget_low_s16(w.mn), vget_low_s16(sums)), w.mn, sums));
+    acc += (a->d * w.d) * static_cast<float>(vaddvq_s32(isum)) -
+           (a->d * w.dmin) * static_cast<float>(c);
+  }
+  static float finish(Acc acc) noexcept { return acc; }
+};
+
+using Q4_K = K4<BlockQ4_K>;
+using Q5_K = K4<BlockQ5_K>;
+
+// ---- q6_K: 16 groups of 16, x = d * scale * (q - 32) ----
+
+struct Q6_K {
+  using WBlock = BlockQ6_K;
+  using ABlock = BlockQ8_K;
+  using Act = const BlockQ8_K*;
+  struct W {
+    int8x16_t q[16];  // level - 32 of group g (elements 16g..16g+15)
+    const int8_t* scales;
+    float d;
+  };
+  using Acc = float;
+  static constexpr size_t kElems = QK_K;
+
+  static Act load_act(const ABlock& a) noexcept { return &a; }
+  // Element 128h + 32k + l: the low (k < 2) or high nibble of ql[64h + 32(k & 1) + l], bits 2k,
+  // 2k + 1 of qh[32h + l] above it.
+  static W load_w(const WBlock& b) noexcept {
+    W w;
+    const uint8x16_t low4 = vdupq_n_u8(0x0F), top2 = vdupq_n_u8(0x30);
+    const int8x16_t bias = vdupq_n_s8(32);
+    for (int h = 0; h < 2; ++h) {
+      for (int i = 0; i < 2; ++i) {  // l = 16i..16i+15
+        const uint8x16_t l0 = load_u8(b.ql + 64 * h + 16 * i);
+        const uint8x16_t l1 = load_u8(b.ql + 64 * h + 32 + 16 * i);
+        const uint8x16_t qh = load_u8(b.qh + 32 * h + 16 * i);
+        const uint8x16_t u[4] = {vorrq_u8(vandq_u8(l0, low4), vandq_u8(vshlq_n_u8(qh, 4), top2)),
+                                 vorrq_u8(vandq_u8(l1, low4), vandq_u8(vshlq_n_u8(qh, 2), top2)),
+                                 vorrq_u8(vshrq_n_u8(l0, 4), vandq_u8(qh, top2)),
+                                 vorrq_u8(vshrq_n_u8(l1, 4), vandq_u8(vshrq_n_u8(qh, 2), top2))};
+        for (int k = 0; k < 4; ++k)
+          w.q[8 * h + 2 * k + i] = vsubq_s8(vreinterpretq_s8_u8(u[k]), bias);
+      }
+    }
+    w.scales = b.scales;
+    w.d = f16_to_f32(b.d);
+    return w;
+  }
+  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+    int32x4_t isum = vdupq_n_s32(0);
+    for (int g = 0; g < 16; ++g) {
+      const int32x4_t s = add_dot16(vdupq_n_s32(0), w.q[g], load_s8(a->qs + 16 * g));
+      isum = vmlaq_n_s32(isum, s, w.scales[g]);
+    }
+    acc += (a->d * w.d) * static_cast<float>(vaddvq_s32(isum));
+  }
+  static float finish(Acc acc) noexcept { return acc; }
+};
+
+// The reference where no NEON trait is written.
+using Q2_K = ref::Q2_K;
+using Q3_K = ref::Q3_K;
+using IQ4_XS = ref::IQ4_XS;
+using TQ1_0 = ref::TQ1_0;
+using TQ2_0 = ref::TQ2_0;
+
+}  // namespace oxi::kernels::OXI_ARCH_NS::simd
+
+#endif  // OXI_ARCH_NEON
