@@ -1,7 +1,7 @@
 // NEON block-dot traits (interface in traits_scalar.h) for the formats most files hold: the
 // 32-element formats (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl) against q8_0 / q8_1 activations and
-// q4_K, q5_K, q6_K (Q4_K_M / Q5_K_M / Q6_K files) against q8_K. The rest (q2_K, q3_K, iq4_xs,
-// the ternary formats) use the reference traits, which the compiler vectorizes.
+// the K formats (q2_K .. q6_K) and iq4_xs against q8_K. The ternary formats use the reference
+// traits, which the compiler vectorizes.
 //
 // Two builds (kernels/meson.build): base Armv8-A, where vmull_s8 / vmlal_high_s8 multiply 16
 // byte pairs into 8 int16 lanes of two products each and vpadalq_s16 widens them into int32 (a
@@ -16,6 +16,7 @@
 
 #include <arm_neon.h>
 
+#include <bit>
 #include <cstring>
 
 #include "kernels/formats/traits_scalar.h"
@@ -50,6 +51,13 @@ namespace oxi::kernels::OXI_ARCH_NS::simd {
 #endif
 }
 
+// A half's value by the FPU's conversion: the reference's bits (f16_to_f32) for every half but
+// a signalling NaN, which it returns quiet, as F16C does on x86. The bit manipulation had been
+// ~12 of a q4_0 block's ~65 instructions, twice (the weight's scale and the activation's).
+inline float f16(uint16_t h) noexcept {
+  return static_cast<float>(std::bit_cast<__fp16>(h));
+}
+
 inline int8x16_t load_s8(const void* p) noexcept {
   return vld1q_s8(static_cast<const int8_t*>(p));
 }
@@ -80,7 +88,7 @@ struct W32x {
 template <class Block>
 inline W32x load_w32(const Block& b) noexcept {
   W32x w;
-  w.d = f16_to_f32(b.d);
+  w.d = f16(b.d);
   w.m = 0.0f;
   if constexpr (std::is_same_v<Block, BlockQ8_0>) {
     w.q0 = load_s8(b.qs);
@@ -101,7 +109,7 @@ inline W32x load_w32(const Block& b) noexcept {
       hi = vorrq_u8(hi, f.high);
     }
     if constexpr (std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1>) {
-      w.m = f16_to_f32(b.m);
+      w.m = f16(b.m);
       w.q0 = vreinterpretq_s8_u8(lo);
       w.q1 = vreinterpretq_s8_u8(hi);
     } else {  // q4_0 - 8, q5_0 - 16
@@ -127,7 +135,7 @@ struct Sym32 {
   static constexpr size_t kElems = QK;
 
   static Act load_act(const ABlock& a) noexcept {
-    return {load_s8(a.qs), load_s8(a.qs + 16), f16_to_f32(a.d)};
+    return {load_s8(a.qs), load_s8(a.qs + 16), f16(a.d)};
   }
   static W load_w(const WBlock& b) noexcept { return load_w32(b); }
   static void step(Acc& acc, const W& w, const Act& a) noexcept {
@@ -151,7 +159,7 @@ struct Min32 {
   static constexpr size_t kElems = QK;
 
   static Act load_act(const ABlock& a) noexcept {
-    return {load_s8(a.qs), load_s8(a.qs + 16), f16_to_f32(a.d), f16_to_f32(a.s)};
+    return {load_s8(a.qs), load_s8(a.qs + 16), f16(a.d), f16(a.s)};
   }
   static W load_w(const WBlock& b) noexcept { return load_w32(b); }
   static void step(Acc& acc, const W& w, const Act& a) noexcept {
@@ -168,7 +176,33 @@ using IQ4_NL = Sym32<BlockIQ4_NL>;
 using Q4_1 = Min32<BlockQ4_1>;
 using Q5_1 = Min32<BlockQ5_1>;
 
+// The bytes of v widened to the int32 at out[0..7].
+inline void store_i32(uint8x8_t v, int32_t* out) noexcept {
+  const uint16x8_t w = vmovl_u8(v);
+  vst1q_s32(out, vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(w))));
+  vst1q_s32(out + 4, vreinterpretq_s32_u32(vmovl_high_u16(w)));
+}
+
 // ---- q4_K and q5_K: 8 sub-blocks of 32, x = d * sc * q - dmin * mn ----
+
+// The 8 scales and 8 mins of a super-block's 12 scale bytes s (k4_scale_min), lane j each: for
+// j < 4 the low 6 bits of s[j] / s[j + 4]; for j >= 4 the low / high nibble of s[j + 4] with
+// the top 2 bits of s[j - 4] / s[j] above it. ~10 vector ops instead of ~80 scalar ones.
+struct K4ScalesMins {
+  uint8x8_t sc, mn;
+};
+inline K4ScalesMins k4_scales_mins(const uint8_t* s) noexcept {
+  const uint8x8_t x = vld1_u8(s);                       // s0..s7
+  const uint8x8_t lo = vand_u8(x, vdup_n_u8(63));       // j < 4: scales, then mins
+  const uint8x8_t top = vshl_n_u8(vshr_n_u8(x, 6), 4);  // j >= 4: the top bits of both
+  const uint8x8_t s8 = vreinterpret_u8_u32(
+      vdup_n_u32(vget_lane_u32(vreinterpret_u32_u8(vld1_u8(s + 4)), 1)));  // s8..s11 twice
+  const uint8x8_t first_half = vreinterpret_u8_u64(vdup_n_u64(0x00000000FFFFFFFFull));
+  const uint8x8_t nibbles = vbsl_u8(first_half, vand_u8(s8, vdup_n_u8(0x0F)), vshr_n_u8(s8, 4));
+  const uint8x8_t hi = vorr_u8(nibbles, top);  // j >= 4: scales, then mins
+  const uint32x2_t lo32 = vreinterpret_u32_u8(lo), hi32 = vreinterpret_u32_u8(hi);
+  return {vreinterpret_u8_u32(vzip1_u32(lo32, hi32)), vreinterpret_u8_u32(vzip2_u32(lo32, hi32))};
+}
 
 template <class Block>
 struct K4 {
@@ -205,16 +239,11 @@ struct K4 {
         w.q[4 * j + 2 + h] = vreinterpretq_s8_u8(hi);
       }
     }
-    int16_t mn[8];
-    for (int j = 0; j < 8; ++j) {
-      uint8_t s = 0, m = 0;
-      k4_scale_min(b.scales, j, s, m);
-      w.sc[j] = s;
-      mn[j] = m;
-    }
-    w.mn = vld1q_s16(mn);
-    w.d = f16_to_f32(b.d);
-    w.dmin = f16_to_f32(b.dmin);
+    const K4ScalesMins s = k4_scales_mins(b.scales);
+    store_i32(s.sc, w.sc);
+    w.mn = vreinterpretq_s16_u16(vmovl_u8(s.mn));
+    w.d = f16(b.d);
+    w.dmin = f16(b.dmin);
     return w;
   }
   static void step(Acc& acc, const W& w, const Act& a) noexcept {
@@ -272,7 +301,7 @@ struct Q6_K {
       }
     }
     w.scales = b.scales;
-    w.d = f16_to_f32(b.d);
+    w.d = f16(b.d);
     return w;
   }
   static void step(Acc& acc, const W& w, const Act& a) noexcept {
@@ -286,10 +315,142 @@ struct Q6_K {
   static float finish(Acc acc) noexcept { return acc; }
 };
 
+// ---- q2_K and q3_K: 16 groups of 16 with their own scales ----
+//
+// Element 128h + 32k + l: bits 2k, 2k + 1 of qs[32h + l]; q3_K's third bit is bit 4h + k of
+// hmask[l]. Levels as signed bytes: q2_K's 0..3 (its mins against the activation's group sums),
+// q3_K's level - 4 (-4..3, so the reference's 4 x scale x sum correction is already in them).
+template <class Block>
+struct K16 {
+  static constexpr bool kQ3 = std::is_same_v<Block, BlockQ3_K>;
+  using WBlock = Block;
+  using ABlock = BlockQ8_K;
+  using Act = const BlockQ8_K*;
+  struct W {
+    int8x16_t q[16];  // group g: elements 16g..16g+15
+    int32_t sc[16];
+    int16x8_t mn[2];  // q2_K: the groups' mins
+    float d, dmin;
+  };
+  using Acc = float;
+  static constexpr size_t kElems = QK_K;
+
+  static Act load_act(const ABlock& a) noexcept { return &a; }
+  static W load_w(const WBlock& b) noexcept {
+    W w;
+    const uint8x16_t three = vdupq_n_u8(3), four = vdupq_n_u8(4);
+    for (int h = 0; h < 2; ++h) {
+      for (int i = 0; i < 2; ++i) {
+        const uint8x16_t v = load_u8(b.qs + 32 * h + 16 * i);
+        const uint8x16_t u[4] = {vandq_u8(v, three), vandq_u8(vshrq_n_u8(v, 2), three),
+                                 vandq_u8(vshrq_n_u8(v, 4), three), vshrq_n_u8(v, 6)};
+        for (int k = 0; k < 4; ++k) {
+          int8x16_t q = vreinterpretq_s8_u8(u[k]);
+          if constexpr (kQ3) {
+            const uint8x16_t third =
+                vandq_u8(vtstq_u8(load_u8(b.hmask + 16 * i), vdupq_n_u8(1u << (4 * h + k))), four);
+            q = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(u[k], third)), vreinterpretq_s8_u8(four));
+          }
+          w.q[8 * h + 2 * k + i] = q;
+        }
+      }
+    }
+    if constexpr (kQ3) {
+      // k3_scale: the low nibbles of s0..s7 (groups 0-7), their high nibbles (8-15), and bits
+      // 2 (g / 4), + 1 of s[8 + g % 4] above them; less 32
+      const uint8x8_t x = vld1_u8(b.scales);
+      const uint8x16_t low = vcombine_u8(vand_u8(x, vdup_n_u8(0x0F)), vshr_n_u8(x, 4));
+      uint32_t h;
+      std::memcpy(&h, b.scales + 8, 4);
+      const int8x16_t down = {0, 0, 0, 0, -2, -2, -2, -2, -4, -4, -4, -4, -6, -6, -6, -6};
+      const uint8x16_t high =
+          vandq_u8(vshlq_u8(vreinterpretq_u8_u32(vdupq_n_u32(h)), down), vdupq_n_u8(3));
+      const uint8x16_t biased = vorrq_u8(low, vshlq_n_u8(high, 4));
+      const int16x8_t s0 =
+          vsubq_s16(vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(biased))), vdupq_n_s16(32));
+      const int16x8_t s1 = vsubq_s16(vreinterpretq_s16_u16(vmovl_high_u8(biased)), vdupq_n_s16(32));
+      vst1q_s32(w.sc, vmovl_s16(vget_low_s16(s0)));
+      vst1q_s32(w.sc + 4, vmovl_high_s16(s0));
+      vst1q_s32(w.sc + 8, vmovl_s16(vget_low_s16(s1)));
+      vst1q_s32(w.sc + 12, vmovl_high_s16(s1));
+      w.d = w.dmin = f16(b.d);
+    } else {
+      const uint8x16_t s = load_u8(b.scales);
+      const uint8x16_t mins = vshrq_n_u8(s, 4);
+      w.mn[0] = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mins)));
+      w.mn[1] = vreinterpretq_s16_u16(vmovl_high_u8(mins));
+      for (int g = 0; g < 16; ++g) w.sc[g] = b.scales[g] & 0xF;
+      w.d = f16(b.d);
+      w.dmin = f16(b.dmin);
+    }
+    return w;
+  }
+  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+    int32x4_t isum = vdupq_n_s32(0);
+    for (int g = 0; g < 16; ++g) {
+      const int32x4_t s = add_dot16(vdupq_n_s32(0), w.q[g], load_s8(a->qs + 16 * g));
+      isum = vmlaq_n_s32(isum, s, w.sc[g]);
+    }
+    if constexpr (kQ3) {
+      acc += (a->d * w.d) * static_cast<float>(vaddvq_s32(isum));
+    } else {
+      const int16x8_t s0 = vld1q_s16(a->bsums), s1 = vld1q_s16(a->bsums + 8);
+      int32x4_t c = vmull_s16(vget_low_s16(w.mn[0]), vget_low_s16(s0));
+      c = vmlal_high_s16(c, w.mn[0], s0);
+      c = vmlal_s16(c, vget_low_s16(w.mn[1]), vget_low_s16(s1));
+      c = vmlal_high_s16(c, w.mn[1], s1);
+      acc += (a->d * w.d) * static_cast<float>(vaddvq_s32(isum)) -
+             (a->d * w.dmin) * static_cast<float>(vaddvq_s32(c));
+    }
+  }
+  static float finish(Acc acc) noexcept { return acc; }
+};
+
+using Q2_K = K16<BlockQ2_K>;
+using Q3_K = K16<BlockQ3_K>;
+
+// ---- iq4_xs: 8 groups of 32 iq4_nl levels, a 6-bit scale each ----
+
+struct IQ4_XS {
+  using WBlock = BlockIQ4_XS;
+  using ABlock = BlockQ8_K;
+  using Act = const BlockQ8_K*;
+  struct W {
+    int8x16_t q[16];  // elements 16k..16k+15
+    int32_t scale[8];
+    float d;
+  };
+  using Acc = float;
+  static constexpr size_t kElems = QK_K;
+
+  static Act load_act(const ABlock& a) noexcept { return &a; }
+  // Group g's 16 bytes: element 32g + j in the low nibble of byte j, 32g + 16 + j in the high.
+  static W load_w(const WBlock& b) noexcept {
+    W w;
+    const int8x16_t levels = vld1q_s8(kIq4Values);
+    for (int g = 0; g < 8; ++g) {
+      const uint8x16_t v = load_u8(b.qs + 16 * g);
+      w.q[2 * g] = vqtbl1q_s8(levels, vandq_u8(v, vdupq_n_u8(0x0F)));
+      w.q[2 * g + 1] = vqtbl1q_s8(levels, vshrq_n_u8(v, 4));
+      w.scale[g] = iq4_xs_scale(b, g) - 32;
+    }
+    w.d = f16(b.d);
+    return w;
+  }
+  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+    int32x4_t isum = vdupq_n_s32(0);
+    for (int g = 0; g < 8; ++g) {
+      const int8_t* x = a->qs + 32 * g;
+      const int32x4_t s = add_dot16(add_dot16(vdupq_n_s32(0), w.q[2 * g], load_s8(x)),
+                                    w.q[2 * g + 1], load_s8(x + 16));
+      isum = vmlaq_n_s32(isum, s, w.scale[g]);
+    }
+    acc += (w.d * a->d) * static_cast<float>(vaddvq_s32(isum));
+  }
+  static float finish(Acc acc) noexcept { return acc; }
+};
+
 // The reference where no NEON trait is written.
-using Q2_K = ref::Q2_K;
-using Q3_K = ref::Q3_K;
-using IQ4_XS = ref::IQ4_XS;
 using TQ1_0 = ref::TQ1_0;
 using TQ2_0 = ref::TQ2_0;
 

@@ -1,0 +1,61 @@
+// kernel_steps FORMAT ROWS COLS REPS [TOKENS]: multiplies a random ROWS x COLS matrix of FORMAT
+// (a GGUF type name) REPS times, by the selected instruction set's matvec (TOKENS = 1) or gemm_q
+// (TOKENS > 1), and prints a checksum. Made to be run twice under an instruction-counting
+// emulator, REPS = 0 and REPS = R: the difference over R x ROWS x COLS / block x TOKENS is the
+// instructions a block and token, a speed figure for instruction sets this machine cannot run
+// (docs/benchmarks.md: NEON under qemu-user with scripts/qemu_insn_count.c). OXI_ISA picks the
+// set as everywhere.
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu_features.h"
+#include "kernels/formats/quant.h"
+
+int main(int argc, char** argv) {
+  using namespace oxi::kernels;
+  if (argc < 5) {
+    std::fprintf(stderr, "usage: kernel_steps FORMAT ROWS COLS REPS [TOKENS]\n");
+    return 2;
+  }
+  const std::optional<DType> type = parse_dtype(argv[1]);
+  const size_t rows = std::strtoul(argv[2], nullptr, 10), n = std::strtoul(argv[3], nullptr, 10);
+  const long reps = std::strtol(argv[4], nullptr, 10);
+  const size_t tokens = argc > 5 ? std::strtoul(argv[5], nullptr, 10) : 1;
+  if (!type || !weight_supported(*type) || rows == 0 || tokens == 0 ||
+      n % info(*type).block_elems != 0) {
+    std::fprintf(stderr, "kernel_steps: bad format or shape\n");
+    return 2;
+  }
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const size_t row_bytes = oxi::kernels::row_bytes(*type, n);
+  std::vector<uint8_t> w(rows * row_bytes);
+  std::vector<float> x(n);
+  for (size_t r = 0; r < rows; ++r) {
+    for (float& v : x) v = normal(rng);
+    quantize_row(*type, x.data(), w.data() + r * row_bytes, n);
+  }
+  const size_t ab = align_activation_bytes(activation_bytes(*type, n));
+  std::vector<uint8_t> act_buffer(tokens * ab + kActivationAlign);
+  uint8_t* acts = align_activation_start(act_buffer.data());
+  for (size_t t = 0; t < tokens; ++t) {
+    for (float& v : x) v = normal(rng);
+    quantize_activation(*type, x.data(), acts + t * ab, n);
+  }
+  std::vector<float> y(tokens * rows);
+  double checksum = 0;
+  for (long i = 0; i < reps; ++i) {
+    if (tokens == 1)
+      matvec(*type, w.data(), row_bytes, rows, n, acts, y.data());
+    else
+      gemm_q(*type, w.data(), row_bytes, rows, n, acts, ab, tokens, y.data(), rows);
+    checksum += y[i % y.size()];
+  }
+  std::printf("%s on %s: checksum %.6g\n", argv[1], std::string(isa_name(selected_isa())).c_str(),
+              checksum);
+  return 0;
+}
