@@ -183,6 +183,26 @@ inline void store_i32(uint8x8_t v, int32_t* out) noexcept {
   vst1q_s32(out + 4, vreinterpretq_s32_u32(vmovl_high_u16(w)));
 }
 
+// What the traits against q8_K share: the activation block as it is, one f32 sum.
+struct Q8KTrait {
+  using ABlock = BlockQ8_K;
+  using Act = const BlockQ8_K*;
+  using Acc = float;
+  static constexpr size_t kElems = QK_K;
+  static Act load_act(const ABlock& a) noexcept { return &a; }
+  static float finish(Acc acc) noexcept { return acc; }
+};
+
+// The sum over 16 groups of 16 of each group's dot product with x times its scale sc[g].
+template <class Scale>
+[[gnu::always_inline]] inline int32_t scaled_groups16(const int8x16_t (&q)[16], const int8_t* x,
+                                                      const Scale* sc) noexcept {
+  int32x4_t isum = vdupq_n_s32(0);
+  for (int g = 0; g < 16; ++g)
+    isum = vmlaq_n_s32(isum, add_dot16(vdupq_n_s32(0), q[g], load_s8(x + 16 * g)), sc[g]);
+  return vaddvq_s32(isum);
+}
+
 // ---- q4_K and q5_K: 8 sub-blocks of 32, x = d * sc * q - dmin * mn ----
 
 // The 8 scales and 8 mins of a super-block's 12 scale bytes s (k4_scale_min), lane j each: for
@@ -205,21 +225,15 @@ inline K4ScalesMins k4_scales_mins(const uint8_t* s) noexcept {
 }
 
 template <class Block>
-struct K4 {
+struct K4 : Q8KTrait {
   static constexpr bool kFifthBit = std::is_same_v<Block, BlockQ5_K>;
   using WBlock = Block;
-  using ABlock = BlockQ8_K;
-  using Act = const BlockQ8_K*;
   struct W {
     int8x16_t q[16];  // element 16k..16k+15 (0..15, or 0..31 with the fifth bit)
     int32_t sc[8];
     int16x8_t mn;
     float d, dmin;
   };
-  using Acc = float;
-  static constexpr size_t kElems = QK_K;
-
-  static Act load_act(const ABlock& a) noexcept { return &a; }
   // qs[32j + l]: element 64j + l in the low nibble, 64j + 32 + l in the high one; q5_K's qh[l]
   // bit 2j + h: the fifth bit of element 64j + 32h + l.
   static W load_w(const WBlock& b) noexcept {
@@ -260,7 +274,6 @@ struct K4 {
     acc += (a->d * w.d) * static_cast<float>(vaddvq_s32(isum)) -
            (a->d * w.dmin) * static_cast<float>(c);
   }
-  static float finish(Acc acc) noexcept { return acc; }
 };
 
 using Q4_K = K4<BlockQ4_K>;
@@ -268,19 +281,13 @@ using Q5_K = K4<BlockQ5_K>;
 
 // ---- q6_K: 16 groups of 16, x = d * scale * (q - 32) ----
 
-struct Q6_K {
+struct Q6_K : Q8KTrait {
   using WBlock = BlockQ6_K;
-  using ABlock = BlockQ8_K;
-  using Act = const BlockQ8_K*;
   struct W {
     int8x16_t q[16];  // level - 32 of group g (elements 16g..16g+15)
     const int8_t* scales;
     float d;
   };
-  using Acc = float;
-  static constexpr size_t kElems = QK_K;
-
-  static Act load_act(const ABlock& a) noexcept { return &a; }
   // Element 128h + 32k + l: the low (k < 2) or high nibble of ql[64h + 32(k & 1) + l], bits 2k,
   // 2k + 1 of qh[32h + l] above it.
   static W load_w(const WBlock& b) noexcept {
@@ -305,14 +312,8 @@ struct Q6_K {
     return w;
   }
   static void step(Acc& acc, const W& w, const Act& a) noexcept {
-    int32x4_t isum = vdupq_n_s32(0);
-    for (int g = 0; g < 16; ++g) {
-      const int32x4_t s = add_dot16(vdupq_n_s32(0), w.q[g], load_s8(a->qs + 16 * g));
-      isum = vmlaq_n_s32(isum, s, w.scales[g]);
-    }
-    acc += (a->d * w.d) * static_cast<float>(vaddvq_s32(isum));
+    acc += (a->d * w.d) * static_cast<float>(scaled_groups16(w.q, a->qs, w.scales));
   }
-  static float finish(Acc acc) noexcept { return acc; }
 };
 
 // ---- q2_K and q3_K: 16 groups of 16 with their own scales ----
@@ -321,21 +322,15 @@ struct Q6_K {
 // hmask[l]. Levels as signed bytes: q2_K's 0..3 (its mins against the activation's group sums),
 // q3_K's level - 4 (-4..3, so the reference's 4 x scale x sum correction is already in them).
 template <class Block>
-struct K16 {
+struct K16 : Q8KTrait {
   static constexpr bool kQ3 = std::is_same_v<Block, BlockQ3_K>;
   using WBlock = Block;
-  using ABlock = BlockQ8_K;
-  using Act = const BlockQ8_K*;
   struct W {
     int8x16_t q[16];  // group g: elements 16g..16g+15
     int32_t sc[16];
     int16x8_t mn[2];  // q2_K: the groups' mins
     float d, dmin;
   };
-  using Acc = float;
-  static constexpr size_t kElems = QK_K;
-
-  static Act load_act(const ABlock& a) noexcept { return &a; }
   static W load_w(const WBlock& b) noexcept {
     W w;
     const uint8x16_t three = vdupq_n_u8(3), four = vdupq_n_u8(4);
@@ -386,24 +381,19 @@ struct K16 {
     return w;
   }
   static void step(Acc& acc, const W& w, const Act& a) noexcept {
-    int32x4_t isum = vdupq_n_s32(0);
-    for (int g = 0; g < 16; ++g) {
-      const int32x4_t s = add_dot16(vdupq_n_s32(0), w.q[g], load_s8(a->qs + 16 * g));
-      isum = vmlaq_n_s32(isum, s, w.sc[g]);
-    }
+    const int32_t isum = scaled_groups16(w.q, a->qs, w.sc);
     if constexpr (kQ3) {
-      acc += (a->d * w.d) * static_cast<float>(vaddvq_s32(isum));
+      acc += (a->d * w.d) * static_cast<float>(isum);
     } else {
       const int16x8_t s0 = vld1q_s16(a->bsums), s1 = vld1q_s16(a->bsums + 8);
       int32x4_t c = vmull_s16(vget_low_s16(w.mn[0]), vget_low_s16(s0));
       c = vmlal_high_s16(c, w.mn[0], s0);
       c = vmlal_s16(c, vget_low_s16(w.mn[1]), vget_low_s16(s1));
       c = vmlal_high_s16(c, w.mn[1], s1);
-      acc += (a->d * w.d) * static_cast<float>(vaddvq_s32(isum)) -
+      acc += (a->d * w.d) * static_cast<float>(isum) -
              (a->d * w.dmin) * static_cast<float>(vaddvq_s32(c));
     }
   }
-  static float finish(Acc acc) noexcept { return acc; }
 };
 
 using Q2_K = K16<BlockQ2_K>;
@@ -411,19 +401,13 @@ using Q3_K = K16<BlockQ3_K>;
 
 // ---- iq4_xs: 8 groups of 32 iq4_nl levels, a 6-bit scale each ----
 
-struct IQ4_XS {
+struct IQ4_XS : Q8KTrait {
   using WBlock = BlockIQ4_XS;
-  using ABlock = BlockQ8_K;
-  using Act = const BlockQ8_K*;
   struct W {
     int8x16_t q[16];  // elements 16k..16k+15
     int32_t scale[8];
     float d;
   };
-  using Acc = float;
-  static constexpr size_t kElems = QK_K;
-
-  static Act load_act(const ABlock& a) noexcept { return &a; }
   // Group g's 16 bytes: element 32g + j in the low nibble of byte j, 32g + 16 + j in the high.
   static W load_w(const WBlock& b) noexcept {
     W w;
@@ -447,7 +431,6 @@ struct IQ4_XS {
     }
     acc += (w.d * a->d) * static_cast<float>(vaddvq_s32(isum));
   }
-  static float finish(Acc acc) noexcept { return acc; }
 };
 
 // The reference where no NEON trait is written.
