@@ -37,5 +37,5 @@ if [ ! -f build-aarch64/build.ninja ]; then
     -Dbuildtype=release -Dgstreamer=disabled
 fi
 ninja -C build-aarch64 -j"$(nproc)"
-[ $# -eq 0 ] && set -- kernel-formats
+[ $# -eq 0 ] && set -- kernel-formats kernel-arch-symbols
 meson test -C build-aarch64 --no-rebuild --print-errorlogs "$@"

@@ -2,7 +2,6 @@
 // own scalar reference (so they are bit-identical to it), and the matching activation.
 #include "kernels/formats/q4_k_r8.h"
 
-#include <algorithm>
 #include <cstring>
 
 #include "kernels/formats/quant.h"
