@@ -1,12 +1,10 @@
 #!/usr/bin/env bash
 # Cross-builds oxinfer for 64-bit ARM in ./build-aarch64 (Debian 12's aarch64 toolchain, the
 # arm64 libraries installed beside the host's, scripts/cross/aarch64-linux-gnu.ini) and runs
-# test suites through qemu-user: by default kernel-formats; pass test names to run others
-# (`meson test -C build-aarch64 --list` lists them). Under Debian 12's qemu-user on the
-# development VM every program that starts a thread hung before its first clone (a std::thread
-# hello-world as well), so the suites that use threads (TBB's backend, kernel-math's concurrent
-# FFT test) could not be run there. Installs what is missing (apt, as root or through sudo). The
-# GStreamer plugin is left out. Emulated, so slow; not part of .ci/run.
+# test suites through qemu-user: by default the kernels' and the backends'; pass test names to
+# run others (`meson test -C build-aarch64 --list` lists them). Installs what is missing (apt,
+# as root or through sudo). The GStreamer plugin is left out. Emulated, so slow; not part of
+# .ci/run.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -37,5 +35,5 @@ if [ ! -f build-aarch64/build.ninja ]; then
     -Dbuildtype=release -Dgstreamer=disabled
 fi
 ninja -C build-aarch64 -j"$(nproc)"
-[ $# -eq 0 ] && set -- kernel-formats kernel-arch-symbols
-meson test -C build-aarch64 --no-rebuild --print-errorlogs "$@"
+[ $# -eq 0 ] && set -- kernel-formats kernel-arch-symbols kernel-math backends
+meson test -C build-aarch64 --no-rebuild --print-errorlogs --timeout-multiplier 10 "$@"
