@@ -10,6 +10,9 @@
 // block's integer sum is the reference's, reduced to one int32 (vaddvq) and met by the reference's
 // f32 step, in its order (no fused multiply-add: kernels/meson.build), so every product is
 // bit-identical to the reference's.
+//
+// load_w and step are always inlined: left to GCC, the K formats' were calls that passed the
+// unpacked block (16 vectors) through the stack.
 #pragma once
 
 #if defined(OXI_ARCH_NEON)
@@ -86,7 +89,7 @@ struct W32x {
 };
 
 template <class Block>
-inline W32x load_w32(const Block& b) noexcept {
+[[gnu::always_inline]] inline W32x load_w32(const Block& b) noexcept {
   W32x w;
   w.d = f16(b.d);
   w.m = 0.0f;
@@ -134,11 +137,11 @@ struct Sym32 {
   using Acc = float;
   static constexpr size_t kElems = QK;
 
-  static Act load_act(const ABlock& a) noexcept {
+  [[gnu::always_inline]] static Act load_act(const ABlock& a) noexcept {
     return {load_s8(a.qs), load_s8(a.qs + 16), f16(a.d)};
   }
-  static W load_w(const WBlock& b) noexcept { return load_w32(b); }
-  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+  [[gnu::always_inline]] static W load_w(const WBlock& b) noexcept { return load_w32(b); }
+  [[gnu::always_inline]] static void step(Acc& acc, const W& w, const Act& a) noexcept {
     const int32_t s = vaddvq_s32(add_dot16(add_dot16(vdupq_n_s32(0), w.q0, a.x0), w.q1, a.x1));
     acc += static_cast<float>(s) * (w.d * a.d);
   }
@@ -158,11 +161,11 @@ struct Min32 {
   using Acc = float;
   static constexpr size_t kElems = QK;
 
-  static Act load_act(const ABlock& a) noexcept {
+  [[gnu::always_inline]] static Act load_act(const ABlock& a) noexcept {
     return {load_s8(a.qs), load_s8(a.qs + 16), f16(a.d), f16(a.s)};
   }
-  static W load_w(const WBlock& b) noexcept { return load_w32(b); }
-  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+  [[gnu::always_inline]] static W load_w(const WBlock& b) noexcept { return load_w32(b); }
+  [[gnu::always_inline]] static void step(Acc& acc, const W& w, const Act& a) noexcept {
     const int32_t s = vaddvq_s32(add_dot16(add_dot16(vdupq_n_s32(0), w.q0, a.x0), w.q1, a.x1));
     acc += static_cast<float>(s) * (w.d * a.d) + w.m * a.s;
   }
@@ -189,7 +192,7 @@ struct Q8KTrait {
   using Act = const BlockQ8_K*;
   using Acc = float;
   static constexpr size_t kElems = QK_K;
-  static Act load_act(const ABlock& a) noexcept { return &a; }
+  [[gnu::always_inline]] static Act load_act(const ABlock& a) noexcept { return &a; }
   static float finish(Acc acc) noexcept { return acc; }
 };
 
@@ -211,7 +214,7 @@ template <class Scale>
 struct K4ScalesMins {
   uint8x8_t sc, mn;
 };
-inline K4ScalesMins k4_scales_mins(const uint8_t* s) noexcept {
+[[gnu::always_inline]] inline K4ScalesMins k4_scales_mins(const uint8_t* s) noexcept {
   const uint8x8_t x = vld1_u8(s);                       // s0..s7
   const uint8x8_t lo = vand_u8(x, vdup_n_u8(63));       // j < 4: scales, then mins
   const uint8x8_t top = vshl_n_u8(vshr_n_u8(x, 6), 4);  // j >= 4: the top bits of both
@@ -236,7 +239,7 @@ struct K4 : Q8KTrait {
   };
   // qs[32j + l]: element 64j + l in the low nibble, 64j + 32 + l in the high one; q5_K's qh[l]
   // bit 2j + h: the fifth bit of element 64j + 32h + l.
-  static W load_w(const WBlock& b) noexcept {
+  [[gnu::always_inline]] static W load_w(const WBlock& b) noexcept {
     W w;
     const uint8x16_t low4 = vdupq_n_u8(0x0F), sixteen = vdupq_n_u8(0x10);
     uint8x16_t qh[2];
@@ -260,7 +263,7 @@ struct K4 : Q8KTrait {
     w.dmin = f16(b.dmin);
     return w;
   }
-  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+  [[gnu::always_inline]] static void step(Acc& acc, const W& w, const Act& a) noexcept {
     int32x4_t isum = vdupq_n_s32(0);
     for (int j = 0; j < 8; ++j) {
       const int8_t* x = a->qs + 32 * j;
@@ -290,7 +293,7 @@ struct Q6_K : Q8KTrait {
   };
   // Element 128h + 32k + l: the low (k < 2) or high nibble of ql[64h + 32(k & 1) + l], bits 2k,
   // 2k + 1 of qh[32h + l] above it.
-  static W load_w(const WBlock& b) noexcept {
+  [[gnu::always_inline]] static W load_w(const WBlock& b) noexcept {
     W w;
     const uint8x16_t low4 = vdupq_n_u8(0x0F), top2 = vdupq_n_u8(0x30);
     const int8x16_t bias = vdupq_n_s8(32);
@@ -311,7 +314,7 @@ struct Q6_K : Q8KTrait {
     w.d = f16(b.d);
     return w;
   }
-  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+  [[gnu::always_inline]] static void step(Acc& acc, const W& w, const Act& a) noexcept {
     acc += (a->d * w.d) * static_cast<float>(scaled_groups16(w.q, a->qs, w.scales));
   }
 };
@@ -331,7 +334,7 @@ struct K16 : Q8KTrait {
     int16x8_t mn[2];  // q2_K: the groups' mins
     float d, dmin;
   };
-  static W load_w(const WBlock& b) noexcept {
+  [[gnu::always_inline]] static W load_w(const WBlock& b) noexcept {
     W w;
     const uint8x16_t three = vdupq_n_u8(3), four = vdupq_n_u8(4);
     for (int h = 0; h < 2; ++h) {
@@ -380,7 +383,7 @@ struct K16 : Q8KTrait {
     }
     return w;
   }
-  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+  [[gnu::always_inline]] static void step(Acc& acc, const W& w, const Act& a) noexcept {
     const int32_t isum = scaled_groups16(w.q, a->qs, w.sc);
     if constexpr (kQ3) {
       acc += (a->d * w.d) * static_cast<float>(isum);
@@ -409,7 +412,7 @@ struct IQ4_XS : Q8KTrait {
     float d;
   };
   // Group g's 16 bytes: element 32g + j in the low nibble of byte j, 32g + 16 + j in the high.
-  static W load_w(const WBlock& b) noexcept {
+  [[gnu::always_inline]] static W load_w(const WBlock& b) noexcept {
     W w;
     const int8x16_t levels = vld1q_s8(kIq4Values);
     for (int g = 0; g < 8; ++g) {
@@ -421,7 +424,7 @@ struct IQ4_XS : Q8KTrait {
     w.d = f16(b.d);
     return w;
   }
-  static void step(Acc& acc, const W& w, const Act& a) noexcept {
+  [[gnu::always_inline]] static void step(Acc& acc, const W& w, const Act& a) noexcept {
     int32x4_t isum = vdupq_n_s32(0);
     for (int g = 0; g < 8; ++g) {
       const int8_t* x = a->qs + 32 * g;
