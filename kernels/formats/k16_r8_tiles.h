@@ -183,12 +183,6 @@ struct K16R8Tile : K16RowSums<K16R8Tile<F>, typename F::Block> {
     for (int t = 0; t < T; ++t)
       acc[t] = F::finish(s, fold_halves(sums[t]), fold_halves(corr[t]), a[t]->d, acc[t]);
   }
-
-  // Made once: matvec runs a pass per row, and a 2048-wide row is a single group.
-  static const Constants& constants() noexcept {
-    static const Constants c;
-    return c;
-  }
 };
 
 #elif defined(OXI_ARCH_AVX2)
@@ -266,11 +260,6 @@ struct K16R8Tile : K16RowSums<K16R8Tile<F>, typename F::Block> {
         {control(0, 0, false, F::kScaleByte), control(0, 1, false, F::kScaleByte)},
         {control(1, 0, false, F::kScaleByte), control(1, 1, false, F::kScaleByte)}};
   };
-
-  static const Constants& constants() noexcept {
-    static const Constants c;
-    return c;
-  }
 
   // Two tokens a pass at most (above). Each token's accumulator sees the same steps either way.
   template <int T, int P>

@@ -123,13 +123,6 @@ struct Q5KR8Tile : K8RowPasses<Q5KR8Tile> {
       group<T, true>({w + groups * kK5GroupBytes, k8_row_bytes(rest), mask}, rest, a, c, acc);
     }
   }
-
-  // Made once: matvec runs a pass per row with a short group, and a 2048-wide row is a single
-  // group (iq4_xs_r8_tiles.h).
-  static const Constants& constants() noexcept {
-    static const Constants c;
-    return c;
-  }
 };
 
 #else

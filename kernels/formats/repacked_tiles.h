@@ -318,10 +318,15 @@ template <class Block, bool kShort, size_t kParts>
 
 // pass and matvec of the tiles in groups of 8 super-blocks that take one row a pass (q5_k_r8_tiles.h,
 // k16_r8_tiles.h): Tile::row_sums<T>(w, x, x_stride, n, c, acc) adds the sums of a row's groups
-// to T accumulators, with the constants c that Tile::constants() makes once (matvec runs a pass
-// per row with a short group, and a 2048-wide row is a single group).
+// to T accumulators, with the constants c (Tile::Constants) that constants() makes once (matvec
+// runs a pass per row with a short group, and a 2048-wide row is a single group).
 template <class Tile>
 struct K8RowPasses : RowPasses<Tile> {
+  static const auto& constants() noexcept {
+    static const typename Tile::Constants c;
+    return c;
+  }
+
   template <int T>
   static constexpr int kRowsPerPass = 1;
 
@@ -332,7 +337,7 @@ struct K8RowPasses : RowPasses<Tile> {
     (void)w_row_bytes;
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-    Tile::template row_sums<T>(w, x, x_stride, n, Tile::constants(), acc);
+    Tile::template row_sums<T>(w, x, x_stride, n, constants(), acc);
     for (int t = 0; t < T; ++t) y[t * y_stride] = simd::hsum(acc[t]);
   }
 
@@ -341,7 +346,7 @@ struct K8RowPasses : RowPasses<Tile> {
   // hsum8 (the same additions as hsum, bit for bit); every other row alone.
   static void matvec(const uint8_t* w, size_t w_row_bytes, size_t rows, size_t n, const uint8_t* x,
                      float* y) noexcept {
-    const auto& c = Tile::constants();
+    const auto& c = constants();
     size_t r = 0;
     if ((n / QK_K) % kK8Blocks == 0 && rows % 8 == 0) {
       for (; r < rows; r += 8) {
