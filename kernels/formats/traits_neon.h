@@ -54,6 +54,12 @@ namespace oxi::kernels::OXI_ARCH_NS::simd {
 #endif
 }
 
+// The products of 32 signed byte pairs (w0 against x0, w1 against x1), any levels.
+[[gnu::always_inline]] inline int32x4_t dot32(int8x16_t w0, int8x16_t x0, int8x16_t w1,
+                                              int8x16_t x1) noexcept {
+  return add_dot16(add_dot16(vdupq_n_s32(0), w0, x0), w1, x1);
+}
+
 // A half's value by the FPU's conversion: the reference's bits (f16_to_f32) for every half but
 // a signalling NaN, which it returns quiet, as F16C does on x86. The bit manipulation had been
 // ~12 of a q4_0 block's ~65 instructions, twice (the weight's scale and the activation's).
@@ -142,7 +148,7 @@ struct Sym32 {
   }
   [[gnu::always_inline]] static W load_w(const WBlock& b) noexcept { return load_w32(b); }
   [[gnu::always_inline]] static void step(Acc& acc, const W& w, const Act& a) noexcept {
-    const int32_t s = vaddvq_s32(add_dot16(add_dot16(vdupq_n_s32(0), w.q0, a.x0), w.q1, a.x1));
+    const int32_t s = vaddvq_s32(dot32(w.q0, a.x0, w.q1, a.x1));
     acc += static_cast<float>(s) * (w.d * a.d);
   }
   static float finish(Acc acc) noexcept { return acc; }
@@ -166,7 +172,7 @@ struct Min32 {
   }
   [[gnu::always_inline]] static W load_w(const WBlock& b) noexcept { return load_w32(b); }
   [[gnu::always_inline]] static void step(Acc& acc, const W& w, const Act& a) noexcept {
-    const int32_t s = vaddvq_s32(add_dot16(add_dot16(vdupq_n_s32(0), w.q0, a.x0), w.q1, a.x1));
+    const int32_t s = vaddvq_s32(dot32(w.q0, a.x0, w.q1, a.x1));
     acc += static_cast<float>(s) * (w.d * a.d) + w.m * a.s;
   }
   static float finish(Acc acc) noexcept { return acc; }
@@ -203,6 +209,21 @@ template <class Scale>
   int32x4_t isum = vdupq_n_s32(0);
   for (int g = 0; g < 16; ++g)
     isum = vmlaq_n_s32(isum, add_dot16(vdupq_n_s32(0), q[g], load_s8(x + 16 * g)), sc[g]);
+  return vaddvq_s32(isum);
+}
+
+// The same over 8 groups of 32 (q[2g], q[2g + 1]); kSmall: levels within +-63, so that without
+// SDOT four products share an int16 (dot32_small).
+template <bool kSmall, class Scale>
+[[gnu::always_inline]] inline int32_t scaled_groups32(const int8x16_t (&q)[16], const int8_t* x,
+                                                      const Scale* sc) noexcept {
+  int32x4_t isum = vdupq_n_s32(0);
+  for (int g = 0; g < 8; ++g) {
+    const int8x16_t x0 = load_s8(x + 32 * g), x1 = load_s8(x + 32 * g + 16);
+    const int32x4_t d = kSmall ? dot32_small(q[2 * g], x0, q[2 * g + 1], x1)
+                               : dot32(q[2 * g], x0, q[2 * g + 1], x1);
+    isum = vmlaq_n_s32(isum, d, sc[g]);
+  }
   return vaddvq_s32(isum);
 }
 
@@ -264,18 +285,12 @@ struct K4 : Q8KTrait {
     return w;
   }
   [[gnu::always_inline]] static void step(Acc& acc, const W& w, const Act& a) noexcept {
-    int32x4_t isum = vdupq_n_s32(0);
-    for (int j = 0; j < 8; ++j) {
-      const int8_t* x = a->qs + 32 * j;
-      isum = vmlaq_n_s32(isum, dot32_small(w.q[2 * j], load_s8(x), w.q[2 * j + 1], load_s8(x + 16)),
-                         w.sc[j]);
-    }
+    const int32_t isum = scaled_groups32<true>(w.q, a->qs, w.sc);
     // the mins against the sub-blocks' sums (pairs of the 16-element bsums)
     const int16x8_t sums = vpaddq_s16(vld1q_s16(a->bsums), vld1q_s16(a->bsums + 8));
     const int32_t c =
         vaddvq_s32(vmlal_high_s16(vmull_s16(vget_low_s16(w.mn), vget_low_s16(sums)), w.mn, sums));
-    acc += (a->d * w.d) * static_cast<float>(vaddvq_s32(isum)) -
-           (a->d * w.dmin) * static_cast<float>(c);
+    acc += (a->d * w.d) * static_cast<float>(isum) - (a->d * w.dmin) * static_cast<float>(c);
   }
 };
 
@@ -425,14 +440,7 @@ struct IQ4_XS : Q8KTrait {
     return w;
   }
   [[gnu::always_inline]] static void step(Acc& acc, const W& w, const Act& a) noexcept {
-    int32x4_t isum = vdupq_n_s32(0);
-    for (int g = 0; g < 8; ++g) {
-      const int8_t* x = a->qs + 32 * g;
-      const int32x4_t s = add_dot16(add_dot16(vdupq_n_s32(0), w.q[2 * g], load_s8(x)),
-                                    w.q[2 * g + 1], load_s8(x + 16));
-      isum = vmlaq_n_s32(isum, s, w.scale[g]);
-    }
-    acc += (w.d * a->d) * static_cast<float>(vaddvq_s32(isum));
+    acc += (w.d * a->d) * static_cast<float>(scaled_groups32<false>(w.q, a->qs, w.scale));
   }
 };
 
