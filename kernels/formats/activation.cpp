@@ -1,11 +1,8 @@
 // Activation quantization, the ggml way: each weight format names the activation format its
 // integer dot product runs against (see quant.h).
-#include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #include "kernels/formats/blocks.h"
-#include "kernels/formats/fp16.h"
 #include "kernels/formats/iq4_nl_r16.h"
 #include "kernels/formats/q5_0_r16.h"
 #include "kernels/formats/q5_1_r16.h"
@@ -18,26 +15,6 @@
 #include "kernels/formats/quantize_k.h"
 
 namespace oxi::kernels {
-namespace {
-
-void quantize_q8_1(const float* x, void* dst, size_t n) noexcept {
-  auto* b = static_cast<BlockQ8_1*>(dst);
-  for (size_t i = 0; i < n / QK; ++i, x += QK) {
-    float amax = 0;
-    for (size_t j = 0; j < QK; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127;
-    const float id = inverse_scale(d);
-    int sum = 0;
-    for (size_t j = 0; j < QK; ++j) {
-      b[i].qs[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
-      sum += b[i].qs[j];
-    }
-    b[i].d = f32_to_f16(d);
-    b[i].s = f32_to_f16(static_cast<float>(sum) * d);
-  }
-}
-
-}  // namespace
 
 DType activation_dtype(DType weight) noexcept {
   switch (weight) {
@@ -110,7 +87,7 @@ void quantize_activation(DType weight, const float* x, void* out, size_t n) noex
       format_kernels().quantize_q8_0(x, out, n);
       break;
     case DType::Q8_1:
-      quantize_q8_1(x, out, n);
+      format_kernels().quantize_q8_1(x, out, n);
       break;
     case DType::Q8_K:
       format_kernels().quantize_q8_K(x, out, n);

@@ -71,6 +71,7 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   k.matvec[static_cast<size_t>(DType::Q4_K_R8S)] = Q4KR8STile::matvec;
   k.gemm_q[static_cast<size_t>(DType::Q4_K_R8S)] = Q4KR8STile::gemm;
   k.quantize_q8_0 = quantize_q8_0;
+  k.quantize_q8_1 = quantize_q8_1;
   k.quantize_q8_K = quantize_q8_K;
 #if defined(OXI_ARCH_AVX2)
   k.fast_q4_0_r16 = true;

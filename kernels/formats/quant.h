@@ -159,6 +159,8 @@ struct FormatKernels {
   // q8_0 activation blocks of x[0..n), bit-identical to quantize_row_q8_0 for finite x (what
   // quantize_activation uses for every q8_0-based layout).
   RowEncoder quantize_q8_0 = nullptr;
+  // q8_1 activation blocks (q4_1 / q5_1 and their r16 layouts), the same for quantize_row_q8_1.
+  RowEncoder quantize_q8_1 = nullptr;
   // q8_K activation blocks of x[0..n), bit-identical to quantize_row_q8_K (the activation of
   // every K-quant layout).
   RowEncoder quantize_q8_K = nullptr;

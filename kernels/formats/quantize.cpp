@@ -142,6 +142,23 @@ void quantize_row_q8_0(const float* x, void* dst, size_t n) noexcept {
   }
 }
 
+void quantize_row_q8_1(const float* x, void* dst, size_t n) noexcept {
+  auto* b = blocks<BlockQ8_1>(dst);
+  for (size_t i = 0; i < n / QK; ++i, x += QK) {
+    float amax = 0;
+    for (size_t j = 0; j < QK; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127;
+    const float id = inverse_scale(d);
+    int sum = 0;
+    for (size_t j = 0; j < QK; ++j) {
+      b[i].qs[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
+      sum += b[i].qs[j];
+    }
+    b[i].d = f32_to_f16(d);
+    b[i].s = f32_to_f16(static_cast<float>(sum) * d);
+  }
+}
+
 void quantize_row_q8_K(const float* x, void* dst, size_t n) noexcept {
   auto* b = blocks<BlockQ8_K>(dst);
   for (size_t i = 0; i < n / QK_K; ++i, x += QK_K) {

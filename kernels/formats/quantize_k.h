@@ -16,6 +16,8 @@ inline float inverse_scale(float d) noexcept {
 }
 
 void quantize_row_q8_0(const float* x, void* dst, size_t n) noexcept;
+// The activation of q4_1 / q5_1: q8_0's blocks with s = d * (the sum of the quants).
+void quantize_row_q8_1(const float* x, void* dst, size_t n) noexcept;
 // The activation of the K-quant dot products: x[0..n) -> n / 256 BlockQ8_K, ggml's rule (the
 // value of largest magnitude maps to -127; lrintf rounding; sums of each 16).
 void quantize_row_q8_K(const float* x, void* dst, size_t n) noexcept;

@@ -497,10 +497,11 @@ void expect_every_isa_writes(kernels::RowEncoder kernels::FormatKernels::*encode
   }
 }
 
-// Every instruction set's q8_0 activation quantizer writes the reference's bytes: blocks of
-// random values at scales from 1e-38 (subnormal f16 scales) to 1e30, an all-zero block, and
-// blocks whose scaled values sit exactly on .5 (round half to even, as std::nearbyint).
-TEST(ActivationQuantization, Q8_0IsBitIdenticalToTheReferenceOnEveryIsa) {
+// Every instruction set's q8_0 and q8_1 activation quantizers write the reference's bytes:
+// blocks of random values at scales from 1e-38 (subnormal f16 scales) to 1e30, an all-zero
+// block, and blocks whose scaled values sit exactly on .5 (round half to even, as
+// std::nearbyint).
+TEST(ActivationQuantization, Q8_0AndQ8_1AreBitIdenticalToTheReferenceOnEveryIsa) {
   std::vector<float> x;
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -513,6 +514,9 @@ TEST(ActivationQuantization, Q8_0IsBitIdenticalToTheReferenceOnEveryIsa) {
   }
   expect_every_isa_writes(&kernels::FormatKernels::quantize_q8_0, kernels::quantize_row_q8_0,
                           DType::Q8_0, x);
+  // q8_1 (q4_1 / q5_1's activation) is q8_0 with the scaled sum of each block's quants.
+  expect_every_isa_writes(&kernels::FormatKernels::quantize_q8_1, kernels::quantize_row_q8_1,
+                          DType::Q8_1, x);
 }
 
 // The same for the q8_K quantizer of the K-quant formats, whose scale maps the value of largest
