@@ -1,7 +1,6 @@
-// NEON block-dot traits (interface in traits_scalar.h) for the formats most files hold: the
-// 32-element formats (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl) against q8_0 / q8_1 activations and
-// the K formats (q2_K .. q6_K) and iq4_xs against q8_K. The ternary formats use the reference
-// traits, which the compiler vectorizes.
+// NEON block-dot traits (interface in traits_scalar.h) for every plain format: the 32-element
+// formats (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl) against q8_0 / q8_1 activations, and the K
+// formats (q2_K .. q6_K), iq4_xs and the ternary tq1_0 / tq2_0 against q8_K.
 //
 // Two builds (kernels/meson.build): base Armv8-A, where vmull_s8 / vmlal_high_s8 multiply 16
 // byte pairs into 8 int16 lanes of two products each and vpadalq_s16 widens them into int32 (a
@@ -444,9 +443,90 @@ struct IQ4_XS : Q8KTrait {
   }
 };
 
-// The reference where no NEON trait is written.
-using TQ1_0 = ref::TQ1_0;
-using TQ2_0 = ref::TQ2_0;
+// ---- ternary formats (tq1_0, tq2_0): levels t = 0..2, x = d (t - 1) ----
+//
+// The reference's integers: sum(t x) over the block by SDOT (or four products an int16), minus
+// the activation's sum, then its f32 step.
+
+// Trit k of each byte of v as tq1_trit does, pow holding 3^k in each byte's lane: the byte times
+// 3^k mod 256 (vmul), then the high byte of three times that (vmull, the odd bytes by vuzp2).
+[[gnu::always_inline]] inline uint8x16_t tq1_trits(uint8x16_t v, uint8x16_t pow) noexcept {
+  const uint8x16_t shifted = vmulq_u8(v, pow);
+  const uint8x8_t three = vdup_n_u8(3);
+  const uint16x8_t lo = vmull_u8(vget_low_u8(shifted), three);
+  const uint16x8_t hi = vmull_high_u8(shifted, vdupq_n_u8(3));
+  return vuzp2q_u8(vreinterpretq_u8_u16(lo), vreinterpretq_u8_u16(hi));
+}
+
+template <class Block>
+struct Ternary {
+  using WBlock = Block;
+  using ABlock = BlockQ8_K;
+  using Acc = float;
+  static constexpr size_t kElems = QK_K;
+  struct Act {
+    const int8_t* qs;
+    int32_t sum;  // of the block's 256 bytes
+    float d;
+  };
+  struct W {
+    int8x16_t t[16];  // levels of elements 16k..16k+15
+    float d;
+  };
+
+  [[gnu::always_inline]] static Act load_act(const ABlock& a) noexcept {
+    return {a.qs, vaddlvq_s16(vld1q_s16(a.bsums)) + vaddlvq_s16(vld1q_s16(a.bsums + 8)), a.d};
+  }
+  [[gnu::always_inline]] static W load_w(const WBlock& b) noexcept {
+    W w;
+    uint8x16_t* t = reinterpret_cast<uint8x16_t*>(w.t);
+    if constexpr (std::is_same_v<Block, BlockTQ2_0>) {
+      // Element 128h + 32k + m: bits 2k, 2k + 1 of qs[32h + m].
+      for (int h = 0; h < 2; ++h) {
+        const uint8x16_t v0 = load_u8(b.qs + 32 * h), v1 = load_u8(b.qs + 32 * h + 16);
+        const uint8x16_t three = vdupq_n_u8(3);
+        t[8 * h + 0] = vandq_u8(v0, three);
+        t[8 * h + 1] = vandq_u8(v1, three);
+        t[8 * h + 2] = vandq_u8(vshrq_n_u8(v0, 2), three);
+        t[8 * h + 3] = vandq_u8(vshrq_n_u8(v1, 2), three);
+        t[8 * h + 4] = vandq_u8(vshrq_n_u8(v0, 4), three);
+        t[8 * h + 5] = vandq_u8(vshrq_n_u8(v1, 4), three);
+        t[8 * h + 6] = vshrq_n_u8(v0, 6);
+        t[8 * h + 7] = vshrq_n_u8(v1, 6);
+      }
+    } else {
+      // qs[0..32): trit k of byte m is element 32k + m; qs[32..48): 160 + 16k + m; qh's four
+      // bytes: 240 + 4k + m (k < 4), all four of them in each 4-byte quarter of one vector.
+      const uint8x16_t first0 = load_u8(b.qs), first1 = load_u8(b.qs + 16);
+      const uint8x16_t second = load_u8(b.qs + 32);
+      for (int k = 0; k < 5; ++k) {
+        const uint8x16_t pow = vdupq_n_u8(kPow3[k]);
+        t[2 * k] = tq1_trits(first0, pow);
+        t[2 * k + 1] = tq1_trits(first1, pow);
+        t[10 + k] = tq1_trits(second, pow);
+      }
+      uint32_t qh;
+      std::memcpy(&qh, b.qh, 4);
+      static constexpr uint8_t kQuarterPow3[16] = {1, 1, 1, 1, 3,  3,  3,  3,
+                                                   9, 9, 9, 9, 27, 27, 27, 27};
+      t[15] = tq1_trits(vreinterpretq_u8_u32(vdupq_n_u32(qh)), vld1q_u8(kQuarterPow3));
+    }
+    w.d = f16(b.d);
+    return w;
+  }
+  [[gnu::always_inline]] static void step(Acc& acc, const W& w, const Act& a) noexcept {
+    int32x4_t isum = vdupq_n_s32(0);
+    for (int k = 0; k < 16; k += 2) {
+      isum = vaddq_s32(isum, dot32_small(w.t[k], load_s8(a.qs + 16 * k), w.t[k + 1],
+                                         load_s8(a.qs + 16 * k + 16)));
+    }
+    acc += static_cast<float>(vaddvq_s32(isum) - a.sum) * (a.d * w.d);
+  }
+  static float finish(Acc acc) noexcept { return acc; }
+};
+
+using TQ1_0 = Ternary<BlockTQ1_0>;
+using TQ2_0 = Ternary<BlockTQ2_0>;
 
 }  // namespace oxi::kernels::OXI_ARCH_NS::simd
 

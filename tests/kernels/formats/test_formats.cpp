@@ -472,7 +472,7 @@ TEST(Neon, PlainFormatsAreBitIdenticalToScalar) {
   for (Isa isa : neon_sets) {
     for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
                     DType::IQ4_NL, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
-                    DType::Q6_K, DType::IQ4_XS}) {
+                    DType::Q6_K, DType::IQ4_XS, DType::TQ1_0, DType::TQ2_0}) {
       const size_t block = kernels::info(t).block_elems;
       const size_t lengths[] = {block, 7 * block, 64 * block};
       expect_isa_bit_identical(t, t, lengths, Isa::scalar, isa);
