@@ -355,6 +355,40 @@ size_t match_bloom(Subject s, size_t pos) {
   return optional_then_run(s, pos, is_space_char, word_char);
 }
 
+// Chameleon's passes (its tokenizer.json, as llama.cpp lists them): sentinel and image tokens,
+// tabs, newlines and 4 or 2 spaces, single digits, single punctuation characters, then gpt2.
+// <sentinel:[0-9]+>
+size_t match_sentinel(Subject s, size_t pos) {
+  constexpr std::u32string_view kOpen = U"<sentinel:";
+  if (s.substr(pos, kOpen.size()) != kOpen) return 0;
+  const size_t digits = run_length(s, pos + kOpen.size(), is_ascii_digit);
+  const size_t close = pos + kOpen.size() + digits;
+  return digits > 0 && close < s.size() && s[close] == '>' ? close + 1 - pos : 0;
+}
+// (IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z: a run of more than 4 letters A-I cannot end in Z after
+// any 1-4 of them, so the run itself must be 1-4 long.
+size_t match_image_token(Subject s, size_t pos) {
+  constexpr std::u32string_view kPrefix = U"IMGIMG";
+  if (s.substr(pos, kPrefix.size()) != kPrefix) return 0;
+  const size_t letters =
+      run_length(s, pos + kPrefix.size(), [](char32_t c) { return c >= 'A' && c <= 'I'; });
+  const size_t z = pos + kPrefix.size() + letters;
+  return letters >= 1 && letters <= 4 && z < s.size() && s[z] == 'Z' ? z + 1 - pos : 0;
+}
+// ([\t\n]|    |  )
+size_t match_chameleon_whitespace(Subject s, size_t pos) {
+  if (s[pos] == '\t' || s[pos] == '\n') return 1;
+  const size_t spaces = std::min<size_t>(run_length(s, pos, is_space_char), 4);
+  return spaces == 4 ? 4 : spaces >= 2 ? 2 : 0;
+}
+// [\p{P}!-/:-@\[-`{-~]: one punctuation character, Unicode's or ASCII's.
+size_t match_single_punctuation(Subject s, size_t pos) {
+  const char32_t c = s[pos];
+  const bool ascii = (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') ||
+                     (c >= '{' && c <= '~');
+  return ascii || is_punctuation(c) ? 1 : 0;
+}
+
 constexpr Matcher kGpt2Passes[] = {match_gpt2};
 constexpr Matcher kLlama3Passes[] = {match_llama3_like<3>};
 constexpr Matcher kQwen2Passes[] = {match_llama3_like<1>};
@@ -381,6 +415,9 @@ constexpr Matcher kFalconPasses[] = {match_punctuation_run<true>, match_gpt2, ma
                                      match_ascii_digit_triple};
 // Hugging Face's StarCoder: Digits(individual_digits), ByteLevel.
 constexpr Matcher kStarcoderPasses[] = {match_single_number, match_gpt2};
+constexpr Matcher kChameleonPasses[] = {
+    match_sentinel,      match_image_token,        match_chameleon_whitespace,
+    match_single_number, match_single_punctuation, match_gpt2};
 constexpr Matcher kBloomPasses[] = {match_bloom};
 // llama.cpp's Viking: BLOOM's pass, then single digits.
 constexpr Matcher kVikingPasses[] = {match_bloom, match_single_number};
@@ -417,6 +454,8 @@ std::span<const Matcher> passes_of(PreTokenizer kind) {
       return kFalconPasses;
     case PreTokenizer::starcoder:
       return kStarcoderPasses;
+    case PreTokenizer::chameleon:
+      return kChameleonPasses;
     case PreTokenizer::bloom:
       return kBloomPasses;
     case PreTokenizer::viking:
@@ -556,6 +595,7 @@ std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name) 
       {"codeshell", PreTokenizer::starcoder},
       {"exaone", PreTokenizer::starcoder},
       {"minerva-7b", PreTokenizer::starcoder},
+      {"chameleon", PreTokenizer::chameleon},
       {"bloom", PreTokenizer::bloom},
       {"poro-chat", PreTokenizer::bloom},
       {"gpt3-finnish", PreTokenizer::bloom},
@@ -604,6 +644,8 @@ std::string_view pre_tokenizer_name(PreTokenizer kind) {
       return "falcon";
     case PreTokenizer::starcoder:
       return "starcoder";
+    case PreTokenizer::chameleon:
+      return "chameleon";
     case PreTokenizer::bloom:
       return "bloom";
     case PreTokenizer::viking:
@@ -673,6 +715,10 @@ std::vector<std::string_view> pre_tokenizer_steps(PreTokenizer kind) {
       return {"<punctuation>", kGpt2Pattern, "<digit-runs>", "[0-9][0-9][0-9]"};
     case PreTokenizer::starcoder:
       return {"<digits>", kGpt2Pattern};
+    case PreTokenizer::chameleon:
+      return {"<sentinel:[0-9]+>",       "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z",
+              R"(([\t\n]|    |  ))",     R"(\p{N})",
+              R"([\p{P}!-/:-@\[-`{-~])", kGpt2Pattern};
     case PreTokenizer::bloom:
       return {R"( ?[^(\s|.,!?…。，、।۔،)]+)"};
     case PreTokenizer::viking:

@@ -25,11 +25,12 @@ enum class PreTokenizer {
   deepseek_llm,    // DeepSeek LLM: newlines, Latin-like letters, ASCII punctuation, CJK, numbers
   deepseek_coder,  // DeepSeek Coder
   deepseek_v3,     // DeepSeek V3, Hunyuan dense: \p{N}{1,3}, kana / CJK runs, then words with marks
-  afmoe,        // AFMoE: digits in threes from the right, Asian scripts' runs, deepseek_v3's words
-  falcon,       // Falcon: punctuation runs, gpt2, digit triples
-  starcoder,    // StarCoder, Refact, Command-R, SmolLM: single digits, then gpt2
-  bloom,        // BLOOM, Poro, GPT3-Finnish:  ?[^(\s|.,!?…。，、।۔،)]+
-  viking,       // Viking: bloom's pass, then single digits
+  afmoe,      // AFMoE: digits in threes from the right, Asian scripts' runs, deepseek_v3's words
+  falcon,     // Falcon: punctuation runs, gpt2, digit triples
+  starcoder,  // StarCoder, Refact, Command-R, SmolLM: single digits, then gpt2
+  chameleon,  // Chameleon: sentinel / image tokens, tabs and space pairs, digits, punctuation, gpt2
+  bloom,      // BLOOM, Poro, GPT3-Finnish:  ?[^(\s|.,!?…。，、।۔،)]+
+  viking,     // Viking: bloom's pass, then single digits
   bpe_default,  // llama.cpp's default for BPE vocabularies without a pre-tokenizer name
 };
 

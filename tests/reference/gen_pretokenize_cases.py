@@ -113,6 +113,9 @@ KINDS = {
     "afmoe": AFMOE,
     "falcon": [PUNCT_RUN, GPT2, "[0-9]+", "[0-9][0-9][0-9]"],
     "starcoder": [r"\p{N}", GPT2],
+    # llama.cpp's passes for Chameleon (its last one gpt2's without the final \s+ alternative)
+    "chameleon": [r"<sentinel:[0-9]+>", r"(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z",
+                  r"([\t\n]|    |  )", r"\p{N}", r"[\p{P}!-/:-@\[-`{-~]", LLAMACPP_DEFAULT_GPT2],
     "bloom": [BLOOM],
     "viking": [BLOOM, r"\p{N}"],
     # llama.cpp's passes for a BPE vocabulary without a pre-tokenizer name
@@ -179,6 +182,10 @@ FIXED = [
     "camelCaseWord XMLHttpRequest iPhone McDonald's", "ALLCAPSlower HELLO'S Don'T", "ǅemal ǈUB",
     "\u0301a \u0301 A\u0301B\u0301c", "ʰʰA ʰa Aʰ aʰB", "中A文b", "path/to/file!\n/x //\n\n/",
     "'S'S 's ''T",
+    # Chameleon's special passes
+    "<sentinel:0><sentinel:12>x <sentinel:> <sentinel:7", "IMGIMGABCZ IMGIMGAZIMGIMGIIIIZ",
+    "IMGIMGAAAAAZ IMGIMGZ IMGIMGJZ imgimgaz", "a b  c   d    e     f\t\tg\n\n h",
+    "x\t \t  \n   \r\n", "a!b@c[d`e{f~g¿h«i»j—k", "<|im_start|>  <sentinel:3>IMGIMGHZ",
 ]
 
 

@@ -120,6 +120,7 @@ TEST(Pretokenize, MatchesItsRegexesRunByPerl) {
       {"afmoe", PreTokenizer::afmoe},
       {"falcon", PreTokenizer::falcon},
       {"starcoder", PreTokenizer::starcoder},
+      {"chameleon", PreTokenizer::chameleon},
       {"bloom", PreTokenizer::bloom},
       {"bpe_default", PreTokenizer::bpe_default},
   };
@@ -150,7 +151,7 @@ TEST(Pretokenize, EveryKindTilesAnyBytes) {
       PreTokenizer::tekken,         PreTokenizer::gpt4o,       PreTokenizer::deepseek_llm,
       PreTokenizer::deepseek_coder, PreTokenizer::deepseek_v3, PreTokenizer::afmoe,
       PreTokenizer::falcon,         PreTokenizer::starcoder,   PreTokenizer::bloom,
-      PreTokenizer::viking,         PreTokenizer::bpe_default};
+      PreTokenizer::viking,         PreTokenizer::bpe_default, PreTokenizer::chameleon};
   const std::string alphabet[] = {"a",
                                   "Z",
                                   "7",
