@@ -309,6 +309,22 @@ size_t match_number_groups_from_end(Subject s, size_t pos) {
   return n % 3 == 0 ? 3 : n % 3;
 }
 
+// SuperBPE's second pass, (?=(\d{3})+(?!\d)) with ASCII \d (llama.cpp's std::regex): an empty
+// match, so a cut before every ASCII digit that starts a multiple of three digits up to its
+// run's end. The cut before a run's first digit leaves the run's short head with what came
+// before it ("12½345" is "12½", "345"). As a matcher: at each cut, the text up to the next cut
+// (or the piece's end); the text before the first cut stays unmatched.
+bool is_digit_group_cut(Subject s, size_t pos) {
+  const size_t n = run_length(s, pos, is_ascii_digit);
+  return n > 0 && n % 3 == 0;
+}
+size_t match_digit_groups_from_cut(Subject s, size_t pos) {
+  if (!is_digit_group_cut(s, pos)) return 0;
+  size_t next = pos + 1;
+  while (next < s.size() && !is_digit_group_cut(s, next)) ++next;
+  return next - pos;
+}
+
 // AFMoE's Asian scripts: CJK ideographs, extension A, compatibility ideographs, kana, half-width
 // katakana, Kangxi radicals, Thai, Lao, Khmer, Myanmar (and its extensions), Hangul and its jamo.
 constexpr std::pair<char32_t, char32_t> kAfmoeAsian[] = {
@@ -418,6 +434,9 @@ constexpr Matcher kStarcoderPasses[] = {match_single_number, match_gpt2};
 constexpr Matcher kChameleonPasses[] = {
     match_sentinel,      match_image_token,        match_chameleon_whitespace,
     match_single_number, match_single_punctuation, match_gpt2};
+// llama.cpp's SuperBPE: number runs, then ASCII digits in threes from the right (no word
+// splitting: its merges cross spaces).
+constexpr Matcher kSuperbpePasses[] = {match_number_run, match_digit_groups_from_cut};
 constexpr Matcher kBloomPasses[] = {match_bloom};
 // llama.cpp's Viking: BLOOM's pass, then single digits.
 constexpr Matcher kVikingPasses[] = {match_bloom, match_single_number};
@@ -456,6 +475,8 @@ std::span<const Matcher> passes_of(PreTokenizer kind) {
       return kStarcoderPasses;
     case PreTokenizer::chameleon:
       return kChameleonPasses;
+    case PreTokenizer::superbpe:
+      return kSuperbpePasses;
     case PreTokenizer::bloom:
       return kBloomPasses;
     case PreTokenizer::viking:
@@ -596,6 +617,7 @@ std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name) 
       {"exaone", PreTokenizer::starcoder},
       {"minerva-7b", PreTokenizer::starcoder},
       {"chameleon", PreTokenizer::chameleon},
+      {"superbpe", PreTokenizer::superbpe},
       {"bloom", PreTokenizer::bloom},
       {"poro-chat", PreTokenizer::bloom},
       {"gpt3-finnish", PreTokenizer::bloom},
@@ -646,6 +668,8 @@ std::string_view pre_tokenizer_name(PreTokenizer kind) {
       return "starcoder";
     case PreTokenizer::chameleon:
       return "chameleon";
+    case PreTokenizer::superbpe:
+      return "superbpe";
     case PreTokenizer::bloom:
       return "bloom";
     case PreTokenizer::viking:
@@ -719,6 +743,8 @@ std::vector<std::string_view> pre_tokenizer_steps(PreTokenizer kind) {
       return {"<sentinel:[0-9]+>",       "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z",
               R"(([\t\n]|    |  ))",     R"(\p{N})",
               R"([\p{P}!-/:-@\[-`{-~])", kGpt2Pattern};
+    case PreTokenizer::superbpe:
+      return {R"(\p{N}+)", R"((?=(\d{3})+(?!\d)))"};
     case PreTokenizer::bloom:
       return {R"( ?[^(\s|.,!?…。，、।۔،)]+)"};
     case PreTokenizer::viking:

@@ -29,6 +29,7 @@ enum class PreTokenizer {
   falcon,     // Falcon: punctuation runs, gpt2, digit triples
   starcoder,  // StarCoder, Refact, Command-R, SmolLM: single digits, then gpt2
   chameleon,  // Chameleon: sentinel / image tokens, tabs and space pairs, digits, punctuation, gpt2
+  superbpe,   // SuperBPE (OLMo 2 SuperBPE): number runs, ASCII digits in threes from the right
   bloom,      // BLOOM, Poro, GPT3-Finnish:  ?[^(\s|.,!?…。，、।۔،)]+
   viking,     // Viking: bloom's pass, then single digits
   bpe_default,  // llama.cpp's default for BPE vocabularies without a pre-tokenizer name

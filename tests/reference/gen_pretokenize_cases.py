@@ -116,6 +116,8 @@ KINDS = {
     # llama.cpp's passes for Chameleon (its last one gpt2's without the final \s+ alternative)
     "chameleon": [r"<sentinel:[0-9]+>", r"(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z",
                   r"([\t\n]|    |  )", r"\p{N}", r"[\p{P}!-/:-@\[-`{-~]", LLAMACPP_DEFAULT_GPT2],
+    # llama.cpp's passes for SuperBPE; its std::regex \d is ASCII, so (?a) for Perl's
+    "superbpe": [r"\p{N}+", r"(?a)(?=(\d{3})+(?!\d))"],
     "bloom": [BLOOM],
     "viking": [BLOOM, r"\p{N}"],
     # llama.cpp's passes for a BPE vocabulary without a pre-tokenizer name
@@ -137,7 +139,11 @@ for my $kind (sort keys %{$req->{kinds}}) {
         my $last = 0;
         while ($p =~ /$re/g) {
           my ($s, $e) = ($-[0], $+[0]);
-          die "empty match of $re" if $e == $s;
+          if ($e == $s) {  # an empty match (a lookahead) cuts there, as llama.cpp's split does
+            push @next, substr($p, $last, $s - $last) if $s > $last;
+            $last = $s;
+            next;
+          }
           push @next, substr($p, $last, $s - $last) if $s > $last;
           push @next, substr($p, $s, $e - $s);
           $last = $e;
@@ -186,6 +192,8 @@ FIXED = [
     "<sentinel:0><sentinel:12>x <sentinel:> <sentinel:7", "IMGIMGABCZ IMGIMGAZIMGIMGIIIIZ",
     "IMGIMGAAAAAZ IMGIMGZ IMGIMGJZ imgimgaz", "a b  c   d    e     f\t\tg\n\n h",
     "x\t \t  \n   \r\n", "a!b@c[d`e{f~g¿h«i»j—k", "<|im_start|>  <sentinel:3>IMGIMGHZ",
+    # SuperBPE's cuts: runs in threes from the right, non-ASCII numbers between them
+    "1 12 123 1234 12345 123456 1234567", "12½345 ½123 123½ 1½1½1 ٣٤٥٦123456 １２３４5678",
 ]
 
 

@@ -121,6 +121,7 @@ TEST(Pretokenize, MatchesItsRegexesRunByPerl) {
       {"falcon", PreTokenizer::falcon},
       {"starcoder", PreTokenizer::starcoder},
       {"chameleon", PreTokenizer::chameleon},
+      {"superbpe", PreTokenizer::superbpe},
       {"bloom", PreTokenizer::bloom},
       {"bpe_default", PreTokenizer::bpe_default},
   };
@@ -151,7 +152,8 @@ TEST(Pretokenize, EveryKindTilesAnyBytes) {
       PreTokenizer::tekken,         PreTokenizer::gpt4o,       PreTokenizer::deepseek_llm,
       PreTokenizer::deepseek_coder, PreTokenizer::deepseek_v3, PreTokenizer::afmoe,
       PreTokenizer::falcon,         PreTokenizer::starcoder,   PreTokenizer::bloom,
-      PreTokenizer::viking,         PreTokenizer::bpe_default, PreTokenizer::chameleon};
+      PreTokenizer::viking,         PreTokenizer::bpe_default, PreTokenizer::chameleon,
+      PreTokenizer::superbpe};
   const std::string alphabet[] = {"a",
                                   "Z",
                                   "7",
