@@ -54,6 +54,7 @@ TokenizerSpec spec_from_gguf(const gguf::Reader& r) {
     if (!kind) throw Error(context, "unknown pre-tokenizer tokenizer.ggml.pre = '" + pre + "'");
     spec.pre_tokenizer = *kind;
     spec.ignore_merges = gguf_pre_tokenizer_ignores_merges(pre);
+    spec.add_bos = gguf_pre_tokenizer_adds_bos(pre);
     for (const std::string& merge : r.get_string_array("tokenizer.ggml.merges")) {
       // "left right"; the left part is never empty, so search for the space from 1.
       const size_t space = merge.find(' ', 1);

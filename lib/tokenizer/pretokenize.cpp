@@ -629,11 +629,17 @@ std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name) 
   return std::nullopt;
 }
 
+// Llama 3's names and tekken: llama.cpp reads them with ignore_merges and add_bos.
+constexpr std::string_view kLlama3LikeNames[] = {"llama3",   "llama-v3",  "llama-bpe",
+                                                 "falcon3",  "falcon-h1", "pixtral",
+                                                 "midm-2.0", "lfm2",      "tekken"};
+
 bool gguf_pre_tokenizer_ignores_merges(std::string_view name) {
-  static constexpr std::string_view kNames[] = {"llama3",   "llama-v3",  "llama-bpe",
-                                                "falcon3",  "falcon-h1", "pixtral",
-                                                "midm-2.0", "lfm2",      "tekken"};
-  return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
+  return std::ranges::find(kLlama3LikeNames, name) != std::end(kLlama3LikeNames);
+}
+
+bool gguf_pre_tokenizer_adds_bos(std::string_view name) {
+  return gguf_pre_tokenizer_ignores_merges(name) || name == "chameleon";
 }
 
 std::string_view pre_tokenizer_name(PreTokenizer kind) {

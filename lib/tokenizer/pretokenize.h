@@ -41,6 +41,9 @@ std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name);
 // Whether llama.cpp reads a vocabulary of that name with ignore_merges (a word that is a token
 // is that token): Llama 3's and Tekken's names, not the others that share their regexes.
 bool gguf_pre_tokenizer_ignores_merges(std::string_view name);
+// Whether llama.cpp adds BOS by default for a BPE vocabulary of that name (Llama 3's names,
+// tekken and chameleon); tokenizer.ggml.add_bos_token, where present, decides instead.
+bool gguf_pre_tokenizer_adds_bos(std::string_view name);
 std::string_view pre_tokenizer_name(PreTokenizer kind);
 
 // The Split regex patterns (in tokenizer.json spelling) whose sequence this pre-tokenizer

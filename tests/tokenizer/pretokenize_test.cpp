@@ -85,6 +85,14 @@ TEST(Pretokenize, GgufNames) {
   EXPECT_TRUE(gguf_pre_tokenizer_ignores_merges("tekken"));
   EXPECT_FALSE(gguf_pre_tokenizer_ignores_merges("dbrx"));
   EXPECT_FALSE(gguf_pre_tokenizer_ignores_merges("gpt-4o"));
+  // Its BOS default: those names and chameleon.
+  EXPECT_TRUE(gguf_pre_tokenizer_adds_bos("llama-bpe"));
+  EXPECT_TRUE(gguf_pre_tokenizer_adds_bos("tekken"));
+  EXPECT_TRUE(gguf_pre_tokenizer_adds_bos("chameleon"));
+  EXPECT_FALSE(gguf_pre_tokenizer_adds_bos("gpt-2"));
+  EXPECT_FALSE(gguf_pre_tokenizer_adds_bos("qwen2"));
+  EXPECT_EQ(pre_tokenizer_from_gguf_name("chameleon"), PreTokenizer::chameleon);
+  EXPECT_EQ(pre_tokenizer_from_gguf_name("superbpe"), PreTokenizer::superbpe);
 }
 
 // Tekken's and o200k's cased words: a word may start upper case and run on lower, not back.

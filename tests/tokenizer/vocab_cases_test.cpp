@@ -2,6 +2,7 @@
 // ggml-vocab-NAME.gguf.inp must encode to exactly the ids its .out lists (the reference Hugging
 // Face tokenizer's output, without BOS/EOS).
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -113,6 +114,31 @@ INSTANTIATE_TEST_SUITE_P(Shared, VocabLoads,
                              c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
                            return name;
                          });
+
+// A BPE vocabulary's BOS default follows its pre-tokenizer name as llama.cpp's does (Llama 3's
+// names add BOS, gpt-2's not), and tokenizer.ggml.add_bos_token overrides it either way.
+TEST(VocabSpecial, BpeBosDefaultFollowsThePreTokenizerName) {
+  const test::TempDir dir;
+  const auto load = [&](const std::string& pre, std::optional<bool> add_bos) {
+    gguf::Writer w;
+    w.set_string("tokenizer.ggml.model", "gpt2");
+    w.set_string("tokenizer.ggml.pre", pre);
+    w.set_string_array("tokenizer.ggml.tokens", {"<|begin|>", "a", "b", "ab"});
+    w.set_i32_array("tokenizer.ggml.token_type", {3, 1, 1, 1});
+    w.set_string_array("tokenizer.ggml.merges", {"a b"});
+    w.set_u32("tokenizer.ggml.bos_token_id", 0);
+    if (add_bos) w.set_bool("tokenizer.ggml.add_bos_token", *add_bos);
+    w.write(dir / "vocab.gguf");
+    return from_gguf(gguf::Reader(dir / "vocab.gguf"));
+  };
+  const Tokenizer llama3 = load("llama-bpe", std::nullopt);
+  EXPECT_TRUE(llama3.add_bos());
+  EXPECT_EQ(llama3.encode("ab", true), (std::vector<int32_t>{0, 3}));
+  EXPECT_TRUE(load("chameleon", std::nullopt).add_bos());
+  EXPECT_FALSE(load("gpt-2", std::nullopt).add_bos());
+  EXPECT_FALSE(load("llama-bpe", false).add_bos());
+  EXPECT_TRUE(load("gpt-2", true).add_bos());
+}
 
 TEST(VocabSpecial, BertAddsClsAndSep) {
   OXI_REQUIRE_SHARED_DATA(data);
