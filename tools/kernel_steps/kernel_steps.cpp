@@ -22,30 +22,22 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: kernel_steps FORMAT ROWS COLS REPS [TOKENS]\n");
     return 2;
   }
-  const std::optional<DType> type = parse_dtype(argv[1]);
+  std::optional<DType> type = parse_dtype(argv[1]);
+  for (uint32_t id = 0; !type && id < 128; ++id) {  // the repacked layouts' names, not GGUF's
+    if (name(static_cast<DType>(id)) == argv[1]) type = static_cast<DType>(id);
+  }
   const size_t rows = std::strtoul(argv[2], nullptr, 10), n = std::strtoul(argv[3], nullptr, 10);
   const long reps = std::strtol(argv[4], nullptr, 10);
   const size_t tokens = argc > 5 ? std::strtoul(argv[5], nullptr, 10) : 1;
-  if (!type || !weight_supported(*type) || rows == 0 || n % info(*type).block_elems != 0) {
+  // The quantizer needs no weights, so it takes the repacked layouts' names too (q4_0_r16, ...).
+  if (!type || (tokens > 0 && !weight_supported(*type)) || rows == 0 ||
+      n % info(*type).block_elems != 0) {
     std::fprintf(stderr, "kernel_steps: bad format or shape\n");
     return 2;
   }
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  const size_t row_bytes = oxi::kernels::row_bytes(*type, n);
-  std::vector<uint8_t> w(rows * row_bytes);
-  std::vector<float> x(n);
-  for (size_t r = 0; r < rows; ++r) {
-    for (float& v : x) v = normal(rng);
-    quantize_row(*type, x.data(), w.data() + r * row_bytes, n);
-  }
   const size_t ab = align_activation_bytes(activation_bytes(*type, n));
-  std::vector<uint8_t> act_buffer(tokens * ab + kActivationAlign);
-  uint8_t* acts = align_activation_start(act_buffer.data());
-  for (size_t t = 0; t < tokens; ++t) {
-    for (float& v : x) v = normal(rng);
-    quantize_activation(*type, x.data(), acts + t * ab, n);
-  }
   double checksum = 0;
   if (tokens == 0) {
     std::vector<float> xs(rows * n);
@@ -59,6 +51,19 @@ int main(int argc, char** argv) {
     std::printf("%s activations on %s: checksum %.6g\n", argv[1],
                 std::string(isa_name(selected_isa())).c_str(), checksum);
     return 0;
+  }
+  const size_t row_bytes = oxi::kernels::row_bytes(*type, n);
+  std::vector<uint8_t> w(rows * row_bytes);
+  std::vector<float> x(n);
+  for (size_t r = 0; r < rows; ++r) {
+    for (float& v : x) v = normal(rng);
+    quantize_row(*type, x.data(), w.data() + r * row_bytes, n);
+  }
+  std::vector<uint8_t> act_buffer(tokens * ab + kActivationAlign);
+  uint8_t* acts = align_activation_start(act_buffer.data());
+  for (size_t t = 0; t < tokens; ++t) {
+    for (float& v : x) v = normal(rng);
+    quantize_activation(*type, x.data(), acts + t * ab, n);
   }
   std::vector<float> y(tokens * rows);
   for (long i = 0; i < reps; ++i) {
