@@ -130,30 +130,31 @@ void quant_q5_1(const float* x, void* dst, size_t n) noexcept {
 
 }  // namespace
 
+namespace {
+
+// One q8_0 block: the quants of x[0..32) written to qs, the f32 scale returned (q8_1 too).
+float quantize_block_q8_0(const float* x, int8_t* qs) noexcept {
+  float amax = 0;
+  for (size_t j = 0; j < QK; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float d = amax / 127;
+  const float id = inverse_scale(d);
+  for (size_t j = 0; j < QK; ++j) qs[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
+  return d;
+}
+
+}  // namespace
+
 void quantize_row_q8_0(const float* x, void* dst, size_t n) noexcept {
   auto* b = blocks<BlockQ8_0>(dst);
-  for (size_t i = 0; i < n / QK; ++i, x += QK) {
-    float amax = 0;
-    for (size_t j = 0; j < QK; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127;
-    const float id = inverse_scale(d);
-    b[i].d = f32_to_f16(d);
-    for (size_t j = 0; j < QK; ++j) b[i].qs[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
-  }
+  for (size_t i = 0; i < n / QK; ++i, x += QK) b[i].d = f32_to_f16(quantize_block_q8_0(x, b[i].qs));
 }
 
 void quantize_row_q8_1(const float* x, void* dst, size_t n) noexcept {
   auto* b = blocks<BlockQ8_1>(dst);
   for (size_t i = 0; i < n / QK; ++i, x += QK) {
-    float amax = 0;
-    for (size_t j = 0; j < QK; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127;
-    const float id = inverse_scale(d);
+    const float d = quantize_block_q8_0(x, b[i].qs);
     int sum = 0;
-    for (size_t j = 0; j < QK; ++j) {
-      b[i].qs[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
-      sum += b[i].qs[j];
-    }
+    for (size_t j = 0; j < QK; ++j) sum += b[i].qs[j];
     b[i].d = f32_to_f16(d);
     b[i].s = f32_to_f16(static_cast<float>(sum) * d);
   }
