@@ -572,6 +572,7 @@ std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name) 
       {"gigachat", PreTokenizer::gpt2},
       {"a.x-4.0", PreTokenizer::gpt2},
       {"mellum", PreTokenizer::gpt2},
+      {"modern-bert", PreTokenizer::gpt2},
       {"exaone4", PreTokenizer::gpt2},
       {"trillion", PreTokenizer::gpt2},
       {"granite-docling", PreTokenizer::gpt2},
@@ -586,6 +587,7 @@ std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name) 
       {"falcon-h1", PreTokenizer::llama3},
       {"midm-2.0", PreTokenizer::llama3},
       {"lfm2", PreTokenizer::llama3},
+      {"jina-v5-nano", PreTokenizer::llama3},
       {"glm4", PreTokenizer::llama3},
       {"qwen2", PreTokenizer::qwen2},
       {"deepseek-r1-qwen", PreTokenizer::qwen2},
@@ -595,6 +597,9 @@ std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name) 
       {"hunyuan", PreTokenizer::qwen2},
       {"grok-2", PreTokenizer::qwen2},
       {"bailingmoe", PreTokenizer::qwen2},
+      {"bailingmoe2", PreTokenizer::qwen2},
+      {"llada-moe", PreTokenizer::qwen2},
+      {"solar-open", PreTokenizer::qwen2},
       {"seed-coder", PreTokenizer::seed_coder},
       {"qwen35", PreTokenizer::qwen35},
       {"f2llmv2", PreTokenizer::qwen2},
@@ -602,6 +607,8 @@ std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name) 
       {"gpt-4o", PreTokenizer::gpt4o},
       {"llama4", PreTokenizer::gpt4o},
       {"minimax-m2", PreTokenizer::gpt4o},
+      {"kanana2", PreTokenizer::gpt4o},
+      {"talkie", PreTokenizer::gpt4o},
       {"deepseek-llm", PreTokenizer::deepseek_llm},
       {"deepseek-coder", PreTokenizer::deepseek_coder},
       {"deepseek-v3", PreTokenizer::deepseek_v3},
@@ -630,9 +637,9 @@ std::optional<PreTokenizer> pre_tokenizer_from_gguf_name(std::string_view name) 
 }
 
 // Llama 3's names and tekken: llama.cpp reads them with ignore_merges and add_bos.
-constexpr std::string_view kLlama3LikeNames[] = {"llama3",   "llama-v3",  "llama-bpe",
-                                                 "falcon3",  "falcon-h1", "pixtral",
-                                                 "midm-2.0", "lfm2",      "tekken"};
+constexpr std::string_view kLlama3LikeNames[] = {"llama3",       "llama-v3", "llama-bpe", "falcon3",
+                                                 "falcon-h1",    "pixtral",  "midm-2.0",  "lfm2",
+                                                 "jina-v5-nano", "tekken"};
 
 bool gguf_pre_tokenizer_ignores_merges(std::string_view name) {
   return std::ranges::find(kLlama3LikeNames, name) != std::end(kLlama3LikeNames);

@@ -93,6 +93,12 @@ TEST(Pretokenize, GgufNames) {
   EXPECT_FALSE(gguf_pre_tokenizer_adds_bos("qwen2"));
   EXPECT_EQ(pre_tokenizer_from_gguf_name("chameleon"), PreTokenizer::chameleon);
   EXPECT_EQ(pre_tokenizer_from_gguf_name("superbpe"), PreTokenizer::superbpe);
+  // Newer llama.cpp names for patterns already here.
+  EXPECT_EQ(pre_tokenizer_from_gguf_name("solar-open"), PreTokenizer::qwen2);
+  EXPECT_EQ(pre_tokenizer_from_gguf_name("kanana2"), PreTokenizer::gpt4o);
+  EXPECT_EQ(pre_tokenizer_from_gguf_name("modern-bert"), PreTokenizer::gpt2);
+  EXPECT_EQ(pre_tokenizer_from_gguf_name("jina-v5-nano"), PreTokenizer::llama3);
+  EXPECT_TRUE(gguf_pre_tokenizer_ignores_merges("jina-v5-nano"));
 }
 
 // Tekken's and o200k's cased words: a word may start upper case and run on lower, not back.
