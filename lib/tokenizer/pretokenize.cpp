@@ -5,6 +5,7 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "lib/tokenizer/unicode.h"
 
@@ -16,6 +17,18 @@ namespace {
 // see the piece's end) and returns its length in code points, 0 for no match there.
 using Subject = std::u32string_view;
 using Matcher = size_t (*)(Subject s, size_t pos);
+// A pass whose matches depend on where a whole run ends (a lookahead over the run, or `$`)
+// appends the positions that cut one piece, ascending, in one scan: a matcher asked position by
+// position would scan the run again each time (quadratic in a run's length).
+using Cutter = void (*)(Subject s, std::vector<size_t>& cuts);
+
+// One of the two; implicit, so that the pass lists below just name the functions.
+struct Pass {
+  constexpr Pass(Matcher m) : match(m) {}
+  constexpr Pass(Cutter c) : cut(c) {}
+  Matcher match = nullptr;
+  Cutter cut = nullptr;
+};
 
 template <typename Pred>
 size_t run_length(Subject s, size_t pos, Pred pred) {
@@ -250,10 +263,11 @@ size_t match_deepseek_punctuation(Subject s, size_t pos) {
   return optional_then_run(s, pos, is_whitespace,
                            [](char32_t c) { return in_ranges(c, kDeepseekPunctuation); });
 }
-// \s+$
-size_t match_trailing_whitespace(Subject s, size_t pos) {
-  const size_t n = run_length(s, pos, is_whitespace);
-  return pos + n == s.size() ? n : 0;
+// \s+$: the piece's trailing whitespace run on its own.
+void cut_trailing_whitespace(Subject s, std::vector<size_t>& cuts) {
+  size_t start = s.size();
+  while (start > 0 && is_whitespace(s[start - 1])) --start;
+  cuts.push_back(start);
 }
 size_t match_deepseek_cjk(Subject s, size_t pos) {
   return run_length(s, pos, [](char32_t c) { return in_ranges(c, kDeepseekCjk); });
@@ -300,29 +314,39 @@ size_t match_deepseek_v3_cjk(Subject s, size_t pos) {
   return run_length(s, pos, [](char32_t c) { return in_ranges(c, kDeepseekV3Cjk); });
 }
 
-// AFMoE's digits (llama.cpp's custom \p{AFMoE_digits} pass): a \p{N} run in groups of three
-// from its end, the first group the 1 or 2 left over: \p{N}{1,3}(?=(?:\p{N}{3})*(?!\p{N})).
-// Matching starts at a run's start and goes group by group, so the rest of the run decides.
-size_t match_number_groups_from_end(Subject s, size_t pos) {
-  const size_t n = run_length(s, pos, is_number);
-  if (n == 0) return 0;
-  return n % 3 == 0 ? 3 : n % 3;
+// AFMoE's digits (llama.cpp's custom \p{AFMoE_digits} pass): each \p{N} run on its own, in
+// groups of three from its end, the first group the 1 or 2 left over:
+// \p{N}{1,3}(?=(?:\p{N}{3})*(?!\p{N})).
+void cut_number_groups_from_end(Subject s, std::vector<size_t>& cuts) {
+  for (size_t a = 0; a < s.size();) {
+    const size_t n = run_length(s, a, is_number);
+    if (n == 0) {
+      ++a;
+      continue;
+    }
+    cuts.push_back(a);
+    for (size_t c = a + (n % 3 == 0 ? 3 : n % 3); c < a + n; c += 3) cuts.push_back(c);
+    cuts.push_back(a + n);
+    a += n;
+  }
 }
 
 // SuperBPE's second pass, (?=(\d{3})+(?!\d)) with ASCII \d (llama.cpp's std::regex): an empty
 // match, so a cut before every ASCII digit that starts a multiple of three digits up to its
-// run's end. The cut before a run's first digit leaves the run's short head with what came
-// before it ("12½345" is "12½", "345"). As a matcher: at each cut, the text up to the next cut
-// (or the piece's end); the text before the first cut stays unmatched.
-bool is_digit_group_cut(Subject s, size_t pos) {
-  const size_t n = run_length(s, pos, is_ascii_digit);
-  return n > 0 && n % 3 == 0;
-}
-size_t match_digit_groups_from_cut(Subject s, size_t pos) {
-  if (!is_digit_group_cut(s, pos)) return 0;
-  size_t next = pos + 1;
-  while (next < s.size() && !is_digit_group_cut(s, next)) ++next;
-  return next - pos;
+// run's end, and none after the run. A run's short head stays with what came before it
+// ("12½345" is "12½", "345").
+void cut_digit_groups_from_run_end(Subject s, std::vector<size_t>& cuts) {
+  for (size_t a = 0; a < s.size();) {
+    const size_t n = run_length(s, a, is_ascii_digit);
+    if (n == 0) {
+      ++a;
+      continue;
+    }
+    if (n >= 3) {
+      for (size_t c = a + n % 3; c < a + n; c += 3) cuts.push_back(c);
+    }
+    a += n;
+  }
 }
 
 // AFMoE's Asian scripts: CJK ideographs, extension A, compatibility ideographs, kana, half-width
@@ -405,45 +429,42 @@ size_t match_single_punctuation(Subject s, size_t pos) {
   return ascii || is_punctuation(c) ? 1 : 0;
 }
 
-constexpr Matcher kGpt2Passes[] = {match_gpt2};
-constexpr Matcher kLlama3Passes[] = {match_llama3_like<3>};
-constexpr Matcher kQwen2Passes[] = {match_llama3_like<1>};
-constexpr Matcher kSeedCoderPasses[] = {match_llama3_like<1, false>};
-constexpr Matcher kQwen35Passes[] = {match_llama3_like<1, true, true>};
-constexpr Matcher kTekkenPasses[] = {match_cased_words<false, 1>};
-constexpr Matcher kGpt4oPasses[] = {match_cased_words<true, 3>};
-constexpr Matcher kDeepseekLlmPasses[] = {match_newline,
-                                          match_deepseek_letters,
-                                          match_deepseek_punctuation,
-                                          match_trailing_whitespace,
-                                          match_deepseek_cjk,
-                                          match_number_run};
-constexpr Matcher kDeepseekCoderPasses[] = {match_newline, match_space_letters,
-                                            match_space_punctuation, match_deepseek_cjk,
-                                            match_single_number};
-constexpr Matcher kDeepseekV3Passes[] = {match_number_triple, match_deepseek_v3_cjk,
-                                         match_deepseek_v3_words};
-constexpr Matcher kAfmoePasses[] = {match_number_groups_from_end, match_afmoe_asian,
-                                    match_deepseek_v3_words};
+constexpr Pass kGpt2Passes[] = {match_gpt2};
+constexpr Pass kLlama3Passes[] = {match_llama3_like<3>};
+constexpr Pass kQwen2Passes[] = {match_llama3_like<1>};
+constexpr Pass kSeedCoderPasses[] = {match_llama3_like<1, false>};
+constexpr Pass kQwen35Passes[] = {match_llama3_like<1, true, true>};
+constexpr Pass kTekkenPasses[] = {match_cased_words<false, 1>};
+constexpr Pass kGpt4oPasses[] = {match_cased_words<true, 3>};
+constexpr Pass kDeepseekLlmPasses[] = {
+    match_newline,           match_deepseek_letters, match_deepseek_punctuation,
+    cut_trailing_whitespace, match_deepseek_cjk,     match_number_run};
+constexpr Pass kDeepseekCoderPasses[] = {match_newline, match_space_letters,
+                                         match_space_punctuation, match_deepseek_cjk,
+                                         match_single_number};
+constexpr Pass kDeepseekV3Passes[] = {match_number_triple, match_deepseek_v3_cjk,
+                                      match_deepseek_v3_words};
+constexpr Pass kAfmoePasses[] = {cut_number_groups_from_end, match_afmoe_asian,
+                                 match_deepseek_v3_words};
 // Hugging Face's Falcon: Punctuation, ByteLevel, Digits, Split([0-9][0-9][0-9]). Its digit
 // runs are ASCII: the reference ids keep " ½" whole (StarCoder's single digits are \p{N}).
-constexpr Matcher kFalconPasses[] = {match_punctuation_run<true>, match_gpt2, match_ascii_digit_run,
-                                     match_ascii_digit_triple};
+constexpr Pass kFalconPasses[] = {match_punctuation_run<true>, match_gpt2, match_ascii_digit_run,
+                                  match_ascii_digit_triple};
 // Hugging Face's StarCoder: Digits(individual_digits), ByteLevel.
-constexpr Matcher kStarcoderPasses[] = {match_single_number, match_gpt2};
-constexpr Matcher kChameleonPasses[] = {
+constexpr Pass kStarcoderPasses[] = {match_single_number, match_gpt2};
+constexpr Pass kChameleonPasses[] = {
     match_sentinel,      match_image_token,        match_chameleon_whitespace,
     match_single_number, match_single_punctuation, match_gpt2};
 // llama.cpp's SuperBPE: number runs, then ASCII digits in threes from the right (no word
 // splitting: its merges cross spaces).
-constexpr Matcher kSuperbpePasses[] = {match_number_run, match_digit_groups_from_cut};
-constexpr Matcher kBloomPasses[] = {match_bloom};
+constexpr Pass kSuperbpePasses[] = {match_number_run, cut_digit_groups_from_run_end};
+constexpr Pass kBloomPasses[] = {match_bloom};
 // llama.cpp's Viking: BLOOM's pass, then single digits.
-constexpr Matcher kVikingPasses[] = {match_bloom, match_single_number};
-constexpr Matcher kBpeDefaultPasses[] = {match_punctuation_run<false>, match_gpt2, match_number_run,
-                                         match_ascii_digit_triple};
+constexpr Pass kVikingPasses[] = {match_bloom, match_single_number};
+constexpr Pass kBpeDefaultPasses[] = {match_punctuation_run<false>, match_gpt2, match_number_run,
+                                      match_ascii_digit_triple};
 
-std::span<const Matcher> passes_of(PreTokenizer kind) {
+std::span<const Pass> passes_of(PreTokenizer kind) {
   switch (kind) {
     case PreTokenizer::none:
       return {};
@@ -489,11 +510,25 @@ std::span<const Matcher> passes_of(PreTokenizer kind) {
 
 using Range = std::pair<size_t, size_t>;  // [first, last) code point indices
 
-void split_pass(std::u32string_view text, const std::vector<Range>& pieces, Matcher matcher,
+void split_pass(std::u32string_view text, const std::vector<Range>& pieces, const Pass& pass,
                 std::vector<Range>& out) {
   out.clear();
+  std::vector<size_t> cuts;
   for (const auto& [first, last] : pieces) {
     const Subject s = text.substr(first, last - first);
+    if (pass.cut != nullptr) {
+      cuts.clear();
+      pass.cut(s, cuts);
+      size_t start = 0;
+      for (size_t c : cuts) {
+        if (c <= start || c >= s.size()) continue;
+        out.emplace_back(first + start, first + c);
+        start = c;
+      }
+      out.emplace_back(first + start, last);
+      continue;
+    }
+    const Matcher matcher = pass.match;
     size_t unmatched = 0, pos = 0;
     while (pos < s.size()) {
       const size_t n = matcher(s, pos);
@@ -536,8 +571,8 @@ std::vector<std::string_view> pretokenize(PreTokenizer kind, std::string_view te
   byte_offset.push_back(text.size());
 
   std::vector<Range> pieces{{0, cps.size()}}, next;
-  for (Matcher matcher : passes_of(kind)) {
-    split_pass(cps, pieces, matcher, next);
+  for (const Pass& pass : passes_of(kind)) {
+    split_pass(cps, pieces, pass, next);
     pieces.swap(next);
   }
   std::vector<std::string_view> words;

@@ -159,6 +159,23 @@ TEST(Pretokenize, MatchesItsRegexesRunByPerl) {
 
 // Every kind cuts any byte string, invalid UTF-8 included, into non-empty pieces that are the
 // text itself, in order: random bytes, and random mixes of ASCII and multi-byte characters.
+// The passes that depend on where a run ends (digit groups counted from a run's end, trailing
+// whitespace) on runs of 100 000: the same cuts as on short ones (one scan a piece: a matcher
+// asked at every position would rescan the run each time).
+TEST(Pretokenize, LongRunsAreCutFromTheirEnd) {
+  const std::string digits(100001, '7');
+  const Words afmoe = words(PreTokenizer::afmoe, "x" + digits + "y");
+  ASSERT_EQ(afmoe.size(), 2 + 1 + 100001 / 3);
+  EXPECT_EQ(afmoe[1], "77");  // 100001 = 2 + 3 x 33333
+  for (size_t i = 2; i + 1 < afmoe.size(); ++i) ASSERT_EQ(afmoe[i], "777") << i;
+  const Words superbpe = words(PreTokenizer::superbpe, "x" + digits);
+  ASSERT_EQ(superbpe.size(), 2 + 100001 / 3);
+  EXPECT_EQ(superbpe[1], "77");
+  EXPECT_EQ(superbpe.back(), "777");
+  const std::string spaces(100000, ' ');
+  EXPECT_EQ(words(PreTokenizer::deepseek_llm, "a" + spaces), (Words{"a", spaces}));
+}
+
 TEST(Pretokenize, EveryKindTilesAnyBytes) {
   const PreTokenizer kinds[] = {
       PreTokenizer::none,           PreTokenizer::gpt2,        PreTokenizer::llama3,
