@@ -418,7 +418,9 @@ size_t match_image_token(Subject s, size_t pos) {
 // ([\t\n]|    |  )
 size_t match_chameleon_whitespace(Subject s, size_t pos) {
   if (s[pos] == '\t' || s[pos] == '\n') return 1;
-  const size_t spaces = std::min<size_t>(run_length(s, pos, is_space_char), 4);
+  // Up to 4 spaces: the rest of a run is the next match's (scanning it all would be quadratic).
+  size_t spaces = 0;
+  while (spaces < 4 && pos + spaces < s.size() && s[pos + spaces] == ' ') ++spaces;
   return spaces == 4 ? 4 : spaces >= 2 ? 2 : 0;
 }
 // [\p{P}!-/:-@\[-`{-~]: one punctuation character, Unicode's or ASCII's.

@@ -157,11 +157,9 @@ TEST(Pretokenize, MatchesItsRegexesRunByPerl) {
   }
 }
 
-// Every kind cuts any byte string, invalid UTF-8 included, into non-empty pieces that are the
-// text itself, in order: random bytes, and random mixes of ASCII and multi-byte characters.
 // The passes that depend on where a run ends (digit groups counted from a run's end, trailing
-// whitespace) on runs of 100 000: the same cuts as on short ones (one scan a piece: a matcher
-// asked at every position would rescan the run each time).
+// whitespace) and chameleon's space pairs on runs of 100 000: the same cuts as on short ones,
+// each piece scanned once (matchers that rescanned the run at every position took seconds).
 TEST(Pretokenize, LongRunsAreCutFromTheirEnd) {
   const std::string digits(100001, '7');
   const Words afmoe = words(PreTokenizer::afmoe, "x" + digits + "y");
@@ -174,8 +172,11 @@ TEST(Pretokenize, LongRunsAreCutFromTheirEnd) {
   EXPECT_EQ(superbpe.back(), "777");
   const std::string spaces(100000, ' ');
   EXPECT_EQ(words(PreTokenizer::deepseek_llm, "a" + spaces), (Words{"a", spaces}));
+  EXPECT_EQ(words(PreTokenizer::chameleon, spaces), Words(25000, "    "));
 }
 
+// Every kind cuts any byte string, invalid UTF-8 included, into non-empty pieces that are the
+// text itself, in order: random bytes, and random mixes of ASCII and multi-byte characters.
 TEST(Pretokenize, EveryKindTilesAnyBytes) {
   const PreTokenizer kinds[] = {
       PreTokenizer::none,           PreTokenizer::gpt2,        PreTokenizer::llama3,
