@@ -29,6 +29,29 @@ void check_id(const std::optional<int32_t>& id, size_t vocab_size, std::string_v
   }
 }
 
+// Where the whitespace code points (White_Space, as Hugging Face's lstrip / rstrip see them)
+// around a special token end: after `pos`, and before `end` but not before `begin`. Whole UTF-8
+// sequences: a byte such as 0xA0 (the end of "à") is not NBSP.
+size_t skip_whitespace(std::string_view text, size_t pos) {
+  while (pos < text.size()) {
+    const DecodedCodePoint d = decode_code_point(text, pos);
+    if (!is_whitespace(d.cp)) break;
+    pos += d.length;
+  }
+  return pos;
+}
+size_t skip_whitespace_back(std::string_view text, size_t begin, size_t end) {
+  while (end > begin) {
+    size_t start = end - 1;  // the last code point's first byte
+    while (start > begin && end - start < 4 && (static_cast<uint8_t>(text[start]) & 0xC0) == 0x80)
+      --start;
+    const DecodedCodePoint d = decode_code_point(text, start);
+    if (start + d.length != end || !is_whitespace(d.cp)) break;
+    end = start;
+  }
+  return end;
+}
+
 std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
   std::string out;
   size_t pos = 0;
@@ -213,18 +236,12 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
       ++pos;
       continue;
     }
-    size_t text_end = pos;
-    if (impl.lstrip[hit]) {
-      while (text_end > text_begin && is_whitespace(static_cast<unsigned char>(text[text_end - 1])))
-        --text_end;
-    }
+    const size_t text_end = impl.lstrip[hit] ? skip_whitespace_back(text, text_begin, pos) : pos;
     encode_text(text.substr(text_begin, text_end - text_begin), at_start);
     out.push_back(hit);
     at_start = true;
     pos += s.tokens[hit].size();
-    if (impl.rstrip[hit]) {
-      while (pos < text.size() && is_whitespace(static_cast<unsigned char>(text[pos]))) ++pos;
-    }
+    if (impl.rstrip[hit]) pos = skip_whitespace(text, pos);
     text_begin = pos;
   }
   encode_text(text.substr(text_begin), at_start);

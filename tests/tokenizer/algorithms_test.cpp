@@ -1,4 +1,5 @@
 // The three algorithms on hand-made vocabularies whose expected ids are worked out by hand.
+#include <cstdio>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -42,6 +43,47 @@ TEST(SentencePiece, MergesByScoreWithByteFallback) {
   EXPECT_EQ(tok.encode("hello</s>hello", false, true), (Ids{13, 2, 13}));
   // "?" has no byte token: the unknown token.
   EXPECT_EQ(tok.encode("o?", false), (Ids{3, 7, 0}));
+}
+
+// A vocabulary of byte tokens with a user-defined <mask> that swallows the whitespace before it
+// (lstrip) and a control <|user|> that swallows the whitespace after it (rstrip).
+Tokenizer stripping_tokens() {
+  TokenizerSpec spec;
+  spec.algorithm = Algorithm::sentencepiece;
+  spec.tokens = {"<unk>", "<s>", "<mask>", "<|user|>"};
+  spec.types = {TokenType::unknown, TokenType::control, TokenType::user_defined,
+                TokenType::control};
+  for (int b = 0; b < 256; ++b) {
+    char text[8];
+    std::snprintf(text, sizeof text, "<0x%02X>", b);
+    spec.tokens.emplace_back(text);
+    spec.types.push_back(TokenType::byte);
+  }
+  spec.escape_spaces = spec.byte_fallback = true;
+  spec.unk = 0;
+  spec.bos = 1;
+  spec.lstrip_tokens = {2};
+  spec.rstrip_tokens = {3};
+  return Tokenizer(spec);
+}
+
+Ids concat(Ids a, const Ids& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// lstrip / rstrip take whole whitespace code points (White_Space, as Hugging Face's do), never a
+// byte of another character: "à" ends in 0xA0 and U+2005 in 0x85, bytes that are NBSP's and
+// NEL's code points.
+TEST(SpecialTokens, StripWholeWhitespaceCodePoints) {
+  const Tokenizer tok = stripping_tokens();
+  EXPECT_EQ(tok.encode("voilà \t<mask>", false, true), concat(tok.encode("voilà", false), {2}));
+  EXPECT_EQ(tok.encode("x\u2005<mask>", false, true), concat(tok.encode("x", false), {2}));
+  EXPECT_EQ(tok.encode("\u2005<mask>", false, true), (Ids{2}));
+  EXPECT_EQ(tok.encode("<|user|>\n\u00a0 hi", false, true), concat({3}, tok.encode("hi", false)));
+  EXPECT_EQ(tok.encode("<|user|>…", false, true), concat({3}, tok.encode("…", false)));
+  // Without parse_special a control token is text, and nothing is stripped.
+  EXPECT_EQ(tok.encode("<|user|>\n", false, false).size(), 9u);
 }
 
 TEST(SentencePiece, RejectsBadIds) {
