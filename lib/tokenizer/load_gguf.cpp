@@ -1,4 +1,5 @@
 // TokenizerSpec from GGUF metadata, with llama.cpp's defaults for keys a file leaves out.
+#include <cctype>
 #include <optional>
 #include <string>
 
@@ -14,6 +15,40 @@ std::optional<int32_t> optional_id(const gguf::Reader& r, std::string_view key) 
   const int64_t id = r.get_i64(key);
   if (id < 0) return std::nullopt;  // some converters write -1 for "none"
   return static_cast<int32_t>(id);
+}
+
+std::string lowercase(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The strip flags llama.cpp's loader gives special tokens by model, since GGUF has no field for
+// them (Hugging Face's files do): Phi-3's (general.name) swallow the whitespace after them, but
+// <unk>, <s> and <|endoftext|>; the <mask> of Jina v2 / nomic-bert-moe / jina-bert-v3 the
+// whitespace before it.
+void set_strip_flags(const gguf::Reader& r, TokenizerSpec& spec) {
+  const auto find = [&spec](std::string_view text) -> std::optional<int32_t> {
+    for (size_t id = 0; id < spec.tokens.size(); ++id)
+      if (spec.tokens[id] == text) return static_cast<int32_t>(id);
+    return std::nullopt;
+  };
+  const std::string name = lowercase(r.get_string_or("general.name", ""));
+  if (name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos) {
+    for (size_t id = 0; id < spec.tokens.size(); ++id) {
+      const TokenType t = id < spec.types.size() ? spec.types[id] : TokenType::normal;
+      const std::string_view text = spec.tokens[id];
+      const bool kept = text == "<unk>" || text == "<s>" || text == "<|endoftext|>";
+      if (!kept && (t == TokenType::control || t == TokenType::user_defined ||
+                    t == TokenType::unknown || text == "</s>"))
+        spec.rstrip_tokens.push_back(static_cast<int32_t>(id));
+    }
+  }
+  const std::string pre = r.get_string_or("tokenizer.ggml.pre", "");
+  const std::string arch = r.get_string_or("general.architecture", "");
+  if (pre == "jina-v2-de" || pre == "jina-v2-es" || pre == "jina-v2-code" ||
+      arch == "nomic-bert-moe" || arch == "jina-bert-v3") {
+    if (auto mask = find("<mask>")) spec.lstrip_tokens.push_back(*mask);
+  }
 }
 
 }  // namespace
@@ -77,6 +112,7 @@ TokenizerSpec spec_from_gguf(const gguf::Reader& r) {
     throw Error(context,
                 "tokenizer model '" + model + "' is not supported (supported: llama, gpt2, bert)");
   }
+  set_strip_flags(r, spec);
   spec.add_bos = r.get_bool_or("tokenizer.ggml.add_bos_token", spec.add_bos);
   spec.add_eos = r.get_bool_or("tokenizer.ggml.add_eos_token", spec.add_eos);
   return spec;

@@ -1,6 +1,7 @@
 // The llama.cpp vocabulary test cases (../shared/data/vocab): every string of each
 // ggml-vocab-NAME.gguf.inp must encode to exactly the ids its .out lists (the reference Hugging
 // Face tokenizer's output, without BOS/EOS).
+#include <cstdio>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -138,6 +139,41 @@ TEST(VocabSpecial, BpeBosDefaultFollowsThePreTokenizerName) {
   EXPECT_FALSE(load("gpt-2", std::nullopt).add_bos());
   EXPECT_FALSE(load("llama-bpe", false).add_bos());
   EXPECT_TRUE(load("gpt-2", true).add_bos());
+}
+
+// GGUF has no strip flags; llama.cpp's loader gives Phi-3's special tokens rstrip (but <unk>,
+// <s> and <|endoftext|>) by general.name, and so does this one.
+TEST(VocabSpecial, Phi3SpecialTokensSwallowTheWhitespaceAfterThem) {
+  const test::TempDir dir;
+  const auto load = [&](const std::string& name) {
+    std::vector<std::string> tokens = {"<unk>", "<s>", "</s>", "<|user|>", "<|endoftext|>"};
+    std::vector<int32_t> types = {2, 3, 3, 3, 3};
+    for (int b = 0; b < 256; ++b) {
+      char text[8];
+      std::snprintf(text, sizeof text, "<0x%02X>", b);
+      tokens.emplace_back(text);
+      types.push_back(6);
+    }
+    gguf::Writer w;
+    w.set_string("general.name", name);
+    w.set_string("tokenizer.ggml.model", "llama");
+    w.set_string_array("tokenizer.ggml.tokens", tokens);
+    w.set_i32_array("tokenizer.ggml.token_type", types);
+    w.set_bool("tokenizer.ggml.add_space_prefix", false);
+    w.write(dir / "vocab.gguf");
+    return from_gguf(gguf::Reader(dir / "vocab.gguf"));
+  };
+  using Ids = std::vector<int32_t>;
+  const auto join = [](Ids a, const Ids& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  const Tokenizer phi3 = load("Phi-3-mini-4k-instruct");
+  EXPECT_EQ(phi3.encode("<|user|>\n hi</s>\n", false, true),
+            join(join({3}, phi3.encode("hi", false)), {2}));
+  EXPECT_EQ(phi3.encode("<|endoftext|>\n", false, true), join({4}, phi3.encode("\n", false)));
+  const Tokenizer other = load("Llama-2-7b");
+  EXPECT_EQ(other.encode("<|user|>\n", false, true), join({3}, other.encode("\n", false)));
 }
 
 TEST(VocabSpecial, BertAddsClsAndSep) {
