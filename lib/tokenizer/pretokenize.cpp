@@ -314,21 +314,29 @@ size_t match_deepseek_v3_cjk(Subject s, size_t pos) {
   return run_length(s, pos, [](char32_t c) { return in_ranges(c, kDeepseekV3Cjk); });
 }
 
-// AFMoE's digits (llama.cpp's custom \p{AFMoE_digits} pass): each \p{N} run on its own, in
-// groups of three from its end, the first group the 1 or 2 left over:
-// \p{N}{1,3}(?=(?:\p{N}{3})*(?!\p{N})).
-void cut_number_groups_from_end(Subject s, std::vector<size_t>& cuts) {
+// f(start, length) for each maximal run of code points that pred accepts.
+template <typename Pred, typename F>
+void for_each_run(Subject s, Pred pred, F f) {
   for (size_t a = 0; a < s.size();) {
-    const size_t n = run_length(s, a, is_number);
+    const size_t n = run_length(s, a, pred);
     if (n == 0) {
       ++a;
       continue;
     }
+    f(a, n);
+    a += n;
+  }
+}
+
+// AFMoE's digits (llama.cpp's custom \p{AFMoE_digits} pass): each \p{N} run on its own, in
+// groups of three from its end, the first group the 1 or 2 left over:
+// \p{N}{1,3}(?=(?:\p{N}{3})*(?!\p{N})).
+void cut_number_groups_from_end(Subject s, std::vector<size_t>& cuts) {
+  for_each_run(s, is_number, [&cuts](size_t a, size_t n) {
     cuts.push_back(a);
     for (size_t c = a + (n % 3 == 0 ? 3 : n % 3); c < a + n; c += 3) cuts.push_back(c);
     cuts.push_back(a + n);
-    a += n;
-  }
+  });
 }
 
 // SuperBPE's second pass, (?=(\d{3})+(?!\d)) with ASCII \d (llama.cpp's std::regex): an empty
@@ -336,17 +344,10 @@ void cut_number_groups_from_end(Subject s, std::vector<size_t>& cuts) {
 // run's end, and none after the run. A run's short head stays with what came before it
 // ("12½345" is "12½", "345").
 void cut_digit_groups_from_run_end(Subject s, std::vector<size_t>& cuts) {
-  for (size_t a = 0; a < s.size();) {
-    const size_t n = run_length(s, a, is_ascii_digit);
-    if (n == 0) {
-      ++a;
-      continue;
-    }
-    if (n >= 3) {
-      for (size_t c = a + n % 3; c < a + n; c += 3) cuts.push_back(c);
-    }
-    a += n;
-  }
+  for_each_run(s, is_ascii_digit, [&cuts](size_t a, size_t n) {
+    if (n < 3) return;
+    for (size_t c = a + n % 3; c < a + n; c += 3) cuts.push_back(c);
+  });
 }
 
 // AFMoE's Asian scripts: CJK ideographs, extension A, compatibility ideographs, kana, half-width
