@@ -93,6 +93,10 @@ struct W32x {
   float d, m;
 };
 
+// q4_1 and q5_1: x = d * q + m, against q8_1 activations.
+template <class Block>
+constexpr bool kHasMin = std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1>;
+
 template <class Block>
 [[gnu::always_inline]] inline W32x load_w32(const Block& b) noexcept {
   W32x w;
@@ -116,7 +120,7 @@ template <class Block>
       lo = vorrq_u8(lo, f.low);
       hi = vorrq_u8(hi, f.high);
     }
-    if constexpr (std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1>) {
+    if constexpr (kHasMin<Block>) {
       w.m = f16(b.m);
       w.q0 = vreinterpretq_s8_u8(lo);
       w.q1 = vreinterpretq_s8_u8(hi);
@@ -129,60 +133,45 @@ template <class Block>
   return w;
 }
 
-// Symmetric formats (q4_0, q5_0, q8_0, iq4_nl) against q8_0 activations.
+// The 32-element formats: the symmetric ones (q4_0, q5_0, q8_0, iq4_nl) against q8_0
+// activations, those with a min against q8_1, whose s = d * sum(q) the min meets.
 template <class Block>
-struct Sym32 {
+struct Formats32 {
+  static constexpr bool kMin = kHasMin<Block>;
   using WBlock = Block;
-  using ABlock = BlockQ8_0;
+  using ABlock = std::conditional_t<kMin, BlockQ8_1, BlockQ8_0>;
   struct Act {
     int8x16_t x0, x1;
-    float d;
+    float d, s;  // s: q8_1's only
   };
   using W = W32x;
   using Acc = float;
   static constexpr size_t kElems = QK;
 
   [[gnu::always_inline]] static Act load_act(const ABlock& a) noexcept {
-    return {load_s8(a.qs), load_s8(a.qs + 16), f16(a.d)};
+    Act act{load_s8(a.qs), load_s8(a.qs + 16), f16(a.d), 0.0f};
+    if constexpr (kMin) act.s = f16(a.s);
+    return act;
   }
   [[gnu::always_inline]] static W load_w(const WBlock& b) noexcept { return load_w32(b); }
+  // The reference's f32 step, in its order (the min's term added before the sum meets acc).
   [[gnu::always_inline]] static void step(Acc& acc, const W& w, const Act& a) noexcept {
-    const int32_t s = vaddvq_s32(dot32(w.q0, a.x0, w.q1, a.x1));
-    acc += static_cast<float>(s) * (w.d * a.d);
+    const float scaled =
+        static_cast<float>(vaddvq_s32(dot32(w.q0, a.x0, w.q1, a.x1))) * (w.d * a.d);
+    if constexpr (kMin)
+      acc += scaled + w.m * a.s;
+    else
+      acc += scaled;
   }
   static float finish(Acc acc) noexcept { return acc; }
 };
 
-// Formats with a min (q4_1, q5_1) against q8_1 activations: the min meets s = d * sum(q).
-template <class Block>
-struct Min32 {
-  using WBlock = Block;
-  using ABlock = BlockQ8_1;
-  struct Act {
-    int8x16_t x0, x1;
-    float d, s;
-  };
-  using W = W32x;
-  using Acc = float;
-  static constexpr size_t kElems = QK;
-
-  [[gnu::always_inline]] static Act load_act(const ABlock& a) noexcept {
-    return {load_s8(a.qs), load_s8(a.qs + 16), f16(a.d), f16(a.s)};
-  }
-  [[gnu::always_inline]] static W load_w(const WBlock& b) noexcept { return load_w32(b); }
-  [[gnu::always_inline]] static void step(Acc& acc, const W& w, const Act& a) noexcept {
-    const int32_t s = vaddvq_s32(dot32(w.q0, a.x0, w.q1, a.x1));
-    acc += static_cast<float>(s) * (w.d * a.d) + w.m * a.s;
-  }
-  static float finish(Acc acc) noexcept { return acc; }
-};
-
-using Q4_0 = Sym32<BlockQ4_0>;
-using Q5_0 = Sym32<BlockQ5_0>;
-using Q8_0 = Sym32<BlockQ8_0>;
-using IQ4_NL = Sym32<BlockIQ4_NL>;
-using Q4_1 = Min32<BlockQ4_1>;
-using Q5_1 = Min32<BlockQ5_1>;
+using Q4_0 = Formats32<BlockQ4_0>;
+using Q5_0 = Formats32<BlockQ5_0>;
+using Q8_0 = Formats32<BlockQ8_0>;
+using IQ4_NL = Formats32<BlockIQ4_NL>;
+using Q4_1 = Formats32<BlockQ4_1>;
+using Q5_1 = Formats32<BlockQ5_1>;
 
 // The bytes of v widened to the int32 at out[0..7].
 inline void store_i32(uint8x8_t v, int32_t* out) noexcept {
