@@ -1,5 +1,6 @@
 // safetensors::File (reader) and safetensors::Writer.
 #include "lib/formats/safetensors.h"
+#include "lib/core/ascii.h"
 #include "lib/formats/file_io.h"
 
 #include <cstring>
@@ -38,11 +39,6 @@ const DTypeRow* find_dtype(std::string_view name) {
     if (r.name == name) return &r;
   }
   return nullptr;
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 // nlohmann's parser recurses per nesting level; a real header nests three levels deep.
@@ -145,7 +141,7 @@ void File::parse() {
                std::to_string(numel) + " x " + std::to_string(row->elem_bytes));
       }
     }
-    e.dtype_name = lower(dtype_str);
+    e.dtype_name = ascii_lower(dtype_str);
     if (row && row->dtype) {
       e.dtype = row->dtype;
       e.data = data.subspan(begin, e.nbytes);

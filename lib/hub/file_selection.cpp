@@ -10,18 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/core/ascii.h"
 #include "lib/core/error.h"
 
 namespace oxi::hub {
 
 namespace {
-
-std::string lowercase(std::string_view text) {
-  std::string lower(text);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return lower;
-}
 
 std::string_view base_name(std::string_view path) {
   const size_t slash = path.rfind('/');
@@ -29,12 +23,12 @@ std::string_view base_name(std::string_view path) {
 }
 
 bool is_gguf(std::string_view path) {
-  return lowercase(path).ends_with(".gguf");
+  return ascii_lower(path).ends_with(".gguf");
 }
 
 // Multimodal projector files sit beside the model GGUFs but are not models themselves.
 bool is_projector(std::string_view path) {
-  return lowercase(base_name(path)).starts_with("mmproj");
+  return ascii_lower(base_name(path)).starts_with("mmproj");
 }
 
 bool is_alnum(char c) {
@@ -105,10 +99,10 @@ std::vector<std::string> files_matching(const std::vector<RepoFile>& files,
 GgufChoice select_quant_gguf(const std::vector<RepoFile>& files, std::string_view quant,
                              std::string_view context) {
   const std::vector<std::string> ggufs = gguf_paths(files);
-  const std::string tag = lowercase(quant);
+  const std::string tag = ascii_lower(quant);
   std::vector<std::string> bounded, loose;
   for (const std::string& path : ggufs) {
-    const std::string name = lowercase(path);
+    const std::string name = ascii_lower(path);
     if (name.find(tag) == std::string::npos) continue;
     (contains_bounded(name, tag) ? bounded : loose).push_back(path);
   }
@@ -135,7 +129,7 @@ ModelFiles select_model_files(const std::vector<RepoFile>& files, std::string_vi
   };
   for (const RepoFile& file : files) {
     if (file.path.find('/') != std::string::npos) continue;  // top level only
-    const std::string name = lowercase(file.path);
+    const std::string name = ascii_lower(file.path);
     if (name.ends_with(".index.json")) continue;  // weight indexes come with their weights
     if (name.ends_with(".json") || name.ends_with(".txt") || name.ends_with(".tiktoken") ||
         name.ends_with(".jinja") || name == "tokenizer.model") {

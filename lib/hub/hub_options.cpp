@@ -6,6 +6,8 @@
 #include <fstream>
 #include <optional>
 
+#include "lib/core/ascii.h"
+
 namespace oxi::hub {
 
 namespace {
@@ -19,9 +21,7 @@ std::optional<std::string> env(const char* name) {
 bool env_truthy(const char* name) {
   std::optional<std::string> value = env(name);
   if (!value) return false;
-  std::string lower = *value;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string lower = ascii_lower(*value);
   return lower == "1" || lower == "true" || lower == "yes" || lower == "on";
 }
 

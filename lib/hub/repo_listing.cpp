@@ -1,10 +1,10 @@
 #include "lib/hub/repo_listing.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include <nlohmann/json.hpp>
 
+#include "lib/core/ascii.h"
 #include "lib/core/error.h"
 #include "lib/hub/repo_spec.h"
 
@@ -41,9 +41,7 @@ RepoListing parse_repo_listing(std::string_view json_text, std::string_view cont
   if (sha == doc.end() || !sha->is_string()) {
     throw Error(context, "the Hub API answer has no commit hash ('sha')");
   }
-  listing.commit = sha->get<std::string>();
-  std::transform(listing.commit.begin(), listing.commit.end(), listing.commit.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  listing.commit = ascii_lower(sha->get<std::string>());
   if (!is_commit_hash(listing.commit)) {
     throw Error(context,
                 "the Hub API answered with an invalid commit hash '" + listing.commit + "'");
@@ -68,9 +66,7 @@ RepoListing parse_repo_listing(std::string_view json_text, std::string_view cont
     }
     if (const auto lfs = sibling.find("lfs"); lfs != sibling.end() && lfs->is_object()) {
       if (const auto hash = lfs->find("sha256"); hash != lfs->end() && hash->is_string()) {
-        file.sha256 = hash->get<std::string>();
-        std::transform(file.sha256.begin(), file.sha256.end(), file.sha256.begin(),
-                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        file.sha256 = ascii_lower(hash->get<std::string>());
       }
       // The LFS size is the real file size; "size" may be the pointer's on old API versions.
       if (const auto size = lfs->find("size"); size != lfs->end() && size->is_number_unsigned()) {

@@ -1,10 +1,11 @@
 #include "lib/hub/url.h"
 
-#include <algorithm>
 #include <cctype>
 #include <memory>
 
 #include <curl/curl.h>
+
+#include "lib/core/ascii.h"
 
 namespace oxi::hub {
 
@@ -51,10 +52,7 @@ std::optional<std::string> url_origin(const std::string& url) {
   auto host = url_part(handle.get(), CURLUPART_HOST, 0);
   auto port = url_part(handle.get(), CURLUPART_PORT, CURLU_DEFAULT_PORT);
   if (!scheme || !host || !port) return std::nullopt;
-  std::string origin = *scheme + "://" + *host + ":" + *port;
-  std::transform(origin.begin(), origin.end(), origin.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return origin;
+  return ascii_lower(*scheme + "://" + *host + ":" + *port);
 }
 
 }  // namespace oxi::hub

@@ -1,8 +1,8 @@
 // TokenizerSpec from GGUF metadata, with llama.cpp's defaults for keys a file leaves out.
-#include <cctype>
 #include <optional>
 #include <string>
 
+#include "lib/core/ascii.h"
 #include "lib/core/error.h"
 #include "lib/tokenizer/load.h"
 
@@ -17,11 +17,6 @@ std::optional<int32_t> optional_id(const gguf::Reader& r, std::string_view key) 
   return static_cast<int32_t>(id);
 }
 
-std::string lowercase(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // The strip flags llama.cpp's loader gives special tokens by model, since GGUF has no field for
 // them (Hugging Face's files do): Phi-3's (general.name) swallow the whitespace after them, but
 // <unk>, <s> and <|endoftext|>; the <mask> of Jina v2 / nomic-bert-moe / jina-bert-v3 the
@@ -32,7 +27,7 @@ void set_strip_flags(const gguf::Reader& r, TokenizerSpec& spec) {
       if (spec.tokens[id] == text) return static_cast<int32_t>(id);
     return std::nullopt;
   };
-  const std::string name = lowercase(r.get_string_or("general.name", ""));
+  const std::string name = ascii_lower(r.get_string_or("general.name", ""));
   if (name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos) {
     for (size_t id = 0; id < spec.tokens.size(); ++id) {
       const TokenType t = id < spec.types.size() ? spec.types[id] : TokenType::normal;
