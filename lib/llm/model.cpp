@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "lib/core/error.h"
 #include "lib/formats/gguf.h"
@@ -32,7 +33,9 @@ std::optional<std::string> hf_chat_template(const hf::Directory& dir) {
     if (t.is_string()) return t.get<std::string>();
     if (t.is_array())
       for (const auto& named : t)
-        if (named.value("name", "") == "default") return named.value("template", "");
+        if (named.is_object() && named.value("name", "") == "default" &&
+            named.value("template", nlohmann::json()).is_string())
+          return named["template"].get<std::string>();
   }
   const fs::path jinja = dir.dir / "chat_template.jinja";
   if (fs::exists(jinja)) {
@@ -57,10 +60,13 @@ std::vector<int32_t> hf_generation_eos(const hf::Directory& dir) {
   if (!dir.generation_config.is_object()) return ids;
   const auto it = dir.generation_config.find("eos_token_id");
   if (it == dir.generation_config.end()) return ids;
-  if (it->is_number_integer()) ids.push_back(it->get<int32_t>());
+  auto add = [&](const nlohmann::json& id) {  // ids outside int32 are no token's
+    if (id.is_number_integer() && std::in_range<int32_t>(id.get<int64_t>()))
+      ids.push_back(id.get<int32_t>());
+  };
+  add(*it);
   if (it->is_array())
-    for (const auto& id : *it)
-      if (id.is_number_integer()) ids.push_back(id.get<int32_t>());
+    for (const auto& id : *it) add(id);
   return ids;
 }
 
@@ -93,6 +99,7 @@ void Model::load_gguf(const fs::path& file) {
   config_ = config_from_gguf(reader);
   weights_ = load_gguf_weights(reader, config_);
   tokenizer_.emplace(tokenizer::from_gguf(reader));
+  check_vocab(file.string());
   if (reader.has("tokenizer.chat_template"))
     chat_template_ = reader.get_string("tokenizer.chat_template");
   collect_eos_ids({});
@@ -106,8 +113,18 @@ void Model::load_hf(const fs::path& dir_path, const LoadOptions& options) {
   weights_ = load_hf_weights(dir, config_, options.quant);
   if (!dir.tokenizer_json) throw Error(dir_path.string(), "no tokenizer.json");
   tokenizer_.emplace(tokenizer::from_hf_json(*dir.tokenizer_json));
+  check_vocab(dir_path.string());
   chat_template_ = hf_chat_template(dir);
   collect_eos_ids(hf_generation_eos(dir));
+}
+
+// The embedding may have more rows than the tokenizer has tokens (HF checkpoints pad it to a
+// multiple of 64 or 128), never fewer: the tokenizer's last ids would have no embedding.
+void Model::check_vocab(const std::string& context) const {
+  if (tokenizer_->vocab_size() > static_cast<size_t>(config_.n_vocab))
+    throw Error(context, "the tokenizer has " + std::to_string(tokenizer_->vocab_size()) +
+                             " tokens but the token embedding only " +
+                             std::to_string(config_.n_vocab) + " rows");
 }
 
 void Model::collect_eos_ids(const std::vector<int32_t>& extra) {
@@ -116,7 +133,8 @@ void Model::collect_eos_ids(const std::vector<int32_t>& extra) {
   if (auto eot = tokenizer_->eot()) ids.push_back(*eot);
   ids.insert(ids.end(), extra.begin(), extra.end());
   for (int32_t id : ids)
-    if (id >= 0 && std::find(eos_ids_.begin(), eos_ids_.end(), id) == eos_ids_.end())
+    if (id >= 0 && id < config_.n_vocab &&
+        std::find(eos_ids_.begin(), eos_ids_.end(), id) == eos_ids_.end())
       eos_ids_.push_back(id);
 }
 

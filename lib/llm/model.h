@@ -54,6 +54,7 @@ class Model {
   Model() = default;
   void load_gguf(const std::filesystem::path& file);
   void load_hf(const std::filesystem::path& dir, const LoadOptions& options);
+  void check_vocab(const std::string& context) const;
   void collect_eos_ids(const std::vector<int32_t>& extra);
 
   std::filesystem::path path_;

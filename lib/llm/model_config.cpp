@@ -1,7 +1,10 @@
 #include "lib/llm/model_config.h"
 
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <string_view>
+#include <utility>
 
 #include "lib/core/error.h"
 
@@ -59,9 +62,41 @@ void ModelConfig::validate(const std::string& context) const {
   if (rope_dims <= 0 || rope_dims > head_dim || rope_dims % 2 != 0)
     throw Error(context, "rope dims " + std::to_string(rope_dims) + " do not fit head_dim " +
                              std::to_string(head_dim));
+  if (sliding_window < 0 || sliding_window_pattern < 0 || window_from_layer < 0)
+    throw Error(context, "negative sliding window settings");
+  // NaN, infinite or negative settings would not fail, only make every logit NaN.
+  const std::pair<const char*, float> positive[] = {{"rope base", rope_base},
+                                                    {"rope scaling factor", rope_scaling.factor}};
+  const std::pair<const char*, float> non_negative[] = {
+      {"rms epsilon", rms_eps},
+      {"local rope base", rope_base_local},
+      {"attention scale", attn_scale},
+      {"final logit softcap", final_logit_softcap}};
+  for (const auto& [what, v] : positive)
+    if (!(v > 0.0f) || !std::isfinite(v))
+      throw Error(context, std::string(what) + " " + std::to_string(v) + " is not positive");
+  for (const auto& [what, v] : non_negative)
+    if (!(v >= 0.0f) || !std::isfinite(v))
+      throw Error(context,
+                  std::string(what) + " " + std::to_string(v) + " is negative or not finite");
 }
 
 // ---- GGUF ----
+
+namespace {
+
+// A size or count from the metadata as an int: larger values would wrap in a cast (a u32 of
+// 2^32 - 1 read as -1, a u64 of 2^32 + 5 as 5), so they are errors naming the key.
+int gguf_int(const gguf::Reader& r, const std::string& key, std::optional<int> fallback = {}) {
+  if (fallback && !r.has(key)) return *fallback;
+  const uint64_t v = r.get_u64(key);
+  if (v > static_cast<uint64_t>(std::numeric_limits<int>::max()))
+    throw Error(r.path().string(), "metadata key '" + key + "': " + std::to_string(v) +
+                                       " is too large for a model size");
+  return static_cast<int>(v);
+}
+
+}  // namespace
 
 ModelConfig config_from_gguf(const gguf::Reader& r) {
   const std::string context = r.path().string();
@@ -72,19 +107,19 @@ ModelConfig config_from_gguf(const gguf::Reader& r) {
     throw Error(context, "architecture '" + c.arch +
                              "' is not supported (llama, qwen2, qwen3, gemma3, phi3)");
   const std::string a = c.arch + ".";
-  c.n_embd = static_cast<int>(r.get_u32(a + "embedding_length"));
-  c.n_layer = static_cast<int>(r.get_u32(a + "block_count"));
-  c.n_ff = static_cast<int>(r.get_u32(a + "feed_forward_length"));
-  c.n_head = static_cast<int>(r.get_u32(a + "attention.head_count"));
-  c.n_head_kv = static_cast<int>(r.get_u64_or(a + "attention.head_count_kv", c.n_head));
-  c.n_ctx_train = static_cast<int>(r.get_u64_or(a + "context_length", 4096));
+  c.n_embd = gguf_int(r, a + "embedding_length");
+  c.n_layer = gguf_int(r, a + "block_count");
+  c.n_ff = gguf_int(r, a + "feed_forward_length");
+  c.n_head = gguf_int(r, a + "attention.head_count");
+  c.n_head_kv = gguf_int(r, a + "attention.head_count_kv", c.n_head);
+  c.n_ctx_train = gguf_int(r, a + "context_length", 4096);
   c.rms_eps = r.get_f32_or(a + "attention.layer_norm_rms_epsilon", 1e-5f);
-  c.head_dim = static_cast<int>(r.get_u64_or(a + "attention.key_length", c.n_embd / c.n_head));
-  c.rope_dims = static_cast<int>(r.get_u64_or(a + "rope.dimension_count", c.head_dim));
+  c.head_dim = gguf_int(r, a + "attention.key_length", c.n_head > 0 ? c.n_embd / c.n_head : 0);
+  c.rope_dims = gguf_int(r, a + "rope.dimension_count", c.head_dim);
   c.rope_base = r.get_f32_or(a + "rope.freq_base", 10000.0f);
   // convert_hf_to_gguf permutes llama's q/k rows for adjacent-pair rotation; others keep NeoX.
   c.rope_layout = c.arch == "llama" ? kernels::RopeLayout::adjacent : kernels::RopeLayout::neox;
-  c.sliding_window = static_cast<int>(r.get_u64_or(a + "attention.sliding_window", 0));
+  c.sliding_window = gguf_int(r, a + "attention.sliding_window", 0);
   c.final_logit_softcap = r.get_f32_or(a + "final_logit_softcapping", 0.0f);
   if (r.get_f32_or(a + "attn_logit_softcapping", 0.0f) != 0.0f)
     throw Error(context, "attention logit softcapping is not supported");
@@ -101,13 +136,15 @@ ModelConfig config_from_gguf(const gguf::Reader& r) {
     refuse_longrope(context);
 
   if (c.arch == "gemma3") {
-    c.sliding_window_pattern =
-        static_cast<int>(r.get_u64_or(a + "attention.sliding_window_pattern", 6));
+    c.sliding_window_pattern = gguf_int(r, a + "attention.sliding_window_pattern", 6);
     apply_gemma3_defaults(c);
     // llama.cpp's rule: query_pre_attn_scalar is head_dim except for the 27B (n_embd / n_head).
+    const int default_scalar = c.n_layer == 62 && c.n_head > 0 ? c.n_embd / c.n_head : c.head_dim;
     const float scalar =
-        r.get_f32_or(a + "attention.query_pre_attn_scalar",
-                     static_cast<float>(c.n_layer == 62 ? c.n_embd / c.n_head : c.head_dim));
+        r.get_f32_or(a + "attention.query_pre_attn_scalar", static_cast<float>(default_scalar));
+    if (!(scalar > 0.0f) || !std::isfinite(scalar))
+      throw Error(context, a + "attention.query_pre_attn_scalar " + std::to_string(scalar) +
+                               " is not a positive number");
     c.attn_scale = 1.0f / std::sqrt(scalar);
   }
   const TensorView& embd = r.tensor("token_embd.weight");
@@ -121,11 +158,30 @@ ModelConfig config_from_gguf(const gguf::Reader& r) {
 
 namespace {
 
+// A value of the config, or `fallback` when it is absent or null. A value of another JSON type
+// throws nlohmann's type_error, which config_from_hf reports as an oxi::Error.
 template <class T>
 T json_or(const nlohmann::json& j, const char* key, T fallback) {
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
   return it->get<T>();
+}
+
+// A size or count: a non-negative integer that fits an int (nlohmann's get<int> would wrap a
+// larger one, and convert a float by truncation).
+int json_int(const nlohmann::json& j, const char* key, int fallback, const std::string& context) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_number_integer())
+    throw Error(context,
+                std::string("config key '") + key + "' is " + it->dump() + ", not an integer");
+  const bool fits = it->is_number_unsigned()
+                        ? it->get<uint64_t>() <= uint64_t{std::numeric_limits<int>::max()}
+                        : it->get<int64_t>() >= 0 && std::in_range<int>(it->get<int64_t>());
+  if (!fits)
+    throw Error(context,
+                std::string("config key '") + key + "' (" + it->dump() + ") is out of range");
+  return static_cast<int>(it->get<int64_t>());
 }
 
 std::string hf_arch(const std::string& model_type, const std::string& context) {
@@ -194,25 +250,29 @@ nlohmann::json with_gemma3_text_defaults(const nlohmann::json& j) {
   return d;
 }
 
-ModelConfig config_from_hf(const nlohmann::json& root, const std::string& context) {
+namespace {
+
+ModelConfig read_hf_config(const nlohmann::json& root, const std::string& context) {
   const nlohmann::json& text = root.contains("text_config") ? root["text_config"] : root;
   const std::string model_type =
       json_or<std::string>(text, "model_type", json_or<std::string>(root, "model_type", ""));
   ModelConfig c;
   c.arch = hf_arch(model_type, context);
   const nlohmann::json j = c.arch == "gemma3" ? with_gemma3_text_defaults(text) : text;
-  c.n_vocab = json_or<int>(j, "vocab_size", 0);
-  c.n_embd = json_or<int>(j, "hidden_size", 0);
-  c.n_layer = json_or<int>(j, "num_hidden_layers", 0);
-  c.n_head = json_or<int>(j, "num_attention_heads", 0);
-  c.n_head_kv = json_or<int>(j, "num_key_value_heads", c.n_head);
-  c.head_dim = json_or<int>(j, "head_dim", c.n_head > 0 ? c.n_embd / c.n_head : 0);
-  c.n_ff = json_or<int>(j, "intermediate_size", 0);
-  c.n_ctx_train = json_or<int>(j, "max_position_embeddings", 4096);
+  c.n_vocab = json_int(j, "vocab_size", 0, context);
+  c.n_embd = json_int(j, "hidden_size", 0, context);
+  c.n_layer = json_int(j, "num_hidden_layers", 0, context);
+  c.n_head = json_int(j, "num_attention_heads", 0, context);
+  c.n_head_kv = json_int(j, "num_key_value_heads", c.n_head, context);
+  c.head_dim = json_int(j, "head_dim", c.n_head > 0 ? c.n_embd / c.n_head : 0, context);
+  c.n_ff = json_int(j, "intermediate_size", 0, context);
+  c.n_ctx_train = json_int(j, "max_position_embeddings", 4096, context);
   c.rms_eps = json_or<float>(j, "rms_norm_eps", 1e-6f);
   c.rope_base = json_or<float>(j, "rope_theta", 10000.0f);
-  c.rope_dims =
-      static_cast<int>(std::lround(c.head_dim * json_or<double>(j, "partial_rotary_factor", 1.0)));
+  const double rotary = json_or<double>(j, "partial_rotary_factor", 1.0);
+  if (!(rotary > 0.0 && rotary <= 1.0))
+    throw Error(context, "partial_rotary_factor " + std::to_string(rotary) + " is not in (0, 1]");
+  c.rope_dims = static_cast<int>(std::lround(c.head_dim * rotary));
   c.rope_layout = kernels::RopeLayout::neox;  // rotate_half, on the unpermuted checkpoint
   c.tied_embeddings =
       json_or<bool>(j, "tie_word_embeddings", json_or<bool>(root, "tie_word_embeddings", false));
@@ -222,10 +282,10 @@ ModelConfig config_from_hf(const nlohmann::json& root, const std::string& contex
   // use_sliding_window, and then from layer max_window_layers on; Gemma 3 on its local layers
   // (below); Llama never (the key may be left over from a conversion).
   if (model_type == "mistral" || c.arch == "phi3" || c.arch == "gemma3")
-    c.sliding_window = json_or<int>(j, "sliding_window", 0);
+    c.sliding_window = json_int(j, "sliding_window", 0, context);
   if ((c.arch == "qwen2" || c.arch == "qwen3") && json_or<bool>(j, "use_sliding_window", false)) {
-    c.sliding_window = json_or<int>(j, "sliding_window", 0);
-    c.window_from_layer = json_or<int>(j, "max_window_layers", 28);
+    c.sliding_window = json_int(j, "sliding_window", 0, context);
+    c.window_from_layer = json_int(j, "max_window_layers", 28, context);
   }
   if (json_or<double>(j, "attn_logit_softcapping", 0.0) != 0.0)
     throw Error(context, "attention logit softcapping is not supported");
@@ -234,7 +294,7 @@ ModelConfig config_from_hf(const nlohmann::json& root, const std::string& contex
   if (c.arch == "gemma3") {
     c.rope_base_local = json_or<float>(j, "rope_local_base_freq",
                                        c.rope_base_local > 0 ? c.rope_base_local : 10000.0f);
-    c.sliding_window_pattern = json_or<int>(j, "sliding_window_pattern", 0);
+    c.sliding_window_pattern = json_int(j, "sliding_window_pattern", 0, context);
     if (c.sliding_window_pattern == 0 && j.contains("layer_types")) {
       // layer_types: "sliding_attention" / "full_attention" per layer; the first full one
       // gives the period.
@@ -252,6 +312,16 @@ ModelConfig config_from_hf(const nlohmann::json& root, const std::string& contex
   }
   c.validate(context);
   return c;
+}
+
+}  // namespace
+
+ModelConfig config_from_hf(const nlohmann::json& root, const std::string& context) {
+  try {
+    return read_hf_config(root, context);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(context, std::string("config.json: a value of an unexpected type: ") + e.what());
+  }
 }
 
 }  // namespace oxi::llm

@@ -113,9 +113,11 @@ LayerWeights load_layer(WeightBuilder& b, const LayerNames& n, const ModelConfig
     l.wk = row_slice(qkv, q_dim, kv_dim);
     l.wv = row_slice(qkv, q_dim + kv_dim, kv_dim);
   }
-  l.bq = b.optional_vector(n.bq, q_dim);
-  l.bk = b.optional_vector(n.bk, kv_dim);
-  l.bv = b.optional_vector(n.bv, kv_dim);
+  // Qwen2 always has q/k/v biases (llama.cpp requires them); the others may.
+  const bool biases = c.arch == "qwen2";
+  l.bq = biases ? b.vector(n.bq, q_dim) : b.optional_vector(n.bq, q_dim);
+  l.bk = biases ? b.vector(n.bk, kv_dim) : b.optional_vector(n.bk, kv_dim);
+  l.bv = biases ? b.vector(n.bv, kv_dim) : b.optional_vector(n.bv, kv_dim);
   const bool qk_norm = c.arch == "qwen3" || c.arch == "gemma3";
   if (qk_norm) {
     l.q_norm = b.vector(n.q_norm, c.head_dim);

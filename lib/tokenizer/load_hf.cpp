@@ -27,6 +27,18 @@ json read_json(const fs::path& path) {
   }
 }
 
+// A token id of the file: a non-negative integer below a bound far above any vocabulary (a
+// negative or huge id would index outside, or size, the token table).
+constexpr size_t kMaxTokenId = size_t{1} << 24;
+
+size_t token_id(const json& v, const std::string& context) {
+  if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0))
+    throw Error(context, "token id " + v.dump() + " is not a non-negative integer");
+  const uint64_t id = v.get<uint64_t>();
+  if (id >= kMaxTokenId) throw Error(context, "token id " + v.dump() + " is out of range");
+  return static_cast<size_t>(id);
+}
+
 std::string type_of(const json& j) {
   return j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>()
                                                                       : std::string();
@@ -204,18 +216,18 @@ TokenizerSpec spec_from_hf_json(const fs::path& path) {
   const json empty_array = json::array();
   const json& added = root.contains("added_tokens") ? root["added_tokens"] : empty_array;
   size_t n = 0;
-  for (const auto& [text, id] : vocab.items()) n = std::max(n, id.get<size_t>() + 1);
-  for (const json& t : added) n = std::max(n, t.at("id").get<size_t>() + 1);
+  for (const auto& [text, id] : vocab.items()) n = std::max(n, token_id(id, context) + 1);
+  for (const json& t : added) n = std::max(n, token_id(t.at("id"), context) + 1);
   spec.tokens.assign(n, std::string());
   spec.types.assign(n, TokenType::unused);
   for (const auto& [text, id] : vocab.items()) {
-    const size_t i = id.get<size_t>();
+    const size_t i = token_id(id, context);
     spec.tokens[i] = text;
     const bool is_byte = text.size() == 6 && text.starts_with("<0x") && text.back() == '>';
     spec.types[i] = is_byte && spec.byte_fallback ? TokenType::byte : TokenType::normal;
   }
   for (const json& t : added) {
-    const auto id = t.at("id").get<int32_t>();
+    const auto id = static_cast<int32_t>(token_id(t.at("id"), context));
     spec.tokens[id] = t.at("content").get<std::string>();
     spec.types[id] = t.value("special", false) ? TokenType::control : TokenType::user_defined;
     if (t.value("lstrip", false)) spec.lstrip_tokens.push_back(id);
