@@ -1,7 +1,9 @@
 #include "lib/whisper/whisper_model.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 
 #include "lib/core/error.h"
 #include "lib/formats/hf_dir.h"
@@ -33,10 +35,18 @@ fs::path find_tiktoken(const fs::path& model_file, bool multilingual, const Load
   return {};
 }
 
+// An integer in 0 .. INT_MAX (nlohmann's get<int> would wrap a larger one, truncate a float).
+int checked_int(const nlohmann::json& v, const std::string& what, const std::string& context) {
+  const bool fits = v.is_number_integer() && (v.is_number_unsigned() || v.get<int64_t>() >= 0) &&
+                    v.get<uint64_t>() <= uint64_t{std::numeric_limits<int>::max()};
+  if (!fits) throw Error(context, what + " is " + v.dump() + ", not a count or size");
+  return static_cast<int>(v.get<int64_t>());
+}
+
 int json_int(const nlohmann::json& j, const char* key, const std::string& context) {
   if (!j.contains(key) || !j[key].is_number_integer())
     throw Error(context, std::string("config.json has no integer '") + key + "'");
-  return j[key].get<int>();
+  return checked_int(j[key], std::string("config.json '") + key + "'", context);
 }
 
 }  // namespace
@@ -45,26 +55,35 @@ std::shared_ptr<const WhisperModel> WhisperModel::load(const fs::path& path,
                                                        const LoadOptions& options) {
   std::shared_ptr<WhisperModel> model(new WhisperModel());
   model->path_ = path;
+  try {
+    model->load_any(path, options);
+    model->vocab().validate(path.string());
+  } catch (const nlohmann::json::exception& e) {  // an HF file's value of an unexpected type
+    throw Error(path.string(), std::string("unexpected value in a JSON file: ") + e.what());
+  }
+  return model;
+}
+
+void WhisperModel::load_any(const fs::path& path, const LoadOptions& options) {
   if (fs::is_directory(path)) {
-    model->load_hf(path, options);
-    return model;
+    load_hf(path, options);
+    return;
   }
   if (!fs::is_regular_file(path)) throw Error(path.string(), "no such file or directory");
   const std::string magic = leading_bytes(path, 4);
   const bool beside_config = fs::is_regular_file(path.parent_path() / "config.json");
   if (magic == "lmgg") {  // 0x67676d6c little-endian
-    model->load_ggml(path, options);
+    load_ggml(path, options);
   } else if (magic.starts_with("PK") && !beside_config) {
-    model->load_openai(path, options);
+    load_openai(path, options);
   } else if (beside_config) {  // a weight file inside an HF directory
-    model->path_ = path.parent_path();
-    model->load_hf(path.parent_path(), options);
+    path_ = path.parent_path();
+    load_hf(path.parent_path(), options);
   } else {
     throw Error(path.string(),
                 "not a Whisper checkpoint (expected a Hugging Face directory, an "
                 "OpenAI .pt or a whisper.cpp ggml .bin)");
   }
-  return model;
 }
 
 void WhisperModel::load_hf(const fs::path& dir, const LoadOptions& options) {
@@ -91,14 +110,18 @@ void WhisperModel::load_hf(const fs::path& dir, const LoadOptions& options) {
   c.n_frames = 2 * c.n_audio_ctx;
   c.n_samples = c.n_frames * 160;
   if (p.is_object()) {
+    const auto preprocessor_int = [&](const char* key) {
+      return checked_int(p[key], std::string("preprocessor_config.json '") + key + "'", context);
+    };
     if (p.contains("n_samples"))
-      c.n_samples = p["n_samples"].get<int>();
+      c.n_samples = preprocessor_int("n_samples");
     else if (p.contains("chunk_length"))
-      c.n_samples = p["chunk_length"].get<int>() * 16000;
-    c.n_frames = p.contains("nb_max_frames") ? p["nb_max_frames"].get<int>() : c.n_samples / 160;
-    if (p.contains("feature_size") && p["feature_size"].get<int>() != c.n_mels)
+      c.n_samples = std::min(preprocessor_int("chunk_length"), 3600) * 16000;
+    c.n_frames =
+        p.contains("nb_max_frames") ? preprocessor_int("nb_max_frames") : c.n_samples / 160;
+    if (p.contains("feature_size") && preprocessor_int("feature_size") != c.n_mels)
       throw Error(context, "preprocessor_config.json feature_size " +
-                               std::to_string(p["feature_size"].get<int>()) +
+                               std::to_string(preprocessor_int("feature_size")) +
                                " differs from num_mel_bins " + std::to_string(c.n_mels));
   }
 
@@ -110,7 +133,8 @@ void WhisperModel::load_hf(const fs::path& dir, const LoadOptions& options) {
   if (has_g && g.contains("alignment_heads") && g["alignment_heads"].is_array()) {
     c.alignment_heads.clear();
     for (const auto& pair : g["alignment_heads"])
-      c.alignment_heads.emplace_back(pair.at(0).get<int>(), pair.at(1).get<int>());
+      c.alignment_heads.emplace_back(checked_int(pair.at(0), "an alignment head's layer", context),
+                                     checked_int(pair.at(1), "an alignment head's head", context));
   }
   c.validate(context);
 
@@ -123,7 +147,9 @@ void WhisperModel::load_hf(const fs::path& dir, const LoadOptions& options) {
     if (g.contains("begin_suppress_tokens") && g["begin_suppress_tokens"].is_array())
       c.begin_suppress_tokens = g["begin_suppress_tokens"].get<std::vector<int32_t>>();
     if (g.contains("max_initial_timestamp_index") && g["max_initial_timestamp_index"].is_number())
-      c.max_initial_timestamp_index = g["max_initial_timestamp_index"].get<int>();
+      c.max_initial_timestamp_index =
+          checked_int(g["max_initial_timestamp_index"],
+                      "generation_config.json 'max_initial_timestamp_index'", context);
   }
 
   // HF names, with or without WhisperForConditionalGeneration's "model." prefix.

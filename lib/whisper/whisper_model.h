@@ -68,6 +68,7 @@ class WhisperModel {
 
  private:
   WhisperModel() = default;
+  void load_any(const std::filesystem::path& file_or_dir, const LoadOptions& options);
   void load_hf(const std::filesystem::path& dir, const LoadOptions& options);
   void load_openai(const std::filesystem::path& file, const LoadOptions& options);
   void load_ggml(const std::filesystem::path& file, const LoadOptions& options);

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
 #include "lib/core/error.h"
 #include "lib/formats/hf_dir.h"
@@ -188,7 +189,10 @@ std::unique_ptr<WhisperText> hf_text(const hf::Directory& d,
   const nlohmann::json& g =
       generation_config.is_object() ? generation_config : nlohmann::json::object();
   const auto from_config = [&](const char* key, int32_t fallback) {
-    return g.contains(key) && g[key].is_number_integer() ? g[key].get<int32_t>() : fallback;
+    if (!g.contains(key) || !g[key].is_number_integer()) return fallback;
+    if (!std::in_range<int32_t>(g[key].get<int64_t>()))  // get<int32_t> would wrap it
+      throw Error(context, std::string("generation_config.json '") + key + "' is out of range");
+    return g[key].get<int32_t>();
   };
 
   WhisperVocab v;

@@ -3,6 +3,8 @@
 #include <array>
 #include <cstdio>
 
+#include "lib/core/error.h"
+
 namespace oxi::whisper {
 namespace {
 
@@ -41,6 +43,24 @@ constexpr int32_t kTaskAndControlCount = 6;
 
 std::span<const LanguageInfo> whisper_languages() {
   return kLanguages;
+}
+
+void WhisperVocab::validate(const std::string& context) const {
+  const auto check = [&](int32_t id, const std::string& what, bool required) {
+    if ((id < 0 && required) || id >= n_vocab || id < -1)
+      throw Error(context, "the " + what + " token id " + std::to_string(id) +
+                               " is outside the vocabulary of " + std::to_string(n_vocab));
+  };
+  check(eot, "<|endoftext|>", true);
+  check(sot, "<|startoftranscript|>", true);
+  check(transcribe, "<|transcribe|>", false);
+  check(translate, "<|translate|>", false);
+  check(sot_lm, "<|startoflm|>", false);
+  check(sot_prev, "<|startofprev|>", false);
+  check(no_speech, "no-speech", false);
+  check(no_timestamps, "<|notimestamps|>", false);
+  check(timestamp_begin, "<|0.00|>", false);
+  for (const auto& [code, id] : languages) check(id, "<|" + code + "|>", true);
 }
 
 std::optional<int32_t> WhisperVocab::language_token(std::string_view code) const {

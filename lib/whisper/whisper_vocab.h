@@ -53,6 +53,9 @@ struct WhisperVocab {
   double timestamp_seconds(int32_t id) const { return (id - timestamp_begin) * kTimestampSeconds; }
   // Text of a special token ("<|en|>", "<|1.24|>"); empty for ordinary tokens.
   std::string special_text(int32_t id) const;
+  // Throws oxi::Error when an id (eot, sot, the tasks, no_timestamps, the first timestamp, a
+  // language) is outside 0 .. n_vocab - 1; the optional ones (-1) may be absent.
+  void validate(const std::string& context) const;
 };
 
 // The standard layout after `n_ranks` BPE tokens with the first `n_languages` languages.

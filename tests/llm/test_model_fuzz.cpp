@@ -23,6 +23,7 @@
 #include "lib/formats/gguf.h"
 #include "lib/llm/model.h"
 #include "lib/llm/session.h"
+#include "tests/common/json_edits.h"
 #include "tests/common/test_data.h"
 #include "tests/llm/tiny_model.h"
 
@@ -305,51 +306,6 @@ TEST_P(ModelFuzz, GgufTensorEditsLoadOrFailWithAnError) {
   std::printf("[ fuzz ] %zu tensor edits, %zu loaded\n", runs, g_loaded);
 }
 
-// The JSON values to try in place of `v`: zero, negative, huge, of another type, missing.
-std::vector<nlohmann::json> json_edits(const nlohmann::json& v) {
-  std::vector<nlohmann::json> out = {
-      nullptr, 0, -1, 1e12, 7.5, "7", true, nlohmann::json::array(), nlohmann::json::object()};
-  if (v.is_number_integer()) {
-    const int64_t x = v.get<int64_t>();
-    for (int64_t y : {x - 1, x + 1, 2 * x, int64_t{1} << 31, int64_t{1} << 40}) out.push_back(y);
-  }
-  if (v.is_number()) out.push_back(-v.get<double>());
-  if (v.is_array() && !v.empty()) {
-    nlohmann::json shorter = v;
-    shorter.erase(shorter.size() - 1);
-    out.push_back(shorter);
-    out.push_back(nlohmann::json::array({v[0], v[0]}));
-    out.push_back(nlohmann::json::array({-1}));
-    out.push_back(nlohmann::json::array({int64_t{1} << 40}));
-  }
-  return out;
-}
-
-// Every key of a JSON object (and of the objects one level below), edited in turn; `run`
-// writes the edited document and loads the directory.
-template <class Run>
-void edit_json_keys(const nlohmann::json& doc, Run&& run) {
-  for (const auto& [key, value] : doc.items()) {
-    for (const auto& e : json_edits(value)) {
-      nlohmann::json m = doc;
-      m[key] = e;
-      run(m, key);
-    }
-    nlohmann::json m = doc;
-    m.erase(key);
-    run(m, "without " + key);
-    if (value.is_object() && value.size() < 16) {
-      for (const auto& [inner, inner_value] : value.items()) {
-        for (const auto& e : json_edits(inner_value)) {
-          nlohmann::json mi = doc;
-          mi[key][inner] = e;
-          run(mi, key + "." + inner);
-        }
-      }
-    }
-  }
-}
-
 TEST_P(ModelFuzz, HfDirectoryEditsLoadOrFailWithAnError) {
   const TinyModel tiny = make_tiny_model(tiny_spec(GetParam(), false), DType::F16, DType::F32, 3);
   oxi::test::TempDir dir;
@@ -369,7 +325,7 @@ TEST_P(ModelFuzz, HfDirectoryEditsLoadOrFailWithAnError) {
       original.assign(std::istreambuf_iterator<char>(in), {});
     }
     const nlohmann::json doc = nlohmann::json::parse(original);
-    edit_json_keys(doc, [&](const nlohmann::json& m, const std::string& what) {
+    oxi::test::for_each_json_edit(doc, [&](const nlohmann::json& m, const std::string& what) {
       std::ofstream(path, std::ios::binary | std::ios::trunc) << m.dump();
       if (verbose()) std::printf("edit: %s %s\n", file, what.c_str());
       SCOPED_TRACE(std::string(file) + ": " + what);
