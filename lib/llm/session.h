@@ -57,7 +57,9 @@ class Session {
 
   // A versioned little-endian file: tokens, n_past and the cache rows in use. load_state
   // restores exactly, so continuing gives bit-identical logits to the session that saved it.
-  // Both throw oxi::Error naming the file (I/O, another model's shape or cache type, version).
+  // Both throw oxi::Error naming the file (I/O, another model's shape or cache type, version,
+  // a token outside the vocabulary, a size that does not match). A failed load leaves the
+  // session as it was, but for an I/O error while reading the cache rows, which empties it.
   void save_state(const std::filesystem::path& file) const;
   void load_state(const std::filesystem::path& file);
 

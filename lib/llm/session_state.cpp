@@ -108,10 +108,33 @@ void Session::load_state(const std::filesystem::path& file) {
                              std::to_string(cache.n_ctx()));
   std::vector<int32_t> tokens(h.n_past);
   read_raw(in, tokens.data(), tokens.size(), context);
-  for (size_t il = 0; il < cache.n_layer(); ++il) {
-    const auto keys = cache.key_bytes(il, h.n_past), values = cache.value_bytes(il, h.n_past);
-    read_raw(in, keys.data(), keys.size(), context);
-    read_raw(in, values.data(), values.size(), context);
+  for (int32_t t : tokens)  // the sampler's penalties index the logits by these
+    if (t < 0 || t >= model_->config().n_vocab)
+      throw Error(context, "state holds token id " + std::to_string(t) +
+                               ", outside the vocabulary of " +
+                               std::to_string(model_->config().n_vocab));
+  // Everything checked but the cache rows: the file must hold them (the engine appends its own
+  // data after them), so that a short file fails before the cache is overwritten.
+  size_t cache_bytes = 0;
+  for (size_t il = 0; il < cache.n_layer(); ++il)
+    cache_bytes += cache.key_bytes(il, h.n_past).size() + cache.value_bytes(il, h.n_past).size();
+  const std::streamoff at = in.tellg();
+  in.seekg(0, std::ios::end);
+  if (in.tellg() - at < static_cast<std::streamoff>(cache_bytes))
+    throw Error(context, "state file is truncated: " + std::to_string(in.tellg() - at) +
+                             " bytes of cache rows, expected " + std::to_string(cache_bytes));
+  in.seekg(at);
+  // From here a failure (an I/O error) leaves rows of the file in the cache: the session is
+  // emptied rather than left with tokens that do not match its cache.
+  try {
+    for (size_t il = 0; il < cache.n_layer(); ++il) {
+      const auto keys = cache.key_bytes(il, h.n_past), values = cache.value_bytes(il, h.n_past);
+      read_raw(in, keys.data(), keys.size(), context);
+      read_raw(in, values.data(), values.size(), context);
+    }
+  } catch (const Error&) {
+    tokens_.clear();
+    throw;
   }
   tokens_ = std::move(tokens);
 }

@@ -10,6 +10,7 @@
 #include "lib/formats/safetensors.h"
 #include "lib/formats/torch_zip.h"
 #include "lib/formats/zip.h"
+#include "tests/common/byte_edits.h"
 #include "tests/formats/formats_test_util.h"
 #include "tests/formats/fuzz/fuzz_targets.h"
 
@@ -63,35 +64,7 @@ void mutate_and_run(Target target, const std::vector<std::byte>& seed, uint32_t 
   }
   std::mt19937 rng(rng_seed);
   for (int i = 0; i < rounds; ++i) {
-    std::vector<std::byte> m = seed;
-    const int edits = 1 + static_cast<int>(rng() % 4);
-    for (int e = 0; e < edits; ++e) {
-      const size_t at = rng() % m.size();
-      switch (rng() % 4) {
-        case 0:
-          m[at] ^= static_cast<std::byte>(1u << (rng() % 8));
-          break;
-        case 1:
-          m[at] = static_cast<std::byte>(rng());
-          break;
-        case 2: {  // bump what may be a length or count field
-          const size_t width = (rng() % 2) ? 4 : 8;
-          if (at + width <= m.size()) {
-            uint64_t v = 0;
-            std::memcpy(&v, m.data() + at, width);
-            const uint64_t bumps[] = {
-                1, static_cast<uint64_t>(-1), 0x100, 1ull << 31, 1ull << 32, 1ull << 63};
-            v += bumps[rng() % 6];
-            std::memcpy(m.data() + at, &v, width);
-          }
-          break;
-        }
-        default:
-          m.resize(at);
-          break;
-      }
-      if (m.empty()) break;
-    }
+    const std::vector<std::byte> m = test::edit_bytes(seed, rng);
     ASSERT_NO_THROW(run(target, m)) << "round " << i;
   }
 }

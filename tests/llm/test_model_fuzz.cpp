@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "lib/formats/gguf.h"
 #include "lib/llm/model.h"
 #include "lib/llm/session.h"
+#include "tests/common/byte_edits.h"
 #include "tests/common/json_edits.h"
 #include "tests/common/test_data.h"
 #include "tests/llm/tiny_model.h"
@@ -342,6 +344,49 @@ TEST_P(ModelFuzz, HfDirectoryEditsLoadOrFailWithAnError) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << original;
   }
   std::printf("[ fuzz ] %zu HF edits, %zu loaded\n", runs, g_loaded);
+}
+
+// --save-kv files: random byte edits of a saved state (and every cut of its header) loaded
+// into a fresh session, which must then evaluate a token, or fail with oxi::Error and keep
+// working.
+TEST(ModelFuzzState, StateFileEditsLoadOrFailWithAnError) {
+  const TinyModel tiny = make_tiny_model(tiny_spec("llama", false), DType::Q8_0, DType::F32, 3);
+  oxi::test::TempDir dir;
+  write_gguf(tiny, dir / "model.gguf");
+  const auto model = Model::load(dir / "model.gguf");
+  auto backend = backends::make_cpu_backend(1);
+  {
+    Session s(model, *backend, 32);
+    const std::vector<int32_t> prompt = {1, 20, 30, 40, 50, 299};
+    s.eval(prompt);
+    s.save_state(dir / "seed.bin");
+  }
+  const std::vector<uint8_t> seed = oxi::test::read_file_bytes(dir / "seed.bin");
+  size_t loaded = 0;
+  auto run = [&](const std::vector<uint8_t>& bytes, const std::string& what) {
+    oxi::test::write_file_bytes(dir / "m.bin", bytes);
+    Session s(model, *backend, 32);
+    const int32_t next = 7;
+    s.eval(std::span<const int32_t>(&next, 1));
+    try {
+      s.load_state(dir / "m.bin");
+      ++loaded;
+    } catch (const Error& e) {
+      if (verbose()) std::printf("  %s\n", e.what());
+      ASSERT_EQ(s.n_past(), 1u) << what << ": a refused file left the session changed";
+    }
+    for (int32_t t : s.tokens()) ASSERT_TRUE(t >= 0 && t < 300) << what;
+    s.eval(std::span<const int32_t>(&next, 1));
+  };
+  for (size_t n = 0; n < 64 && n < seed.size(); ++n)
+    run(std::vector<uint8_t>(seed.begin(), seed.begin() + n), "cut at " + std::to_string(n));
+  std::mt19937 rng(11);
+  for (int i = 0; i < 2000; ++i) {
+    run(oxi::test::edit_bytes(seed, rng), "round " + std::to_string(i));
+    if (HasFatalFailure()) return;
+  }
+  std::printf("[ fuzz ] state edits, %zu loaded\n", loaded);
+  EXPECT_GT(loaded, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, ModelFuzz,

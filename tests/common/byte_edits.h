@@ -1,0 +1,46 @@
+// Random edits of a file's bytes for fuzz tests of readers: bit flips, random bytes, bumps of
+// what may be a 4- or 8-byte length or count field, and cuts.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace oxi::test {
+
+// `seed` with 1-4 random edits (B is uint8_t or std::byte). May return an empty vector.
+template <class B>
+std::vector<B> edit_bytes(const std::vector<B>& seed, std::mt19937& rng) {
+  std::vector<B> m = seed;
+  const int edits = 1 + static_cast<int>(rng() % 4);
+  for (int e = 0; e < edits && !m.empty(); ++e) {
+    const size_t at = rng() % m.size();
+    switch (rng() % 4) {
+      case 0:
+        m[at] = static_cast<B>(static_cast<uint8_t>(m[at]) ^ (1u << (rng() % 8)));
+        break;
+      case 1:
+        m[at] = static_cast<B>(rng());
+        break;
+      case 2: {  // bump what may be a length or count field
+        const size_t width = (rng() % 2) ? 4 : 8;
+        if (at + width <= m.size()) {
+          uint64_t v = 0;
+          std::memcpy(&v, m.data() + at, width);
+          const uint64_t bumps[] = {
+              1, static_cast<uint64_t>(-1), 0x100, 1ull << 31, 1ull << 32, 1ull << 63};
+          v += bumps[rng() % 6];
+          std::memcpy(m.data() + at, &v, width);
+        }
+        break;
+      }
+      default:
+        m.resize(at);
+        break;
+    }
+  }
+  return m;
+}
+
+}  // namespace oxi::test
