@@ -354,14 +354,11 @@ void Engine::save_state(const std::filesystem::path& file) const {
 }
 
 void Engine::load_state(const std::filesystem::path& file) {
-  next_logits_.clear();
-  prompt_logits_.clear();
-  history_.clear();
-  raw_text_.clear();
-  session_->load_state(file);  // throws naming the file
-
+  // The engine's trailer is read first and the session's state next, so that a refused file
+  // leaves the conversation as it was.
   const std::string context = file.string();
   std::ifstream in(file, std::ios::binary | std::ios::ate);
+  if (!in) throw Error(context, "cannot open");
   const auto size = static_cast<uint64_t>(in.tellg());
   char magic[sizeof kTrailerMagic] = {};
   uint64_t length = 0;
@@ -372,27 +369,30 @@ void Engine::load_state(const std::filesystem::path& file) {
     in.read(magic, sizeof magic);
     has_trailer = in && std::memcmp(magic, kTrailerMagic, sizeof magic) == 0 && length <= size - 16;
   }
-  if (!has_trailer) {
-    // A bare Session state: the text is what the tokens decode to.
-    raw_text_ = model_->tokenizer().decode(session_->tokens());
-    return;
-  }
-  std::string payload(length, '\0');
-  in.seekg(static_cast<std::streamoff>(size - 16 - length));
-  in.read(payload.data(), static_cast<std::streamsize>(length));
-  if (!in) throw Error(context, "state file is truncated");
-  std::string_view rest = payload;
-  uint32_t count = 0;
-  if (rest.size() < sizeof count) throw Error(context, "engine state is truncated");
-  std::memcpy(&count, rest.data(), sizeof count);
-  rest.remove_prefix(sizeof count);
   std::vector<ChatMessage> history;
-  for (uint32_t i = 0; i < count; ++i) {
-    std::string role = take_string(rest, context);
-    history.push_back({std::move(role), take_string(rest, context)});
+  std::string raw_text;
+  if (has_trailer) {
+    std::string payload(length, '\0');
+    in.seekg(static_cast<std::streamoff>(size - 16 - length));
+    in.read(payload.data(), static_cast<std::streamsize>(length));
+    if (!in) throw Error(context, "state file is truncated");
+    std::string_view rest = payload;
+    uint32_t count = 0;
+    if (rest.size() < sizeof count) throw Error(context, "engine state is truncated");
+    std::memcpy(&count, rest.data(), sizeof count);
+    rest.remove_prefix(sizeof count);
+    for (uint32_t i = 0; i < count; ++i) {
+      std::string role = take_string(rest, context);
+      history.push_back({std::move(role), take_string(rest, context)});
+    }
+    raw_text = take_string(rest, context);
   }
-  raw_text_ = take_string(rest, context);
+  session_->load_state(file);  // throws naming the file
+  next_logits_.clear();
+  prompt_logits_.clear();
   history_ = std::move(history);
+  // A bare Session state: the text is what the tokens decode to.
+  raw_text_ = has_trailer ? std::move(raw_text) : model_->tokenizer().decode(session_->tokens());
 }
 
 }  // namespace oxi::llm

@@ -253,6 +253,29 @@ TEST_F(EngineTest, SavedStateContinuesBitIdentically) {
   EXPECT_THROW(e->load_state(dir_ / "junk.state"), Error);
 }
 
+// A refused state file (here one cut inside its cache rows, the engine's trailer intact) leaves
+// the conversation as it was: its history, tokens and the next turn.
+TEST_F(EngineTest, RefusedStateKeepsTheConversation) {
+  auto source = engine();
+  source->send({{"user", "w260 w261 w262"}}, greedy(5));
+  source->save_state(dir_ / "whole.state");
+  std::vector<uint8_t> bytes = oxi::test::read_file_bytes(dir_ / "whole.state");
+  std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + 60);  // header and tokens only
+  cut.insert(cut.end(), bytes.end() - 200, bytes.end());        // and the trailer
+  oxi::test::write_file_bytes(dir_ / "cut.state", cut);
+
+  auto e = engine();
+  e->send({{"user", "w270"}}, greedy(3));
+  const auto tokens = e->session().tokens();
+  const auto history = e->history();
+  EXPECT_THROW(e->load_state(dir_ / "cut.state"), Error);
+  EXPECT_EQ(e->session().tokens(), tokens);
+  ASSERT_EQ(e->history().size(), history.size());
+  EXPECT_EQ(e->history().back().content, history.back().content);
+  const TurnStats next = e->send({{"user", "w271"}}, greedy(3));
+  EXPECT_GT(next.cached_tokens, 0u);
+}
+
 // Continuing a loaded state gives the same logits as evaluating the whole prompt at once, at
 // every split point (each letter is one byte token here), also past Session::kMaxBatch.
 TEST_F(EngineTest, LoadedStatePlusMoreEqualsTheWholePrompt) {
