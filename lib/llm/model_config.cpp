@@ -56,6 +56,13 @@ void ModelConfig::validate(const std::string& context) const {
                              std::to_string(n_layer) + ", heads " + std::to_string(n_head) + "/" +
                              std::to_string(n_head_kv) + ", head_dim " + std::to_string(head_dim) +
                              ", ff " + std::to_string(n_ff) + ")");
+  // Products of sizes are ints (q_dim, a fused qkv's rows, a fused gate_up's rows).
+  const int64_t q = int64_t{n_head} * head_dim, kv = int64_t{n_head_kv} * head_dim;
+  if (q + 2 * kv > std::numeric_limits<int>::max() ||
+      2 * int64_t{n_ff} > std::numeric_limits<int>::max())
+    throw Error(context, "model config sizes are too large (heads " + std::to_string(n_head) +
+                             " x head_dim " + std::to_string(head_dim) + ", ff " +
+                             std::to_string(n_ff) + ")");
   if (n_head % n_head_kv != 0)
     throw Error(context, "n_head " + std::to_string(n_head) + " is not a multiple of n_head_kv " +
                              std::to_string(n_head_kv));

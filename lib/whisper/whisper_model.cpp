@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <utility>
 
 #include "lib/core/error.h"
 #include "lib/formats/hf_dir.h"
@@ -47,6 +48,27 @@ int json_int(const nlohmann::json& j, const char* key, const std::string& contex
   if (!j.contains(key) || !j[key].is_number_integer())
     throw Error(context, std::string("config.json has no integer '") + key + "'");
   return checked_int(j[key], std::string("config.json '") + key + "'", context);
+}
+
+// The sizes a file states, checked before anything is derived from them (4 * state, the
+// window's 160 * 2 * n_audio_ctx samples, the default alignment heads of every upper layer),
+// so that no product overflows and no list grows without bound. 2^20 is far above any Whisper.
+void check_sizes(const WhisperConfig& c, const std::string& context) {
+  constexpr int kMaxSize = 1 << 20;
+  const std::pair<const char*, int> sizes[] = {{"n_mels", c.n_mels},
+                                               {"n_audio_ctx", c.n_audio_ctx},
+                                               {"n_audio_state", c.n_audio_state},
+                                               {"n_audio_head", c.n_audio_head},
+                                               {"n_audio_layer", c.n_audio_layer},
+                                               {"n_text_ctx", c.n_text_ctx},
+                                               {"n_text_state", c.n_text_state},
+                                               {"n_text_head", c.n_text_head},
+                                               {"n_text_layer", c.n_text_layer},
+                                               {"n_vocab", c.n_vocab}};
+  for (const auto& [name, v] : sizes)
+    if (v <= 0 || v > kMaxSize)
+      throw Error(context, std::string(name) + " is " + std::to_string(v) +
+                               (v <= 0 ? "" : ", more than any model has"));
 }
 
 }  // namespace
@@ -104,6 +126,7 @@ void WhisperModel::load_hf(const fs::path& dir, const LoadOptions& options) {
   c.n_text_layer = json_int(j, "decoder_layers", context);
   c.n_text_mlp = json_int(j, "decoder_ffn_dim", context);
   c.n_vocab = json_int(j, "vocab_size", context);
+  check_sizes(c, context);
 
   // The window: preprocessor_config.json's n_samples (or chunk_length) and nb_max_frames.
   const nlohmann::json& p = d->preprocessor_config;
@@ -175,6 +198,8 @@ void WhisperModel::load_openai(const fs::path& file, const LoadOptions& options)
     const pickle::Object* v = dims->get(key);
     if (!v || v->kind != pickle::Object::Kind::Int)
       throw Error(context, std::string("dims has no integer '") + key + "'");
+    if (!std::in_range<int>(v->integer))
+      throw Error(context, std::string("dims '") + key + "' is " + std::to_string(v->integer));
     return static_cast<int>(v->integer);
   };
   WhisperConfig& c = config_;
@@ -188,6 +213,7 @@ void WhisperModel::load_openai(const fs::path& file, const LoadOptions& options)
   c.n_text_state = dim("n_text_state");
   c.n_text_head = dim("n_text_head");
   c.n_text_layer = dim("n_text_layer");
+  check_sizes(c, context);
   c.n_audio_mlp = 4 * c.n_audio_state;
   c.n_text_mlp = 4 * c.n_text_state;
   c.n_frames = 2 * c.n_audio_ctx;
@@ -201,14 +227,14 @@ void WhisperModel::load_openai(const fs::path& file, const LoadOptions& options)
     else if (heads->kind ==
              pickle::Object::Kind::Tensor) {  // a bool mask (n_text_layer, n_text_head)
       const formats::TensorEntry e = archive->entry_of(*heads, "alignment_heads");
-      if (e.data.size() != static_cast<size_t>(c.n_text_layer * c.n_text_head))
+      const size_t n_heads = static_cast<size_t>(c.n_text_layer) * c.n_text_head;
+      if (e.data.size() != n_heads)
         throw Error(context, "alignment_heads mask has " + std::to_string(e.data.size()) +
-                                 " bytes, expected " +
-                                 std::to_string(c.n_text_layer * c.n_text_head));
+                                 " bytes, expected " + std::to_string(n_heads));
       c.alignment_heads.clear();
       for (int l = 0; l < c.n_text_layer; ++l)
         for (int h = 0; h < c.n_text_head; ++h)
-          if (e.data[static_cast<size_t>(l * c.n_text_head + h)] != std::byte{0})
+          if (e.data[static_cast<size_t>(l) * c.n_text_head + h] != std::byte{0})
             c.alignment_heads.emplace_back(l, h);
     }
   }
@@ -251,6 +277,7 @@ void WhisperModel::load_ggml(const fs::path& file, const LoadOptions& options) {
   c.n_text_head = h.n_text_head;
   c.n_text_layer = h.n_text_layer;
   c.n_vocab = h.n_vocab;
+  check_sizes(c, context);
   c.n_audio_mlp = 4 * c.n_audio_state;
   c.n_text_mlp = 4 * c.n_text_state;
   c.n_frames = 2 * c.n_audio_ctx;
