@@ -250,8 +250,9 @@ TEST_P(ModelFuzz, GgufMetadataEditsLoadOrFailWithAnError) {
   std::printf("[ fuzz ] %zu metadata edits, %zu loaded\n", runs, g_loaded);
 }
 
-TEST_P(ModelFuzz, GgufTensorEditsLoadOrFailWithAnError) {
-  const TinyModel tiny = make_tiny_model(tiny_spec(GetParam(), false), DType::Q8_0, DType::F32, 3);
+// Every tensor of `tiny` missing, reshaped and retyped in turn (the repacked layouts of
+// q4_0 / q8_0 / q4_K see the edited shapes too).
+void tensor_edits_load_or_fail(const TinyModel& tiny) {
   oxi::test::TempDir dir;
   write_gguf(tiny, dir / "seed.gguf");
   const GgufCopy seed(dir / "seed.gguf");
@@ -273,7 +274,7 @@ TEST_P(ModelFuzz, GgufTensorEditsLoadOrFailWithAnError) {
       m.tensors.erase(m.tensors.begin() + t);
       run(m, "without " + orig.name);
     }
-    std::vector<std::vector<int64_t>> shapes;
+    std::vector<std::vector<int64_t>> shapes = {orig.shape};  // retyped only
     std::vector<int64_t> s = orig.shape;
     std::reverse(s.begin(), s.end());
     shapes.push_back(s);
@@ -306,6 +307,15 @@ TEST_P(ModelFuzz, GgufTensorEditsLoadOrFailWithAnError) {
     }
   }
   std::printf("[ fuzz ] %zu tensor edits, %zu loaded\n", runs, g_loaded);
+}
+
+TEST_P(ModelFuzz, GgufTensorEditsLoadOrFailWithAnError) {
+  tensor_edits_load_or_fail(
+      make_tiny_model(tiny_spec(GetParam(), false), DType::Q8_0, DType::F32, 3));
+}
+
+TEST(ModelFuzzKQuants, GgufTensorEditsLoadOrFailWithAnError) {
+  tensor_edits_load_or_fail(make_tiny_model(tiny_spec("llama", true), DType::Q4_K, DType::F32, 3));
 }
 
 TEST_P(ModelFuzz, HfDirectoryEditsLoadOrFailWithAnError) {
