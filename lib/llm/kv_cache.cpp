@@ -1,6 +1,9 @@
 #include "lib/llm/kv_cache.h"
 
 #include <algorithm>
+#include <limits>
+#include <new>
+#include <string>
 #include <type_traits>
 
 #include "kernels/formats/quant.h"
@@ -13,12 +16,26 @@ KvCache::KvCache(size_t n_layer, size_t n_ctx, size_t kv_dim, kernels::DType typ
   if (type != kernels::DType::F16 && type != kernels::DType::F32)
     throw Error("llm kv cache", std::string("elements are f16 or f32, not ") +
                                     std::string(kernels::info(type).name));
-  if (f16_) {
-    keys16_.resize(n_layer * layer_elements());
-    values16_.resize(n_layer * layer_elements());
-  } else {
-    keys_.resize(n_layer * layer_elements());
-    values_.resize(n_layer * layer_elements());
+  // A context the memory cannot hold (--ctx 10^12) is an error naming the size, not a
+  // bad_alloc, nor a product that wraps around.
+  const size_t bytes_per_element = f16_ ? 2 : 4;
+  const size_t per_position = 2 * n_layer * kv_dim * bytes_per_element;
+  const size_t limit = std::numeric_limits<size_t>::max() / 4;
+  if (per_position == 0 || n_ctx > limit / per_position)
+    throw Error("llm kv cache",
+                "a context of " + std::to_string(n_ctx) + " positions is too large");
+  try {
+    if (f16_) {
+      keys16_.resize(n_layer * layer_elements());
+      values16_.resize(n_layer * layer_elements());
+    } else {
+      keys_.resize(n_layer * layer_elements());
+      values_.resize(n_layer * layer_elements());
+    }
+  } catch (const std::bad_alloc&) {
+    throw Error("llm kv cache", "cannot allocate " + std::to_string(n_ctx * per_position >> 20) +
+                                    " MiB for a context of " + std::to_string(n_ctx) +
+                                    " positions (use a smaller --ctx)");
   }
 }
 

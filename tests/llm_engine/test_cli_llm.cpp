@@ -268,6 +268,20 @@ TEST_F(CliLlm, UsageErrors) {
   EXPECT_EQ(generate({"-p", "x", "--load-kv", (dir_ / "missing").string()}).exit_code, 1);
   EXPECT_EQ(run_oxinfer({"generate", "--help"}).exit_code, 0);
   EXPECT_EQ(run_oxinfer({"chat", "--help"}).exit_code, 0);
+  // Numbers: NaN and infinities are refused (a NaN temperature sampled from NaN logits); a
+  // context too large for memory or for size_t is an error naming it, not a bad_alloc.
+  EXPECT_EQ(generate({"-p", "x", "--temp", "nan"}).exit_code, 2);
+  EXPECT_EQ(generate({"-p", "x", "--top-p", "inf"}).exit_code, 2);
+  for (const char* ctx : {"999999999999", "99999999999999999"}) {
+    const CommandResult r = generate({"-p", "x", "--ctx", ctx});
+    EXPECT_EQ(r.exit_code, 1) << ctx;
+    EXPECT_NE(r.err.find("context of " + std::string(ctx) + " positions"), std::string::npos)
+        << r.err;
+  }
+  // top-k beyond int is all tokens, as any top-k beyond the vocabulary (it wrapped to 1).
+  const CommandResult big_k = generate({"-p", "x", "--raw", "--top-k", "4294967297",
+                                        "--max-tokens", "1", "--seed", "1"});
+  EXPECT_EQ(big_k.exit_code, 0) << big_k.err;
 }
 
 TEST_F(CliLlm, BenchLlmJson) {

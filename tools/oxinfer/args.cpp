@@ -1,5 +1,7 @@
 #include "tools/oxinfer/args.h"
 
+#include <cmath>
+
 #include <cstdio>
 #include <sstream>
 
@@ -39,9 +41,10 @@ double ParsedArgs::get_double(const std::string& name, double fallback) const {
     size_t used = 0;
     double x = std::stod(*v, &used);
     if (used != v->size()) throw std::invalid_argument("trailing");
+    if (!std::isfinite(x)) throw std::invalid_argument("not finite");  // "nan", "inf"
     return x;
   } catch (const std::exception&) {
-    throw UsageError("--" + name + " expects a number, got '" + *v + "'");
+    throw UsageError("--" + name + " expects a finite number, got '" + *v + "'");
   }
 }
 

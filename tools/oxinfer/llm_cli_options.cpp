@@ -1,8 +1,10 @@
 #include "tools/oxinfer/llm_cli_options.h"
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -66,15 +68,27 @@ llm::EngineOptions engine_options(const ParsedArgs& args) {
   return o;
 }
 
+namespace {
+
+// An int option where any value is meaningful (top-k beyond the vocabulary is all of it,
+// negative is off or unlimited): clamped to int rather than wrapped by a cast.
+int int_option(const ParsedArgs& args, const std::string& name, int fallback) {
+  return static_cast<int>(std::clamp<long long>(args.get_int(name, fallback),
+                                                std::numeric_limits<int>::min(),
+                                                std::numeric_limits<int>::max()));
+}
+
+}  // namespace
+
 llm::GenerateOptions generate_options(const ParsedArgs& args) {
   llm::GenerateOptions g;
   llm::SamplerOptions& s = g.sampling;
   s.temperature = static_cast<float>(args.get_double("temp", s.temperature));
-  s.top_k = static_cast<int>(args.get_int("top-k", s.top_k));
+  s.top_k = int_option(args, "top-k", s.top_k);
   s.top_p = static_cast<float>(args.get_double("top-p", s.top_p));
   s.min_p = static_cast<float>(args.get_double("min-p", s.min_p));
   s.repeat_penalty = static_cast<float>(args.get_double("repeat-penalty", s.repeat_penalty));
-  s.repeat_last_n = static_cast<int>(args.get_int("repeat-last-n", s.repeat_last_n));
+  s.repeat_last_n = int_option(args, "repeat-last-n", s.repeat_last_n);
   if (s.top_p <= 0) throw UsageError("--top-p must be above 0");
   if (s.min_p < 0 || s.min_p > 1) throw UsageError("--min-p must be in 0..1");
   if (s.repeat_penalty <= 0) throw UsageError("--repeat-penalty must be above 0");
@@ -86,7 +100,7 @@ llm::GenerateOptions generate_options(const ParsedArgs& args) {
     s.seed = (static_cast<uint64_t>(device()) << 32) | device();
     spdlog::debug("seed {}", s.seed);
   }
-  g.max_tokens = static_cast<int>(args.get_int("max-tokens", 256));
+  g.max_tokens = int_option(args, "max-tokens", 256);
   g.stop = args.get_all("stop");
   if (const auto choices = args.get("choices")) {
     std::stringstream list(*choices);
