@@ -6,6 +6,7 @@
 #include <string>
 #include <type_traits>
 
+#include "backends/device.h"
 #include "kernels/formats/quant.h"
 #include "lib/core/error.h"
 
@@ -24,6 +25,14 @@ KvCache::KvCache(size_t n_layer, size_t n_ctx, size_t kv_dim, kernels::DType typ
   if (per_position == 0 || n_ctx > limit / per_position)
     throw Error("llm kv cache",
                 "a context of " + std::to_string(n_ctx) + " positions is too large");
+  // Larger than the machine's memory: refused before the allocation (whose zero-filling would
+  // call the OOM killer, or which a sanitizer's allocator reports as a crash).
+  const uint64_t bytes = uint64_t{n_ctx} * per_position;
+  if (const uint64_t total = backends::detect_memory().total_bytes; total > 0 && bytes > total)
+    throw Error("llm kv cache", "a context of " + std::to_string(n_ctx) + " positions needs " +
+                                    std::to_string(bytes >> 20) + " MiB, more than the " +
+                                    std::to_string(total >> 20) +
+                                    " MiB of memory here (use a smaller --ctx)");
   try {
     if (f16_) {
       keys16_.resize(n_layer * layer_elements());

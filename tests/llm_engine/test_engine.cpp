@@ -259,9 +259,11 @@ TEST_F(EngineTest, RefusedStateKeepsTheConversation) {
   auto source = engine();
   source->send({{"user", "w260 w261 w262"}}, greedy(5));
   source->save_state(dir_ / "whole.state");
-  std::vector<uint8_t> bytes = oxi::test::read_file_bytes(dir_ / "whole.state");
-  std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + 60);  // header and tokens only
-  cut.insert(cut.end(), bytes.end() - 200, bytes.end());        // and the trailer
+  // The header and tokens only, then the trailer (GCC 12 misreads insert() into a vector built
+  // from a prefix as an out-of-bounds copy, so the bytes are erased from the middle instead).
+  std::vector<uint8_t> cut = oxi::test::read_file_bytes(dir_ / "whole.state");
+  ASSERT_GT(cut.size(), 260u);
+  cut.erase(cut.begin() + 60, cut.end() - 200);
   oxi::test::write_file_bytes(dir_ / "cut.state", cut);
 
   auto e = engine();
