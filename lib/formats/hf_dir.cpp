@@ -1,6 +1,8 @@
 // hf::Directory: file discovery, config parsing and weight merging for HF model directories.
 #include "lib/formats/hf_dir.h"
 
+#include <limits>
+
 #include <algorithm>
 #include <fstream>
 #include <set>
@@ -148,6 +150,14 @@ TensorView Directory::tensor(std::string_view name) const {
   const formats::TensorEntry* e = find_tensor(name);
   if (!e) throw Error(dir.string(), "tensor '" + std::string(name) + "' not found");
   return e->view(dir.string());
+}
+
+int json_size(const nlohmann::json& value, const std::string& what, const std::string& context) {
+  const bool fits = value.is_number_integer() &&
+                    (value.is_number_unsigned() || value.get<int64_t>() >= 0) &&
+                    value.get<uint64_t>() <= uint64_t{std::numeric_limits<int>::max()};
+  if (!fits) throw Error(context, what + " is " + value.dump() + ", not a size or count");
+  return static_cast<int>(value.get<int64_t>());
 }
 
 }  // namespace oxi::hf

@@ -52,4 +52,8 @@ void load_sharded_weights(const std::filesystem::path& index_json, Directory& ou
 // Parses a JSON file; throws oxi::Error naming it when unreadable or malformed.
 nlohmann::json read_json_file(const std::filesystem::path& path);
 
+// A size or count of a config file: an integer in 0 .. INT_MAX (nlohmann's get<int> would wrap
+// a larger one and truncate a float). Throws oxi::Error(context, "<what> is <value>, ...").
+int json_size(const nlohmann::json& value, const std::string& what, const std::string& context);
+
 }  // namespace oxi::hf

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "lib/core/error.h"
+#include "lib/formats/hf_dir.h"
 
 namespace oxi::llm {
 namespace {
@@ -174,21 +175,11 @@ T json_or(const nlohmann::json& j, const char* key, T fallback) {
   return it->get<T>();
 }
 
-// A size or count: a non-negative integer that fits an int (nlohmann's get<int> would wrap a
-// larger one, and convert a float by truncation).
+// A size or count of the config, or `fallback` when it is absent or null.
 int json_int(const nlohmann::json& j, const char* key, int fallback, const std::string& context) {
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_number_integer())
-    throw Error(context,
-                std::string("config key '") + key + "' is " + it->dump() + ", not an integer");
-  const bool fits = it->is_number_unsigned()
-                        ? it->get<uint64_t>() <= uint64_t{std::numeric_limits<int>::max()}
-                        : it->get<int64_t>() >= 0 && std::in_range<int>(it->get<int64_t>());
-  if (!fits)
-    throw Error(context,
-                std::string("config key '") + key + "' (" + it->dump() + ") is out of range");
-  return static_cast<int>(it->get<int64_t>());
+  return hf::json_size(*it, std::string("config key '") + key + "'", context);
 }
 
 std::string hf_arch(const std::string& model_type, const std::string& context) {

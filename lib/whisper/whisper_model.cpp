@@ -36,18 +36,10 @@ fs::path find_tiktoken(const fs::path& model_file, bool multilingual, const Load
   return {};
 }
 
-// An integer in 0 .. INT_MAX (nlohmann's get<int> would wrap a larger one, truncate a float).
-int checked_int(const nlohmann::json& v, const std::string& what, const std::string& context) {
-  const bool fits = v.is_number_integer() && (v.is_number_unsigned() || v.get<int64_t>() >= 0) &&
-                    v.get<uint64_t>() <= uint64_t{std::numeric_limits<int>::max()};
-  if (!fits) throw Error(context, what + " is " + v.dump() + ", not a count or size");
-  return static_cast<int>(v.get<int64_t>());
-}
-
 int json_int(const nlohmann::json& j, const char* key, const std::string& context) {
   if (!j.contains(key) || !j[key].is_number_integer())
     throw Error(context, std::string("config.json has no integer '") + key + "'");
-  return checked_int(j[key], std::string("config.json '") + key + "'", context);
+  return hf::json_size(j[key], std::string("config.json '") + key + "'", context);
 }
 
 // The sizes a file states, checked before anything is derived from them (4 * state, the
@@ -134,7 +126,7 @@ void WhisperModel::load_hf(const fs::path& dir, const LoadOptions& options) {
   c.n_samples = c.n_frames * 160;
   if (p.is_object()) {
     const auto preprocessor_int = [&](const char* key) {
-      return checked_int(p[key], std::string("preprocessor_config.json '") + key + "'", context);
+      return hf::json_size(p[key], std::string("preprocessor_config.json '") + key + "'", context);
     };
     if (p.contains("n_samples"))
       c.n_samples = preprocessor_int("n_samples");
@@ -156,8 +148,9 @@ void WhisperModel::load_hf(const fs::path& dir, const LoadOptions& options) {
   if (has_g && g.contains("alignment_heads") && g["alignment_heads"].is_array()) {
     c.alignment_heads.clear();
     for (const auto& pair : g["alignment_heads"])
-      c.alignment_heads.emplace_back(checked_int(pair.at(0), "an alignment head's layer", context),
-                                     checked_int(pair.at(1), "an alignment head's head", context));
+      c.alignment_heads.emplace_back(
+          hf::json_size(pair.at(0), "an alignment head's layer", context),
+          hf::json_size(pair.at(1), "an alignment head's head", context));
   }
   c.validate(context);
 
@@ -171,8 +164,8 @@ void WhisperModel::load_hf(const fs::path& dir, const LoadOptions& options) {
       c.begin_suppress_tokens = g["begin_suppress_tokens"].get<std::vector<int32_t>>();
     if (g.contains("max_initial_timestamp_index") && g["max_initial_timestamp_index"].is_number())
       c.max_initial_timestamp_index =
-          checked_int(g["max_initial_timestamp_index"],
-                      "generation_config.json 'max_initial_timestamp_index'", context);
+          hf::json_size(g["max_initial_timestamp_index"],
+                        "generation_config.json 'max_initial_timestamp_index'", context);
   }
 
   // HF names, with or without WhisperForConditionalGeneration's "model." prefix.
