@@ -1,10 +1,12 @@
 // Malformed Whisper checkpoints: the tiny model as a whisper.cpp ggml file with each int32
 // field of its header, vocabulary and tensor table edited in turn (zero, negative, off by one,
-// huge) or the file cut there, and as an HF directory with each key of its JSON files edited.
+// huge) or the file cut there, as an OpenAI .pt with each of its dims edited, and as an HF
+// directory with each key of its JSON files edited.
 // Each must load, encode a window and decode a step, or fail with oxi::Error; a crash, a
 // sanitizer report or another exception fails the test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -37,7 +39,10 @@ void load_and_run(const std::filesystem::path& path, backends::Backend& backend)
     const auto model = WhisperModel::load(path);
     const WhisperConfig& c = model->config();
     WhisperState state(model, backend);
-    const size_t frames = static_cast<size_t>(c.n_frames);
+    // At most the tiny model's window: an edited file may claim a huge one (n_audio_ctx 2^20
+    // with the positional embedding computed, as a .pt may leave it out), whose attention
+    // would take hours; a shorter window runs the same code.
+    const size_t frames = std::min<size_t>(static_cast<size_t>(c.n_frames), 100);
     state.encode(oxi::test::random_floats(static_cast<size_t>(c.n_mels) * frames, 5), frames);
     const WhisperVocab& v = model->vocab();
     const std::vector<int32_t> prompt = {v.sot, v.transcribe, v.no_timestamps};
@@ -124,6 +129,34 @@ TEST_F(WhisperFuzz, GgmlFieldEditsLoadOrFailWithAnError) {
     ASSERT_NO_THROW(load_and_run(dir_ / "m.bin", *backend_));
   }
   std::printf("[ fuzz ] %zu fields, %zu edits, %zu loaded\n", fields.size(), runs, g_loaded);
+}
+
+// An OpenAI .pt whose dims disagree with its tensors or are out of range: each size edited in
+// turn (the tensors stay those of the unedited model).
+TEST_F(WhisperFuzz, OpenaiDimsEditsLoadOrFailWithAnError) {
+  std::filesystem::create_directories(dir_ / "pt");
+  write_openai_pt(tiny_, dir_ / "pt" / "tiny.pt");
+  expect_loads(dir_ / "pt" / "tiny.pt");
+  int TinyDims::*const fields[] = {
+      &TinyDims::n_mels, &TinyDims::n_vocab,       &TinyDims::n_audio_ctx, &TinyDims::n_state,
+      &TinyDims::n_head, &TinyDims::n_audio_layer, &TinyDims::n_text_ctx,  &TinyDims::n_text_layer};
+  size_t runs = 0;
+  for (int TinyDims::*field : fields) {
+    const int x = tiny_.dims.*field;
+    for (int y : {0, 1, -1, x - 1, x + 1, 2 * x, 1 << 20, (1 << 20) + 1, INT_MAX, INT_MIN}) {
+      if (y == x) continue;
+      TinyWhisper edited = tiny_;
+      edited.dims.*field = y;
+      const std::filesystem::path dir = dir_ / ("pt" + std::to_string(runs));
+      std::filesystem::create_directories(dir);
+      write_openai_pt(edited, dir / "tiny.pt");
+      SCOPED_TRACE("dims field " + std::to_string(x) + " -> " + std::to_string(y));
+      ASSERT_NO_THROW(load_and_run(dir / "tiny.pt", *backend_));
+      std::filesystem::remove_all(dir);
+      ++runs;
+    }
+  }
+  std::printf("[ fuzz ] %zu dims edits, %zu loaded\n", runs, g_loaded);
 }
 
 TEST_F(WhisperFuzz, HfDirectoryEditsLoadOrFailWithAnError) {
