@@ -42,7 +42,7 @@ KvCache::KvCache(size_t n_layer, size_t n_ctx, size_t kv_dim, kernels::DType typ
       values_.resize(n_layer * layer_elements());
     }
   } catch (const std::bad_alloc&) {
-    throw Error("llm kv cache", "cannot allocate " + std::to_string(n_ctx * per_position >> 20) +
+    throw Error("llm kv cache", "cannot allocate " + std::to_string(bytes >> 20) +
                                     " MiB for a context of " + std::to_string(n_ctx) +
                                     " positions (use a smaller --ctx)");
   }
