@@ -41,7 +41,7 @@ void write_vad_model(const std::map<std::string, VadTensor>& tensors,
   safetensors::Writer writer;
   for (const auto& [name, tensor] : tensors) {
     std::vector<std::byte> bytes(tensor.values.size() * sizeof(float));
-    std::memcpy(bytes.data(), tensor.values.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(bytes.data(), tensor.values.data(), bytes.size());
     writer.add_tensor(name, kernels::DType::F32, tensor.shape, std::move(bytes));
   }
   writer.write(path);
