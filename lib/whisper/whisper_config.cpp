@@ -1,28 +1,39 @@
 #include "lib/whisper/whisper_config.h"
 
 #include <cstring>
+#include <string>
+#include <utility>
 
 #include "lib/core/error.h"
 #include "lib/formats/inflate.h"
 
 namespace oxi::whisper {
 
+void WhisperConfig::validate_stated_sizes(const std::string& context) const {
+  constexpr int kMaxSize = 1 << 20;
+  const std::pair<const char*, int> sizes[] = {{"n_mels", n_mels},
+                                               {"n_audio_ctx", n_audio_ctx},
+                                               {"n_audio_state", n_audio_state},
+                                               {"n_audio_head", n_audio_head},
+                                               {"n_audio_layer", n_audio_layer},
+                                               {"n_text_ctx", n_text_ctx},
+                                               {"n_text_state", n_text_state},
+                                               {"n_text_head", n_text_head},
+                                               {"n_text_layer", n_text_layer},
+                                               {"n_vocab", n_vocab}};
+  for (const auto& [name, v] : sizes)
+    if (v <= 0 || v > kMaxSize)
+      throw Error(context, std::string(name) + " is " + std::to_string(v) +
+                               (v <= 0 ? "" : ", more than any model has"));
+}
+
 void WhisperConfig::validate(const std::string& context) const {
+  validate_stated_sizes(context);
   const auto positive = [&](int v, const char* name) {
     if (v <= 0) throw Error(context, std::string(name) + " is " + std::to_string(v));
   };
-  positive(n_mels, "n_mels");
-  positive(n_audio_ctx, "n_audio_ctx");
-  positive(n_audio_state, "n_audio_state");
-  positive(n_audio_head, "n_audio_head");
-  positive(n_audio_layer, "n_audio_layer");
   positive(n_audio_mlp, "n_audio_mlp");
-  positive(n_text_ctx, "n_text_ctx");
-  positive(n_text_state, "n_text_state");
-  positive(n_text_head, "n_text_head");
-  positive(n_text_layer, "n_text_layer");
   positive(n_text_mlp, "n_text_mlp");
-  positive(n_vocab, "n_vocab");
   positive(n_frames, "n_frames");
   if (n_audio_state % n_audio_head != 0 || n_text_state % n_text_head != 0)
     throw Error(context, "state width is not a multiple of the head count");

@@ -41,7 +41,14 @@ struct WhisperConfig {
   int audio_head_dim() const { return n_audio_state / n_audio_head; }
   int text_head_dim() const { return n_text_state / n_text_head; }
 
-  // Throws oxi::Error(context, ...) for sizes that cannot be a Whisper model.
+  // Throws oxi::Error(context, ...) unless the ten sizes a file states (n_mels .. n_vocab, not
+  // the MLP widths or the window) are in 1 .. 2^20, far above any Whisper. Loaders call it
+  // before deriving anything from them (4 * state, the window's 160 * 2 * n_audio_ctx samples,
+  // the default alignment heads of every upper layer), so that no product overflows and no
+  // list grows without bound.
+  void validate_stated_sizes(const std::string& context) const;
+  // Throws oxi::Error(context, ...) for sizes that cannot be a Whisper model: the stated sizes
+  // as above, the derived ones and how they fit together.
   void validate(const std::string& context) const;
 };
 

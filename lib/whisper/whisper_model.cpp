@@ -42,27 +42,6 @@ int json_int(const nlohmann::json& j, const char* key, const std::string& contex
   return hf::json_size(j[key], std::string("config.json '") + key + "'", context);
 }
 
-// The sizes a file states, checked before anything is derived from them (4 * state, the
-// window's 160 * 2 * n_audio_ctx samples, the default alignment heads of every upper layer),
-// so that no product overflows and no list grows without bound. 2^20 is far above any Whisper.
-void check_sizes(const WhisperConfig& c, const std::string& context) {
-  constexpr int kMaxSize = 1 << 20;
-  const std::pair<const char*, int> sizes[] = {{"n_mels", c.n_mels},
-                                               {"n_audio_ctx", c.n_audio_ctx},
-                                               {"n_audio_state", c.n_audio_state},
-                                               {"n_audio_head", c.n_audio_head},
-                                               {"n_audio_layer", c.n_audio_layer},
-                                               {"n_text_ctx", c.n_text_ctx},
-                                               {"n_text_state", c.n_text_state},
-                                               {"n_text_head", c.n_text_head},
-                                               {"n_text_layer", c.n_text_layer},
-                                               {"n_vocab", c.n_vocab}};
-  for (const auto& [name, v] : sizes)
-    if (v <= 0 || v > kMaxSize)
-      throw Error(context, std::string(name) + " is " + std::to_string(v) +
-                               (v <= 0 ? "" : ", more than any model has"));
-}
-
 }  // namespace
 
 std::shared_ptr<const WhisperModel> WhisperModel::load(const fs::path& path,
@@ -118,7 +97,7 @@ void WhisperModel::load_hf(const fs::path& dir, const LoadOptions& options) {
   c.n_text_layer = json_int(j, "decoder_layers", context);
   c.n_text_mlp = json_int(j, "decoder_ffn_dim", context);
   c.n_vocab = json_int(j, "vocab_size", context);
-  check_sizes(c, context);
+  c.validate_stated_sizes(context);
 
   // The window: preprocessor_config.json's n_samples (or chunk_length) and nb_max_frames.
   const nlohmann::json& p = d->preprocessor_config;
@@ -206,7 +185,7 @@ void WhisperModel::load_openai(const fs::path& file, const LoadOptions& options)
   c.n_text_state = dim("n_text_state");
   c.n_text_head = dim("n_text_head");
   c.n_text_layer = dim("n_text_layer");
-  check_sizes(c, context);
+  c.validate_stated_sizes(context);
   c.n_audio_mlp = 4 * c.n_audio_state;
   c.n_text_mlp = 4 * c.n_text_state;
   c.n_frames = 2 * c.n_audio_ctx;
@@ -270,7 +249,7 @@ void WhisperModel::load_ggml(const fs::path& file, const LoadOptions& options) {
   c.n_text_head = h.n_text_head;
   c.n_text_layer = h.n_text_layer;
   c.n_vocab = h.n_vocab;
-  check_sizes(c, context);
+  c.validate_stated_sizes(context);
   c.n_audio_mlp = 4 * c.n_audio_state;
   c.n_text_mlp = 4 * c.n_text_state;
   c.n_frames = 2 * c.n_audio_ctx;
