@@ -84,9 +84,9 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   k.fast_iq4_xs_r8 = true;
   k.fast_q2_k_r8 = true;
   k.fast_q3_k_r8 = true;
+  k.fast_q5_k_r8 = true;
 #endif
 #if defined(OXI_ARCH_AVX512)
-  k.fast_q5_k_r8 = true;  // AVX2 alone runs the reference (q5_k_r8_tiles.h)
   k.stream_lines_choice = true;
 #endif
 }

@@ -13,9 +13,11 @@
 //
 // AVX2 (no VNNI): q4_K_r8's AVX2 steps (the same group_scales / minus_mins, nibbles split by an
 // and, a shift and an and, maddubs per token, one madd against the sub-block's scale) with the
-// fifth bits spread to bytes: the field's 64 bits broadcast, per half a pshufb (byte k takes the
-// field's byte k / 8), an and with bit k % 8, a compare, an and of 16 and an or into the nibbles:
-// ~10 more ops per 32 quant bytes, shared by the tokens of a pass. Values reach 31, so the int16
+// fifth bits spread to bytes: the field's 64 bits broadcast and a copy shifted up by 4 (one
+// vpsllvq), then per half a pshufb (byte k takes the field's byte k / 8, from the copy where its
+// bit k % 8 is below bit 4), an and with that bit, a min with 16 and an or into the nibbles: ~9
+// more ops per 32 quant bytes, shared by the 4 tokens of a pass (a compare and an and of 16
+// instead of the min: one core in L2, 26.8-26.9 -> 27.9-28.4 GB/s). Values reach 31, so the int16
 // maddubs sums hold half of q4_K_r8's: two quants rows (4 maddubs), then the madd into int32.
 //
 // Other instruction sets run the reference (plain q5_K is not repacked there: quant.h).
@@ -112,20 +114,25 @@ struct Q5KR8Tile : K8RowPasses<Q5KR8Tile> {
     }
   }
 
-#else  // AVX2 alone: at most kTokensPerPass tokens a pass (pass below)
-
-  // Tokens a pass: each token's int16 and int32 sums stay in registers beside the unpacked
-  // weights and the constants (16 ymm registers).
-  static constexpr int kTokensPerPass = 2;
+#else
+  // AVX2 alone: up to gemm_q's 4 tokens a pass. Their int16 and int32 sums and the unpacked
+  // weights overflow the 16 ymm registers (some sums spill to the stack), yet one weight decode
+  // for 4 tokens beat passes of 2: one thread, pp128 62-64 against 43-47 tok/s
+  // (docs/benchmarks.md, fifty-fourth session).
 
   struct Constants : Q4::Constants {
-    // fifth bits: byte k of a broadcast 64-bit field takes its byte k / 8 (lower: bytes 0-3, the
-    // low nibbles' bits; upper: bytes 4-7, the high nibbles'), and keeps bit k % 8
-    __m256i spread_lower = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
-                                            2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    __m256i spread_upper = _mm256_setr_epi8(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6,
-                                            6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7);
-    __m256i bit_of = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+    // fifth bits: a 128-bit lane of the field holds it as it is (bytes 0-7) and shifted up by 4
+    // (bytes 8-15), so that byte k can take bit k % 8 of the field's byte k / 8 at bit 4-7: from
+    // the shifted copy when k % 8 < 4 (lower: bytes 0-3 of the field, the low nibbles' bits;
+    // upper: bytes 4-7, the high nibbles')
+    static __m256i spread(int first) noexcept {
+      alignas(32) int8_t c[32];
+      for (int k = 0; k < 32; ++k) c[k] = static_cast<int8_t>(first + k / 8 + (k % 8 < 4 ? 8 : 0));
+      return _mm256_load_si256(reinterpret_cast<const __m256i*>(c));
+    }
+    __m256i spread_lower = spread(0), spread_upper = spread(4);
+    __m256i shift_copy = _mm256_setr_epi64x(0, 4, 0, 4);
+    __m256i bit_of = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201080402010ull));
     __m256i sixteen = _mm256_set1_epi8(16);
   };
 
@@ -157,7 +164,7 @@ struct Q5KR8Tile : K8RowPasses<Q5KR8Tile> {
   [[gnu::always_inline]] static __m256i sixteens(__m256i field, __m256i spread,
                                                  const Constants& c) noexcept {
     const __m256i bits = _mm256_and_si256(_mm256_shuffle_epi8(field, spread), c.bit_of);
-    return _mm256_and_si256(_mm256_cmpeq_epi8(bits, c.bit_of), c.sixteen);
+    return _mm256_min_epu8(bits, c.sixteen);  // 0, or 16 .. 128 -> 16
   }
 
   // acc[t] += the group's sums for T tokens; nb blocks (8 unless kShort).
@@ -183,7 +190,7 @@ struct Q5KR8Tile : K8RowPasses<Q5KR8Tile> {
         for (int t = 0; t < T; ++t) d[t] = _mm256_setzero_si256();
         for (int i = 2 * h; i < 2 * h + 2; ++i) {
           const __m256i q = quants(g, nb, j, i);
-          const __m256i field = fifth_field(g, nb, j, i);
+          const __m256i field = _mm256_sllv_epi64(fifth_field(g, nb, j, i), c.shift_copy);
           const __m256i lo =
               _mm256_or_si256(_mm256_and_si256(q, c.low4), sixteens(field, c.spread_lower, c));
           const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), c.low4),
@@ -202,20 +209,6 @@ struct Q5KR8Tile : K8RowPasses<Q5KR8Tile> {
     for (int t = 0; t < T; ++t)
       acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(s.dw, _mm256_loadu_ps(a[t]->d)),
                                _mm256_cvtepi32_ps(sums[t]), acc[t]);
-  }
-
-  // kTokensPerPass tokens a pass at most; each token's accumulator sees the same steps either way.
-  template <int T, int P>
-  static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
-                   size_t n, float* y, size_t y_stride) noexcept {
-    using Base = K8RowPasses<Q5KR8Tile>;
-    if constexpr (T > kTokensPerPass) {
-      Base::template pass<kTokensPerPass, P>(w, w_row_bytes, x, x_stride, n, y, y_stride);
-      pass<T - kTokensPerPass, P>(w, w_row_bytes, x + kTokensPerPass * x_stride, x_stride, n,
-                                  y + kTokensPerPass * y_stride, y_stride);
-    } else {
-      Base::template pass<T, P>(w, w_row_bytes, x, x_stride, n, y, y_stride);
-    }
   }
 
 #endif
