@@ -19,6 +19,8 @@
 // more ops per 32 quant bytes, shared by the 4 tokens of a pass (a compare and an and of 16
 // instead of the min: one core in L2, 26.8-26.9 -> 27.9-28.4 GB/s). Values reach 31, so the int16
 // maddubs sums hold half of q4_K_r8's: two quants rows (4 maddubs), then the madd into int32.
+// Not preferred (format_kernels_arch.cpp): against plain q5_K, prefill +70 % but decode from
+// memory -11 to -14 %, though faster in L2 (docs/benchmarks.md, fifty-fourth session).
 //
 // Other instruction sets run the reference (plain q5_K is not repacked there: quant.h).
 //

@@ -1,8 +1,8 @@
 // Repacking loaded weight matrices into the layouts the CPU kernels multiply fastest
 // (kernels::FormatKernels::preferred_layout: Q4_0 -> Q4_0_R16, Q8_0 -> Q8_0_R16, Q4_K -> Q4_K_R8
 // or Q4_K_R8S where rows would end in a short Q4_K_R8 group, IQ4_XS -> IQ4_XS_R8, IQ4_NL ->
-// IQ4_NL_R16, Q5_0 / Q5_1 / Q4_1 / Q2_K / Q3_K / Q5_K -> Q5_0_R16 / Q5_1_R16 / Q4_1_R16 / Q2_K_R8 /
-// Q3_K_R8 / Q5_K_R8 on AVX2), as llama.cpp repacks for its CPU backend. Results differ
+// IQ4_NL_R16, Q5_0 / Q5_1 / Q4_1 / Q2_K / Q3_K -> Q5_0_R16 / Q5_1_R16 / Q4_1_R16 / Q2_K_R8 / Q3_K_R8
+// on AVX2, Q5_K -> Q5_K_R8 on avx512), as llama.cpp repacks for its CPU backend. Results differ
 // from the file's layout by f32 summation order only. The LLM (lib/llm/repack.h) and Whisper
 // (lib/whisper/whisper_weights.h) loaders call it on their matrices.
 #pragma once

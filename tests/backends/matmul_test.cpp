@@ -203,7 +203,7 @@ TEST(CpuMatmul, QuantizedWeightsMatchNaiveDouble) {
 
 // Weights repacked (Q4_0 -> Q4_0_R16, IQ4_NL -> IQ4_NL_R16, Q5_0 / Q5_1 -> Q5_0_R16 / Q5_1_R16,
 // Q4_1 -> Q4_1_R16, Q8_0 -> Q8_0_R16, Q4_K -> Q4_K_R8 / Q4_K_R8S: the layouts decode uses on AVX2;
-// Q2_K -> Q2_K_R8, Q3_K -> Q3_K_R8, Q5_K -> Q5_K_R8;
+// Q2_K -> Q2_K_R8, Q3_K -> Q3_K_R8; Q5_K -> Q5_K_R8 on avx512;
 // q4_K_r8s in sets of up to 8 rows, so 72 rows there, else 67): the naive double bound as for the
 // plain type, and the plain matmul's result within 1e-5 of the products' magnitude (same integers,
 // another f32 summation order), for one token (matvec) and several (gemm_q).

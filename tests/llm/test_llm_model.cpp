@@ -483,7 +483,7 @@ TEST(ModelLoad, HfChatTemplateFromJinjaOrProcessorFile) {
 // Q4_0, Q8_0, Q4_K, IQ4_XS, IQ4_NL, Q5_0, Q5_1, Q4_1, Q5_K, Q3_K and Q2_K matrices are repacked at
 // load where the kernels prefer another layout (AVX2: Q4_0_R16, Q8_0_R16, Q4_K_R8, and Q4_K_R8S for
 // q4_K rows that end in a short group, IQ4_XS_R8, IQ4_NL_R16, Q5_0_R16, Q5_1_R16, Q4_1_R16 and
-// Q2_K_R8, Q3_K_R8 and Q5_K_R8).
+// Q2_K_R8 and Q3_K_R8; avx512 also Q5_K_R8).
 // Widths of 18 and 32 blocks exercise whole 16-block groups and the plain-layout tail; kv
 // projections (9 blocks) only the tail (q4_K: 8 and 9 blocks of 256, one 8-block group, then
 // ffn_down's rows of 9 blocks in sets of 8 rows, q4_K_r8s). The repacked model matches the
@@ -580,7 +580,8 @@ TEST(RepackedQ4_K, MatchesPlainLayout) {
   expect_repacked_matches_plain_layout("llama", DType::Q4_K, DType::Q4_K_R8);
 }
 
-// q5_K_r8 (AVX2 and avx512; elsewhere the model keeps q5_K and this compares it with itself).
+// q5_K_r8 (avx512; elsewhere the model keeps q5_K and this compares it with itself; the AVX2 tile
+// is checked in tests/kernels/formats/test_q5_k_r8.cpp).
 TEST(RepackedQ5_K, MatchesPlainLayout) {
   expect_repacked_matches_plain_layout("llama", DType::Q5_K, DType::Q5_K_R8);
 }

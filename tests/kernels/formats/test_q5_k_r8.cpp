@@ -146,7 +146,7 @@ TEST(Q5_KR8, Avx512IsBitIdenticalToAvx2) {
 
 TEST(Q5_KR8, PreferredWhereAHandWrittenKernelExists) {
   expect_preferred_where(DType::Q5_K, DType::Q5_K_R8, &kernels::FormatKernels::fast_q5_k_r8,
-                         has_avx2_kernels);
+                         [](Isa isa) { return isa == Isa::avx512; });
 }
 
 }  // namespace
