@@ -86,7 +86,9 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   k.fast_q3_k_r8 = true;
 #endif
 #if defined(OXI_ARCH_AVX512)
-  k.fast_q5_k_r8 = true;  // AVX2 alone runs the reference (q5_k_r8_tiles.h)
+  // AVX2 alone has a q5_K_r8 tile too (q5_k_r8_tiles.h), but keeps plain q5_K: prefill +70 %,
+  // decode -11 to -14 % (docs/benchmarks.md, fifty-fourth session)
+  k.fast_q5_k_r8 = true;
   k.stream_lines_choice = true;
 #endif
 }

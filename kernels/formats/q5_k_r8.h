@@ -22,9 +22,10 @@
 // group's end had streamed slower from memory: docs/benchmarks.md, forty-ninth session). A whole
 // group is 1408 bytes (22 lines) and its fields are 64-bit masks whose bit k belongs to byte k
 // of the 64 bytes a 512-bit product builds from the quants row (the low nibbles' values in the
-// lower half, the high ones' in the upper): one mask load and one masked add of 16 per 32 quant
-// bytes. A shorter last group's masks have their two halves 4 * nb bits apart (spread apart by
-// the kernel). A row has exactly the bytes of its q5_K original.
+// lower half, the high ones' in the upper): on avx512 one mask load and one masked add of 16 per
+// 32 quant bytes; AVX2 spreads each half's 32 bits to the bytes of a 256-bit vector
+// (q5_k_r8_tiles.h). A shorter last group's masks have their two halves 4 * nb bits apart (spread
+// apart by the kernel). A row has exactly the bytes of its q5_K original.
 //
 // The activation is q4_K_r8's (q8_K values, q4_k_r8_activation_bytes,
 // quantize_activation_q4_k_r8). The integer sums of every super-block are the plain q5_K ones;

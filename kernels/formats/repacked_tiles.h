@@ -183,7 +183,7 @@ struct R16ReferenceTile {
 #endif
 
 // The reference tile of the layouts in groups of 8 super-blocks (q4_K_r8, iq4_xs_r8, q5_K_r8,
-// q3_K_r8, q2_K_r8; the last three also in the AVX2 build, which has no tile of its own for them): one f32
+// q3_K_r8, q2_K_r8; the builds without AVX2): one f32
 // sum per (token, row), block after block. Tile::block_sum(group, nb, b, a) is block b's sum
 // against lane b of its activation group (AGroup: q4_K_r8's, or q3_K_r8's ActGroupK16), for a
 // group of nb blocks of type Block.

@@ -580,7 +580,8 @@ TEST(RepackedQ4_K, MatchesPlainLayout) {
   expect_repacked_matches_plain_layout("llama", DType::Q4_K, DType::Q4_K_R8);
 }
 
-// q5_K_r8 (avx512; elsewhere the model keeps q5_K and this compares it with itself).
+// q5_K_r8 (avx512; elsewhere the model keeps q5_K and this compares it with itself; the AVX2 tile
+// is checked in tests/kernels/formats/test_q5_k_r8.cpp).
 TEST(RepackedQ5_K, MatchesPlainLayout) {
   expect_repacked_matches_plain_layout("llama", DType::Q5_K, DType::Q5_K_R8);
 }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -110,23 +111,37 @@ TEST(Q5_KR8, GemmQMatchesPerTokenMatvec) {
 
 // Every element at 31 (nibble 15, fifth bit set) or 16 (fifth bit alone) with sub-block scales
 // and mins at 63, against activations of +-127: the sub-block dots reach 16 x 31 x 127 a lane,
-// past int16, and the scaled sums their largest magnitudes.
+// past int16 (AVX2 sums 4 maddubs of 2 x 31 x 127 in int16), and the scaled sums their largest
+// magnitudes; also with the fifth bits in alternate positions (0x55 / 0xAA: each bit must reach
+// its own byte). Rows of a whole group and 3 blocks, of 2 whole groups and 6 (TinyLlama's 5632),
+// and of one block (a short group only).
 TEST(Q5_KR8, ExtremeValuesMatchNaive) {
-  const size_t n = 256 * 11;
-  for (uint8_t nibbles : {uint8_t{0xFF}, uint8_t{0x00}}) {
-    std::vector<kernels::BlockQ5_K> blocks(n / 256);
-    for (auto& b : blocks) {
-      b.d = 0x3C00;                                   // 1.0
-      b.dmin = 0x3800;                                // 0.5
-      std::memset(b.scales, 0xFF, sizeof(b.scales));  // every scale and min 63
-      std::memset(b.qh, 0xFF, sizeof(b.qh));
-      std::memset(b.qs, nibbles, sizeof(b.qs));
+  for (size_t n : {size_t{256 * 11}, size_t{256 * 22}, size_t{256}})
+    for (const auto& [nibbles, qh] :
+         {std::pair<uint8_t, uint8_t>{0xFF, 0xFF}, {0x00, 0xFF}, {0xFF, 0x55}, {0x0F, 0xAA}}) {
+      std::vector<kernels::BlockQ5_K> blocks(n / 256);
+      for (auto& b : blocks) {
+        b.d = 0x3C00;                                   // 1.0
+        b.dmin = 0x3800;                                // 0.5
+        std::memset(b.scales, 0xFF, sizeof(b.scales));  // every scale and min 63
+        std::memset(b.qh, qh, sizeof(b.qh));
+        std::memset(b.qs, nibbles, sizeof(b.qs));
+      }
+      std::vector<uint8_t> plain(blocks.size() * sizeof(kernels::BlockQ5_K));
+      std::memcpy(plain.data(), blocks.data(), plain.size());
+      expect_constant_activations_match_naive(DType::Q5_K, DType::Q5_K_R8, plain, n,
+                                              "n " + std::to_string(n) + " qs " +
+                                                  std::to_string(nibbles) + " qh " +
+                                                  std::to_string(qh));
     }
-    std::vector<uint8_t> plain(blocks.size() * sizeof(kernels::BlockQ5_K));
-    std::memcpy(plain.data(), blocks.data(), plain.size());
-    expect_constant_activations_match_naive(DType::Q5_K, DType::Q5_K_R8, plain, n,
-                                            nibbles ? "all 31" : "all 16");
-  }
+}
+
+// The AVX2 tile sums each sub-block's maddubs in int16 pairs of quants rows and scales them by
+// madd; avx512 by VNNI dots and vpmulld: the same integers, met by the same f32 steps, so the same
+// bits (5 tokens: gemm_q's passes and a 1-token one; whole groups, short ones, one block).
+TEST(Q5_KR8, Avx512IsBitIdenticalToAvx2) {
+  const size_t lengths[] = {256 * 8, 256 * 22, 256 * 13, 256 * 1, 256 * 3};
+  expect_avx512_bit_identical_to_avx2(DType::Q5_K, DType::Q5_K_R8, lengths);
 }
 
 TEST(Q5_KR8, PreferredWhereAHandWrittenKernelExists) {
