@@ -5,13 +5,10 @@
 // sanitizer report or another exception fails the test.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <random>
 #include <span>
@@ -22,7 +19,6 @@
 
 #include "kernels/formats/dtype.h"
 #include "lib/core/error.h"
-#include "lib/formats/safetensors.h"
 #include "lib/vad/silero_vad.h"
 #include "tests/common/byte_edits.h"
 #include "tests/common/json_edits.h"
@@ -58,21 +54,6 @@ void load_and_run(const fs::path& path, const std::string& what, Outcome& outcom
   }
 }
 
-// The tensors as a safetensors file with `dtype` for the tensor `retyped` (its values in that
-// type: the byte count of its shape).
-void write_with_type(const std::map<std::string, test::VadTensor>& tensors,
-                     const std::string& retyped, kernels::DType dtype, const fs::path& path) {
-  safetensors::Writer writer;
-  for (const auto& [name, t] : tensors) {
-    const kernels::DType type = name == retyped ? dtype : kernels::DType::F32;
-    std::vector<std::byte> bytes(kernels::row_bytes(type, t.values.size()));
-    const size_t n = std::min(bytes.size(), t.values.size() * sizeof(float));
-    if (n > 0) std::memcpy(bytes.data(), t.values.data(), n);
-    writer.add_tensor(name, type, t.shape, std::move(bytes));
-  }
-  writer.write(path);
-}
-
 TEST(SileroVadFuzz, EachTensorMissingRetypedReshapedOrNonFinite) {
   test::TempDir dir;
   const auto tensors = test::random_vad_tensors(3);
@@ -89,7 +70,7 @@ TEST(SileroVadFuzz, EachTensorMissingRetypedReshapedOrNonFinite) {
     load_and_run(path, name + " missing", outcome);
 
     for (kernels::DType type : {kernels::DType::F16, kernels::DType::BF16, kernels::DType::F64}) {
-      write_with_type(tensors, name, type, path);
+      test::write_vad_model(tensors, path, {{name, type}});
       load_and_run(path, name + " as " + std::string(kernels::name(type)), outcome);
     }
 
@@ -132,44 +113,29 @@ TEST(SileroVadFuzz, EachTensorMissingRetypedReshapedOrNonFinite) {
   EXPECT_EQ(outcome.loaded - 1, 2 * tensors.size());
 }
 
-std::vector<std::byte> read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> b(c.size());
-  std::memcpy(b.data(), c.data(), c.size());
-  return b;
-}
-
-void write_bytes(const fs::path& path, std::span<const std::byte> bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
-}
-
 TEST(SileroVadFuzz, EachHeaderKeyEdited) {
   test::TempDir dir;
   const fs::path original = dir / "original.safetensors", path = dir / "edited.safetensors";
   test::write_vad_model(test::random_vad_tensors(4), original);
-  const std::vector<std::byte> file = read_bytes(original);
+  const std::vector<uint8_t> file = test::read_file_bytes(original);
   uint64_t header_size = 0;
   ASSERT_GE(file.size(), 8u);
   std::memcpy(&header_size, file.data(), 8);  // little-endian, as this machine is
   ASSERT_LE(8 + header_size, file.size());
   const auto header = nlohmann::json::parse(
       std::string(reinterpret_cast<const char*>(file.data()) + 8, header_size));
-  const std::span<const std::byte> data(file.data() + 8 + header_size,
-                                        file.size() - 8 - header_size);
+  const std::span<const uint8_t> data(file.data() + 8 + header_size, file.size() - 8 - header_size);
 
   Outcome outcome;
   size_t edits = 0;
   test::for_each_json_edit(header, [&](const nlohmann::json& edited, const std::string& what) {
     const std::string text = edited.dump();
-    std::vector<std::byte> bytes(8 + text.size());
+    std::vector<uint8_t> bytes(8 + text.size());
     const uint64_t size = text.size();
     std::memcpy(bytes.data(), &size, 8);
     std::memcpy(bytes.data() + 8, text.data(), text.size());
     bytes.insert(bytes.end(), data.begin(), data.end());
-    write_bytes(path, bytes);
+    test::write_file_bytes(path, bytes);
     load_and_run(path, what, outcome);
     ++edits;
   });
@@ -182,21 +148,19 @@ TEST(SileroVadFuzz, RandomByteEdits) {
   test::TempDir dir;
   const fs::path original = dir / "original.safetensors", path = dir / "edited.safetensors";
   test::write_vad_model(test::random_vad_tensors(5), original);
-  const std::vector<std::byte> file = read_bytes(original);
+  const std::vector<uint8_t> file = test::read_file_bytes(original);
   std::mt19937 rng(11);
   Outcome outcome;
   for (int i = 0; i < 400; ++i) {
     // Half the edits fall in the header (its first 1.5 KB), where the structure is.
-    std::vector<std::byte> bytes;
+    std::vector<uint8_t> bytes;
     if (i % 2 == 0) {
-      std::vector<std::byte> head(file.begin(), file.begin() + 1536);
-      head = test::edit_bytes(head, rng);
-      bytes = head;
-      if (head.size() == 1536) bytes.insert(bytes.end(), file.begin() + 1536, file.end());
+      bytes = test::edit_bytes(std::vector<uint8_t>(file.begin(), file.begin() + 1536), rng);
+      if (bytes.size() == 1536) bytes.insert(bytes.end(), file.begin() + 1536, file.end());
     } else {
       bytes = test::edit_bytes(file, rng);
     }
-    write_bytes(path, bytes);
+    test::write_file_bytes(path, bytes);
     load_and_run(path, "byte edits " + std::to_string(i), outcome);
   }
   std::printf("byte edits: %zu loaded, %zu refused\n", outcome.loaded, outcome.refused);

@@ -1,5 +1,6 @@
 #include "tests/vad/random_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -37,12 +38,16 @@ std::map<std::string, VadTensor> random_vad_tensors(uint32_t seed) {
 }
 
 void write_vad_model(const std::map<std::string, VadTensor>& tensors,
-                     const std::filesystem::path& path) {
+                     const std::filesystem::path& path,
+                     const std::map<std::string, kernels::DType>& retyped) {
   safetensors::Writer writer;
   for (const auto& [name, tensor] : tensors) {
-    std::vector<std::byte> bytes(tensor.values.size() * sizeof(float));
-    if (!bytes.empty()) std::memcpy(bytes.data(), tensor.values.data(), bytes.size());
-    writer.add_tensor(name, kernels::DType::F32, tensor.shape, std::move(bytes));
+    const auto r = retyped.find(name);
+    const kernels::DType type = r == retyped.end() ? kernels::DType::F32 : r->second;
+    std::vector<std::byte> bytes(kernels::row_bytes(type, tensor.values.size()));
+    const size_t n = std::min(bytes.size(), tensor.values.size() * sizeof(float));
+    if (n > 0) std::memcpy(bytes.data(), tensor.values.data(), n);
+    writer.add_tensor(name, type, tensor.shape, std::move(bytes));
   }
   writer.write(path);
 }

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/formats/dtype.h"
+
 namespace oxi::test {
 
 struct VadTensor {
@@ -19,8 +21,10 @@ struct VadTensor {
 // so activations neither vanish nor saturate.
 std::map<std::string, VadTensor> random_vad_tensors(uint32_t seed);
 
-// Writes `tensors` as float32 safetensors.
+// Writes `tensors` as float32 safetensors; a tensor named in `retyped` as that type instead (its
+// shape's byte count, filled from the start of its float32 bytes: a malformed file for tests).
 void write_vad_model(const std::map<std::string, VadTensor>& tensors,
-                     const std::filesystem::path& path);
+                     const std::filesystem::path& path,
+                     const std::map<std::string, kernels::DType>& retyped = {});
 
 }  // namespace oxi::test
