@@ -279,8 +279,8 @@ TEST_F(CliLlm, UsageErrors) {
         << r.err;
   }
   // top-k beyond int is all tokens, as any top-k beyond the vocabulary (it wrapped to 1).
-  const CommandResult big_k = generate({"-p", "x", "--raw", "--top-k", "4294967297",
-                                        "--max-tokens", "1", "--seed", "1"});
+  const CommandResult big_k =
+      generate({"-p", "x", "--raw", "--top-k", "4294967297", "--max-tokens", "1", "--seed", "1"});
   EXPECT_EQ(big_k.exit_code, 0) << big_k.err;
 }
 
@@ -367,6 +367,30 @@ TEST_F(CliLlm, BenchLlmF16Cache) {
   // float weights: no one-token pass has a stream mode to choose
   EXPECT_TRUE(j.at("matvec_stream_by_layout").empty());
   EXPECT_EQ(j.at("matvec_stream_choice").get<std::string>(), "fixed");
+}
+
+// --depth N: pp and tg after N tokens of context (llama-bench's -d); the cache holds them too.
+TEST_F(CliLlm, BenchLlmDepth) {
+  const CommandResult r = run_oxinfer({"bench", "llm", "-m", model_, "--threads", "2", "--json",
+                                       "--pp", "8", "--tg", "4", "--reps", "1", "--depth", "40"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("depth").get<int>(), 40);
+  EXPECT_GT(j.at("pp8_tok_s").get<double>(), 0);
+  EXPECT_GT(j.at("tg4_tok_s").get<double>(), 0);
+  // an f32 cache of 2 layers x (40 + 8 + 1) positions x kv_dim 32, K and V
+  EXPECT_EQ(j.at("kv_cache_bytes").get<double>(), 2 * 2 * 49 * 32 * 4.0);
+  EXPECT_GT(j.at("decode_attention_pct").get<double>(), 0);
+
+  const CommandResult text = run_oxinfer({"bench", "llm", "-m", model_, "--threads", "2", "--pp",
+                                          "8", "--tg", "4", "--reps", "1", "--depth", "16"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("pp8 @ d16"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("tg4 @ d16"), std::string::npos) << text.out;
+
+  const CommandResult bad = run_oxinfer({"bench", "llm", "-m", model_, "--depth", "-1"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--depth"), std::string::npos) << bad.err;
 }
 
 // A quantized model: the stream mode of its repacked layouts (where the kernels have the

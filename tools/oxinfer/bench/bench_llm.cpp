@@ -87,11 +87,12 @@ double decode_weight_bytes(const llm::Model& model) {
   return bytes;
 }
 
-LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps, ReadPass& read_pass,
-                         ReadPass* buffer_pass, RegionsRead& weights_read) {
+LlmBenchResult bench_llm(llm::Session& session, size_t depth, size_t pp, size_t tg, int reps,
+                         ReadPass& read_pass, ReadPass* buffer_pass, RegionsRead& weights_read) {
   const int n_vocab = session.model().config().n_vocab;
-  if (std::max(pp, tg) > session.n_ctx())
-    throw Error("bench llm", "pp/tg exceed the context of " + std::to_string(session.n_ctx()));
+  if (depth + std::max(pp, tg) > session.n_ctx())
+    throw Error("bench llm",
+                "depth + pp/tg exceed the context of " + std::to_string(session.n_ctx()));
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> token(0, n_vocab - 1);
   auto random_ids = [&](size_t n) {
@@ -104,8 +105,12 @@ LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps, 
   // Warm-up: pages the mapped weights in and sizes the scratch buffers.
   session.truncate(0);
   session.eval(random_ids(std::min<size_t>(std::max<size_t>(pp, 1), 16)));
+  // The context every run starts from: the runs drop what they added (truncate(depth)).
+  session.truncate(0);
+  if (depth > 0) session.eval(random_ids(depth));
 
   LlmBenchResult r;
+  r.depth = depth;
   r.pp = pp;
   r.tg = tg;
   r.reps = reps;
@@ -113,14 +118,14 @@ LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps, 
       buffer_rates, buffer_pcts;
   for (int rep = 0; rep < reps; ++rep) {
     if (pp > 0) {
-      session.truncate(0);
+      session.truncate(depth);
       const std::vector<int32_t> ids = random_ids(pp);
       const Clock::time_point start = Clock::now();
       session.eval(ids);
       pp_rates.push_back(static_cast<double>(pp) / seconds_since(start));
     }
     if (tg > 0) {
-      session.truncate(0);
+      session.truncate(depth);
       const std::vector<int32_t> ids = random_ids(tg);
       double decode_seconds = 0, read_seconds = 0, weights_seconds = 0, buffer_seconds = 0;
       size_t passes = 0;
@@ -128,7 +133,7 @@ LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps, 
         // The block's first token once untimed, then dropped from the cache: each timed token
         // follows a decode step, as in generation, not the passes (bench_llm.h).
         session.eval(std::span<const int32_t>(&ids[i], 1));
-        session.truncate(i);
+        session.truncate(depth + i);
         {
           const Stopwatch watch(decode_seconds);
           for (size_t j = i; j < std::min(tg, i + kTokensBetweenPasses); ++j)
@@ -169,13 +174,15 @@ LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps, 
 }
 
 DecodeSplit split_decode(std::shared_ptr<const llm::Model> model, backends::Backend& backend,
-                         size_t tg, kernels::DType kv_type) {
+                         size_t depth, size_t tg, kernels::DType kv_type) {
   TimedBackend timed(backend);
-  llm::Session session(model, timed, tg + 2, kv_type);
+  llm::Session session(model, timed, depth + tg + 2, kv_type);
   std::mt19937 rng(4321);
   std::uniform_int_distribution<int32_t> token(0, model->config().n_vocab - 1);
-  const int32_t first = token(rng);
-  session.eval(std::span<const int32_t>(&first, 1));  // warm-up, not timed
+  // The context, then one token as a warm-up: not timed.
+  std::vector<int32_t> context(depth + 1);
+  for (int32_t& id : context) id = token(rng);
+  session.eval(context);
   timed.reset();
   double seconds = 0;
   for (size_t i = 0; i < tg; ++i) {
@@ -208,16 +215,18 @@ namespace oxi::cli {
 
 int run_bench_llm(const std::vector<std::string>& argv) {
   ArgParser p("bench llm",
-              "oxinfer bench llm -m MODEL [--threads N] [--json] [--pp 512] [--tg 128]",
+              "oxinfer bench llm -m MODEL [--threads N] [--json] [--pp 512] [--tg 128] "
+              "[--depth 0]",
               "Prompt processing (pp tokens, one batched eval) and generation (tg tokens, one at\n"
               "a time) in tokens/s, and decode's weight reads as a share of the measured read\n"
-              "bandwidth.");
+              "bandwidth. With --depth N both run after N tokens of context.");
   p.option("model", "MODEL", "a .gguf file, an HF directory, or org/name[:QUANT]", "m");
   p.threads_option();
   p.flag("json", "print one JSON object");
   p.option("pp", "N", "prompt tokens (default 512; 0 = skip)");
   p.option("tg", "N", "generated tokens (default 128; 0 = skip)");
   p.option("reps", "N", "repetitions, averaged (default 3)");
+  p.option("depth", "N", "tokens already in the context before pp and tg (default 0)");
   p.option("quant", "q8|q4", "quantize an HF checkpoint's matrices at load");
   add_cache_type_option(p);
   const ParsedArgs args = p.parse(argv);
@@ -232,6 +241,8 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   const long long reps = args.get_int("reps", 3);
   if (pp < 0 || tg < 0 || pp + tg == 0) throw UsageError("--pp and --tg must be >= 0, one > 0");
   if (reps < 1) throw UsageError("--reps must be at least 1");
+  const long long depth = args.get_int("depth", 0);
+  if (depth < 0 || depth > (1 << 24)) throw UsageError("--depth must be >= 0");
   const bool json = args.flag("json");
   const std::optional<kernels::DType> cache_type = cache_type_option(args);
 
@@ -242,8 +253,10 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   const auto model = llm::Model::load(path, load_options);
   const auto backend = backends::make_cpu_backend(static_cast<int>(threads));
   const kernels::DType kv_type = cache_type.value_or(llm::Session::default_kv_type(*model));
-  llm::Session session(model, *backend, static_cast<size_t>(std::max(pp, tg)) + 1, kv_type);
+  llm::Session session(model, *backend, static_cast<size_t>(depth + std::max(pp, tg)) + 1, kv_type);
 
+  // llama-bench's label for runs after a context: "pp512 @ d4096"
+  const std::string depth_label = depth > 0 ? " @ d" + std::to_string(depth) : "";
   if (!json) {
     std::printf("model %s (%s, %d layers), threads %lld\n", path.filename().string().c_str(),
                 model->config().arch.c_str(), model->config().n_layer, threads);
@@ -251,9 +264,9 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   }
   if (!json) {
     std::printf(
-        "running pp%lld / tg%lld x %lld (after every %zu generated tokens read-bandwidth passes "
-        "and a pass reading the weights in decode's regions)...\n",
-        pp, tg, reps, bench::kTokensBetweenPasses);
+        "running pp%lld / tg%lld x %lld%s (after every %zu generated tokens read-bandwidth "
+        "passes and a pass reading the weights in decode's regions)...\n",
+        pp, tg, reps, depth_label.c_str(), bench::kTokensBetweenPasses);
     std::fflush(stdout);
   }
   // The peak: best single pass, before the runs. The limit decode is compared with: the mean of
@@ -284,10 +297,12 @@ int run_bench_llm(const std::vector<std::string>& argv) {
     // after every block of tokens: where decode falls short of the read bandwidth, how much the
     // access pattern itself loses and how much the arithmetic.
     bench::RegionsRead weights_read(regions, *backend);
-    r = bench::bench_llm(session, static_cast<size_t>(pp), static_cast<size_t>(tg),
-                         static_cast<int>(reps), read_pass,
+    r = bench::bench_llm(session, static_cast<size_t>(depth), static_cast<size_t>(pp),
+                         static_cast<size_t>(tg), static_cast<int>(reps), read_pass,
                          limit_on_weights ? &buffer_pass : nullptr, weights_read);
-    if (tg > 0) split = bench::split_decode(model, *backend, static_cast<size_t>(tg), kv_type);
+    if (tg > 0)
+      split = bench::split_decode(model, *backend, static_cast<size_t>(depth),
+                                  static_cast<size_t>(tg), kv_type);
   }
   const char* const limit_memory = limit_on_weights ? "weights" : "buffer";
   const double read_bw = r.read_bandwidth_gbs, bandwidth_pct = r.decode_bandwidth_pct;
@@ -328,6 +343,7 @@ int run_bench_llm(const std::vector<std::string>& argv) {
                                 {"threads", threads},
                                 {"pp", pp},
                                 {"tg", tg},
+                                {"depth", depth},
                                 {"reps", reps},
                                 {pp_key + "_tok_s", r.pp_tok_s},
                                 {pp_key + "_tok_s_sd", r.pp_tok_s_sd},
@@ -363,8 +379,15 @@ int run_bench_llm(const std::vector<std::string>& argv) {
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf("\n%-28s %12s\n", "test", "value");
-    if (pp > 0) std::printf("pp%-26lld %9.2f tok/s (+- %.2f)\n", pp, r.pp_tok_s, r.pp_tok_s_sd);
-    if (tg > 0) std::printf("tg%-26lld %9.2f tok/s (+- %.2f)\n", tg, r.tg_tok_s, r.tg_tok_s_sd);
+    const auto test_name = [&](const char* kind, long long n) {
+      return kind + std::to_string(n) + depth_label;
+    };
+    if (pp > 0)
+      std::printf("%-28s %9.2f tok/s (+- %.2f)\n", test_name("pp", pp).c_str(), r.pp_tok_s,
+                  r.pp_tok_s_sd);
+    if (tg > 0)
+      std::printf("%-28s %9.2f tok/s (+- %.2f)\n", test_name("tg", tg).c_str(), r.tg_tok_s,
+                  r.tg_tok_s_sd);
     if (tg > 0)
       std::printf(
           "%-28s %9.2f GB/s = %.1f%% of %.2f GB/s, the passes over the %s (%.1f MB of weights "

@@ -15,7 +15,7 @@
 namespace oxi::bench {
 
 struct LlmBenchResult {
-  size_t pp = 0, tg = 0;
+  size_t depth = 0, pp = 0, tg = 0;
   int reps = 0;
   double pp_tok_s = 0, pp_tok_s_sd = 0;  // mean and standard deviation over reps
   double tg_tok_s = 0, tg_tok_s_sd = 0;
@@ -51,8 +51,9 @@ struct DecodeSplit {
   };
   std::vector<Kind> kinds;
 };
+// With depth > 0 the tokens follow `depth` tokens of context (evaluated first, not timed).
 DecodeSplit split_decode(std::shared_ptr<const llm::Model> model, backends::Backend& backend,
-                         size_t tg, kernels::DType kv_type);
+                         size_t depth, size_t tg, kernels::DType kv_type);
 
 // Bytes of weight matrices one decode step reads: every layer matrix, the output projection
 // and one embedding row (the KV cache is not counted).
@@ -86,8 +87,12 @@ std::vector<LayoutBytes> decode_stream_layouts(const llm::Model& model);
 // and one of `weights_read` (a RegionsRead over decode_read_regions): the same weight bytes read in
 // decode's regions and order, without arithmetic, in the same seconds.
 inline constexpr size_t kTokensBetweenPasses = 8;
-LlmBenchResult bench_llm(llm::Session& session, size_t pp, size_t tg, int reps, ReadPass& read_pass,
-                         ReadPass* buffer_pass, RegionsRead& weights_read);
+//
+// With depth > 0 (llama-bench's -d) every run starts from a cache that holds `depth` tokens
+// already (random ids, evaluated once before the runs, not timed), so pp and tg measure the
+// prompt and the tokens that come after that much context; n_ctx >= depth + max(pp, tg).
+LlmBenchResult bench_llm(llm::Session& session, size_t depth, size_t pp, size_t tg, int reps,
+                         ReadPass& read_pass, ReadPass* buffer_pass, RegionsRead& weights_read);
 
 // The read limit's memory: a pass over the weights themselves (decode_read_regions) when they
 // are at least this large, far beyond any cache; otherwise a buffer of its own.
@@ -96,6 +101,6 @@ inline constexpr double kLimitOnWeightsMinBytes = 256.0 * (1 << 20);
 }  // namespace oxi::bench
 
 namespace oxi::cli {
-// oxinfer bench llm -m MODEL [--threads N] [--json] [--pp 512] [--tg 128] [--reps N]
+// oxinfer bench llm -m MODEL [--threads N] [--json] [--pp 512] [--tg 128] [--reps N] [--depth N]
 int run_bench_llm(const std::vector<std::string>& argv);
 }  // namespace oxi::cli
