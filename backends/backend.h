@@ -40,9 +40,11 @@ inline std::string shape_text(const WeightMatrix& w) {
 // float32 (the cache may be f16 instead). Grouped-query: query head h reads KV head
 // h / (n_heads / n_kv_heads).
 //   q:   n_queries rows, row t at q[t * q_stride], holding n_heads * head_dim floats
-//   k,v: n_kv rows, row p at k[p * kv_stride], holding n_kv_heads * head_dim floats; or, when
-//        k_f16 / v_f16 are set (k / v empty), the same rows as IEEE half bits
-//        (head_dim <= kernels::kMaxF16HeadDim)
+//   k,v: n_kv positions; kv head g's row of position p (head_dim floats) at
+//        k[p * kv_stride + g * kv_head_stride]: a position's heads side by side
+//        (kv_head_stride = head_dim, the default 0) or each head's rows together (kv_stride =
+//        head_dim, kv_head_stride >= n_kv * head_dim); or, when k_f16 / v_f16 are set (k / v
+//        empty), the same as IEEE half bits (head_dim <= kernels::kMaxF16HeadDim)
 //   out: n_queries rows, row t at out[t * out_stride], n_heads * head_dim floats
 // Causal: query t sits at position first_query_pos + t and sees keys 0..that position (and,
 // when window > 0, only the last `window` of them).
@@ -55,6 +57,7 @@ struct AttentionArgs {
   std::span<float> out;
   size_t q_stride = 0;
   size_t kv_stride = 0;
+  size_t kv_head_stride = 0;  // 0: head_dim
   size_t out_stride = 0;
   size_t n_queries = 0;
   size_t n_kv = 0;

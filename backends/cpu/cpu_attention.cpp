@@ -38,13 +38,23 @@ bool f16_cache(const AttentionArgs& a) {
   return !a.k_f16.empty();
 }
 
+size_t kv_head_stride(const AttentionArgs& a) {
+  return a.kv_head_stride != 0 ? a.kv_head_stride : a.head_dim;
+}
+
 void validate(const AttentionArgs& a) {
   if (a.head_dim == 0 || a.n_kv_heads == 0 || a.n_heads % a.n_kv_heads != 0)
     throw Error("attention", "bad head shape: " + std::to_string(a.n_heads) + " heads, " +
                                  std::to_string(a.n_kv_heads) + " kv heads of dim " +
                                  std::to_string(a.head_dim));
   const size_t q_row = a.n_heads * a.head_dim, kv_row = a.n_kv_heads * a.head_dim;
-  if (a.q_stride < q_row || a.out_stride < q_row || (a.n_kv > 0 && a.kv_stride < kv_row))
+  const size_t head_stride = kv_head_stride(a);
+  // A kv head's row of one position ends before the next position's (kv_stride) and the next
+  // head's (head_stride) start; with the heads side by side, all of a position's before the next.
+  const bool side_by_side = head_stride == a.head_dim;
+  if (a.q_stride < q_row || a.out_stride < q_row ||
+      (a.n_kv > 0 && (a.kv_stride < (side_by_side ? kv_row : a.head_dim) ||
+                      (a.n_kv_heads > 1 && head_stride < a.head_dim))))
     throw Error("attention", "a row stride is shorter than its row");
   const bool f16 = f16_cache(a);
   if (f16 ? (a.v_f16.empty() || !a.k.empty() || !a.v.empty()) : !a.v_f16.empty())
@@ -53,7 +63,9 @@ void validate(const AttentionArgs& a) {
     throw Error("attention", "an f16 cache takes heads of up to " +
                                  std::to_string(kernels::kMaxF16HeadDim) + " dims, not " +
                                  std::to_string(a.head_dim));
-  const size_t kv_extent = strided_extent(a.n_kv, a.kv_stride, kv_row);
+  const size_t kv_extent = a.n_kv == 0 ? 0
+                                       : strided_extent(a.n_kv, a.kv_stride, a.head_dim) +
+                                             (a.n_kv_heads - 1) * head_stride;
   const size_t k_size = f16 ? a.k_f16.size() : a.k.size();
   const size_t v_size = f16 ? a.v_f16.size() : a.v.size();
   if (a.q.size() < strided_extent(a.n_queries, a.q_stride, q_row) ||
@@ -87,6 +99,7 @@ void CpuBackend::attention(const AttentionArgs& a) {
     p.v_f16 = a.v_f16.data();
   }
   p.kv_token_stride = a.kv_stride;
+  p.kv_head_stride = kv_head_stride(a);
   p.out = a.out.data();
   p.out_token_stride = a.out_stride;
   p.n_q = a.n_queries;
@@ -120,13 +133,14 @@ void CpuBackend::attention(const AttentionArgs& a) {
 
 void CpuBackend::attention_by_gemm(const AttentionArgs& a, float scale) {
   const size_t hd = a.head_dim, n_kv = a.n_kv, group = a.n_heads / a.n_kv_heads;
+  const size_t head_stride = kv_head_stride(a);
   const bool f16 = f16_cache(a);
   // V of each kv head transposed to (head_dim, n_kv): the rows the second GEMM reads.
   attention_vt_.resize(a.n_kv_heads * hd * n_kv);
   run_pieces(a.n_kv_heads, [&](size_t g) {
     float* vt = attention_vt_.data() + g * hd * n_kv;
     for (size_t p = 0; p < n_kv; ++p) {
-      const size_t row = p * a.kv_stride + g * hd;
+      const size_t row = p * a.kv_stride + g * head_stride;
       if (f16)
         for (size_t d = 0; d < hd; ++d) vt[d * n_kv + p] = kernels::f16_to_f32(a.v_f16[row + d]);
       else
@@ -152,7 +166,7 @@ void CpuBackend::attention_by_gemm(const AttentionArgs& a, float scale) {
     const std::span<float> gemm = std::span(scratch).subspan(block * n_kv, gemm_floats);
     // S = Q_h K_h^T
     kernels::gemm_f32(a.q.data() + t0 * a.q_stride + h * hd, a.q_stride, m, hd,
-                      static_cast<const uint8_t*>(keys) + g * hd * key_bytes,
+                      static_cast<const uint8_t*>(keys) + g * head_stride * key_bytes,
                       a.kv_stride * key_bytes, decode_keys, 0, n_kv, nullptr, scores.data(), n_kv,
                       gemm);
     // P = softmax(scale * S), row by row

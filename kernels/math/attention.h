@@ -13,13 +13,15 @@ struct AttentionParams {
   // Queries: q[t * q_token_stride + h * head_dim + d] for t < n_q, h < n_heads.
   const float* q = nullptr;
   size_t q_token_stride = 0;
-  // Cache: k[p * kv_token_stride + g * head_dim + d] for p < kv_len, g < n_kv_heads (same for v).
+  // Cache: k[p * kv_token_stride + g * kv_head_stride + d] for p < kv_len, g < n_kv_heads (same
+  // for v); kv_head_stride 0 means head_dim (a position's heads side by side).
   const float* k = nullptr;
   const float* v = nullptr;
   // Set instead of k / v: an f16 cache (IEEE half bits), same layout and strides.
   const uint16_t* k_f16 = nullptr;
   const uint16_t* v_f16 = nullptr;
   size_t kv_token_stride = 0;
+  size_t kv_head_stride = 0;
   // Output: out[t * out_token_stride + h * head_dim + d].
   float* out = nullptr;
   size_t out_token_stride = 0;

@@ -238,7 +238,7 @@ void attention_rows(const AttentionParams& p, Rows k_rows, Rows v_rows, size_t h
   for (size_t h0 = head_begin; h0 < head_end;) {
     const size_t g = h0 / group;
     const size_t h1 = std::min({head_end, (g + 1) * group, h0 + kMaxHeads});
-    const size_t head_offset = g * hd;
+    const size_t head_offset = g * (p.kv_head_stride != 0 ? p.kv_head_stride : hd);
     for (size_t t = q_begin; t < q_end; ++t) {
       const size_t pos = p.q_pos0 + t;
       const size_t hi = p.causal ? std::min(p.kv_len, pos + 1) : p.kv_len;

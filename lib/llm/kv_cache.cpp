@@ -1,10 +1,11 @@
 #include "lib/llm/kv_cache.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <new>
 #include <string>
-#include <type_traits>
+#include <utility>
 
 #include "backends/device.h"
 #include "kernels/formats/quant.h"
@@ -12,11 +13,19 @@
 
 namespace oxi::llm {
 
-KvCache::KvCache(size_t n_layer, size_t n_ctx, size_t kv_dim, kernels::DType type)
-    : n_layer_(n_layer), n_ctx_(n_ctx), kv_dim_(kv_dim), f16_(type == kernels::DType::F16) {
+KvCache::KvCache(size_t n_layer, size_t n_ctx, size_t n_kv_heads, size_t head_dim,
+                 kernels::DType type)
+    : n_layer_(n_layer),
+      n_ctx_(n_ctx),
+      n_kv_heads_(n_kv_heads),
+      head_dim_(head_dim),
+      f16_(type == kernels::DType::F16) {
   if (type != kernels::DType::F16 && type != kernels::DType::F32)
     throw Error("llm kv cache", std::string("elements are f16 or f32, not ") +
                                     std::string(kernels::info(type).name));
+  const size_t kv_dim = n_kv_heads * head_dim;
+  if (n_kv_heads != 0 && kv_dim / n_kv_heads != head_dim)
+    throw Error("llm kv cache", "kv heads of that size overflow");
   // A context the memory cannot hold (--ctx 10^12) is an error naming the size, not a
   // bad_alloc, nor a product that wraps around.
   const size_t bytes_per_element = f16_ ? 2 : 4;
@@ -48,23 +57,48 @@ KvCache::KvCache(size_t n_layer, size_t n_ctx, size_t kv_dim, kernels::DType typ
   }
 }
 
+void KvCache::check_rows(size_t layer, size_t pos0, size_t n) const {
+  if (layer >= n_layer_ || pos0 > n_ctx_ || n > n_ctx_ - pos0)
+    throw Error("llm kv cache", "rows outside the cache");
+}
+
+const uint8_t* KvCache::tensor_bytes(bool keys) const {
+  if (f16_) return reinterpret_cast<const uint8_t*>((keys ? keys16_ : values16_).data());
+  return reinterpret_cast<const uint8_t*>((keys ? keys_ : values_).data());
+}
+uint8_t* KvCache::tensor_bytes(bool keys) {
+  return const_cast<uint8_t*>(std::as_const(*this).tensor_bytes(keys));
+}
+
 void KvCache::store(size_t layer, size_t pos0, std::span<const float> keys,
                     std::span<const float> values) {
-  const size_t first = layer * layer_elements() + pos0 * kv_dim_, count = keys.size();
-  if (layer >= n_layer_ || keys.size() != values.size() || count % kv_dim_ != 0 ||
-      pos0 + count / kv_dim_ > n_ctx_)
+  const size_t kv_dim = this->kv_dim();
+  if (kv_dim == 0 || keys.size() != values.size() || keys.size() % kv_dim != 0)
     throw Error("llm kv cache", "rows outside the cache");
-  if (f16_) {
-    kernels::quantize_row(kernels::DType::F16, keys.data(), keys16_.data() + first, count);
-    kernels::quantize_row(kernels::DType::F16, values.data(), values16_.data() + first, count);
-  } else {
-    std::copy(keys.begin(), keys.end(), keys_.begin() + static_cast<ptrdiff_t>(first));
-    std::copy(values.begin(), values.end(), values_.begin() + static_cast<ptrdiff_t>(first));
+  const size_t n = keys.size() / kv_dim;
+  check_rows(layer, pos0, n);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t g = 0; g < n_kv_heads_; ++g) {
+      const size_t from = i * kv_dim + g * head_dim_, to = row_offset(layer, g, pos0 + i);
+      if (f16_) {
+        kernels::quantize_row(kernels::DType::F16, keys.data() + from, keys16_.data() + to,
+                              head_dim_);
+        kernels::quantize_row(kernels::DType::F16, values.data() + from, values16_.data() + to,
+                              head_dim_);
+      } else {
+        std::copy_n(keys.data() + from, head_dim_, keys_.data() + to);
+        std::copy_n(values.data() + from, head_dim_, values_.data() + to);
+      }
+    }
   }
 }
 
 void KvCache::attend_rows(size_t layer, size_t n_kv, backends::AttentionArgs& args) const {
-  const size_t first = layer * layer_elements(), count = n_kv * kv_dim_;
+  check_rows(layer, 0, n_kv);
+  // From head 0's first row to the last head's row n_kv - 1.
+  const size_t first = row_offset(layer, 0, 0);
+  const size_t count =
+      n_kv == 0 ? 0 : row_offset(layer, n_kv_heads_ - 1, n_kv - 1) + head_dim_ - first;
   if (f16_) {
     args.k_f16 = std::span(keys16_).subspan(first, count);
     args.v_f16 = std::span(values16_).subspan(first, count);
@@ -72,33 +106,38 @@ void KvCache::attend_rows(size_t layer, size_t n_kv, backends::AttentionArgs& ar
     args.k = std::span(keys_).subspan(first, count);
     args.v = std::span(values_).subspan(first, count);
   }
+  args.kv_stride = head_dim_;
+  args.kv_head_stride = n_ctx_ * head_dim_;
 }
 
-template <class Self>
-auto KvCache::rows_bytes(Self& self, bool keys, size_t layer, size_t n) {
-  if (layer >= self.n_layer_ || n > self.n_ctx_)
-    throw Error("llm kv cache", "rows outside the cache");
-  const size_t first = layer * self.layer_elements(), count = n * self.kv_dim_;
-  auto as_bytes = [&](auto& tensor) {
-    using Byte = std::conditional_t<std::is_const_v<Self>, const uint8_t, uint8_t>;
-    return std::span<Byte>(reinterpret_cast<Byte*>(tensor.data() + first),
-                           count * self.element_bytes());
-  };
-  if (self.f16_) return as_bytes(keys ? self.keys16_ : self.values16_);
-  return as_bytes(keys ? self.keys_ : self.values_);
+void KvCache::copy_rows_out(size_t layer, size_t n, std::span<uint8_t> keys,
+                            std::span<uint8_t> values) const {
+  check_rows(layer, 0, n);
+  if (keys.size() != rows_bytes(n) || values.size() != rows_bytes(n))
+    throw Error("llm kv cache", "a buffer of the wrong size for the rows");
+  const size_t eb = element_bytes(), row = head_dim_ * eb;
+  for (const bool k : {true, false}) {
+    const uint8_t* from = tensor_bytes(k);
+    uint8_t* to = (k ? keys : values).data();
+    for (size_t pos = 0; pos < n; ++pos)
+      for (size_t g = 0; g < n_kv_heads_; ++g)
+        std::memcpy(to + (pos * n_kv_heads_ + g) * row, from + row_offset(layer, g, pos) * eb, row);
+  }
 }
 
-std::span<const uint8_t> KvCache::key_bytes(size_t layer, size_t n) const {
-  return rows_bytes(*this, true, layer, n);
-}
-std::span<const uint8_t> KvCache::value_bytes(size_t layer, size_t n) const {
-  return rows_bytes(*this, false, layer, n);
-}
-std::span<uint8_t> KvCache::key_bytes(size_t layer, size_t n) {
-  return rows_bytes(*this, true, layer, n);
-}
-std::span<uint8_t> KvCache::value_bytes(size_t layer, size_t n) {
-  return rows_bytes(*this, false, layer, n);
+void KvCache::copy_rows_in(size_t layer, size_t n, std::span<const uint8_t> keys,
+                           std::span<const uint8_t> values) {
+  check_rows(layer, 0, n);
+  if (keys.size() != rows_bytes(n) || values.size() != rows_bytes(n))
+    throw Error("llm kv cache", "a buffer of the wrong size for the rows");
+  const size_t eb = element_bytes(), row = head_dim_ * eb;
+  for (const bool k : {true, false}) {
+    const uint8_t* from = (k ? keys : values).data();
+    uint8_t* to = tensor_bytes(k);
+    for (size_t pos = 0; pos < n; ++pos)
+      for (size_t g = 0; g < n_kv_heads_; ++g)
+        std::memcpy(to + row_offset(layer, g, pos) * eb, from + (pos * n_kv_heads_ + g) * row, row);
+  }
 }
 
 kernels::DType kv_cache_type(const std::string& text) {

@@ -24,7 +24,8 @@ Activations::Activations(const ModelConfig& c, size_t cap)
 
 ForwardState::ForwardState(const Model& model, size_t n_ctx, size_t batch_capacity,
                            kernels::DType kv_type)
-    : cache(model.config().n_layer, n_ctx, model.config().kv_dim(), kv_type),
+    : cache(model.config().n_layer, n_ctx, model.config().n_head_kv, model.config().head_dim,
+            kv_type),
       act(model.config(), batch_capacity) {
   const ModelConfig& c = model.config();
   for (int il = 0; il < c.n_layer; ++il) {
@@ -85,13 +86,12 @@ void rms_norm_rows(backends::Backend& backend, std::span<const float> x, size_t 
 void cached_attention(backends::Backend& backend, const ModelConfig& c, const KvCache& cache,
                       size_t layer, std::span<const float> q, size_t n, size_t pos0,
                       std::span<float> out) {
-  const size_t n_kv = pos0 + n, kv_dim = cache.kv_dim();
+  const size_t n_kv = pos0 + n;
   backends::AttentionArgs a;
   a.q = q.first(n * c.q_dim());
-  cache.attend_rows(layer, n_kv, a);
+  cache.attend_rows(layer, n_kv, a);  // and its strides
   a.out = out.first(n * c.q_dim());
   a.q_stride = a.out_stride = c.q_dim();
-  a.kv_stride = kv_dim;
   a.n_queries = n;
   a.n_kv = n_kv;
   a.n_heads = c.n_head;

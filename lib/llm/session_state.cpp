@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "lib/core/error.h"
 #include "lib/llm/forward.h"
@@ -58,8 +59,10 @@ void Session::save_state(const std::filesystem::path& file) const {
   write_raw(out, &h.cache_type, 1);
   write_raw(out, &h.n_past, 1);
   write_raw(out, tokens_.data(), tokens_.size());
+  // Each layer's keys, then its values, position after position (KvCache::copy_rows_out).
+  std::vector<uint8_t> keys(cache.rows_bytes(n_past())), values(keys.size());
   for (size_t il = 0; il < cache.n_layer(); ++il) {
-    const auto keys = cache.key_bytes(il, n_past()), values = cache.value_bytes(il, n_past());
+    cache.copy_rows_out(il, n_past(), keys, values);
     write_raw(out, keys.data(), keys.size());
     write_raw(out, values.data(), values.size());
   }
@@ -115,9 +118,7 @@ void Session::load_state(const std::filesystem::path& file) {
                                std::to_string(model_->config().n_vocab));
   // Everything checked but the cache rows: the file must hold them (the engine appends its own
   // data after them), so that a short file fails before the cache is overwritten.
-  size_t cache_bytes = 0;
-  for (size_t il = 0; il < cache.n_layer(); ++il)
-    cache_bytes += cache.key_bytes(il, h.n_past).size() + cache.value_bytes(il, h.n_past).size();
+  const size_t cache_bytes = cache.n_layer() * 2 * cache.rows_bytes(h.n_past);
   const std::streamoff at = in.tellg();
   in.seekg(0, std::ios::end);
   if (in.tellg() - at < static_cast<std::streamoff>(cache_bytes))
@@ -127,10 +128,11 @@ void Session::load_state(const std::filesystem::path& file) {
   // From here a failure (an I/O error) leaves rows of the file in the cache: the session is
   // emptied rather than left with tokens that do not match its cache.
   try {
+    std::vector<uint8_t> keys(cache.rows_bytes(h.n_past)), values(keys.size());
     for (size_t il = 0; il < cache.n_layer(); ++il) {
-      const auto keys = cache.key_bytes(il, h.n_past), values = cache.value_bytes(il, h.n_past);
       read_raw(in, keys.data(), keys.size(), context);
       read_raw(in, values.data(), values.size(), context);
+      cache.copy_rows_in(il, h.n_past, keys, values);
     }
   } catch (const Error&) {
     tokens_.clear();

@@ -1,5 +1,6 @@
 // Backend::attention against naive double softmax attention (GQA, causal offset, sliding
-// window), bit-identical results across thread counts, and an f16 cache against the f32 one.
+// window), bit-identical results across thread counts and between the two row layouts, and an
+// f16 cache against the f32 one.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -184,6 +185,63 @@ TEST(CpuAttention, F16CacheEqualsF32OnTheWidenedValues) {
     backend->attention(a);
     EXPECT_EQ(0, std::memcmp(want.data(), got.data(), got.size() * 4))
         << s.n_queries << " queries over " << s.n_kv << " keys";
+  }
+}
+
+// The same keys and values with each kv head's rows together (kv_stride = head_dim,
+// kv_head_stride past the last position, as the LLM's cache keeps them) give bit for bit what
+// the rows with a position's heads side by side give: only the addresses differ. Online path
+// (decode, causal prefill, a window), the GEMM path, f32 and f16.
+TEST(CpuAttention, HeadMajorRowsEqualPositionMajor) {
+  const auto backend = make_cpu_backend(2);
+  for (const Shape& s :
+       {Shape{1, 90, 8, 2, 64, 89, true, 0}, Shape{37, 50, 8, 2, 64, 13, true, 0},
+        Shape{40, 40, 4, 1, 32, 0, true, 7}, Shape{150, 300, 6, 3, 64, 0, false, 0},
+        Shape{1, 77, 6, 3, 128, 76, true, 0}}) {
+    const Problem p = make_problem(s, 31);
+    // head g's row of position j at (g * head_stride + j) * head_dim, 3 spare positions a head
+    const size_t hd = s.head_dim, head_stride = (s.n_kv + 3) * hd;
+    std::vector<float> k(s.n_kv_heads * head_stride, NAN), v(k.size(), NAN);
+    for (size_t g = 0; g < s.n_kv_heads; ++g)
+      for (size_t j = 0; j < s.n_kv; ++j)
+        for (size_t d = 0; d < hd; ++d) {
+          k[g * head_stride + j * hd + d] = p.k[j * p.kv_stride + g * hd + d];
+          v[g * head_stride + j * hd + d] = p.v[j * p.kv_stride + g * hd + d];
+        }
+    std::vector<float> want(s.n_queries * p.out_stride, 0.0f), got(want.size(), 0.0f);
+    backend->attention(p.args(want));
+    AttentionArgs a = p.args(got);
+    a.k = std::span<const float>(k).first((s.n_kv_heads - 1) * head_stride + s.n_kv * hd);
+    a.v = std::span<const float>(v).first(a.k.size());
+    a.kv_stride = hd;
+    a.kv_head_stride = head_stride;
+    backend->attention(a);
+    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), got.size() * 4))
+        << s.n_queries << " queries over " << s.n_kv << " keys";
+    // f16: both layouts widened from the same halves
+    std::vector<uint16_t> k16(p.k.size()), v16(p.v.size()), hk16(k.size()), hv16(v.size());
+    for (size_t i = 0; i < p.k.size(); ++i) {
+      k16[i] = kernels::f32_to_f16(p.k[i]);
+      v16[i] = kernels::f32_to_f16(p.v[i]);
+    }
+    for (size_t i = 0; i < k.size(); ++i) {
+      hk16[i] = kernels::f32_to_f16(k[i]);
+      hv16[i] = kernels::f32_to_f16(v[i]);
+    }
+    AttentionArgs w16 = p.args(want);
+    w16.k = w16.v = {};
+    w16.k_f16 = k16;
+    w16.v_f16 = v16;
+    backend->attention(w16);
+    a.k = a.v = {};
+    a.k_f16 = std::span<const uint16_t>(hk16).first(k.size() - 3 * hd);
+    a.v_f16 = std::span<const uint16_t>(hv16).first(k.size() - 3 * hd);
+    backend->attention(a);
+    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), got.size() * 4))
+        << "f16, " << s.n_queries << " queries over " << s.n_kv << " keys";
+    // a span that ends before the last head's last row
+    a.k_f16 = a.k_f16.first(a.k_f16.size() - 1);
+    EXPECT_THROW(backend->attention(a), Error);
   }
 }
 
