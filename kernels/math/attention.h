@@ -42,6 +42,8 @@ inline constexpr size_t kMaxF16HeadDim = 512;
 
 // Computes heads [head_begin, head_end) for query tokens [q_begin, q_end). Single-threaded;
 // the backend splits heads (and query blocks) over threads. A query that sees no key gets 0.
+// A (query, head)'s result does not depend on the ranges it is computed in (nor on kv_len past
+// the keys it sees), so a batch split differently gives the same bits.
 void attention(const AttentionParams& p, size_t head_begin, size_t head_end, size_t q_begin,
                size_t q_end) noexcept;
 

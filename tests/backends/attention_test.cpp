@@ -160,6 +160,36 @@ TEST(CpuAttention, BitIdenticalAcrossThreadCounts) {
   }
 }
 
+// A query's result does not depend on the batch it comes in (the kernel shares each chunk of
+// keys among a block of queries): the whole batch, one query at a time and batches split
+// elsewhere give the same bits. What makes a prompt continued from a saved state equal to the
+// prompt evaluated at once.
+TEST(CpuAttention, QueriesGiveTheSameBitsInAnyBatch) {
+  const auto backend = make_cpu_backend(2);
+  for (const Shape& s :
+       {Shape{70, 90, 8, 2, 64, 20, true, 0}, Shape{45, 200, 4, 4, 32, 155, true, 0},
+        Shape{40, 140, 6, 3, 64, 100, true, 37}}) {
+    const Problem p = make_problem(s, 41);
+    std::vector<float> whole(s.n_queries * p.out_stride, 0.0f);
+    backend->attention(p.args(whole));
+    for (size_t split : {size_t{1}, size_t{7}, size_t{33}}) {
+      std::vector<float> parts(whole.size(), 0.0f);
+      for (size_t t0 = 0; t0 < s.n_queries; t0 += split) {
+        const size_t n = std::min(split, s.n_queries - t0);
+        AttentionArgs a = p.args(parts);
+        a.q = a.q.subspan(t0 * p.q_stride);
+        a.out = a.out.subspan(t0 * p.out_stride);
+        a.n_queries = n;
+        a.first_query_pos = s.first_query_pos + t0;
+        a.n_kv = s.first_query_pos + t0 + n;  // the keys a causal batch has cached so far
+        backend->attention(a);
+      }
+      EXPECT_EQ(0, std::memcmp(whole.data(), parts.data(), parts.size() * 4))
+          << s.n_queries << " queries in batches of " << split;
+    }
+  }
+}
+
 // An f16 cache gives exactly what the f32 path gives on its values widened back to f32, on the
 // online path (decode, causal prefill with GQA, a sliding window) and through the GEMM.
 TEST(CpuAttention, F16CacheEqualsF32OnTheWidenedValues) {
