@@ -77,20 +77,17 @@ void KvCache::store(size_t layer, size_t pos0, std::span<const float> keys,
     throw Error("llm kv cache", "rows outside the cache");
   const size_t n = keys.size() / kv_dim;
   check_rows(layer, pos0, n);
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t g = 0; g < n_kv_heads_; ++g) {
-      const size_t from = i * kv_dim + g * head_dim_, to = row_offset(layer, g, pos0 + i);
-      if (f16_) {
-        kernels::quantize_row(kernels::DType::F16, keys.data() + from, keys16_.data() + to,
-                              head_dim_);
-        kernels::quantize_row(kernels::DType::F16, values.data() + from, values16_.data() + to,
-                              head_dim_);
-      } else {
-        std::copy_n(keys.data() + from, head_dim_, keys_.data() + to);
-        std::copy_n(values.data() + from, head_dim_, values_.data() + to);
-      }
+  for_each_row(layer, pos0, n, [&](size_t to, size_t from) {
+    if (f16_) {
+      kernels::quantize_row(kernels::DType::F16, keys.data() + from, keys16_.data() + to,
+                            head_dim_);
+      kernels::quantize_row(kernels::DType::F16, values.data() + from, values16_.data() + to,
+                            head_dim_);
+    } else {
+      std::copy_n(keys.data() + from, head_dim_, keys_.data() + to);
+      std::copy_n(values.data() + from, head_dim_, values_.data() + to);
     }
-  }
+  });
 }
 
 void KvCache::attend_rows(size_t layer, size_t n_kv, backends::AttentionArgs& args) const {
@@ -110,33 +107,36 @@ void KvCache::attend_rows(size_t layer, size_t n_kv, backends::AttentionArgs& ar
   args.kv_head_stride = n_ctx_ * head_dim_;
 }
 
+void KvCache::check_state_rows(size_t layer, size_t n, size_t keys_bytes,
+                               size_t values_bytes) const {
+  check_rows(layer, 0, n);
+  if (keys_bytes != rows_bytes(n) || values_bytes != rows_bytes(n))
+    throw Error("llm kv cache", "a buffer of the wrong size for the rows");
+}
+
 void KvCache::copy_rows_out(size_t layer, size_t n, std::span<uint8_t> keys,
                             std::span<uint8_t> values) const {
-  check_rows(layer, 0, n);
-  if (keys.size() != rows_bytes(n) || values.size() != rows_bytes(n))
-    throw Error("llm kv cache", "a buffer of the wrong size for the rows");
-  const size_t eb = element_bytes(), row = head_dim_ * eb;
+  check_state_rows(layer, n, keys.size(), values.size());
+  const size_t eb = element_bytes();
   for (const bool k : {true, false}) {
     const uint8_t* from = tensor_bytes(k);
     uint8_t* to = (k ? keys : values).data();
-    for (size_t pos = 0; pos < n; ++pos)
-      for (size_t g = 0; g < n_kv_heads_; ++g)
-        std::memcpy(to + (pos * n_kv_heads_ + g) * row, from + row_offset(layer, g, pos) * eb, row);
+    for_each_row(layer, 0, n, [&](size_t cache, size_t rows) {
+      std::memcpy(to + rows * eb, from + cache * eb, head_dim_ * eb);
+    });
   }
 }
 
 void KvCache::copy_rows_in(size_t layer, size_t n, std::span<const uint8_t> keys,
                            std::span<const uint8_t> values) {
-  check_rows(layer, 0, n);
-  if (keys.size() != rows_bytes(n) || values.size() != rows_bytes(n))
-    throw Error("llm kv cache", "a buffer of the wrong size for the rows");
-  const size_t eb = element_bytes(), row = head_dim_ * eb;
+  check_state_rows(layer, n, keys.size(), values.size());
+  const size_t eb = element_bytes();
   for (const bool k : {true, false}) {
     const uint8_t* from = (k ? keys : values).data();
     uint8_t* to = tensor_bytes(k);
-    for (size_t pos = 0; pos < n; ++pos)
-      for (size_t g = 0; g < n_kv_heads_; ++g)
-        std::memcpy(to + row_offset(layer, g, pos) * eb, from + (pos * n_kv_heads_ + g) * row, row);
+    for_each_row(layer, 0, n, [&](size_t cache, size_t rows) {
+      std::memcpy(to + cache * eb, from + rows * eb, head_dim_ * eb);
+    });
   }
 }
 

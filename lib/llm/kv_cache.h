@@ -61,6 +61,16 @@ class KvCache {
   }
   // Throws unless positions [pos0, pos0 + n) of `layer` are in the cache.
   void check_rows(size_t layer, size_t pos0, size_t n) const;
+  // copy(cache, rows) for every kv head's row of positions [pos0, pos0 + n) of `layer`: the
+  // element offsets of that row in the cache and in position-major rows of those positions.
+  template <class Copy>
+  void for_each_row(size_t layer, size_t pos0, size_t n, const Copy& copy) const {
+    for (size_t i = 0; i < n; ++i)
+      for (size_t g = 0; g < n_kv_heads_; ++g)
+        copy(row_offset(layer, g, pos0 + i), (i * n_kv_heads_ + g) * head_dim_);
+  }
+  // check_rows(layer, 0, n), and that keys and values hold rows_bytes(n) bytes each.
+  void check_state_rows(size_t layer, size_t n, size_t keys_bytes, size_t values_bytes) const;
   // The keys' or the values' elements as bytes.
   const uint8_t* tensor_bytes(bool keys) const;
   uint8_t* tensor_bytes(bool keys);
