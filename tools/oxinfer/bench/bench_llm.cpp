@@ -242,7 +242,7 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   if (pp < 0 || tg < 0 || pp + tg == 0) throw UsageError("--pp and --tg must be >= 0, one > 0");
   if (reps < 1) throw UsageError("--reps must be at least 1");
   const long long depth = args.get_int("depth", 0);
-  if (depth < 0 || depth > (1 << 24)) throw UsageError("--depth must be >= 0");
+  if (depth < 0 || depth > (1 << 24)) throw UsageError("--depth must be between 0 and 16777216");
   const bool json = args.flag("json");
   const std::optional<kernels::DType> cache_type = cache_type_option(args);
 
