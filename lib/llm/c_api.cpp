@@ -148,6 +148,7 @@ int oxi_llm_send(oxi_llm_engine* engine, const char* role, const char* text,
       stats->generation_ms = s.generation_ms;
       stats->generation_tok_s = s.generation_tok_s();
       stats->stop_reason = stop_code(s.stop_reason);
+      stats->dropped_messages = s.dropped_messages;
     }
   });
 }

@@ -32,6 +32,20 @@ std::string token_text_or_empty(const tokenizer::Tokenizer& tok, std::optional<i
   return id ? tok.token_text(*id) : std::string();
 }
 
+// Drops the oldest exchange of `history` (after its leading system messages): the first user
+// message and what follows it up to the next user message, so the rest still starts with a user
+// turn (templates such as Gemma's and Mistral's refuse roles out of turn). False when there is
+// none.
+bool drop_oldest_exchange(std::vector<ChatMessage>& history) {
+  const auto first = std::find_if(history.begin(), history.end(),
+                                  [](const ChatMessage& m) { return m.role != "system"; });
+  if (first == history.end()) return false;
+  const auto next_user = std::find_if(std::next(first), history.end(),
+                                      [](const ChatMessage& m) { return m.role == "user"; });
+  history.erase(first, next_user);
+  return true;
+}
+
 }  // namespace
 
 const char* to_string(StopReason reason) {
@@ -127,16 +141,42 @@ std::vector<int32_t> Engine::tokenize_prompt(const std::string& text) const {
 }
 
 std::string Engine::render(const std::vector<ChatMessage>& messages) const {
-  std::vector<ChatMessage> all = history_;
+  return render_after(history_, messages);
+}
+
+std::string Engine::render_after(const std::vector<ChatMessage>& history,
+                                 const std::vector<ChatMessage>& messages) const {
+  std::vector<ChatMessage> all = history;
   all.insert(all.end(), messages.begin(), messages.end());
   return template_->apply(all, /*add_generation_prompt=*/true);
 }
 
 TurnStats Engine::send(const std::vector<ChatMessage>& messages, const GenerateOptions& options,
                        const PieceCallback& on_piece) {
-  const std::string text = render(messages);
-  TurnStats stats =
-      run_turn(tokenize_prompt(text), options, /*strip_leading_space=*/true, on_piece);
+  // A conversation that no longer fits, with room for a reply (a quarter of the context, or
+  // max_tokens when fewer), loses its oldest exchanges, system messages kept, until the prompt
+  // takes at most half of the context: the remaining turns are evaluated again once (the cache
+  // keeps only the common prefix), and the next turns have room again (as llama.cpp's context
+  // shift discards half of what follows the kept tokens, but exact: no RoPE re-rotation of
+  // cached keys).
+  std::vector<ChatMessage> history = history_;
+  std::vector<int32_t> prompt = tokenize_prompt(render_after(history, messages));
+  const size_t n_ctx = session_->n_ctx();
+  const size_t reply_room = options.max_tokens >= 0
+                                ? std::min(static_cast<size_t>(options.max_tokens), n_ctx / 4)
+                                : n_ctx / 4;
+  size_t dropped = 0;
+  if (prompt.size() + reply_room > n_ctx) {
+    while (prompt.size() > n_ctx / 2) {
+      const size_t before = history.size();
+      if (!drop_oldest_exchange(history)) break;
+      dropped += before - history.size();
+      prompt = tokenize_prompt(render_after(history, messages));
+    }
+  }
+  TurnStats stats = run_turn(std::move(prompt), options, /*strip_leading_space=*/true, on_piece);
+  stats.dropped_messages = dropped;
+  history_ = std::move(history);
   history_.insert(history_.end(), messages.begin(), messages.end());
   history_.push_back({"assistant", stats.text});
   raw_text_.clear();

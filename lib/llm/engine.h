@@ -74,6 +74,7 @@ struct TurnStats {
   std::optional<size_t> choice;     // index into GenerateOptions::choices
   std::vector<int32_t> prompt_ids;  // the whole context before generation
   std::vector<int32_t> generated_ids;
+  size_t dropped_messages = 0;  // send(): the oldest history messages that left the context
 
   double prompt_tok_s() const { return prompt_ms > 0 ? 1e3 * prompt_tokens / prompt_ms : 0; }
   double generation_tok_s() const {
@@ -95,8 +96,11 @@ class Engine {
 
   // Chat mode: appends `messages` (usually one user message, perhaps a system one first) to the
   // history, renders it with the chat template, evaluates what the cache lacks and generates
-  // the assistant's reply, which joins the history. Throws oxi::Error (template errors, a
-  // prompt longer than the context); the history is unchanged then.
+  // the assistant's reply, which joins the history. When the conversation leaves less than a
+  // quarter of the context (or max_tokens) for the reply, its oldest exchanges leave the
+  // history (system messages stay) until the prompt takes at most half of the context
+  // (TurnStats::dropped_messages says how many). Throws oxi::Error (template errors, these
+  // messages alone longer than the context); the history is unchanged then.
   TurnStats send(const std::vector<ChatMessage>& messages, const GenerateOptions& options,
                  const PieceCallback& on_piece = {});
   // Raw mode: `text` continues the context as is (no template; BOS first as the model says).
@@ -130,6 +134,8 @@ class Engine {
   TurnStats run_turn(std::vector<int32_t> prompt, const GenerateOptions& options,
                      bool strip_leading_space, const PieceCallback& on_piece);
   void evaluate_prompt(const std::vector<int32_t>& prompt, TurnStats& stats);
+  std::string render_after(const std::vector<ChatMessage>& history,
+                           const std::vector<ChatMessage>& messages) const;
   bool is_end_token(int32_t id) const;
   std::vector<int32_t> tokenize_prompt(const std::string& text) const;
 

@@ -78,7 +78,8 @@ typedef struct oxi_llm_stats {
   double prompt_tok_s;
   double generation_ms;
   double generation_tok_s;
-  int stop_reason; /* OXI_LLM_STOP_* */
+  int stop_reason;         /* OXI_LLM_STOP_* */
+  size_t dropped_messages; /* the oldest history messages that left an outgrown context */
 } oxi_llm_stats;
 
 /* Called with each piece of reply text (complete UTF-8, not NUL-terminated); return 0 to stop. */
@@ -92,8 +93,10 @@ oxi_llm_engine* oxi_llm_load(const char* spec, const oxi_llm_params* params, cha
                              size_t err_len);
 
 /* One chat turn: appends the message {role, text} ("system" or "user") to the history and
- * generates the assistant's reply through on_piece (may be NULL). role NULL means raw mode:
- * text continues the context without a chat template. stats may be NULL. */
+ * generates the assistant's reply through on_piece (may be NULL). A conversation that leaves
+ * less than a quarter of the context (or max_tokens) for the reply loses its oldest exchanges,
+ * system messages kept, until it fills at most half (stats->dropped_messages). role NULL means
+ * raw mode: text continues the context without a chat template. stats may be NULL. */
 int oxi_llm_send(oxi_llm_engine* engine, const char* role, const char* text,
                  oxi_llm_piece_fn on_piece, void* user_data, oxi_llm_stats* stats);
 

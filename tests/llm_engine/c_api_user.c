@@ -78,3 +78,31 @@ int oxi_test_c_api_user(const char* model_path, char* out, size_t out_len) {
   if (strlen(err) == 0) return 6;
   return 0;
 }
+
+/* A chat of `turns` user lines "w26<k> w263" in a context of 160 positions, 8 tokens a reply;
+ * returns the messages dropped in all, or -1 on an error. */
+long oxi_test_c_api_long_chat(const char* model_path, int turns) {
+  char err[512], line[32];
+  oxi_llm_params params = oxi_llm_default_params();
+  oxi_llm_engine* engine;
+  oxi_llm_stats stats;
+  long dropped = 0;
+  int turn;
+
+  params.threads = 2;
+  params.temperature = 0.0f;
+  params.max_tokens = 8;
+  params.n_ctx = 160;
+  engine = oxi_llm_load(model_path, &params, err, sizeof err);
+  if (engine == NULL) return -1;
+  for (turn = 0; turn < turns; ++turn) {
+    snprintf(line, sizeof line, "w26%d w263", turn % 10);
+    if (oxi_llm_send(engine, "user", line, NULL, NULL, &stats) != OXI_LLM_OK) {
+      oxi_llm_free(engine);
+      return -1;
+    }
+    dropped += (long)stats.dropped_messages;
+  }
+  oxi_llm_free(engine);
+  return dropped;
+}

@@ -11,6 +11,7 @@
 
 #if OXI_HAVE_C_API_USER
 extern "C" int oxi_test_c_api_user(const char* model_path, char* out, size_t out_len);
+extern "C" long oxi_test_c_api_long_chat(const char* model_path, int turns);
 #endif
 
 namespace oxi::llm::test {
@@ -85,6 +86,24 @@ TEST(CApi, CProgramGetsWhatTheEngineGives) {
       std::to_string(OXI_LLM_STOP_MAX_TOKENS) + " " + std::to_string(OXI_LLM_STOP_CANCELLED) +
       "|6 6|" + std::to_string(pieces);
   EXPECT_EQ(std::string(out), expected);
+}
+
+// A C program's chat that outgrows its context loses messages as the engine's does.
+TEST(CApi, LongChatDropsWhatTheEngineDrops) {
+  oxi::test::TempDir dir;
+  const auto model = dir / "tiny.gguf";
+  write_tiny_llama(model);
+  EngineOptions options;
+  options.threads = 2;
+  options.n_ctx = 160;
+  auto engine = Engine::load(model.string(), options);
+  long dropped = 0;
+  for (int turn = 0; turn < 8; ++turn)
+    dropped += static_cast<long>(
+        engine->send({{"user", "w26" + std::to_string(turn) + " w263"}}, greedy(8))
+            .dropped_messages);
+  ASSERT_GT(dropped, 0) << "the conversation never outgrew the context";
+  EXPECT_EQ(oxi_test_c_api_long_chat(model.c_str(), 8), dropped);
 }
 #endif
 

@@ -197,6 +197,36 @@ TEST_F(CliLlm, ChatOneShotAndInteractive) {
   EXPECT_EQ(chat.out, t.text + "\n" + t2.text + "\n" + t.text + "\n");
 }
 
+// An interactive chat longer than --ctx goes on: the oldest exchanges leave the conversation
+// (a note on stderr), the replies are the engine's for the same turns.
+TEST_F(CliLlm, ChatOutgrowsTheContext) {
+  EngineOptions o;
+  o.threads = 2;
+  o.n_ctx = 160;
+  auto e = Engine::load(model_, o);
+  std::string input, expected;
+  size_t dropped = 0;
+  for (int turn = 0; turn < 8; ++turn) {
+    const std::string line = "w26" + std::to_string(turn) + " w263";
+    std::vector<ChatMessage> messages;
+    if (turn == 0) messages.push_back({"system", "be brief"});
+    messages.push_back({"user", line});
+    const TurnStats t = e->send(messages, greedy(8));
+    dropped += t.dropped_messages;
+    input += line + "\n";
+    expected += t.text + "\n";
+  }
+  ASSERT_GT(dropped, 0u) << "the conversation never outgrew the context";
+  const CommandResult chat =
+      run_oxinfer({"chat", "-m", model_, "--threads", "2", "--temp", "0", "--max-tokens", "8",
+                   "--ctx", "160", "--system", "be brief"},
+                  input);
+  ASSERT_EQ(chat.exit_code, 0) << chat.err;
+  EXPECT_EQ(chat.out, expected);
+  EXPECT_NE(chat.err.find("oldest messages of the conversation left it"), std::string::npos)
+      << chat.err;
+}
+
 // chat's --print-prompt / --show-tokens: each turn's rendered conversation before its reply,
 // and the context's and reply's ids, the same as the Engine's and as generate prints them.
 TEST_F(CliLlm, ChatPrintsPromptAndTokens) {

@@ -341,6 +341,58 @@ TEST_F(EngineTest, CancelFromAnotherThreadStopsGeneration) {
   EXPECT_EQ(t.stop_reason, StopReason::cancelled);
 }
 
+// A conversation that outgrows the context loses its oldest exchanges (the system message
+// stays) instead of failing, and the turn is what a new engine gives for the kept conversation.
+TEST_F(EngineTest, LongConversationsDropTheirOldestExchanges) {
+  // The tiny vocabulary spells the template's markers out (~40 tokens for the system and one
+  // user message), and a reply of 8 tokens of random text takes ~30 when rendered again.
+  constexpr size_t kCtx = 160;
+  auto e = engine(with_ctx(kCtx));
+  const ChatMessage system{"system", "be brief"};
+  TurnStats stats = e->send({system, {"user", "w260 w261 w262"}}, greedy(8));
+  EXPECT_EQ(stats.dropped_messages, 0u);
+  std::vector<ChatMessage> before;
+  for (int turn = 0; turn < 20 && stats.dropped_messages == 0; ++turn) {
+    before = e->history();
+    stats = e->send({{"user", "w26" + std::to_string(turn % 10) + " w263"}}, greedy(8));
+    if (stats.dropped_messages == 0) {
+      EXPECT_EQ(e->history().size(), before.size() + 2);
+      EXPECT_LE(stats.prompt_ids.size() + 8, kCtx);
+    }
+  }
+  ASSERT_GT(stats.dropped_messages, 0u) << "the conversation never outgrew the context";
+  const std::vector<ChatMessage>& kept = e->history();
+  // Whole exchanges left: the system message first, then a user turn; the rest as it was.
+  ASSERT_GE(kept.size(), 3u);
+  EXPECT_EQ(kept[0].role, "system");
+  EXPECT_EQ(kept[0].content, "be brief");
+  EXPECT_EQ(kept[1].role, "user");
+  EXPECT_EQ(kept.size(), before.size() - stats.dropped_messages + 2);
+  EXPECT_EQ(stats.dropped_messages % 2, 0u);
+  for (size_t i = 1; i + 2 < kept.size(); ++i) {
+    EXPECT_EQ(kept[i].role, before[i + stats.dropped_messages].role);
+    EXPECT_EQ(kept[i].content, before[i + stats.dropped_messages].content);
+  }
+  EXPECT_LE(stats.prompt_ids.size(), kCtx / 2);
+  // A new engine sent the kept conversation at once renders and answers the same.
+  const std::vector<ChatMessage> asked(kept.begin(), kept.end() - 1);
+  auto fresh = engine(with_ctx(kCtx));
+  const TurnStats again = fresh->send(asked, greedy(8));
+  EXPECT_EQ(again.dropped_messages, 0u);
+  EXPECT_EQ(again.prompt_ids, stats.prompt_ids);
+  EXPECT_EQ(again.generated_ids, stats.generated_ids);
+  ASSERT_EQ(fresh->prompt_logits().size(), e->prompt_logits().size());
+  EXPECT_EQ(std::memcmp(fresh->prompt_logits().data(), e->prompt_logits().data(),
+                        e->prompt_logits().size_bytes()),
+            0);
+  // A message longer than the whole context still fails, and the conversation stays.
+  std::string long_message;
+  for (int i = 0; i < 200; ++i) long_message += "w26" + std::to_string(i % 10) + " ";
+  const size_t turns = e->history().size();
+  EXPECT_THROW(e->send({{"user", long_message}}, greedy(1)), Error);
+  EXPECT_EQ(e->history().size(), turns);
+}
+
 TEST_F(EngineTest, ContextLimits) {
   auto e = engine(with_ctx(16));
   const TurnStats s = e->send_raw("w260 w261", greedy(-1));

@@ -29,6 +29,9 @@ void chat_turn(llm::Engine& engine, std::vector<ChatMessage> messages,
   }
   std::fputs("\n", stdout);
   std::fflush(stdout);
+  if (stats.dropped_messages > 0)
+    std::fprintf(stderr, "(context: the %zu oldest messages of the conversation left it)\n",
+                 stats.dropped_messages);
   if (output.show_tokens) print_turn_ids(stats);
   print_turn_stats(stats);
 }
@@ -39,7 +42,8 @@ int run_chat(const Argv& argv) {
   ArgParser p("chat", "oxinfer chat -m MODEL [--system TEXT] [--prompt TEXT] [OPTIONS]",
               "Chat with a model: each line of stdin is a user message, the reply is streamed.\n"
               "/reset starts over, /exit or Ctrl-D ends, Ctrl-C stops a reply. --prompt: one\n"
-              "turn, then exit.");
+              "turn, then exit. When the conversation nears the context size (--ctx), its oldest\n"
+              "exchanges are dropped (the system message stays) until it fills half of it.");
   add_llm_options(p);
   p.option("prompt", "TEXT", "answer this one message and exit", "p");
   p.flag("print-prompt", "print each turn's prompt text (the conversation after the template)");
