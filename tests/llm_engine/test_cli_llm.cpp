@@ -411,6 +411,8 @@ TEST_F(CliLlm, BenchLlmDepth) {
   // an f32 cache of 2 layers x (40 + 8 + 1) positions x kv_dim 32, K and V
   EXPECT_EQ(j.at("kv_cache_bytes").get<double>(), 2 * 2 * 49 * 32 * 4.0);
   EXPECT_GT(j.at("decode_attention_pct").get<double>(), 0);
+  // the decode split runs after the same context
+  EXPECT_EQ(j.at("decode_split_context").get<int>(), 40);
 
   const CommandResult text = run_oxinfer({"bench", "llm", "-m", model_, "--threads", "2", "--pp",
                                           "8", "--tg", "4", "--reps", "1", "--depth", "16"});

@@ -35,6 +35,7 @@ struct LlmBenchResult {
 // Where a decode step's time goes: tg tokens generated one at a time through a TimedBackend
 // (timed_backend.h) over the session's backend, with nothing between them.
 struct DecodeSplit {
+  size_t context = 0;  // tokens in the cache before the timed ones (the depth)
   size_t tokens = 0;
   double ms_per_token = 0;
   double products_pct = 0;   // in the matrix products
@@ -51,9 +52,9 @@ struct DecodeSplit {
   };
   std::vector<Kind> kinds;
 };
-// With depth > 0 the tokens follow `depth` tokens of context (evaluated first, not timed).
+// The tokens follow the context `context` holds (its cache copied in, not timed).
 DecodeSplit split_decode(std::shared_ptr<const llm::Model> model, backends::Backend& backend,
-                         size_t depth, size_t tg, kernels::DType kv_type);
+                         const llm::Session& context, size_t tg, kernels::DType kv_type);
 
 // Bytes of weight matrices one decode step reads: every layer matrix, the output projection
 // and one embedding row (the KV cache is not counted).
@@ -90,7 +91,8 @@ inline constexpr size_t kTokensBetweenPasses = 8;
 //
 // With depth > 0 (llama-bench's -d) every run starts from a cache that holds `depth` tokens
 // already (random ids, evaluated once before the runs, not timed), so pp and tg measure the
-// prompt and the tokens that come after that much context; n_ctx >= depth + max(pp, tg).
+// prompt and the tokens that come after that much context; n_ctx >= depth + max(pp, tg). The
+// session is left holding that context (for split_decode).
 LlmBenchResult bench_llm(llm::Session& session, size_t depth, size_t pp, size_t tg, int reps,
                          ReadPass& read_pass, ReadPass* buffer_pass, RegionsRead& weights_read);
 
