@@ -329,6 +329,9 @@ void attention_rows(const AttentionParams& p, Rows k_rows, Rows v_rows, size_t h
   alignas(64) float k_local[kChunk * kLocalHeadDim], v_local[kChunk * kLocalHeadDim];
   HeadState st[kMaxQueries][kMaxHeads];
   size_t lo[kMaxQueries], hi[kMaxQueries];  // the keys [lo, hi) each query sees
+  // Position-major rows (a position's kv heads side by side) stand apart; the LLM's head-major
+  // cache has each kv head's rows side by side.
+  const bool rows_apart = p.kv_token_stride != hd;
 
   for (size_t h0 = head_begin; h0 < head_end;) {
     const size_t g = h0 / group;
@@ -352,9 +355,8 @@ void attention_rows(const AttentionParams& p, Rows k_rows, Rows v_rows, size_t h
       }
       // Widened / gathered once when more than one (query, head) reads the chunk and the rows
       // need it (Rows::copy_shared_chunk).
-      const bool rows_apart = p.kv_token_stride != hd;
-      const bool local = n_heads * n_queries >= 2 && hd <= kLocalHeadDim &&
-                         Rows::copy_shared_chunk(rows_apart);
+      const bool local =
+          n_heads * n_queries >= 2 && hd <= kLocalHeadDim && Rows::copy_shared_chunk(rows_apart);
       const size_t c_begin = first_key == SIZE_MAX ? end_key : first_key / kChunk * kChunk;
       // Decode's K / V are in memory, the weights having streamed through the caches since
       // the token before. Rows that stand apart (position-major) are requested a chunk ahead,
@@ -362,15 +364,14 @@ void attention_rows(const AttentionParams& p, Rows k_rows, Rows v_rows, size_t h
       // head-major cache) are one sequential stream, which the hardware prefetcher follows
       // better without the requests: TinyLlama-shaped decode attention at 4096 positions, f16,
       // 22 layers, two threads, 8.5-9.0 -> 7.3-7.5 ms a token (5 alternating pairs; f32 level).
-      const bool request = rows_apart;
-      if (request && c_begin < end_key) {
+      if (rows_apart && c_begin < end_key) {
         const size_t a = std::max(c_begin, first_key);
         prefetch_keys(p, k_rows, v_rows, head_offset, a, std::min(c_begin + kChunk, end_key) - a);
       }
       for (size_t c0 = c_begin; c0 < end_key; c0 += kChunk) {
         // the chunk's keys that some query sees: [a, b)
         const size_t a = std::max(c0, first_key), b = std::min(c0 + kChunk, end_key);
-        if (request && b < end_key)
+        if (rows_apart && b < end_key)
           prefetch_keys(p, k_rows, v_rows, head_offset, b, std::min(b + kChunk, end_key) - b);
         if (local) {
           const size_t first = head_offset + a * p.kv_token_stride;
