@@ -34,6 +34,8 @@ oxi::llm::GenerateOptions generate_options(const oxi_llm_params& p) {
   g.sampling.repeat_last_n = p.repeat_last_n;
   g.sampling.seed = p.seed;
   g.max_tokens = p.max_tokens;
+  g.context_shift = p.context_shift != 0;
+  g.keep = p.keep;
   for (size_t i = 0; i < p.n_stop && p.stop != nullptr; ++i)
     if (p.stop[i] != nullptr) g.stop.emplace_back(p.stop[i]);
   return g;
@@ -96,6 +98,8 @@ oxi_llm_params oxi_llm_default_params(void) {
   p.max_tokens = g.max_tokens;
   p.stop = nullptr;
   p.n_stop = 0;
+  p.context_shift = g.context_shift ? 1 : 0;
+  p.keep = g.keep;
   return p;
 }
 
@@ -149,6 +153,7 @@ int oxi_llm_send(oxi_llm_engine* engine, const char* role, const char* text,
       stats->generation_tok_s = s.generation_tok_s();
       stats->stop_reason = stop_code(s.stop_reason);
       stats->dropped_messages = s.dropped_messages;
+      stats->context_shifts = s.context_shifts;
     }
   });
 }

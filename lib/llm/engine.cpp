@@ -194,6 +194,13 @@ TurnStats Engine::send_raw(std::string_view text, const GenerateOptions& options
   const tokenizer::Tokenizer& tok = model_->tokenizer();
   for (int32_t id : stats.generated_ids)
     if (!tok.is_control(id)) raw_text_ += tok.token_piece(id);
+  if (stats.context_shifts > 0) {
+    // The context no longer holds the start of the text: the next turn continues what it holds,
+    // the cache and the last sampled token (a turn never evaluates its last token).
+    std::vector<int32_t> held = session_->tokens();
+    held.push_back(stats.generated_ids.back());
+    raw_text_ = tok.decode(held);
+  }
   history_.clear();
   return stats;
 }
@@ -270,6 +277,14 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
   // A --choices reply is emitted whole at the end: exactly the choice's text.
   const bool stream = on_piece && !choices;
 
+  // A context shift keeps BOS and options.keep tokens of the prompt after it (llama.cpp's
+  // n_keep, to which it adds BOS).
+  const std::optional<int32_t> bos = tok.bos();
+  const size_t bos_kept = !stats.prompt_ids.empty() && bos && stats.prompt_ids[0] == *bos ? 1 : 0;
+  const size_t keep = options.keep < 0 ? stats.prompt_ids.size()
+                                       : std::min(stats.prompt_ids.size(),
+                                                  bos_kept + static_cast<size_t>(options.keep));
+
   const Clock::time_point start = Clock::now();
   std::span<const float> logits = prompt_logits_;
   const size_t max_tokens =
@@ -286,13 +301,20 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
       break;
     }
     if (evaluate_last) {
-      if (session_->n_past() + 1 > session_->n_ctx()) {
+      if (session_->n_past() + 1 <= session_->n_ctx()) {
+        const int32_t last[] = {stats.generated_ids.back()};
+        logits = session_->eval(std::span<const int32_t>(last));
+        next_logits_.assign(logits.begin(), logits.end());
+      } else if (!options.context_shift || !shift_context(stats.generated_ids.back(), keep, stats)) {
         stats.stop_reason = StopReason::context_full;
         break;
+      } else if (next_logits_.empty()) {  // cancelled while the kept tokens were evaluated
+        stats.stop_reason = StopReason::cancelled;
+        evaluate_last = false;
+        break;
+      } else {
+        logits = next_logits_;
       }
-      const int32_t last[] = {stats.generated_ids.back()};
-      logits = session_->eval(std::span<const int32_t>(last));
-      next_logits_.assign(logits.begin(), logits.end());
     }
     // The repetition penalty looks at the context: prompt and reply so far.
     const int32_t id =
@@ -340,6 +362,26 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
   stats.generated_tokens = stats.generated_ids.size();
   stats.generation_ms = ms_since(start);
   return stats;
+}
+
+bool Engine::shift_context(int32_t pending, size_t keep, TurnStats& stats) {
+  // The context with the sampled token that no longer fits; half of what follows the kept
+  // tokens leaves (llama.cpp: n_discard = (n_past - n_keep) / 2), and the rest is evaluated
+  // again after the kept tokens (the cache keeps that common prefix).
+  std::vector<int32_t> context = session_->tokens();
+  context.push_back(pending);
+  if (keep >= context.size()) return false;
+  const size_t discard = (context.size() - keep) / 2;
+  if (discard == 0) return false;
+  context.erase(context.begin() + static_cast<std::ptrdiff_t>(keep),
+                context.begin() + static_cast<std::ptrdiff_t>(keep + discard));
+  spdlog::debug("context shift: {} tokens kept, {} dropped, {} evaluated again", keep, discard,
+                context.size() - keep);
+  TurnStats evaluation;
+  evaluate_prompt(context, evaluation);
+  ++stats.context_shifts;
+  stats.shifted_tokens += discard;
+  return true;
 }
 
 void Engine::reset() {

@@ -51,6 +51,14 @@ struct GenerateOptions {
   int max_tokens = -1;               // < 0: until an end token, a stop string or a full context
   std::vector<std::string> stop;     // stop strings (not part of the reply)
   std::vector<std::string> choices;  // non-empty: the reply is exactly one of these
+  // A reply that fills the context: false stops it there (StopReason::context_full, as
+  // llama.cpp does by default); true shifts the context as llama.cpp's --context-shift does and
+  // generates on: the first `keep` tokens stay, half of the tokens after them leave. Exact, not
+  // a RoPE re-rotation of cached keys: what stays is evaluated again, so the tokens after a
+  // shift are those a new session would generate from the shifted context.
+  bool context_shift = false;
+  // Tokens of the turn's prompt (BOS not counted) a shift keeps; < 0 = the whole prompt.
+  int keep = 0;
 };
 
 enum class StopReason {
@@ -75,6 +83,8 @@ struct TurnStats {
   std::vector<int32_t> prompt_ids;  // the whole context before generation
   std::vector<int32_t> generated_ids;
   size_t dropped_messages = 0;  // send(): the oldest history messages that left the context
+  size_t context_shifts = 0;    // GenerateOptions::context_shift: times the context shifted
+  size_t shifted_tokens = 0;    // tokens those shifts dropped
 
   double prompt_tok_s() const { return prompt_ms > 0 ? 1e3 * prompt_tokens / prompt_ms : 0; }
   double generation_tok_s() const {
@@ -134,6 +144,7 @@ class Engine {
   TurnStats run_turn(std::vector<int32_t> prompt, const GenerateOptions& options,
                      bool strip_leading_space, const PieceCallback& on_piece);
   void evaluate_prompt(const std::vector<int32_t>& prompt, TurnStats& stats);
+  bool shift_context(int32_t pending, size_t keep, TurnStats& stats);
   std::string render_after(const std::vector<ChatMessage>& history,
                            const std::vector<ChatMessage>& messages) const;
   bool is_end_token(int32_t id) const;

@@ -68,6 +68,11 @@ typedef struct oxi_llm_params {
   int max_tokens;          /* < 0: until an end token or a full context */
   const char* const* stop; /* stop strings, n_stop of them */
   size_t n_stop;
+  /* A reply that fills the context: 0 stops it (OXI_LLM_STOP_CONTEXT_FULL); 1 keeps BOS and
+   * the first `keep` prompt tokens (< 0: the whole prompt), drops half of the rest, evaluates
+   * what stays again and generates on (llama.cpp's --context-shift, exact). */
+  int context_shift;
+  int keep;
 } oxi_llm_params;
 
 typedef struct oxi_llm_stats {
@@ -80,6 +85,7 @@ typedef struct oxi_llm_stats {
   double generation_tok_s;
   int stop_reason;         /* OXI_LLM_STOP_* */
   size_t dropped_messages; /* the oldest history messages that left an outgrown context */
+  size_t context_shifts;   /* times this turn's reply shifted the context (context_shift) */
 } oxi_llm_stats;
 
 /* Called with each piece of reply text (complete UTF-8, not NUL-terminated); return 0 to stop. */

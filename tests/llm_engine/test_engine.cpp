@@ -2,6 +2,7 @@
 // end tokens, stop strings, --choices, KV reuse across turns, state files, cancel, limits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -391,6 +392,79 @@ TEST_F(EngineTest, LongConversationsDropTheirOldestExchanges) {
   const size_t turns = e->history().size();
   EXPECT_THROW(e->send({{"user", long_message}}, greedy(1)), Error);
   EXPECT_EQ(e->history().size(), turns);
+}
+
+// llama.cpp's context shift, restated on a bare Session: generate greedily; when the next
+// token does not fit, keep BOS + `keep` tokens, drop half of the rest, evaluate what stays from
+// an empty cache (as a new session would) and go on.
+std::vector<int32_t> shifted_generation(Session& session, const std::vector<int32_t>& prompt,
+                                        size_t keep, size_t n_tokens, size_t* shifts) {
+  const auto argmax = [](std::span<const float> logits) {
+    return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  };
+  session.truncate(0);
+  std::vector<float> logits;
+  const auto take = [&](std::span<const float> l) { logits.assign(l.begin(), l.end()); };
+  take(session.eval(prompt));
+  std::vector<int32_t> generated;
+  *shifts = 0;
+  while (true) {
+    generated.push_back(argmax(logits));
+    if (generated.size() == n_tokens) return generated;
+    if (session.n_past() < session.n_ctx()) {
+      take(session.eval(std::span<const int32_t>(&generated.back(), 1)));
+      continue;
+    }
+    std::vector<int32_t> context = session.tokens();
+    context.push_back(generated.back());
+    const size_t discard = (context.size() - keep) / 2;
+    context.erase(context.begin() + static_cast<std::ptrdiff_t>(keep),
+                  context.begin() + static_cast<std::ptrdiff_t>(keep + discard));
+    session.truncate(0);
+    take(session.eval(context));
+    ++*shifts;
+  }
+}
+
+TEST_F(EngineTest, ContextShiftGoesOnAsANewSessionWould) {
+  const size_t n_ctx = 32;
+  for (const int keep : {0, 2, -1}) {
+    SCOPED_TRACE("keep " + std::to_string(keep));
+    auto e = engine(with_ctx(n_ctx));
+    GenerateOptions g = greedy(70);
+    g.context_shift = true;
+    g.keep = keep;
+    const TurnStats s = e->send_raw("w260 w261", g);
+    ASSERT_EQ(s.prompt_ids.front(), *e->model().tokenizer().bos());
+    const size_t kept = keep < 0 ? s.prompt_ids.size() : 1 + static_cast<size_t>(keep);
+    EXPECT_EQ(s.stop_reason, StopReason::max_tokens);
+    EXPECT_EQ(s.generated_tokens, 70u);
+
+    auto reference = engine(with_ctx(n_ctx));
+    size_t shifts = 0;
+    const std::vector<int32_t> expected =
+        shifted_generation(reference->session(), s.prompt_ids, kept, 70, &shifts);
+    EXPECT_GE(shifts, 2u);
+    EXPECT_EQ(s.context_shifts, shifts);
+    EXPECT_EQ(s.generated_ids, expected);
+    // The kept tokens are still the context's first.
+    const std::vector<int32_t>& held = e->session().tokens();
+    ASSERT_GE(held.size(), kept);
+    EXPECT_TRUE(std::equal(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(kept),
+                           s.prompt_ids.begin()));
+  }
+}
+
+TEST_F(EngineTest, ContextShiftWithNothingToDropStops) {
+  // The whole prompt kept and it fills the context: nothing can leave, so the reply stops.
+  const size_t prompt_size = engine()->model().tokenizer().encode("w260 w261", true).size();
+  auto e = engine(with_ctx(prompt_size));
+  GenerateOptions g = greedy(20);
+  g.context_shift = true;
+  g.keep = -1;
+  const TurnStats s = e->send_raw("w260 w261", g);
+  EXPECT_EQ(s.stop_reason, StopReason::context_full);
+  EXPECT_EQ(s.context_shifts, 0u);
 }
 
 TEST_F(EngineTest, ContextLimits) {

@@ -33,6 +33,9 @@ void add_llm_options(ArgParser& p) {
   p.option("stop", "S", "stop before this text (repeatable)");
   p.option("choices", "A,B,C", "answer with exactly one of these (comma separated)");
   p.option("ctx", "N", "context size in tokens (default: the model's, at most 4096)");
+  p.flag("context-shift",
+         "a reply that fills the context goes on: half of the tokens after --keep leave it");
+  p.option("keep", "N", "tokens of the prompt (after BOS) a context shift keeps; -1 = all (0)");
   add_cache_type_option(p);
   p.threads_option();
   p.option("quant", "q8|q4", "quantize an HF checkpoint's matrices at load");
@@ -102,6 +105,9 @@ llm::GenerateOptions generate_options(const ParsedArgs& args) {
   }
   g.max_tokens = int_option(args, "max-tokens", 256);
   g.stop = args.get_all("stop");
+  g.context_shift = args.flag("context-shift");
+  g.keep = int_option(args, "keep", 0);
+  if (args.has("keep") && !g.context_shift) throw UsageError("--keep needs --context-shift");
   if (const auto choices = args.get("choices")) {
     std::stringstream list(*choices);
     for (std::string choice; std::getline(list, choice, ',');)
@@ -171,11 +177,16 @@ void print_turn_ids(const llm::TurnStats& stats) {
 
 void print_turn_stats(const llm::TurnStats& s) {
   if (!spdlog::default_logger()->should_log(spdlog::level::info)) return;
+  std::string shifts;
+  if (s.context_shifts > 0)
+    shifts = " | context shifts: " + std::to_string(s.context_shifts) + " (" +
+             std::to_string(s.shifted_tokens) + " tokens dropped)";
   std::fprintf(stderr,
                "prompt: %zu tokens (%zu cached) in %.1f ms, %.1f tok/s | generation: %zu tokens "
-               "in %.1f ms, %.1f tok/s | stop: %s\n",
+               "in %.1f ms, %.1f tok/s | stop: %s%s\n",
                s.prompt_tokens, s.cached_tokens, s.prompt_ms, s.prompt_tok_s(), s.generated_tokens,
-               s.generation_ms, s.generation_tok_s(), llm::to_string(s.stop_reason));
+               s.generation_ms, s.generation_tok_s(), llm::to_string(s.stop_reason),
+               shifts.c_str());
 }
 
 }  // namespace oxi::cli
