@@ -305,7 +305,8 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
         const int32_t last[] = {stats.generated_ids.back()};
         logits = session_->eval(std::span<const int32_t>(last));
         next_logits_.assign(logits.begin(), logits.end());
-      } else if (!options.context_shift || !shift_context(stats.generated_ids.back(), keep, stats)) {
+      } else if (!options.context_shift ||
+                 !shift_context(stats.generated_ids.back(), keep, stats)) {
         stats.stop_reason = StopReason::context_full;
         break;
       } else if (next_logits_.empty()) {  // cancelled while the kept tokens were evaluated

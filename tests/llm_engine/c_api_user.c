@@ -106,3 +106,28 @@ long oxi_test_c_api_long_chat(const char* model_path, int turns) {
   oxi_llm_free(engine);
   return dropped;
 }
+
+/* A raw reply of 60 tokens in a context of 32 positions with context_shift on and keep 2; the
+ * generated count and the shifts as generated * 1000 + shifts, or -1 on an error. */
+long oxi_test_c_api_context_shift(const char* model_path) {
+  char err[512];
+  oxi_llm_params params = oxi_llm_default_params();
+  oxi_llm_engine* engine;
+  oxi_llm_stats stats;
+
+  if (params.context_shift != 0) return -1; /* off unless asked for, as llama.cpp */
+  params.threads = 2;
+  params.temperature = 0.0f;
+  params.max_tokens = 60;
+  params.n_ctx = 32;
+  params.context_shift = 1;
+  params.keep = 2;
+  engine = oxi_llm_load(model_path, &params, err, sizeof err);
+  if (engine == NULL) return -1;
+  if (oxi_llm_send(engine, NULL, "w260 w261", NULL, NULL, &stats) != OXI_LLM_OK) {
+    oxi_llm_free(engine);
+    return -1;
+  }
+  oxi_llm_free(engine);
+  return (long)stats.generated_tokens * 1000 + (long)stats.context_shifts;
+}

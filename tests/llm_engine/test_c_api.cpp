@@ -12,6 +12,7 @@
 #if OXI_HAVE_C_API_USER
 extern "C" int oxi_test_c_api_user(const char* model_path, char* out, size_t out_len);
 extern "C" long oxi_test_c_api_long_chat(const char* model_path, int turns);
+extern "C" long oxi_test_c_api_context_shift(const char* model_path);
 #endif
 
 namespace oxi::llm::test {
@@ -35,6 +36,9 @@ TEST(CApi, DefaultsMatchTheEngine) {
   EXPECT_EQ(p.threads, 0);
   EXPECT_EQ(p.stop, nullptr);
   EXPECT_EQ(p.cache_type, nullptr);  // the engine's default for the weights
+  const GenerateOptions g;
+  EXPECT_EQ(p.context_shift != 0, g.context_shift);
+  EXPECT_EQ(p.keep, g.keep);
 }
 
 TEST(CApi, ErrorsAreCodesAndMessages) {
@@ -104,6 +108,24 @@ TEST(CApi, LongChatDropsWhatTheEngineDrops) {
             .dropped_messages);
   ASSERT_GT(dropped, 0) << "the conversation never outgrew the context";
   EXPECT_EQ(oxi_test_c_api_long_chat(model.c_str(), 8), dropped);
+}
+
+// context_shift / keep reach the engine, and the shifts come back in the stats.
+TEST(CApi, ContextShiftAsTheEngineShifts) {
+  oxi::test::TempDir dir;
+  const auto model = dir / "tiny.gguf";
+  write_tiny_llama(model);
+  EngineOptions options;
+  options.threads = 2;
+  options.n_ctx = 32;
+  GenerateOptions g = greedy(60);
+  g.context_shift = true;
+  g.keep = 2;
+  const TurnStats s = Engine::load(model.string(), options)->send_raw("w260 w261", g);
+  ASSERT_GT(s.context_shifts, 0u);
+  ASSERT_EQ(s.generated_tokens, 60u);
+  EXPECT_EQ(oxi_test_c_api_context_shift(model.c_str()),
+            static_cast<long>(60 * 1000 + s.context_shifts));
 }
 #endif
 

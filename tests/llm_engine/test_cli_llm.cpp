@@ -75,6 +75,39 @@ TEST_F(CliLlm, GenerateRawShowsTokensAndStreamsTheReply) {
   EXPECT_EQ(r.out, expected.text);  // not a terminal: exactly the reply
 }
 
+// --context-shift / --keep reach the engine: the same tokens as the Engine's shifted turn, the
+// shifts reported on stderr; without --context-shift the reply stops at the full context.
+TEST_F(CliLlm, GenerateContextShift) {
+  const std::vector<std::string> args = {"--raw", "-p", "w260 w261",    "--temp", "0",
+                                         "--ctx", "32", "--max-tokens", "60",     "--show-tokens"};
+  std::vector<std::string> shifted = args;
+  shifted.insert(shifted.end(), {"--context-shift", "--keep", "2"});
+  const CommandResult r = generate(shifted);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EngineOptions o;
+  o.threads = 2;
+  o.n_ctx = 32;
+  GenerateOptions g = greedy(60);
+  g.context_shift = true;
+  g.keep = 2;
+  const TurnStats expected = Engine::load(model_, o)->send_raw("w260 w261", g);
+  ASSERT_GT(expected.context_shifts, 0u);
+  EXPECT_EQ(line_starting(r.err, "generated tokens: "), ids_text(expected.generated_ids));
+  EXPECT_NE(r.err.find("context shifts: " + std::to_string(expected.context_shifts)),
+            std::string::npos)
+      << r.err;
+
+  const CommandResult plain = generate(args);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.err.find("stop: context full"), std::string::npos) << plain.err;
+  EXPECT_EQ(plain.err.find("context shifts"), std::string::npos) << plain.err;
+
+  const CommandResult keep_alone = generate({"-p", "w260", "--keep", "2"});
+  EXPECT_EQ(keep_alone.exit_code, 2);
+  EXPECT_NE(keep_alone.err.find("--keep needs --context-shift"), std::string::npos)
+      << keep_alone.err;
+}
+
 TEST_F(CliLlm, DumpLogitsWritesTheLastPromptTokensLogits) {
   const auto file = dir_ / "logits.bin";
   const CommandResult r =
