@@ -62,6 +62,10 @@ class Session {
   // session as it was, but for an I/O error while reading the cache rows, which empties it.
   void save_state(const std::filesystem::path& file) const;
   void load_state(const std::filesystem::path& file);
+  // What save_state then load_state would give, without the file: `from`'s tokens and cache
+  // rows (a session of the same model and cache type, at most n_ctx() positions). Throws
+  // oxi::Error otherwise, this session unchanged.
+  void copy_context(const Session& from);
 
  private:
   std::shared_ptr<const Model> model_;

@@ -141,4 +141,30 @@ void Session::load_state(const std::filesystem::path& file) {
   tokens_ = std::move(tokens);
 }
 
+void Session::copy_context(const Session& from) {
+  const KvCache& source = from.state_->cache;
+  KvCache& cache = state_->cache;
+  if (from.model_ != model_ &&
+      (source.n_layer() != cache.n_layer() || source.kv_dim() != cache.kv_dim() ||
+       from.model_->config().n_vocab != model_->config().n_vocab))
+    throw Error("llm session", "cannot copy the context of another model's session");
+  if (source.type() != cache.type())
+    throw Error("llm session",
+                "cannot copy a cache of " + std::string(kernels::name(source.type())) +
+                    " elements into one of " + std::string(kernels::name(cache.type())));
+  const size_t n = from.n_past();
+  if (n > cache.n_ctx())
+    throw Error("llm session", "the context to copy holds " + std::to_string(n) +
+                                   " positions, more than this session's n_ctx " +
+                                   std::to_string(cache.n_ctx()));
+  // The same rows save_state writes and load_state stores, a layer at a time.
+  std::vector<uint8_t> keys(cache.rows_bytes(n)), values(keys.size());
+  for (size_t il = 0; il < cache.n_layer(); ++il) {
+    source.copy_rows_out(il, n, keys, values);
+    cache.copy_rows_in(il, n, keys, values);
+  }
+  tokens_ = from.tokens_;
+  all_logits_.clear();
+}
+
 }  // namespace oxi::llm

@@ -309,6 +309,11 @@ void expect_state_restores(const std::string& arch, DType kv_type) {
   restored.load_state(dir / "state.bin");
   EXPECT_EQ(restored.tokens(), prompt);
   EXPECT_EQ(restored.n_past(), prompt.size());
+  // copy_context: the same without a file, into a cache of another size (other row strides).
+  Session copied(model, *b.cpu, 40, kv_type);
+  copied.eval(test_prompt(3, tiny.spec.n_vocab, 8));  // replaced by the copy
+  copied.copy_context(original);
+  EXPECT_EQ(copied.tokens(), prompt);
   const std::vector<int32_t> more = test_prompt(5, tiny.spec.n_vocab, 4);
   std::vector<int32_t> next = {more[0]};
   for (int step = 0; step < 8; ++step) {
@@ -317,8 +322,13 @@ void expect_state_restores(const std::string& arch, DType kv_type) {
     const std::vector<float> a(a_span.begin(), a_span.end());
     const auto r = restored.eval(input);
     ASSERT_EQ(std::memcmp(a.data(), r.data(), a.size() * sizeof(float)), 0) << "step " << step;
+    const auto c = copied.eval(input);
+    ASSERT_EQ(std::memcmp(a.data(), c.data(), a.size() * sizeof(float)), 0) << "step " << step;
     next = {argmax(a)};
   }
+  Session small(model, *b.cpu, 8, kv_type);  // fewer positions than the context
+  EXPECT_THROW(small.copy_context(original), Error);
+  EXPECT_EQ(small.n_past(), 0u);
   if (kv_type == DType::F32) {  // a version 1 file (no cache type field: f32) loads too
     std::vector<uint8_t> bytes = oxi::test::read_file_bytes(dir / "state.bin");
     const uint32_t version1 = 1;
@@ -341,9 +351,11 @@ void expect_state_restores(const std::string& arch, DType kv_type) {
   oxi::test::TempDir other_dir;
   Session foreign(load_gguf_copy(other, other_dir), *b.cpu, 64, kv_type);
   EXPECT_THROW(foreign.load_state(dir / "state.bin"), Error);
+  EXPECT_THROW(foreign.copy_context(original), Error);
   // So is a state of the other cache type, with a message saying so.
   const DType other_type = kv_type == DType::F16 ? DType::F32 : DType::F16;
   Session other_cache(model, *b.cpu, 64, other_type);
+  EXPECT_THROW(other_cache.copy_context(original), Error);
   try {
     other_cache.load_state(dir / "state.bin");
     ADD_FAILURE() << "a state of another cache type was loaded";

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
-#include <filesystem>
 #include <optional>
 #include <random>
 #include <span>
@@ -13,8 +12,6 @@
 #include <system_error>
 #include <thread>
 #include <vector>
-
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -178,35 +175,14 @@ LlmBenchResult bench_llm(llm::Session& session, size_t depth, size_t pp, size_t 
   return r;
 }
 
-namespace {
-
-// A file in the temporary directory for one session state, removed when it goes.
-struct TempStateFile {
-  std::filesystem::path path = std::filesystem::temp_directory_path() /
-                               ("oxinfer-bench-" + std::to_string(::getpid()) + ".state");
-  TempStateFile() = default;
-  TempStateFile(const TempStateFile&) = delete;
-  TempStateFile& operator=(const TempStateFile&) = delete;
-  ~TempStateFile() {
-    std::error_code ignored;
-    std::filesystem::remove(path, ignored);
-  }
-};
-
-}  // namespace
-
 DecodeSplit split_decode(std::shared_ptr<const llm::Model> model, backends::Backend& backend,
                          const llm::Session& context, size_t tg, kernels::DType kv_type) {
   TimedBackend timed(backend);
   const size_t depth = context.n_past();
   llm::Session session(model, timed, depth + tg + 2, kv_type);
-  if (depth > 0) {
-    // The context's cache comes through a state file: evaluating its tokens again took about
-    // as long as the runs themselves (TinyLlama's shape at depth 4096: ~40 s).
-    const TempStateFile file;
-    context.save_state(file.path);
-    session.load_state(file.path);
-  }
+  // The context's cache is copied: evaluating its tokens again took about as long as the runs
+  // themselves (TinyLlama's shape at depth 4096: ~40 s).
+  session.copy_context(context);
   std::mt19937 rng(4321);
   std::uniform_int_distribution<int32_t> token(0, model->config().n_vocab - 1);
   DecodeSplit d;
