@@ -15,7 +15,9 @@
  * flush cancels the answer being generated and drops the queued ones.
  *
  * The weights are loaded once per process (elements naming the same model and `quant` share
- * them, as do elements with the same `model-instance-id`); each element has its own KV cache.
+ * them, as do elements with the same `model-instance-id`); each element has its own KV cache,
+ * which keeps the last answer's prompt: the next one evaluates only the tokens after those it
+ * shares with it (system prompt, template header), with the same result.
  * Loading happens in the READY to PAUSED transition. `context-size` bounds an answer's tokens
  * (system message, prompt and reply), `cache-type` sets the KV cache's precision and
  * `chat-template` replaces the model's own template, as `--ctx`, `--cache-type` and `--template`
@@ -680,8 +682,10 @@ static GstFlowReturn gst_oxi_llm_answer(GstOxiLlm* self, const OxiLlmItem& item,
     if (s->cancel) return GST_FLOW_FLUSHING;
     oxi::llm::TurnStats stats;
     try {
-      // Each answer stands alone: no earlier question or answer in its context.
-      s->engine->reset();
+      // Each answer stands alone: no earlier question or answer in its context. The cache
+      // keeps the last prompt, so the tokens this one shares with it (system prompt, template
+      // header, a prompt-template's fixed start) are not evaluated again.
+      s->engine->new_conversation();
       stats = s->engine->send(messages, options, [s](std::string_view) { return !s->cancel; });
     } catch (const std::exception& e) {
       GST_ELEMENT_ERROR(self, STREAM, FAILED, ("LLM generation failed: %s", e.what()), (nullptr));
@@ -689,8 +693,9 @@ static GstFlowReturn gst_oxi_llm_answer(GstOxiLlm* self, const OxiLlmItem& item,
       return GST_FLOW_ERROR;
     }
     if (s->cancel || stats.stop_reason == oxi::llm::StopReason::cancelled) return GST_FLOW_FLUSHING;
-    GST_DEBUG_OBJECT(self, "answer: %zu prompt tokens, %zu generated (%s)", stats.prompt_tokens,
-                     stats.generated_tokens, oxi::llm::to_string(stats.stop_reason));
+    GST_DEBUG_OBJECT(self, "answer: %zu prompt tokens (%zu cached), %zu generated (%s)",
+                     stats.prompt_tokens, stats.cached_tokens, stats.generated_tokens,
+                     oxi::llm::to_string(stats.stop_reason));
     reply = std::move(stats.text);
   }
 

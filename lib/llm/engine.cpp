@@ -387,6 +387,10 @@ bool Engine::shift_context(int32_t pending, size_t keep, TurnStats& stats) {
 
 void Engine::reset() {
   session_->truncate(0);
+  new_conversation();
+}
+
+void Engine::new_conversation() {
   history_.clear();
   raw_text_.clear();
   prompt_logits_.clear();

@@ -126,6 +126,11 @@ class Engine {
   void cancel() { cancel_requested_.store(true, std::memory_order_relaxed); }
   // Forgets the history and the cache.
   void reset();
+  // Starts a new conversation: forgets the history (and the raw text) but keeps the KV cache,
+  // so that one beginning with the same tokens as the last (a system prompt, the template's
+  // header) evaluates only what differs, as llama.cpp's server reuses a cached prompt. The
+  // logits are those of a fresh start, bit for bit (see evaluate_prompt).
+  void new_conversation();
 
   // The KV state (Session::save_state) plus the history / raw text, in one file: a later
   // process load_state()s it and continues where this one stopped. Throws oxi::Error.

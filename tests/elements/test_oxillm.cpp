@@ -136,6 +136,10 @@ TEST_F(OxiLlm, GreedyAnswerEqualsTheEngineOnTheSameMessages) {
   // Each answer stands alone: the same input twice gets the same answer.
   ASSERT_EQ(gst_harness_push(h, text_buffer("w262 w263", GST_SECOND, GST_SECOND)), GST_FLOW_OK);
   EXPECT_EQ(pull_answer(h).text, a.text);
+  // Another input after the same system prompt and template start (which the element's cache
+  // keeps): the engine's fresh answer still.
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w264", 2 * GST_SECOND, GST_SECOND)), GST_FLOW_OK);
+  EXPECT_EQ(pull_answer(h).text, engine_answer("w280 w281", "w290 w264 w291", 6));
   gst_harness_teardown(h);
 }
 

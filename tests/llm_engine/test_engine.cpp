@@ -467,6 +467,32 @@ TEST_F(EngineTest, ContextShiftWithNothingToDropStops) {
   EXPECT_EQ(s.context_shifts, 0u);
 }
 
+// new_conversation keeps the cache: a conversation that starts as the last one did evaluates
+// only what differs, and answers exactly as a new engine does.
+TEST_F(EngineTest, NewConversationReusesTheSharedStart) {
+  auto e = engine();
+  const std::vector<ChatMessage> first = {{"system", "w260 w261 w262 w263"}, {"user", "w264"}};
+  const std::vector<ChatMessage> second = {{"system", "w260 w261 w262 w263"}, {"user", "w265"}};
+  e->send(first, greedy(6));
+  e->new_conversation();
+  EXPECT_TRUE(e->history().empty());
+  const TurnStats s = e->send(second, greedy(6));
+  auto fresh = engine();
+  const TurnStats expected = fresh->send(second, greedy(6));
+  EXPECT_EQ(s.prompt_ids, expected.prompt_ids);
+  EXPECT_GT(s.cached_tokens, 0u);
+  EXPECT_EQ(s.cached_tokens + s.prompt_tokens, expected.prompt_tokens);
+  EXPECT_EQ(s.generated_ids, expected.generated_ids);
+  ASSERT_EQ(e->prompt_logits().size(), fresh->prompt_logits().size());
+  EXPECT_EQ(std::memcmp(e->prompt_logits().data(), fresh->prompt_logits().data(),
+                        e->prompt_logits().size() * sizeof(float)),
+            0);
+  EXPECT_EQ(e->history().size(), 3u);  // the second conversation only
+  // reset() empties the cache too.
+  e->reset();
+  EXPECT_EQ(e->send(second, greedy(1)).cached_tokens, 0u);
+}
+
 TEST_F(EngineTest, ContextLimits) {
   auto e = engine(with_ctx(16));
   const TurnStats s = e->send_raw("w260 w261", greedy(-1));

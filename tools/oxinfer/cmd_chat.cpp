@@ -79,7 +79,7 @@ int run_chat(const Argv& argv) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line == "/exit" || line == "/quit") break;
     if (line == "/reset") {
-      engine->reset();
+      engine->new_conversation();  // the system message's tokens stay cached
       if (interactive) std::fputs("(conversation reset)\n", stderr);
       continue;
     }
