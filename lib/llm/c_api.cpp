@@ -171,6 +171,10 @@ void oxi_llm_reset(oxi_llm_engine* engine) {
   guarded(engine, [&] { engine->engine->reset(); });
 }
 
+void oxi_llm_new_conversation(oxi_llm_engine* engine) {
+  guarded(engine, [&] { engine->engine->new_conversation(); });
+}
+
 int oxi_llm_save_state(oxi_llm_engine* engine, const char* path) {
   if (path == nullptr) return OXI_LLM_INVALID_ARGUMENT;
   return guarded(engine, [&] { engine->engine->save_state(path); });

@@ -113,6 +113,9 @@ int oxi_llm_set_params(oxi_llm_engine* engine, const oxi_llm_params* params);
 void oxi_llm_cancel(oxi_llm_engine* engine);
 /* Forgets the history and the cache. */
 void oxi_llm_reset(oxi_llm_engine* engine);
+/* Forgets the history but keeps the cache: a new conversation that starts with the same
+ * tokens as the last (a system prompt) evaluates only what differs, with the same results. */
+void oxi_llm_new_conversation(oxi_llm_engine* engine);
 
 /* The KV cache and history in a file, and back (another process may continue from it). */
 int oxi_llm_save_state(oxi_llm_engine* engine, const char* path);

@@ -131,3 +131,29 @@ long oxi_test_c_api_context_shift(const char* model_path) {
   oxi_llm_free(engine);
   return (long)stats.generated_tokens * 1000 + (long)stats.context_shifts;
 }
+
+/* Two conversations of one user message each, "w260 w261 w262 w263" then, after
+ * oxi_llm_new_conversation, "w260 w261 w262 w264": the second turn's cached tokens, or -1. */
+long oxi_test_c_api_new_conversation(const char* model_path) {
+  char err[512];
+  oxi_llm_params params = oxi_llm_default_params();
+  oxi_llm_engine* engine;
+  oxi_llm_stats stats;
+
+  params.threads = 2;
+  params.temperature = 0.0f;
+  params.max_tokens = 4;
+  engine = oxi_llm_load(model_path, &params, err, sizeof err);
+  if (engine == NULL) return -1;
+  if (oxi_llm_send(engine, "user", "w260 w261 w262 w263", NULL, NULL, NULL) != OXI_LLM_OK) {
+    oxi_llm_free(engine);
+    return -1;
+  }
+  oxi_llm_new_conversation(engine);
+  if (oxi_llm_send(engine, "user", "w260 w261 w262 w264", NULL, NULL, &stats) != OXI_LLM_OK) {
+    oxi_llm_free(engine);
+    return -1;
+  }
+  oxi_llm_free(engine);
+  return (long)stats.cached_tokens;
+}

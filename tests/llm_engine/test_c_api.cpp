@@ -13,6 +13,7 @@
 extern "C" int oxi_test_c_api_user(const char* model_path, char* out, size_t out_len);
 extern "C" long oxi_test_c_api_long_chat(const char* model_path, int turns);
 extern "C" long oxi_test_c_api_context_shift(const char* model_path);
+extern "C" long oxi_test_c_api_new_conversation(const char* model_path);
 #endif
 
 namespace oxi::llm::test {
@@ -60,6 +61,7 @@ TEST(CApi, ErrorsAreCodesAndMessages) {
             OXI_LLM_INVALID_ARGUMENT);
   oxi_llm_cancel(nullptr);
   oxi_llm_reset(nullptr);
+  oxi_llm_new_conversation(nullptr);
   oxi_llm_free(nullptr);
 }
 
@@ -108,6 +110,21 @@ TEST(CApi, LongChatDropsWhatTheEngineDrops) {
             .dropped_messages);
   ASSERT_GT(dropped, 0) << "the conversation never outgrew the context";
   EXPECT_EQ(oxi_test_c_api_long_chat(model.c_str(), 8), dropped);
+}
+
+// oxi_llm_new_conversation keeps the cache as Engine::new_conversation does.
+TEST(CApi, NewConversationKeepsTheCache) {
+  oxi::test::TempDir dir;
+  const auto model = dir / "tiny.gguf";
+  write_tiny_llama(model);
+  EngineOptions options;
+  options.threads = 2;
+  auto engine = Engine::load(model.string(), options);
+  engine->send({{"user", "w260 w261 w262 w263"}}, greedy(4));
+  engine->new_conversation();
+  const size_t cached = engine->send({{"user", "w260 w261 w262 w264"}}, greedy(4)).cached_tokens;
+  ASSERT_GT(cached, 0u);
+  EXPECT_EQ(oxi_test_c_api_new_conversation(model.c_str()), static_cast<long>(cached));
 }
 
 // context_shift / keep reach the engine, and the shifts come back in the stats.
