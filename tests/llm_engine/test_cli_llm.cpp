@@ -260,6 +260,19 @@ TEST_F(CliLlm, ChatOutgrowsTheContext) {
       << chat.err;
 }
 
+// A line ending in a backslash continues the message on the next line (the line break kept):
+// the reply is the engine's to that one message.
+TEST_F(CliLlm, ChatContinuesLinesEndingInABackslash) {
+  const CommandResult chat =
+      run_oxinfer({"chat", "-m", model_, "--threads", "2", "--temp", "0", "--max-tokens", "6"},
+                  "w260 w261\\\nw262\\\nw263\nw264\n");
+  ASSERT_EQ(chat.exit_code, 0) << chat.err;
+  auto e = engine();
+  const TurnStats first = e->send({{"user", "w260 w261\nw262\nw263"}}, greedy(6));
+  const TurnStats second = e->send({{"user", "w264"}}, greedy(6));
+  EXPECT_EQ(chat.out, first.text + "\n" + second.text + "\n");
+}
+
 // chat's --print-prompt / --show-tokens: each turn's rendered conversation before its reply,
 // and the context's and reply's ids, the same as the Engine's and as generate prints them.
 TEST_F(CliLlm, ChatPrintsPromptAndTokens) {

@@ -2,6 +2,7 @@
 // from stdin; /reset, /exit, Ctrl-D), or one turn with --prompt.
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include <unistd.h>
@@ -36,14 +37,31 @@ void chat_turn(llm::Engine& engine, std::vector<ChatMessage> messages,
   print_turn_stats(stats);
 }
 
+// One message from stdin: a line, or several when each but the last ends with a backslash
+// (removed; the line break stays), as llama.cpp's interactive mode reads them. nullopt at the
+// end of the input.
+std::optional<std::string> read_message(bool interactive) {
+  std::string message, line;
+  while (std::getline(std::cin, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line.back() != '\\') return message + line;
+    line.pop_back();
+    message += line + "\n";
+    if (interactive) std::fputs(". ", stderr);
+  }
+  if (message.empty()) return std::nullopt;
+  return message;  // the input ended after a continued line
+}
+
 }  // namespace
 
 int run_chat(const Argv& argv) {
   ArgParser p("chat", "oxinfer chat -m MODEL [--system TEXT] [--prompt TEXT] [OPTIONS]",
               "Chat with a model: each line of stdin is a user message, the reply is streamed.\n"
-              "/reset starts over, /exit or Ctrl-D ends, Ctrl-C stops a reply. --prompt: one\n"
-              "turn, then exit. When the conversation nears the context size (--ctx), its oldest\n"
-              "exchanges are dropped (the system message stays) until it fills half of it.");
+              "A line ending in \\ continues the message on the next line. /reset starts over,\n"
+              "/exit or Ctrl-D ends, Ctrl-C stops a reply. --prompt: one turn, then exit. When\n"
+              "the conversation nears the context size (--ctx), its oldest exchanges are dropped\n"
+              "(the system message stays) until it fills half of it.");
   add_llm_options(p);
   p.option("prompt", "TEXT", "answer this one message and exit", "p");
   p.flag("print-prompt", "print each turn's prompt text (the conversation after the template)");
@@ -72,11 +90,11 @@ int run_chat(const Argv& argv) {
   if (interactive)
     std::fprintf(stderr, "chatting with %s (template %s); /reset, /exit or Ctrl-D\n",
                  args.get_or("model", "").c_str(), engine->template_name().c_str());
-  std::string line;
   while (true) {
     if (interactive) std::fputs("> ", stderr);
-    if (!std::getline(std::cin, line)) break;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const std::optional<std::string> message = read_message(interactive);
+    if (!message) break;
+    const std::string& line = *message;
     if (line == "/exit" || line == "/quit") break;
     if (line == "/reset") {
       engine->new_conversation();  // the system message's tokens stay cached
