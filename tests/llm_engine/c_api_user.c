@@ -26,18 +26,33 @@ static int collect(const char* piece, size_t len, void* user_data) {
   return 1;
 }
 
+/* Greedy parameters on two threads: max_tokens a reply, n_ctx positions (0: the default). */
+static oxi_llm_params greedy_params(int max_tokens, size_t n_ctx) {
+  oxi_llm_params params = oxi_llm_default_params();
+  params.threads = 2;
+  params.temperature = 0.0f;
+  params.max_tokens = max_tokens;
+  params.n_ctx = n_ctx;
+  return params;
+}
+
+/* Sends {role, text} (role NULL: raw); on failure frees the engine and returns 0. */
+static int send_or_free(oxi_llm_engine* engine, const char* role, const char* text,
+                        oxi_llm_stats* stats) {
+  if (oxi_llm_send(engine, role, text, NULL, NULL, stats) == OXI_LLM_OK) return 1;
+  oxi_llm_free(engine);
+  return 0;
+}
+
 /* Returns 0 on success; writes "turn1|turn2|stop reasons|generated counts" into out. */
 int oxi_test_c_api_user(const char* model_path, char* out, size_t out_len) {
   char err[512];
-  oxi_llm_params params = oxi_llm_default_params();
+  oxi_llm_params params = greedy_params(6, 0);
   oxi_llm_engine* engine;
   oxi_llm_stats first, second, third;
   reply_buffer a, b, c;
   const char* stops[1];
 
-  params.threads = 2;
-  params.temperature = 0.0f;
-  params.max_tokens = 6;
   engine = oxi_llm_load(model_path, &params, err, sizeof err);
   if (engine == NULL) {
     snprintf(out, out_len, "load failed: %s", err);
@@ -83,24 +98,16 @@ int oxi_test_c_api_user(const char* model_path, char* out, size_t out_len) {
  * returns the messages dropped in all, or -1 on an error. */
 long oxi_test_c_api_long_chat(const char* model_path, int turns) {
   char err[512], line[32];
-  oxi_llm_params params = oxi_llm_default_params();
-  oxi_llm_engine* engine;
+  const oxi_llm_params params = greedy_params(8, 160);
+  oxi_llm_engine* engine = oxi_llm_load(model_path, &params, err, sizeof err);
   oxi_llm_stats stats;
   long dropped = 0;
   int turn;
 
-  params.threads = 2;
-  params.temperature = 0.0f;
-  params.max_tokens = 8;
-  params.n_ctx = 160;
-  engine = oxi_llm_load(model_path, &params, err, sizeof err);
   if (engine == NULL) return -1;
   for (turn = 0; turn < turns; ++turn) {
     snprintf(line, sizeof line, "w26%d w263", turn % 10);
-    if (oxi_llm_send(engine, "user", line, NULL, NULL, &stats) != OXI_LLM_OK) {
-      oxi_llm_free(engine);
-      return -1;
-    }
+    if (!send_or_free(engine, "user", line, &stats)) return -1;
     dropped += (long)stats.dropped_messages;
   }
   oxi_llm_free(engine);
@@ -111,23 +118,15 @@ long oxi_test_c_api_long_chat(const char* model_path, int turns) {
  * generated count and the shifts as generated * 1000 + shifts, or -1 on an error. */
 long oxi_test_c_api_context_shift(const char* model_path) {
   char err[512];
-  oxi_llm_params params = oxi_llm_default_params();
+  oxi_llm_params params = greedy_params(60, 32);
   oxi_llm_engine* engine;
   oxi_llm_stats stats;
 
   if (params.context_shift != 0) return -1; /* off unless asked for, as llama.cpp */
-  params.threads = 2;
-  params.temperature = 0.0f;
-  params.max_tokens = 60;
-  params.n_ctx = 32;
   params.context_shift = 1;
   params.keep = 2;
   engine = oxi_llm_load(model_path, &params, err, sizeof err);
-  if (engine == NULL) return -1;
-  if (oxi_llm_send(engine, NULL, "w260 w261", NULL, NULL, &stats) != OXI_LLM_OK) {
-    oxi_llm_free(engine);
-    return -1;
-  }
+  if (engine == NULL || !send_or_free(engine, NULL, "w260 w261", &stats)) return -1;
   oxi_llm_free(engine);
   return (long)stats.generated_tokens * 1000 + (long)stats.context_shifts;
 }
@@ -136,24 +135,13 @@ long oxi_test_c_api_context_shift(const char* model_path) {
  * oxi_llm_new_conversation, "w260 w261 w262 w264": the second turn's cached tokens, or -1. */
 long oxi_test_c_api_new_conversation(const char* model_path) {
   char err[512];
-  oxi_llm_params params = oxi_llm_default_params();
-  oxi_llm_engine* engine;
+  const oxi_llm_params params = greedy_params(4, 0);
+  oxi_llm_engine* engine = oxi_llm_load(model_path, &params, err, sizeof err);
   oxi_llm_stats stats;
 
-  params.threads = 2;
-  params.temperature = 0.0f;
-  params.max_tokens = 4;
-  engine = oxi_llm_load(model_path, &params, err, sizeof err);
-  if (engine == NULL) return -1;
-  if (oxi_llm_send(engine, "user", "w260 w261 w262 w263", NULL, NULL, NULL) != OXI_LLM_OK) {
-    oxi_llm_free(engine);
-    return -1;
-  }
+  if (engine == NULL || !send_or_free(engine, "user", "w260 w261 w262 w263", NULL)) return -1;
   oxi_llm_new_conversation(engine);
-  if (oxi_llm_send(engine, "user", "w260 w261 w262 w264", NULL, NULL, &stats) != OXI_LLM_OK) {
-    oxi_llm_free(engine);
-    return -1;
-  }
+  if (!send_or_free(engine, "user", "w260 w261 w262 w264", &stats)) return -1;
   oxi_llm_free(engine);
   return (long)stats.cached_tokens;
 }

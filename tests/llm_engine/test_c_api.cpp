@@ -2,6 +2,8 @@
 // program's session gives what the C++ Engine gives.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <memory>
 #include <string>
 
 #include "lib/llm/engine.h"
@@ -25,6 +27,21 @@ llm::GenerateOptions greedy(int max_tokens) {
   g.max_tokens = max_tokens;
   return g;
 }
+
+// A tiny model file, and engines on it with two threads.
+class CApiModel : public ::testing::Test {
+ protected:
+  void SetUp() override { write_tiny_llama(model_); }
+  std::unique_ptr<Engine> engine(size_t n_ctx = 0) const {
+    EngineOptions options;
+    options.threads = 2;
+    options.n_ctx = n_ctx;
+    return Engine::load(model_.string(), options);
+  }
+
+  oxi::test::TempDir dir_;
+  std::filesystem::path model_ = dir_ / "tiny.gguf";
+};
 
 TEST(CApi, DefaultsMatchTheEngine) {
   const oxi_llm_params p = oxi_llm_default_params();
@@ -66,16 +83,11 @@ TEST(CApi, ErrorsAreCodesAndMessages) {
 }
 
 #if OXI_HAVE_C_API_USER
-TEST(CApi, CProgramGetsWhatTheEngineGives) {
-  oxi::test::TempDir dir;
-  const auto model = dir / "tiny.gguf";
-  write_tiny_llama(model);
+TEST_F(CApiModel, CProgramGetsWhatTheEngineGives) {
   char out[8192] = {};
-  ASSERT_EQ(oxi_test_c_api_user(model.c_str(), out, sizeof out), 0) << out;
+  ASSERT_EQ(oxi_test_c_api_user(model_.c_str(), out, sizeof out), 0) << out;
 
-  EngineOptions options;
-  options.threads = 2;
-  auto engine = Engine::load(model.string(), options);
+  auto engine = this->engine();
   const TurnStats first = engine->send({{"user", "w260"}}, greedy(6));
   const TurnStats second = engine->send_raw(" w261", greedy(6));
   // The third turn: cancelled from the callback after its first piece.
@@ -95,53 +107,35 @@ TEST(CApi, CProgramGetsWhatTheEngineGives) {
 }
 
 // A C program's chat that outgrows its context loses messages as the engine's does.
-TEST(CApi, LongChatDropsWhatTheEngineDrops) {
-  oxi::test::TempDir dir;
-  const auto model = dir / "tiny.gguf";
-  write_tiny_llama(model);
-  EngineOptions options;
-  options.threads = 2;
-  options.n_ctx = 160;
-  auto engine = Engine::load(model.string(), options);
+TEST_F(CApiModel, LongChatDropsWhatTheEngineDrops) {
+  auto e = engine(160);
   long dropped = 0;
   for (int turn = 0; turn < 8; ++turn)
     dropped += static_cast<long>(
-        engine->send({{"user", "w26" + std::to_string(turn) + " w263"}}, greedy(8))
-            .dropped_messages);
+        e->send({{"user", "w26" + std::to_string(turn) + " w263"}}, greedy(8)).dropped_messages);
   ASSERT_GT(dropped, 0) << "the conversation never outgrew the context";
-  EXPECT_EQ(oxi_test_c_api_long_chat(model.c_str(), 8), dropped);
+  EXPECT_EQ(oxi_test_c_api_long_chat(model_.c_str(), 8), dropped);
 }
 
 // oxi_llm_new_conversation keeps the cache as Engine::new_conversation does.
-TEST(CApi, NewConversationKeepsTheCache) {
-  oxi::test::TempDir dir;
-  const auto model = dir / "tiny.gguf";
-  write_tiny_llama(model);
-  EngineOptions options;
-  options.threads = 2;
-  auto engine = Engine::load(model.string(), options);
-  engine->send({{"user", "w260 w261 w262 w263"}}, greedy(4));
-  engine->new_conversation();
-  const size_t cached = engine->send({{"user", "w260 w261 w262 w264"}}, greedy(4)).cached_tokens;
+TEST_F(CApiModel, NewConversationKeepsTheCache) {
+  auto e = engine();
+  e->send({{"user", "w260 w261 w262 w263"}}, greedy(4));
+  e->new_conversation();
+  const size_t cached = e->send({{"user", "w260 w261 w262 w264"}}, greedy(4)).cached_tokens;
   ASSERT_GT(cached, 0u);
-  EXPECT_EQ(oxi_test_c_api_new_conversation(model.c_str()), static_cast<long>(cached));
+  EXPECT_EQ(oxi_test_c_api_new_conversation(model_.c_str()), static_cast<long>(cached));
 }
 
 // context_shift / keep reach the engine, and the shifts come back in the stats.
-TEST(CApi, ContextShiftAsTheEngineShifts) {
-  oxi::test::TempDir dir;
-  const auto model = dir / "tiny.gguf";
-  write_tiny_llama(model);
-  EngineOptions options;
-  options.threads = 2;
-  options.n_ctx = 32;
+TEST_F(CApiModel, ContextShiftAsTheEngineShifts) {
   GenerateOptions g = greedy(60);
   g.context_shift = true;
   g.keep = 2;
-  const TurnStats s = Engine::load(model.string(), options)->send_raw("w260 w261", g);
+  const TurnStats s = engine(32)->send_raw("w260 w261", g);
   ASSERT_GT(s.context_shifts, 0u);
   ASSERT_EQ(s.generated_tokens, 60u);
-  EXPECT_EQ(oxi_test_c_api_context_shift(model.c_str()),
+  EXPECT_EQ(oxi_test_c_api_context_shift(model_.c_str()),
             static_cast<long>(60 * 1000 + s.context_shifts));
 }
 #endif
