@@ -27,6 +27,41 @@ struct Header {
   uint64_t n_past;
 };
 
+// The header of a state of `cache`'s first n_past positions.
+Header header_of(const KvCache& cache, int n_vocab, size_t n_past) {
+  return {kVersion,
+          static_cast<uint32_t>(cache.n_layer()),
+          static_cast<uint32_t>(cache.kv_dim()),
+          static_cast<uint32_t>(n_vocab),
+          static_cast<uint32_t>(cache.type()),
+          n_past};
+}
+
+// Throws (naming `context`) unless a state with header h fits `cache`, of a model of n_vocab
+// tokens: the same shape, cache type and at most its positions.
+void check_state_fits(const Header& h, const KvCache& cache, int n_vocab,
+                      const std::string& context) {
+  if (h.n_layer != cache.n_layer() || h.kv_dim != cache.kv_dim() ||
+      h.n_vocab != static_cast<uint32_t>(n_vocab))
+    throw Error(context, "state of another model (layers " + std::to_string(h.n_layer) +
+                             ", kv_dim " + std::to_string(h.kv_dim) + ", vocab " +
+                             std::to_string(h.n_vocab) + ")");
+  if (h.cache_type != static_cast<uint32_t>(cache.type())) {
+    const auto type = static_cast<kernels::DType>(h.cache_type);
+    const bool known = type == kernels::DType::F16 || type == kernels::DType::F32;
+    throw Error(context, "state of a cache of " +
+                             (known ? std::string(kernels::name(type))
+                                    : "unknown type " + std::to_string(h.cache_type)) +
+                             " elements; this session's cache is " +
+                             std::string(kernels::name(cache.type())) +
+                             (known ? " (load it into a session of the same cache type)" : ""));
+  }
+  if (h.n_past > cache.n_ctx())
+    throw Error(context, "state holds " + std::to_string(h.n_past) +
+                             " positions, more than this session's n_ctx " +
+                             std::to_string(cache.n_ctx()));
+}
+
 template <class T>
 void write_raw(std::ofstream& out, const T* data, size_t count) {
   out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(count * sizeof(T)));
@@ -45,12 +80,7 @@ void Session::save_state(const std::filesystem::path& file) const {
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
   if (!out) throw Error(context, "cannot open for writing");
   const KvCache& cache = state_->cache;
-  const Header h{kVersion,
-                 static_cast<uint32_t>(cache.n_layer()),
-                 static_cast<uint32_t>(cache.kv_dim()),
-                 static_cast<uint32_t>(model_->config().n_vocab),
-                 static_cast<uint32_t>(cache.type()),
-                 n_past()};
+  const Header h = header_of(cache, model_->config().n_vocab, n_past());
   out.write(kMagic, sizeof kMagic);
   write_raw(out, &h.version, 1);
   write_raw(out, &h.n_layer, 1);
@@ -90,25 +120,7 @@ void Session::load_state(const std::filesystem::path& file) {
   if (h.version >= 2) read_raw(in, &h.cache_type, 1, context);
   read_raw(in, &h.n_past, 1, context);
   KvCache& cache = state_->cache;
-  if (h.n_layer != cache.n_layer() || h.kv_dim != cache.kv_dim() ||
-      h.n_vocab != static_cast<uint32_t>(model_->config().n_vocab))
-    throw Error(context, "state of another model (layers " + std::to_string(h.n_layer) +
-                             ", kv_dim " + std::to_string(h.kv_dim) + ", vocab " +
-                             std::to_string(h.n_vocab) + ")");
-  if (h.cache_type != static_cast<uint32_t>(cache.type())) {
-    const auto type = static_cast<kernels::DType>(h.cache_type);
-    const bool known = type == kernels::DType::F16 || type == kernels::DType::F32;
-    throw Error(context, "state of a cache of " +
-                             (known ? std::string(kernels::name(type))
-                                    : "unknown type " + std::to_string(h.cache_type)) +
-                             " elements; this session's cache is " +
-                             std::string(kernels::name(cache.type())) +
-                             (known ? " (load it into a session of the same cache type)" : ""));
-  }
-  if (h.n_past > cache.n_ctx())
-    throw Error(context, "state holds " + std::to_string(h.n_past) +
-                             " positions, more than this session's n_ctx " +
-                             std::to_string(cache.n_ctx()));
+  check_state_fits(h, cache, model_->config().n_vocab, context);
   std::vector<int32_t> tokens(h.n_past);
   read_raw(in, tokens.data(), tokens.size(), context);
   for (int32_t t : tokens)  // the sampler's penalties index the logits by these
@@ -144,19 +156,9 @@ void Session::load_state(const std::filesystem::path& file) {
 void Session::copy_context(const Session& from) {
   const KvCache& source = from.state_->cache;
   KvCache& cache = state_->cache;
-  if (from.model_ != model_ &&
-      (source.n_layer() != cache.n_layer() || source.kv_dim() != cache.kv_dim() ||
-       from.model_->config().n_vocab != model_->config().n_vocab))
-    throw Error("llm session", "cannot copy the context of another model's session");
-  if (source.type() != cache.type())
-    throw Error("llm session",
-                "cannot copy a cache of " + std::string(kernels::name(source.type())) +
-                    " elements into one of " + std::string(kernels::name(cache.type())));
+  check_state_fits(header_of(source, from.model_->config().n_vocab, from.n_past()), cache,
+                   model_->config().n_vocab, "llm session (copying a context)");
   const size_t n = from.n_past();
-  if (n > cache.n_ctx())
-    throw Error("llm session", "the context to copy holds " + std::to_string(n) +
-                                   " positions, more than this session's n_ctx " +
-                                   std::to_string(cache.n_ctx()));
   // The same rows save_state writes and load_state stores, a layer at a time.
   std::vector<uint8_t> keys(cache.rows_bytes(n)), values(keys.size());
   for (size_t il = 0; il < cache.n_layer(); ++il) {
