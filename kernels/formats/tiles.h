@@ -35,9 +35,21 @@ constexpr StreamRequests trait_stream_requests() {
     return StreamRequests::kLines;
 }
 
+// Tokens per gemm tile of a plain format's trait F: F::kGemmTokens where F sets it, else
+// kGemmTokens.
+inline constexpr int kGemmTokens = 4;
+template <class F>
+constexpr int trait_gemm_tokens() {
+  if constexpr (requires { F::kGemmTokens; })
+    return F::kGemmTokens;
+  else
+    return kGemmTokens;
+}
+
 template <class F>
 struct QuantTile {
   static constexpr int kMatvecRows = trait_matvec_rows<F>();
+  static constexpr int kTileTokens = trait_gemm_tokens<F>();
 
   template <int T, int R>
   static void tile(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
@@ -74,7 +86,6 @@ struct QuantTile {
   }
 };
 
-inline constexpr int kGemmTokens = 4;
 inline constexpr int kGemmRows = 4;
 // Tokens whose activations a weight row tile meets before the next row tile is loaded.
 inline constexpr size_t kGemmTokenChunk = 64;
@@ -108,6 +119,41 @@ void gemm_rows(const uint8_t* w, size_t w_row_bytes, size_t rows, size_t n, cons
   }
 }
 
+// Tokens per gemm tile of K: K::kTileTokens where K says, else kGemmTokens.
+template <class K>
+constexpr int tile_tokens() {
+  if constexpr (requires { K::kTileTokens; })
+    return K::kTileTokens;
+  else
+    return kGemmTokens;
+}
+
+// gemm_rows for the last `left` tokens of a chunk, fewer than the tile's: kGemmTokens at a time,
+// then a tile of the 1-3 left (so that a format with larger tiles adds no other sizes).
+template <class K>
+void gemm_rows_rest(size_t left, const uint8_t* w, size_t w_row_bytes, size_t rows, size_t n,
+                    const uint8_t* x, size_t x_stride, float* y, size_t y_stride) noexcept {
+  static_assert(kGemmTokens == 4);
+  for (; left >= kGemmTokens; left -= kGemmTokens) {
+    gemm_rows<K, kGemmTokens>(w, w_row_bytes, rows, n, x, x_stride, y, y_stride);
+    x += kGemmTokens * x_stride;
+    y += kGemmTokens * y_stride;
+  }
+  switch (left) {
+    case 3:
+      gemm_rows<K, 3>(w, w_row_bytes, rows, n, x, x_stride, y, y_stride);
+      break;
+    case 2:
+      gemm_rows<K, 2>(w, w_row_bytes, rows, n, x, x_stride, y, y_stride);
+      break;
+    case 1:
+      gemm_rows<K, 1>(w, w_row_bytes, rows, n, x, x_stride, y, y_stride);
+      break;
+    default:
+      break;
+  }
+}
+
 template <class K>
 void gemm_driver(const void* w, size_t w_row_bytes, size_t rows, size_t n, const void* x_act,
                  size_t x_stride, size_t tokens, float* y, size_t y_stride) noexcept {
@@ -118,26 +164,14 @@ void gemm_driver(const void* w, size_t w_row_bytes, size_t rows, size_t n, const
     for (size_t r = 0; r < rows; r += kGemmRows) {
       const size_t nr = std::min<size_t>(kGemmRows, rows - r);
       const uint8_t* wr = wb + r * w_row_bytes;
+      constexpr int T = tile_tokens<K>();
       size_t t = t0;
-      for (; t + kGemmTokens <= t1; t += kGemmTokens) {
-        gemm_rows<K, kGemmTokens>(wr, w_row_bytes, nr, n, xb + t * x_stride, x_stride,
-                                  y + t * y_stride + r, y_stride);
+      for (; t + T <= t1; t += T) {
+        gemm_rows<K, T>(wr, w_row_bytes, nr, n, xb + t * x_stride, x_stride,
+                        y + t * y_stride + r, y_stride);
       }
-      const uint8_t* xt = xb + t * x_stride;
-      float* yt = y + t * y_stride + r;
-      switch (t1 - t) {
-        case 3:
-          gemm_rows<K, 3>(wr, w_row_bytes, nr, n, xt, x_stride, yt, y_stride);
-          break;
-        case 2:
-          gemm_rows<K, 2>(wr, w_row_bytes, nr, n, xt, x_stride, yt, y_stride);
-          break;
-        case 1:
-          gemm_rows<K, 1>(wr, w_row_bytes, nr, n, xt, x_stride, yt, y_stride);
-          break;
-        default:
-          break;
-      }
+      gemm_rows_rest<K>(t1 - t, wr, w_row_bytes, nr, n, xb + t * x_stride, x_stride,
+                        y + t * y_stride + r, y_stride);
     }
   }
 }

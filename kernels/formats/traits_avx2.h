@@ -319,9 +319,19 @@ using Q5_0 = Sym32<BlockQ5_0, 16>;
 using Q4_1 = Min32<BlockQ4_1>;
 using Q5_1 = Min32<BlockQ5_1>;
 
+// gemm_q tiles (QuantTile) of 32 tokens for the super-block formats whose unpacking of a row's
+// block is a large share of the work, so that 32 tokens share it rather than 4. One core, 512
+// rows of 2048 x 64 tokens, GMAC/s (kernel probe, alternating builds): avx512 q6_K 66 -> 80,
+// q4_K 59 -> 70, q5_K 50 -> 59, iq4_xs 51 -> 71; AVX2 q6_K 46 -> 59, q4_K 48 -> 54, q5_K 37 ->
+// 41, iq4_xs 41 -> 49-51, q3_K 38 -> 47, q2_K 48 -> 54. Not on avx512 for q3_K (55 -> 41) and
+// q2_K (64 -> 65), nor for the 32-element formats (q4_0 41 -> 36, q8_0 39 -> 34): their blocks
+// unpack cheaply. The same steps per (token, row) whatever the tile, so the same bits.
+inline constexpr int kKQuantGemmTokens = 32;
+
 // What both iq4_xs traits below share. The group scale enters through madd (int16 pairs times
 // ls - 32): the super-block's integer sum of ref::IQ4_XS in 8 int32 lanes, one f32 step a block.
 struct IQ4_XSBase {
+  static constexpr int kGemmTokens = kKQuantGemmTokens;
   using WBlock = BlockIQ4_XS;
   using ABlock = BlockQ8_K;
   static constexpr size_t kElems = QK_K;
@@ -468,6 +478,9 @@ inline __m256i srl8(__m256i v, int k) noexcept {
 template <class Block>
 struct K16Direct {
   static constexpr bool kMins = std::is_same_v<Block, BlockQ2_K>;
+#if !defined(OXI_ARCH_AVX512)
+  static constexpr int kGemmTokens = kKQuantGemmTokens;
+#endif
   using WBlock = Block;
   using ABlock = BlockQ8_K;
   static constexpr size_t kElems = QK_K;
@@ -736,6 +749,7 @@ inline __m256i broadcast_i16(__m256i v, int k) noexcept {
 template <class Block>
 struct K4Direct {
   static constexpr bool kFifthBit = std::is_same_v<Block, BlockQ5_K>;
+  static constexpr int kGemmTokens = kKQuantGemmTokens;
   using WBlock = Block;
   using ABlock = BlockQ8_K;
   static constexpr size_t kElems = QK_K;
@@ -828,6 +842,7 @@ struct Q6_KBase {
   using WBlock = BlockQ6_K;
   using ABlock = BlockQ8_K;
   static constexpr size_t kElems = QK_K;
+  static constexpr int kGemmTokens = kKQuantGemmTokens;
   // The one-row matvec requests the page starts ahead, and with the AVX2 kernel the lines too
   // (prefetch.h, thirty-fifth session: the avx512 one streams faster without them).
 #if defined(OXI_ARCH_AVX512)

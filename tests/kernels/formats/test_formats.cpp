@@ -355,7 +355,8 @@ TEST_P(Formats, GemmQMatchesPerTokenMatvec) {
   const size_t ab = kernels::activation_bytes(t, n);
   for (size_t rows : {1u, 3u, 7u, 33u}) {
     const Problem p = make_problem(t, rows, n, static_cast<uint32_t>(rows + 7));
-    for (size_t tokens : {1u, 3u, 5u, 9u}) {
+    // 37 and 70: formats with tiles of 32 tokens (QuantTile), a chunk of 64 and what is left
+    for (size_t tokens : {1u, 3u, 5u, 9u, 37u, 70u}) {
       std::vector<uint8_t> acts(tokens * ab);
       for (size_t tk = 0; tk < tokens; ++tk) {
         const std::vector<float> x = random_floats(n, static_cast<uint32_t>(31 * tk + rows));
