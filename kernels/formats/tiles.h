@@ -159,12 +159,12 @@ void gemm_driver(const void* w, size_t w_row_bytes, size_t rows, size_t n, const
                  size_t x_stride, size_t tokens, float* y, size_t y_stride) noexcept {
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* xb = static_cast<const uint8_t*>(x_act);
+  constexpr int T = tile_tokens<K>();
   for (size_t t0 = 0; t0 < tokens; t0 += kGemmTokenChunk) {
     const size_t t1 = std::min(tokens, t0 + kGemmTokenChunk);
     for (size_t r = 0; r < rows; r += kGemmRows) {
       const size_t nr = std::min<size_t>(kGemmRows, rows - r);
       const uint8_t* wr = wb + r * w_row_bytes;
-      constexpr int T = tile_tokens<K>();
       size_t t = t0;
       for (; t + T <= t1; t += T) {
         gemm_rows<K, T>(wr, w_row_bytes, nr, n, xb + t * x_stride, x_stride,
