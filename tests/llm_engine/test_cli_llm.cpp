@@ -108,6 +108,22 @@ TEST_F(CliLlm, GenerateContextShift) {
       << keep_alone.err;
 }
 
+// llama.cpp's short options: -c for --ctx, -s for --seed (as -m, -p, -f, -n, -t).
+TEST_F(CliLlm, LlamaCppShortOptions) {
+  const auto run = [&](std::vector<std::string> args) {
+    std::vector<std::string> all = {"--raw", "-p",           "w260 w261", "--temp",
+                                    "0.9",   "--max-tokens", "-1",        "--show-tokens"};
+    all.insert(all.end(), args.begin(), args.end());
+    const CommandResult r = generate(all);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return line_starting(r.err, "generated tokens: ");
+  };
+  const std::string long_form = run({"--ctx", "24", "--seed", "5"});
+  EXPECT_EQ(run({"-c", "24", "-s", "5"}), long_form);
+  EXPECT_NE(run({"-c", "24", "-s", "6"}), long_form);  // the seed reaches the sampler
+  EXPECT_NE(run({"-c", "28", "-s", "5"}), long_form);  // the context bounds the reply
+}
+
 TEST_F(CliLlm, DumpLogitsWritesTheLastPromptTokensLogits) {
   const auto file = dir_ / "logits.bin";
   const CommandResult r =

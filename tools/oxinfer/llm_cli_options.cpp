@@ -28,11 +28,11 @@ void add_llm_options(ArgParser& p) {
   p.option("min-p", "P", "drop tokens below P x the top probability; 0 = off (default 0.05)");
   p.option("repeat-penalty", "R", "penalize tokens of the last --repeat-last-n; 1 = off");
   p.option("repeat-last-n", "N", "tokens the repetition penalty looks at (default 64, -1 = all)");
-  p.option("seed", "S", "random seed (default -1: random)");
+  p.option("seed", "S", "random seed (default -1: random)", "s");
   p.option("max-tokens", "N", "generate at most N tokens; -1 = until the end (default 256)", "n");
   p.option("stop", "S", "stop before this text (repeatable)");
   p.option("choices", "A,B,C", "answer with exactly one of these (comma separated)");
-  p.option("ctx", "N", "context size in tokens (default: the model's, at most 4096)");
+  p.option("ctx", "N", "context size in tokens (default: the model's, at most 4096)", "c");
   p.flag("context-shift",
          "a reply that fills the context goes on: half of the tokens after --keep leave it");
   p.option("keep", "N", "tokens of the prompt (after BOS) a context shift keeps; -1 = all (0)");
