@@ -33,6 +33,7 @@
 namespace oxi::kernels {
 
 // The sets of rows of n elements (n a multiple of 256): the arrangement above, worked out once.
+// Always inlined: the arch libraries must not emit a shared copy (tests/kernels/arch_symbols.py).
 struct K8Sets {
   size_t q, tail;     // whole groups and tail blocks of a row
   size_t set_rows;    // R
@@ -40,7 +41,7 @@ struct K8Sets {
   size_t row_groups;  // R * q, the set's first groups
   size_t act_groups;  // q + R * t / 8, the activation's groups
 
-  constexpr explicit K8Sets(size_t n) noexcept
+  [[gnu::always_inline]] constexpr explicit K8Sets(size_t n) noexcept
       : q(n / QK_K / kK8Blocks),
         tail(n / QK_K % kK8Blocks),
         set_rows(tail == 0 ? 1 : kK8Blocks / std::gcd(tail, kK8Blocks)),
@@ -52,16 +53,16 @@ struct K8Sets {
     size_t row, block;
   };
   // Where lane k of group g of a set comes from: its row in the set and its block in that row.
-  constexpr Lane lane(size_t g, size_t k) const noexcept {
+  [[gnu::always_inline]] constexpr Lane lane(size_t g, size_t k) const noexcept {
     if (g < row_groups) return {g / q, kK8Blocks * (g % q) + k};
     const size_t l = kK8Blocks * (g - row_groups) + k;
     return {l / tail, kK8Blocks * q + l % tail};
   }
   // The activation group group g reads, and the block of x in lane k of activation group a.
-  constexpr size_t act_group(size_t g) const noexcept {
+  [[gnu::always_inline]] constexpr size_t act_group(size_t g) const noexcept {
     return g < row_groups ? g % q : q + (g - row_groups);
   }
-  constexpr size_t act_block(size_t a, size_t k) const noexcept {
+  [[gnu::always_inline]] constexpr size_t act_block(size_t a, size_t k) const noexcept {
     return a < q ? kK8Blocks * a + k : kK8Blocks * q + (kK8Blocks * (a - q) + k) % tail;
   }
 };
