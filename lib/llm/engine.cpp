@@ -301,20 +301,22 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
       break;
     }
     if (evaluate_last) {
-      if (session_->n_past() + 1 <= session_->n_ctx()) {
-        const int32_t last[] = {stats.generated_ids.back()};
-        logits = session_->eval(std::span<const int32_t>(last));
-        next_logits_.assign(logits.begin(), logits.end());
-      } else if (!options.context_shift ||
-                 !shift_context(stats.generated_ids.back(), keep, stats)) {
+      const int32_t last = stats.generated_ids.back();
+      // llama.cpp shifts once the token would take the context's last position.
+      if (options.context_shift && session_->n_past() + 1 >= session_->n_ctx() &&
+          shift_context(last, keep, stats)) {
+        if (next_logits_.empty()) {  // cancelled while the kept tokens were evaluated
+          stats.stop_reason = StopReason::cancelled;
+          evaluate_last = false;
+          break;
+        }
+        logits = next_logits_;
+      } else if (session_->n_past() + 1 > session_->n_ctx()) {
         stats.stop_reason = StopReason::context_full;
         break;
-      } else if (next_logits_.empty()) {  // cancelled while the kept tokens were evaluated
-        stats.stop_reason = StopReason::cancelled;
-        evaluate_last = false;
-        break;
       } else {
-        logits = next_logits_;
+        logits = session_->eval(std::span<const int32_t>(&last, 1));
+        next_logits_.assign(logits.begin(), logits.end());
       }
     }
     // The repetition penalty looks at the context: prompt and reply so far.
@@ -366,16 +368,16 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
 }
 
 bool Engine::shift_context(int32_t pending, size_t keep, TurnStats& stats) {
-  // The context with the sampled token that no longer fits; half of what follows the kept
-  // tokens leaves (llama.cpp: n_discard = (n_past - n_keep) / 2), and the rest is evaluated
-  // again after the kept tokens (the cache keeps that common prefix).
+  // Half of the cached tokens after the kept ones leave (llama.cpp: n_discard = (n_past -
+  // n_keep) / 2); the rest and then the sampled token are evaluated again after the kept
+  // tokens (the cache keeps that common prefix). False when nothing can leave.
   std::vector<int32_t> context = session_->tokens();
-  context.push_back(pending);
   if (keep >= context.size()) return false;
   const size_t discard = (context.size() - keep) / 2;
   if (discard == 0) return false;
   context.erase(context.begin() + static_cast<std::ptrdiff_t>(keep),
                 context.begin() + static_cast<std::ptrdiff_t>(keep + discard));
+  context.push_back(pending);
   spdlog::debug("context shift: {} tokens kept, {} dropped, {} evaluated again", keep, discard,
                 context.size() - keep);
   TurnStats evaluation;

@@ -394,9 +394,10 @@ TEST_F(EngineTest, LongConversationsDropTheirOldestExchanges) {
   EXPECT_EQ(e->history().size(), turns);
 }
 
-// llama.cpp's context shift, restated on a bare Session: generate greedily; when the next
-// token does not fit, keep BOS + `keep` tokens, drop half of the rest, evaluate what stays from
-// an empty cache (as a new session would) and go on.
+// llama.cpp's context shift (tools/main), restated on a bare Session: generate greedily; when
+// the next token would take the context's last position, keep BOS + `keep` tokens, drop half of
+// the cached tokens after them, evaluate what stays and the token from an empty cache (as a new
+// session would) and go on.
 std::vector<int32_t> shifted_generation(Session& session, const std::vector<int32_t>& prompt,
                                         size_t keep, size_t n_tokens, size_t* shifts) {
   const auto argmax = [](std::span<const float> logits) {
@@ -411,15 +412,15 @@ std::vector<int32_t> shifted_generation(Session& session, const std::vector<int3
   while (true) {
     generated.push_back(argmax(logits));
     if (generated.size() == n_tokens) return generated;
-    if (session.n_past() < session.n_ctx()) {
+    if (session.n_past() + 1 < session.n_ctx()) {
       take(session.eval(std::span<const int32_t>(&generated.back(), 1)));
       continue;
     }
     std::vector<int32_t> context = session.tokens();
-    context.push_back(generated.back());
     const size_t discard = (context.size() - keep) / 2;
     context.erase(context.begin() + static_cast<std::ptrdiff_t>(keep),
                   context.begin() + static_cast<std::ptrdiff_t>(keep + discard));
+    context.push_back(generated.back());
     session.truncate(0);
     take(session.eval(context));
     ++*shifts;
