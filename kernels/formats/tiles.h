@@ -35,13 +35,13 @@ constexpr StreamRequests trait_stream_requests() {
     return StreamRequests::kLines;
 }
 
-// Tokens per gemm tile of a plain format's trait F: F::kGemmTokens where F sets it, else
-// kGemmTokens.
+// Tokens per gemm tile: X::kGemmTokens where X (a plain format's trait, or a tile) sets it,
+// else kGemmTokens.
 inline constexpr int kGemmTokens = 4;
-template <class F>
-constexpr int trait_gemm_tokens() {
-  if constexpr (requires { F::kGemmTokens; })
-    return F::kGemmTokens;
+template <class X>
+constexpr int gemm_tokens() {
+  if constexpr (requires { X::kGemmTokens; })
+    return X::kGemmTokens;
   else
     return kGemmTokens;
 }
@@ -49,7 +49,7 @@ constexpr int trait_gemm_tokens() {
 template <class F>
 struct QuantTile {
   static constexpr int kMatvecRows = trait_matvec_rows<F>();
-  static constexpr int kTileTokens = trait_gemm_tokens<F>();
+  static constexpr int kGemmTokens = gemm_tokens<F>();
 
   template <int T, int R>
   static void tile(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
@@ -119,15 +119,6 @@ void gemm_rows(const uint8_t* w, size_t w_row_bytes, size_t rows, size_t n, cons
   }
 }
 
-// Tokens per gemm tile of K: K::kTileTokens where K says, else kGemmTokens.
-template <class K>
-constexpr int tile_tokens() {
-  if constexpr (requires { K::kTileTokens; })
-    return K::kTileTokens;
-  else
-    return kGemmTokens;
-}
-
 // gemm_rows for the last `left` tokens of a chunk, fewer than the tile's: kGemmTokens at a time,
 // then a tile of the 1-3 left (so that a format with larger tiles adds no other sizes).
 template <class K>
@@ -159,7 +150,7 @@ void gemm_driver(const void* w, size_t w_row_bytes, size_t rows, size_t n, const
                  size_t x_stride, size_t tokens, float* y, size_t y_stride) noexcept {
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* xb = static_cast<const uint8_t*>(x_act);
-  constexpr int T = tile_tokens<K>();
+  constexpr int T = gemm_tokens<K>();
   for (size_t t0 = 0; t0 < tokens; t0 += kGemmTokenChunk) {
     const size_t t1 = std::min(tokens, t0 + kGemmTokenChunk);
     for (size_t r = 0; r < rows; r += kGemmRows) {
@@ -167,8 +158,8 @@ void gemm_driver(const void* w, size_t w_row_bytes, size_t rows, size_t n, const
       const uint8_t* wr = wb + r * w_row_bytes;
       size_t t = t0;
       for (; t + T <= t1; t += T) {
-        gemm_rows<K, T>(wr, w_row_bytes, nr, n, xb + t * x_stride, x_stride,
-                        y + t * y_stride + r, y_stride);
+        gemm_rows<K, T>(wr, w_row_bytes, nr, n, xb + t * x_stride, x_stride, y + t * y_stride + r,
+                        y_stride);
       }
       gemm_rows_rest<K>(t1 - t, wr, w_row_bytes, nr, n, xb + t * x_stride, x_stride,
                         y + t * y_stride + r, y_stride);
