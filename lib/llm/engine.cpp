@@ -190,11 +190,12 @@ TurnStats Engine::send_raw(std::string_view text, const GenerateOptions& options
   const std::string full = raw_text_ + std::string(text);
   TurnStats stats = run_turn(tokenize_prompt(full), options,
                              /*strip_leading_space=*/!options.choices.empty(), on_piece);
-  raw_text_ = full;
   const tokenizer::Tokenizer& tok = model_->tokenizer();
-  for (int32_t id : stats.generated_ids)
-    if (!tok.is_control(id)) raw_text_ += tok.token_piece(id);
-  if (stats.context_shifts > 0) {
+  if (stats.context_shifts == 0) {
+    raw_text_ = full;
+    for (int32_t id : stats.generated_ids)
+      if (!tok.is_control(id)) raw_text_ += tok.token_piece(id);
+  } else {
     // The context no longer holds the start of the text: the next turn continues what it holds,
     // the cache and the last sampled token (a turn never evaluates its last token).
     std::vector<int32_t> held = session_->tokens();
