@@ -77,6 +77,9 @@ enum {
   PROP_TOP_P,
   PROP_MIN_P,
   PROP_REPEAT_PENALTY,
+  PROP_FREQUENCY_PENALTY,
+  PROP_PRESENCE_PENALTY,
+  PROP_TYPICAL_P,
   PROP_SEED,
   PROP_MAX_TOKENS,
   PROP_THREADS,
@@ -98,6 +101,9 @@ enum {
 #define DEFAULT_TOP_P 0.95f
 #define DEFAULT_MIN_P 0.05f
 #define DEFAULT_REPEAT_PENALTY 1.0f
+#define DEFAULT_FREQUENCY_PENALTY 0.0f
+#define DEFAULT_PRESENCE_PENALTY 0.0f
+#define DEFAULT_TYPICAL_P 1.0f
 #define DEFAULT_SEED -1
 #define DEFAULT_MAX_TOKENS 256
 #define DEFAULT_THREADS 0
@@ -144,6 +150,9 @@ static const OxiPropertyField properties[] = {
     OXI_PROPERTY_FIELD(PROP_TOP_P, GstOxiLlm, top_p),
     OXI_PROPERTY_FIELD(PROP_MIN_P, GstOxiLlm, min_p),
     OXI_PROPERTY_FIELD(PROP_REPEAT_PENALTY, GstOxiLlm, repeat_penalty),
+    OXI_PROPERTY_FIELD(PROP_FREQUENCY_PENALTY, GstOxiLlm, frequency_penalty),
+    OXI_PROPERTY_FIELD(PROP_PRESENCE_PENALTY, GstOxiLlm, presence_penalty),
+    OXI_PROPERTY_FIELD(PROP_TYPICAL_P, GstOxiLlm, typical_p),
     OXI_PROPERTY_FIELD(PROP_SEED, GstOxiLlm, seed),
     OXI_PROPERTY_FIELD(PROP_MAX_TOKENS, GstOxiLlm, max_tokens),
     OXI_PROPERTY_FIELD(PROP_THREADS, GstOxiLlm, threads),
@@ -280,6 +289,24 @@ static void gst_oxi_llm_class_init(GstOxiLlmClass* klass) {
       g_param_spec_float("repeat-penalty", "Repetition penalty",
                          "Penalty for tokens among the last 64 of prompt and answer (1 = off)",
                          0.01f, 100.0f, DEFAULT_REPEAT_PENALTY, playing));
+  g_object_class_install_property(
+      gobject_class, PROP_FREQUENCY_PENALTY,
+      g_param_spec_float("frequency-penalty", "Frequency penalty",
+                         "Lowers a token's logit by this times its count among the last 64 "
+                         "tokens of prompt and answer (0 = off)",
+                         -2.0f, 2.0f, DEFAULT_FREQUENCY_PENALTY, playing));
+  g_object_class_install_property(
+      gobject_class, PROP_PRESENCE_PENALTY,
+      g_param_spec_float("presence-penalty", "Presence penalty",
+                         "Lowers the logit of each token among the last 64 tokens of prompt "
+                         "and answer by this (0 = off)",
+                         -2.0f, 2.0f, DEFAULT_PRESENCE_PENALTY, playing));
+  g_object_class_install_property(
+      gobject_class, PROP_TYPICAL_P,
+      g_param_spec_float("typical-p", "Typical p",
+                         "Locally typical sampling: keep the tokens nearest the entropy up to "
+                         "this probability mass (1 = off)",
+                         0.01f, 1.0f, DEFAULT_TYPICAL_P, playing));
   g_object_class_install_property(
       gobject_class, PROP_SEED,
       g_param_spec_int64("seed", "Seed",
@@ -666,6 +693,9 @@ static GstFlowReturn gst_oxi_llm_answer(GstOxiLlm* self, const OxiLlmItem& item,
     options.sampling.top_p = self->top_p;
     options.sampling.min_p = self->min_p;
     options.sampling.repeat_penalty = self->repeat_penalty;
+    options.sampling.frequency_penalty = self->frequency_penalty;
+    options.sampling.presence_penalty = self->presence_penalty;
+    options.sampling.typical_p = self->typical_p;
     options.sampling.seed =
         self->seed >= 0 ? static_cast<uint64_t>(self->seed) : std::random_device()();
     options.max_tokens = self->max_tokens;

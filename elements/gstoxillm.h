@@ -40,6 +40,9 @@ struct _GstOxiLlm {
   gfloat top_p;
   gfloat min_p;
   gfloat repeat_penalty;
+  gfloat frequency_penalty;
+  gfloat presence_penalty;
+  gfloat typical_p;
   gint64 seed;
   gint max_tokens;
   guint threads;

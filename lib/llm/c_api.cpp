@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "lib/core/error.h"
 #include "lib/llm/engine.h"
 #include "lib/llm/kv_cache.h"
 
@@ -32,10 +33,18 @@ oxi::llm::GenerateOptions generate_options(const oxi_llm_params& p) {
   g.sampling.min_p = p.min_p;
   g.sampling.repeat_penalty = p.repeat_penalty;
   g.sampling.repeat_last_n = p.repeat_last_n;
+  g.sampling.frequency_penalty = p.frequency_penalty;
+  g.sampling.presence_penalty = p.presence_penalty;
+  g.sampling.typical_p = p.typical_p;
+  if (p.n_bias > 0 && (p.bias_tokens == nullptr || p.bias_values == nullptr))
+    throw oxi::Error("oxi_llm_params", "n_bias > 0 needs bias_tokens and bias_values");
+  for (size_t i = 0; i < p.n_bias; ++i)
+    g.sampling.logit_bias.push_back({p.bias_tokens[i], p.bias_values[i]});
   g.sampling.seed = p.seed;
   g.max_tokens = p.max_tokens;
   g.context_shift = p.context_shift != 0;
   g.keep = p.keep;
+  g.ignore_eos = p.ignore_eos != 0;
   for (size_t i = 0; i < p.n_stop && p.stop != nullptr; ++i)
     if (p.stop[i] != nullptr) g.stop.emplace_back(p.stop[i]);
   return g;
@@ -94,12 +103,19 @@ oxi_llm_params oxi_llm_default_params(void) {
   p.min_p = g.sampling.min_p;
   p.repeat_penalty = g.sampling.repeat_penalty;
   p.repeat_last_n = g.sampling.repeat_last_n;
+  p.frequency_penalty = g.sampling.frequency_penalty;
+  p.presence_penalty = g.sampling.presence_penalty;
+  p.typical_p = g.sampling.typical_p;
+  p.bias_tokens = nullptr;
+  p.bias_values = nullptr;
+  p.n_bias = 0;
   p.seed = g.sampling.seed;
   p.max_tokens = g.max_tokens;
   p.stop = nullptr;
   p.n_stop = 0;
   p.context_shift = g.context_shift ? 1 : 0;
   p.keep = g.keep;
+  p.ignore_eos = g.ignore_eos ? 1 : 0;
   return p;
 }
 

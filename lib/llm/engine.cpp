@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 
 #include <spdlog/spdlog.h>
 
@@ -257,9 +258,29 @@ void Engine::evaluate_prompt(const std::vector<int32_t>& prompt, TurnStats& stat
   stats.prompt_ms = ms_since(start_time);
 }
 
+SamplerOptions Engine::sampling_options(const GenerateOptions& options) const {
+  SamplerOptions s = options.sampling;
+  if (options.ignore_eos) {
+    if (!options.choices.empty())
+      throw Error("generate",
+                  "ignore_eos cannot go with choices (a choice may end on the end token)");
+    for (int32_t id : model_->eos_ids())
+      s.logit_bias.push_back({id, -std::numeric_limits<float>::infinity()});
+  }
+  const int n_vocab = model_->config().n_vocab;
+  for (const LogitBias& b : s.logit_bias)
+    if (b.id < 0 || b.id >= n_vocab)
+      throw Error("generate", "logit bias token " + std::to_string(b.id) +
+                                  " is not in the vocabulary (" + std::to_string(n_vocab) +
+                                  " tokens)");
+  return s;
+}
+
 TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& options,
                            bool strip_leading_space, const PieceCallback& on_piece) {
   cancel_requested_.store(false, std::memory_order_relaxed);
+  // Before the prompt, so that bad options change nothing.
+  Sampler sampler(sampling_options(options));
   TurnStats stats;
   prompt_logits_.clear();
   evaluate_prompt(prompt, stats);
@@ -268,7 +289,6 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
   prompt_logits_ = next_logits_;
 
   const tokenizer::Tokenizer& tok = model_->tokenizer();
-  Sampler sampler(options.sampling);
   StreamDecoder decoder(tok, options.stop, strip_leading_space);
   std::optional<ChoiceConstraint> choices;
   if (!options.choices.empty()) {

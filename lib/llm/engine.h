@@ -59,6 +59,9 @@ struct GenerateOptions {
   bool context_shift = false;
   // Tokens of the turn's prompt (BOS not counted) a shift keeps; < 0 = the whole prompt.
   int keep = 0;
+  // The model's end tokens get a -inf logit bias, so the reply runs until max_tokens, a stop
+  // string or a full context (llama.cpp's --ignore-eos). Not with choices (their end token).
+  bool ignore_eos = false;
 };
 
 enum class StopReason {
@@ -153,6 +156,8 @@ class Engine {
   std::string render_after(const std::vector<ChatMessage>& history,
                            const std::vector<ChatMessage>& messages) const;
   bool is_end_token(int32_t id) const;
+  // options.sampling plus ignore_eos' biases; throws oxi::Error for biases off the vocabulary.
+  SamplerOptions sampling_options(const GenerateOptions& options) const;
   std::vector<int32_t> tokenize_prompt(const std::string& text) const;
 
   std::shared_ptr<const Model> model_;

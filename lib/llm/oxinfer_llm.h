@@ -58,12 +58,18 @@ typedef struct oxi_llm_params {
   const char* chat_template; /* NULL: the model's own; else a fallback name or a Jinja file */
   const char* cache_type; /* KV cache "f16" or "f32"; NULL: f16 for quantized weights, else f32 */
   /* Sampling and generation (per send). */
-  float temperature;    /* <= 0: greedy */
-  int top_k;            /* <= 0: off */
-  float top_p;          /* >= 1: off */
-  float min_p;          /* <= 0: off */
-  float repeat_penalty; /* 1: off */
-  int repeat_last_n;
+  float temperature;          /* <= 0: greedy */
+  int top_k;                  /* <= 0: off */
+  float top_p;                /* >= 1: off */
+  float min_p;                /* <= 0: off */
+  float repeat_penalty;       /* 1: off */
+  int repeat_last_n;          /* tokens the penalties look at; < 0: all */
+  float frequency_penalty;    /* 0: off; minus this x a recent token's count */
+  float presence_penalty;     /* 0: off; minus this once for each recent token */
+  float typical_p;            /* locally typical sampling; >= 1: off */
+  const int32_t* bias_tokens; /* n_bias tokens whose logits get bias_values added first */
+  const float* bias_values;   /* (-INFINITY: never picked) */
+  size_t n_bias;
   uint64_t seed;
   int max_tokens;          /* < 0: until an end token or a full context */
   const char* const* stop; /* stop strings, n_stop of them */
@@ -73,6 +79,9 @@ typedef struct oxi_llm_params {
    * what stays again and generates on (llama.cpp's --context-shift, exact). */
   int context_shift;
   int keep;
+  /* 1: the end tokens are never picked; the reply runs to max_tokens, a stop string or a full
+   * context (llama.cpp's --ignore-eos). */
+  int ignore_eos;
 } oxi_llm_params;
 
 typedef struct oxi_llm_stats {

@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <unordered_set>
+#include <numeric>
+#include <unordered_map>
 
 #include "lib/core/error.h"
 #include "lib/tokenizer/tokenizer.h"
@@ -29,14 +30,18 @@ double uniform01(std::mt19937_64& rng) {
 
 }  // namespace
 
-void apply_repetition_penalty(std::span<float> logits, std::span<const int32_t> recent,
-                              float penalty) {
-  if (penalty == 1.0f || recent.empty()) return;
-  std::unordered_set<int32_t> seen;
-  for (int32_t id : recent) {
-    if (id < 0 || static_cast<size_t>(id) >= logits.size() || !seen.insert(id).second) continue;
+void apply_penalties(std::span<float> logits, std::span<const int32_t> recent,
+                     const Penalties& penalties) {
+  if (recent.empty() ||
+      (penalties.repeat == 1.0f && penalties.frequency == 0.0f && penalties.presence == 0.0f))
+    return;
+  std::unordered_map<int32_t, int> counts;
+  for (int32_t id : recent)
+    if (id >= 0 && static_cast<size_t>(id) < logits.size()) ++counts[id];
+  for (const auto& [id, count] : counts) {
     float& l = logits[static_cast<size_t>(id)];
-    l = l > 0 ? l / penalty : l * penalty;
+    l = l > 0 ? l / penalties.repeat : l * penalties.repeat;
+    l -= static_cast<float>(count) * penalties.frequency + penalties.presence;
   }
 }
 
@@ -75,6 +80,36 @@ void top_p_filter(std::vector<Candidate>& candidates, float p) {
   softmax(candidates);
 }
 
+void typical_filter(std::vector<Candidate>& candidates, float p) {
+  if (p >= 1.0f || candidates.empty()) return;
+  softmax(candidates);
+  double entropy = 0;
+  for (const Candidate& c : candidates)
+    if (c.p > 0) entropy -= c.p * std::log(static_cast<double>(c.p));
+  std::vector<double> distance(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i)
+    distance[i] = std::abs(-std::log(static_cast<double>(candidates[i].p)) - entropy);
+  std::vector<size_t> order(candidates.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  // Equal distances keep the more likely (then lower id) first, so the order is defined.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return distance[a] < distance[b]; });
+  double mass = 0;
+  size_t keep = order.size();
+  for (size_t i = 0; i < order.size(); ++i) {
+    mass += candidates[order[i]].p;
+    if (mass > p) {
+      keep = i + 1;
+      break;
+    }
+  }
+  std::vector<Candidate> kept;
+  kept.reserve(keep);
+  for (size_t i = 0; i < keep; ++i) kept.push_back(candidates[order[i]]);
+  candidates = std::move(kept);
+  softmax(candidates);
+}
+
 void min_p_filter(std::vector<Candidate>& candidates, float min_p) {
   if (min_p <= 0.0f || candidates.empty()) return;
   softmax(candidates);
@@ -85,16 +120,29 @@ void min_p_filter(std::vector<Candidate>& candidates, float min_p) {
   softmax(candidates);
 }
 
-Sampler::Sampler(const SamplerOptions& options) : options_(options), rng_(options.seed) {}
+Sampler::Sampler(const SamplerOptions& options) : options_(options), rng_(options.seed) {
+  for (const LogitBias& b : options_.logit_bias)
+    if (std::isnan(b.bias) || b.bias == std::numeric_limits<float>::infinity())
+      throw Error("sampler",
+                  "logit bias of token " + std::to_string(b.id) + " must be a number or -inf");
+}
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history,
                         const std::vector<int32_t>* allowed) {
   if (logits.empty()) throw Error("sampler", "no logits to sample from");
   scratch_.assign(logits.begin(), logits.end());
+  for (const LogitBias& b : options_.logit_bias) {
+    if (b.id < 0 || static_cast<size_t>(b.id) >= scratch_.size())
+      throw Error("sampler", "logit bias token " + std::to_string(b.id) +
+                                 " is not in the vocabulary (" + std::to_string(scratch_.size()) +
+                                 " tokens)");
+    scratch_[static_cast<size_t>(b.id)] += b.bias;
+  }
   std::span<const int32_t> recent = history;
   if (options_.repeat_last_n >= 0 && recent.size() > static_cast<size_t>(options_.repeat_last_n))
     recent = recent.last(static_cast<size_t>(options_.repeat_last_n));
-  apply_repetition_penalty(scratch_, recent, options_.repeat_penalty);
+  apply_penalties(scratch_, recent,
+                  {options_.repeat_penalty, options_.frequency_penalty, options_.presence_penalty});
 
   candidates_.clear();
   if (allowed != nullptr) {
@@ -112,11 +160,17 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
   // NaN logits would poison every comparison: treat them as impossible.
   for (Candidate& c : candidates_)
     if (std::isnan(c.logit)) c.logit = -std::numeric_limits<float>::infinity();
+  const Candidate& best = *std::min_element(candidates_.begin(), candidates_.end(), higher);
+  if (best.logit == -std::numeric_limits<float>::infinity())
+    throw Error("sampler", "no token can be picked: every logit is -inf (logit bias?)");
 
-  if (options_.temperature <= 0.0f)
-    return std::min_element(candidates_.begin(), candidates_.end(), higher)->id;
+  // Greedy: llama.cpp's temperature 0 keeps the best token of what the filters before it
+  // left; of them only the typical filter may drop the best one.
+  if (options_.temperature <= 0.0f && options_.typical_p >= 1.0f) return best.id;
 
   top_k_filter(candidates_, options_.top_k);
+  typical_filter(candidates_, options_.typical_p);
+  if (options_.temperature <= 0.0f) return candidates_.front().id;  // sorted by the filter
   top_p_filter(candidates_, options_.top_p);
   min_p_filter(candidates_, options_.min_p);
   for (Candidate& c : candidates_) c.logit /= options_.temperature;

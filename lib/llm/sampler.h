@@ -1,5 +1,6 @@
 // Sampler: picks the next token from a model's logits, as llama.cpp's default chain does:
-// repetition penalty → top-k → top-p → min-p → temperature → draw (temperature 0: argmax).
+// logit bias → penalties (repetition, frequency, presence) → top-k → typical → top-p → min-p →
+// temperature → draw (temperature 0: argmax).
 // Each filter is also a free function over a candidate list so that it can be tested alone.
 //
 //   Sampler sampler({.temperature = 0.7f, .top_k = 40, .seed = 42});
@@ -22,14 +23,24 @@ class Tokenizer;
 
 namespace oxi::llm {
 
+// Added to one token's logit before anything else; -inf: never picked.
+struct LogitBias {
+  int32_t id;
+  float bias;
+};
+
 struct SamplerOptions {
-  float temperature = 0.8f;     // <= 0: greedy (argmax after the penalty)
-  int top_k = 40;               // <= 0: off
-  float top_p = 0.95f;          // >= 1: off
-  float min_p = 0.05f;          // <= 0: off
-  float repeat_penalty = 1.0f;  // 1: off
-  int repeat_last_n = 64;       // tokens of prompt + reply the penalty looks at; < 0: all
-  uint64_t seed = 0;            // std::mt19937_64 seed: same seed, same logits, same tokens
+  float temperature = 0.8f;        // <= 0: greedy (argmax after bias and penalties)
+  int top_k = 40;                  // <= 0: off
+  float top_p = 0.95f;             // >= 1: off
+  float min_p = 0.05f;             // <= 0: off
+  float typical_p = 1.0f;          // locally typical sampling; >= 1: off
+  float repeat_penalty = 1.0f;     // 1: off
+  float frequency_penalty = 0.0f;  // 0: off; minus this times a recent token's count
+  float presence_penalty = 0.0f;   // 0: off; minus this once for each recent token
+  int repeat_last_n = 64;          // tokens of prompt + reply the penalties look at; < 0: all
+  std::vector<LogitBias> logit_bias;
+  uint64_t seed = 0;  // std::mt19937_64 seed: same seed, same logits, same tokens
 };
 
 struct Candidate {
@@ -38,10 +49,17 @@ struct Candidate {
   float p = 0.0f;  // filled by softmax()
 };
 
-// llama.cpp semantics: each distinct token among `recent` has its logit divided by `penalty`
-// when positive and multiplied by it when negative (once, however often it occurs).
-void apply_repetition_penalty(std::span<float> logits, std::span<const int32_t> recent,
-                              float penalty);
+struct Penalties {
+  float repeat = 1.0f;
+  float frequency = 0.0f;
+  float presence = 0.0f;
+};
+
+// llama.cpp's penalties: each distinct token among `recent` has its logit divided by
+// `repeat` when positive and multiplied by it otherwise (once, however often it occurs), then
+// lowered by count x `frequency` + `presence` (count: its occurrences in `recent`).
+void apply_penalties(std::span<float> logits, std::span<const int32_t> recent,
+                     const Penalties& penalties);
 
 // Sorts candidates by logit, descending, and sets p to their softmax (over the list).
 void softmax(std::vector<Candidate>& candidates);
@@ -50,6 +68,10 @@ void top_k_filter(std::vector<Candidate>& candidates, int k);
 // Keeps the smallest prefix (by descending probability) whose probability mass reaches p, at
 // least one candidate. p >= 1: no-op. Leaves the list sorted with p renormalized.
 void top_p_filter(std::vector<Candidate>& candidates, float p);
+// Locally typical sampling (Meister et al., 2022), as llama.cpp has it: candidates ordered by
+// how far their surprisal -log p lies from the entropy, closest first, are kept until their
+// mass exceeds p (at least one). p >= 1: no-op. Leaves the list sorted with p renormalized.
+void typical_filter(std::vector<Candidate>& candidates, float p);
 // Keeps candidates whose probability is at least min_p times the largest one. min_p <= 0: no-op.
 // Leaves the list sorted with p renormalized.
 void min_p_filter(std::vector<Candidate>& candidates, float min_p);

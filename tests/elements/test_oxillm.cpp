@@ -160,6 +160,26 @@ TEST_F(OxiLlm, SeededSamplingEqualsTheEngine) {
   gst_harness_teardown(h);
 }
 
+// The penalties and typical sampling reach the sampler as in the engine.
+TEST_F(OxiLlm, PenaltiesAndTypicalEqualTheEngine) {
+  GstHarness* h = harness(
+      "temperature=0.9 seed=11 max-tokens=10 frequency-penalty=0.5 presence-penalty=0.25 "
+      "typical-p=0.8");
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w264", 0, GST_SECOND)), GST_FLOW_OK);
+  oxi::llm::SamplerOptions sampling;
+  sampling.temperature = 0.9f;
+  sampling.seed = 11;
+  sampling.frequency_penalty = 0.5f;
+  sampling.presence_penalty = 0.25f;
+  sampling.typical_p = 0.8f;
+  const std::string expected = engine_answer("", "w264", 10, sampling);
+  EXPECT_EQ(pull_answer(h).text, expected);
+  sampling.frequency_penalty = sampling.presence_penalty = 0;
+  sampling.typical_p = 1;
+  EXPECT_NE(engine_answer("", "w264", 10, sampling), expected);
+  gst_harness_teardown(h);
+}
+
 TEST_F(OxiLlm, AccumulateAnswersTheWholeTextBeforeEos) {
   GstHarness* h = harness("mode=accumulate");
   ASSERT_EQ(gst_harness_push(h, text_buffer(" w260", 2 * GST_SECOND, GST_SECOND)), GST_FLOW_OK);
@@ -331,10 +351,27 @@ TEST_F(OxiLlm, PropertiesHaveDefaultsAndRanges) {
   EXPECT_EQ(chat_template, nullptr);
 
   GObjectClass* klass = G_OBJECT_GET_CLASS(e);
-  for (const char* name : {"model", "prompt-template", "system-prompt", "temperature", "top-k",
-                           "top-p", "min-p", "repeat-penalty", "seed", "max-tokens", "threads",
-                           "quant", "mode", "interval", "model-instance-id", "context-size",
-                           "cache-type", "chat-template"}) {
+  for (const char* name : {"model",
+                           "prompt-template",
+                           "system-prompt",
+                           "temperature",
+                           "top-k",
+                           "top-p",
+                           "min-p",
+                           "repeat-penalty",
+                           "frequency-penalty",
+                           "presence-penalty",
+                           "typical-p",
+                           "seed",
+                           "max-tokens",
+                           "threads",
+                           "quant",
+                           "mode",
+                           "interval",
+                           "model-instance-id",
+                           "context-size",
+                           "cache-type",
+                           "chat-template"}) {
     GParamSpec* spec = g_object_class_find_property(klass, name);
     ASSERT_NE(spec, nullptr) << name;
     EXPECT_GT(std::strlen(g_param_spec_get_blurb(spec)), 10u) << name;

@@ -145,3 +145,73 @@ long oxi_test_c_api_new_conversation(const char* model_path) {
   oxi_llm_free(engine);
   return (long)stats.cached_tokens;
 }
+
+/* A reply's bytes in hex (a random model's reply may hold a NUL byte), cut to fit. */
+typedef struct {
+  char text[2 * sizeof(((reply_buffer*)0)->text) + 1];
+} hex_text;
+
+static hex_text hex_of(const reply_buffer* reply) {
+  hex_text hex;
+  size_t i;
+  hex.text[0] = '\0';
+  for (i = 0; i < reply->len; ++i)
+    snprintf(hex.text + 2 * i, 3, "%02x", (unsigned)(unsigned char)reply->text[i]);
+  return hex;
+}
+
+/* One raw turn with llama.cpp's other sampling options (temperature 0.9, seed 5, frequency
+ * 0.5, presence 0.25, typical 0.9, token 270 biased by +2 and token 5 never), and a second
+ * engine whose end tokens (end_ids, n_ends of them) are biased by +100 but ignored
+ * (ignore_eos): writes "reply in hex|generated tokens|stop reason" of each into out; 0 on
+ * success. */
+int oxi_test_c_api_sampling(const char* model_path, const int32_t* end_ids, size_t n_ends,
+                            char* out, size_t out_len) {
+  char err[512];
+  oxi_llm_params params = greedy_params(24, 0);
+  const int32_t bias_tokens[2] = {270, 5};
+  float bias_values[2];
+  float end_bias[8];
+  size_t i;
+  oxi_llm_engine* engine;
+  oxi_llm_stats first, second;
+  reply_buffer a, b;
+
+  if (n_ends > 8) return 1;
+  bias_values[0] = 2.0f;
+  bias_values[1] = -1.0f / 0.0f;
+  params.temperature = 0.9f;
+  params.seed = 5;
+  params.frequency_penalty = 0.5f;
+  params.presence_penalty = 0.25f;
+  params.typical_p = 0.9f;
+  params.bias_tokens = bias_tokens;
+  params.bias_values = bias_values;
+  params.n_bias = 2;
+  engine = oxi_llm_load(model_path, &params, err, sizeof err);
+  if (engine == NULL) return 1;
+  memset(&a, 0, sizeof a);
+  if (oxi_llm_send(engine, NULL, "w260 w261", collect, &a, &first) != OXI_LLM_OK) {
+    oxi_llm_free(engine);
+    return 1;
+  }
+  oxi_llm_free(engine);
+
+  params = greedy_params(20, 0);
+  for (i = 0; i < n_ends; ++i) end_bias[i] = 100.0f;
+  params.bias_tokens = end_ids;
+  params.bias_values = end_bias;
+  params.n_bias = n_ends;
+  params.ignore_eos = 1;
+  engine = oxi_llm_load(model_path, &params, err, sizeof err);
+  if (engine == NULL) return 1;
+  memset(&b, 0, sizeof b);
+  if (oxi_llm_send(engine, NULL, "w260 w261", collect, &b, &second) != OXI_LLM_OK) {
+    oxi_llm_free(engine);
+    return 1;
+  }
+  oxi_llm_free(engine);
+  snprintf(out, out_len, "%s|%zu|%d\n%s|%zu|%d", hex_of(&a).text, first.generated_tokens,
+           first.stop_reason, hex_of(&b).text, second.generated_tokens, second.stop_reason);
+  return 0;
+}

@@ -2,7 +2,9 @@
 // program's session gives what the C++ Engine gives.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -16,6 +18,8 @@ extern "C" int oxi_test_c_api_user(const char* model_path, char* out, size_t out
 extern "C" long oxi_test_c_api_long_chat(const char* model_path, int turns);
 extern "C" long oxi_test_c_api_context_shift(const char* model_path);
 extern "C" long oxi_test_c_api_new_conversation(const char* model_path);
+extern "C" int oxi_test_c_api_sampling(const char* model_path, const int32_t* end_ids,
+                                       size_t n_ends, char* out, size_t out_len);
 #endif
 
 namespace oxi::llm::test {
@@ -57,6 +61,11 @@ TEST(CApi, DefaultsMatchTheEngine) {
   const GenerateOptions g;
   EXPECT_EQ(p.context_shift != 0, g.context_shift);
   EXPECT_EQ(p.keep, g.keep);
+  EXPECT_EQ(p.frequency_penalty, s.frequency_penalty);
+  EXPECT_EQ(p.presence_penalty, s.presence_penalty);
+  EXPECT_EQ(p.typical_p, s.typical_p);
+  EXPECT_EQ(p.n_bias, 0u);
+  EXPECT_EQ(p.ignore_eos != 0, g.ignore_eos);
 }
 
 TEST(CApi, ErrorsAreCodesAndMessages) {
@@ -137,6 +146,51 @@ TEST_F(CApiModel, ContextShiftAsTheEngineShifts) {
   ASSERT_EQ(s.generated_tokens, 60u);
   EXPECT_EQ(oxi_test_c_api_context_shift(model_.c_str()),
             static_cast<long>(60 * 1000 + s.context_shifts));
+}
+
+// The penalties, typical sampling, logit biases and ignore_eos reach the engine: a C program's
+// replies equal the Engine's with the same options.
+TEST_F(CApiModel, SamplingOptionsAsTheEngineSamples) {
+  GenerateOptions g;
+  g.sampling.temperature = 0.9f;
+  g.sampling.seed = 5;
+  g.sampling.frequency_penalty = 0.5f;
+  g.sampling.presence_penalty = 0.25f;
+  g.sampling.typical_p = 0.9f;
+  g.sampling.logit_bias = {{270, 2.0f}, {5, -std::numeric_limits<float>::infinity()}};
+  g.max_tokens = 24;
+  const TurnStats sampled = engine()->send_raw("w260 w261", g);
+
+  const std::vector<int32_t> ends = engine()->model().eos_ids();
+  ASSERT_FALSE(ends.empty());
+  GenerateOptions ignoring = greedy(20);
+  for (int32_t id : ends) ignoring.sampling.logit_bias.push_back({id, 100.0f});
+  ignoring.ignore_eos = true;
+  const TurnStats ignored = engine()->send_raw("w260 w261", ignoring);
+  ASSERT_EQ(ignored.generated_tokens, 20u);
+
+  char out[8192];
+  ASSERT_EQ(oxi_test_c_api_sampling(model_.c_str(), ends.data(), ends.size(), out, sizeof out), 0);
+  const int sampled_stop =
+      sampled.stop_reason == StopReason::eos ? OXI_LLM_STOP_EOS : OXI_LLM_STOP_MAX_TOKENS;
+  const auto hex = [](const std::string& text) {
+    std::string h;
+    char byte[3];
+    for (unsigned char c : text) {
+      std::snprintf(byte, sizeof byte, "%02x", c);
+      h += byte;
+    }
+    return h;
+  };
+  EXPECT_EQ(std::string(out), hex(sampled.text) + "|" + std::to_string(sampled.generated_tokens) +
+                                  "|" + std::to_string(sampled_stop) + "\n" + hex(ignored.text) +
+                                  "|20|" + std::to_string(OXI_LLM_STOP_MAX_TOKENS));
+  GenerateOptions plain = g;
+  plain.sampling.frequency_penalty = 0;
+  plain.sampling.presence_penalty = 0;
+  plain.sampling.typical_p = 1;
+  plain.sampling.logit_bias.clear();
+  EXPECT_NE(engine()->send_raw("w260 w261", plain).text, sampled.text);  // the options matter
 }
 #endif
 

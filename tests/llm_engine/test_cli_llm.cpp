@@ -2,7 +2,9 @@
 // --dump-logits, --save-kv / --load-kv, --choices, --print-prompt), chat, tokenize, bench llm.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -122,6 +124,81 @@ TEST_F(CliLlm, LlamaCppShortOptions) {
   EXPECT_EQ(run({"-c", "24", "-s", "5"}), long_form);
   EXPECT_NE(run({"-c", "24", "-s", "6"}), long_form);  // the seed reaches the sampler
   EXPECT_NE(run({"-c", "28", "-s", "5"}), long_form);  // the context bounds the reply
+}
+
+// llama.cpp's other sampling options reach the sampler: the CLI's tokens equal the engine's
+// with the same options, and each option alone changes them.
+TEST_F(CliLlm, FrequencyPresenceTypicalAndLogitBias) {
+  const auto run = [&](std::vector<std::string> args) {
+    std::vector<std::string> all = {"--raw",  "-p", "w260 w261",    "--temp", "0.9",
+                                    "--seed", "5",  "--max-tokens", "24",     "--show-tokens"};
+    all.insert(all.end(), args.begin(), args.end());
+    const CommandResult r = generate(all);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return line_starting(r.err, "generated tokens: ");
+  };
+  GenerateOptions g;
+  g.sampling.temperature = 0.9f;
+  g.sampling.seed = 5;
+  g.max_tokens = 24;
+  const std::string plain = run({});
+  EXPECT_EQ(plain, ids_text(engine()->send_raw("w260 w261", g).generated_ids));
+
+  g.sampling.frequency_penalty = 0.5f;
+  g.sampling.presence_penalty = 0.25f;
+  g.sampling.typical_p = 0.9f;
+  g.sampling.logit_bias = {{270, 2.0f}, {5, -std::numeric_limits<float>::infinity()}};
+  const std::string all =
+      run({"--frequency-penalty", "0.5", "--presence-penalty", "0.25", "--typical", "0.9",
+           "--logit-bias", "270+2", "--logit-bias", "5-inf"});
+  EXPECT_EQ(all, ids_text(engine()->send_raw("w260 w261", g).generated_ids));
+  for (const std::vector<std::string>& one :
+       {std::vector<std::string>{"--frequency-penalty", "0.5"},
+        std::vector<std::string>{"--presence-penalty", "1"},
+        std::vector<std::string>{"--typical", "0.5"},
+        std::vector<std::string>{"--logit-bias", "270+2"}})
+    EXPECT_NE(run(one), plain) << one[0];
+
+  const auto usage_error = [&](std::vector<std::string> args, const std::string& message) {
+    args.insert(args.end(), {"-p", "w260"});
+    const CommandResult r = generate(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  };
+  for (const char* bad : {"5", "x+1", "+1", "5+", "5+x", "5+1x", "5++1", "5+nan"})
+    usage_error({"--logit-bias", bad}, "expected TOKEN_ID(+|-)BIAS");
+  usage_error({"--logit-bias", "5+inf"}, "-inf, not +inf");
+  usage_error({"--typical", "0"}, "--typical must be above 0");
+  usage_error({"--ignore-eos", "--choices", "a,b"}, "--ignore-eos cannot go with --choices");
+  const CommandResult off_vocab = generate({"-p", "w260", "--logit-bias", "300+1"});
+  EXPECT_EQ(off_vocab.exit_code, 1);
+  EXPECT_NE(off_vocab.err.find("logit bias token 300 is not in the vocabulary (300 tokens)"),
+            std::string::npos)
+      << off_vocab.err;
+}
+
+// --ignore-eos: an end token biased to be the greedy pick ends the reply at once; with
+// --ignore-eos no end token is ever picked and the reply runs to --max-tokens.
+TEST_F(CliLlm, IgnoreEosRunsToMaxTokens) {
+  const std::vector<int32_t> ends = engine()->model().eos_ids();
+  ASSERT_FALSE(ends.empty());
+  std::vector<std::string> args = {"--raw", "-p",           "w260 w261", "--temp",
+                                   "0",     "--max-tokens", "20",        "--show-tokens"};
+  for (int32_t id : ends) args.insert(args.end(), {"--logit-bias", std::to_string(id) + "+100"});
+  const CommandResult ended = generate(args);
+  ASSERT_EQ(ended.exit_code, 0) << ended.err;
+  EXPECT_EQ(line_starting(ended.err, "generated tokens: "), std::to_string(ends.front()));
+  EXPECT_NE(ended.err.find("stop: eos"), std::string::npos) << ended.err;
+
+  args.push_back("--ignore-eos");
+  const CommandResult r = generate(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream ids(line_starting(r.err, "generated tokens: "));
+  size_t n = 0;
+  for (int32_t id; ids >> id; ++n)
+    EXPECT_EQ(std::find(ends.begin(), ends.end(), id), ends.end()) << id;
+  EXPECT_EQ(n, 20u);
+  EXPECT_NE(r.err.find("stop: max tokens"), std::string::npos) << r.err;
 }
 
 TEST_F(CliLlm, DumpLogitsWritesTheLastPromptTokensLogits) {

@@ -119,6 +119,51 @@ TEST_F(EngineTest, FallbackTemplatesWithoutTheModelsOwn) {
 
 // The tiny model's greedy reply, then the same model with that reply's 4th token declared the
 // end of turn: generation stops there, the end token is reported and produces no text.
+// ignore_eos: every end token (eos and eot here) gets -inf, so the greedy reply takes the best
+// other token where it would have ended and runs to max_tokens. Refused with choices and for
+// bias tokens off the vocabulary, before anything is evaluated.
+TEST_F(EngineTest, IgnoreEosNeverPicksAnEndToken) {
+  const TurnStats free = engine()->send({{"user", "w270"}}, greedy(12));
+  ASSERT_EQ(free.generated_ids.size(), 12u);
+  size_t k = 2;  // a token not earlier in the reply, which ends it when it is the eot token
+  while (k < 12 && std::find(free.generated_ids.begin(), free.generated_ids.begin() + k,
+                             free.generated_ids[k]) != free.generated_ids.begin() + k)
+    ++k;
+  ASSERT_LT(k, 12u) << "no fresh token in the greedy reply";
+  const int32_t end = free.generated_ids[k];
+  const auto eot_file = dir_ / "eot.gguf";
+  rewrite_gguf(model_file_, eot_file, {}, [&](gguf::Writer& w) {
+    w.set_u32("tokenizer.ggml.eot_token_id", static_cast<uint32_t>(end));
+  });
+  auto e = engine(eot_file);
+  const std::vector<int32_t> ends = e->model().eos_ids();
+  ASSERT_GE(ends.size(), 2u);
+  ASSERT_NE(std::find(ends.begin(), ends.end(), end), ends.end());
+  const TurnStats ended = e->send({{"user", "w270"}}, greedy(12));
+  EXPECT_EQ(ended.stop_reason, StopReason::eos);
+  EXPECT_EQ(ended.generated_ids.size(), k + 1);
+
+  GenerateOptions g = greedy(12);
+  g.ignore_eos = true;
+  e->reset();
+  const TurnStats s = e->send({{"user", "w270"}}, g);
+  EXPECT_EQ(s.stop_reason, StopReason::max_tokens);
+  ASSERT_EQ(s.generated_ids.size(), 12u);
+  EXPECT_TRUE(
+      std::equal(s.generated_ids.begin(), s.generated_ids.begin() + k, free.generated_ids.begin()));
+  for (int32_t id : s.generated_ids) EXPECT_EQ(std::find(ends.begin(), ends.end(), id), ends.end());
+
+  e->reset();
+  GenerateOptions with_choices = g;
+  with_choices.choices = {"w260", "w261"};
+  EXPECT_THROW(e->send({{"user", "w270"}}, with_choices), Error);
+  GenerateOptions off_vocab = greedy(4);
+  off_vocab.sampling.logit_bias = {{300, 1.0f}};
+  EXPECT_THROW(e->send({{"user", "w270"}}, off_vocab), Error);
+  EXPECT_EQ(e->session().n_past(), 0u);  // nothing evaluated
+  EXPECT_TRUE(e->history().empty());
+}
+
 TEST_F(EngineTest, StopsAtTheEndToken) {
   const TurnStats free = engine()->send({{"user", "w270"}}, greedy(12));
   ASSERT_EQ(free.generated_ids.size(), 12u);

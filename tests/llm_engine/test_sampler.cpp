@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
@@ -125,7 +126,7 @@ TEST(Sampler, MinPKeepsTokensAboveAShareOfTheTop) {
 TEST(Sampler, RepetitionPenaltyDividesPositiveAndMultipliesNegativeOnce) {
   std::vector<float> logits = {2.0f, -2.0f, 0.5f, 3.0f, -0.5f};
   const std::vector<int32_t> recent = {0, 1, 1, 1, 4, 99, -1};  // repeats count once
-  apply_repetition_penalty(logits, recent, 2.0f);
+  apply_penalties(logits, recent, {.repeat = 2.0f});
   EXPECT_FLOAT_EQ(logits[0], 1.0f);
   EXPECT_FLOAT_EQ(logits[1], -4.0f);
   EXPECT_FLOAT_EQ(logits[2], 0.5f);
@@ -142,6 +143,136 @@ TEST(Sampler, RepetitionPenaltyDividesPositiveAndMultipliesNegativeOnce) {
   EXPECT_EQ(s.sample(l, std::vector<int32_t>{2, 2}), 0);     // 0 is not recent
   EXPECT_EQ(s.sample(l, std::vector<int32_t>{0, 2, 2}), 0);  // 0 fell out of the window
   EXPECT_EQ(s.sample(l, std::vector<int32_t>{2, 0}), 1);     // 2 / 4 = 0.5 < 1
+}
+
+TEST(Sampler, FrequencyAndPresencePenaltiesFollowTheCounts) {
+  // llama.cpp's penalties: the repetition penalty once per distinct token, then minus count x
+  // frequency and presence once, for tokens in range; the rest untouched.
+  for (uint32_t seed = 0; seed < 10; ++seed) {
+    const std::vector<float> logits = random_logits(50, seed);
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int32_t> pick(-3, 60);
+    std::vector<int32_t> recent(40);
+    for (int32_t& id : recent) id = pick(rng);
+    const Penalties penalties{.repeat = 1.3f, .frequency = 0.25f, .presence = 0.7f};
+    std::vector<float> got = logits;
+    apply_penalties(got, recent, penalties);
+    for (size_t t = 0; t < logits.size(); ++t) {
+      const auto count = std::count(recent.begin(), recent.end(), static_cast<int32_t>(t));
+      double want = logits[t];
+      if (count > 0) {
+        want = want > 0 ? want / 1.3 : want * 1.3;
+        want -= 0.25 * count + 0.7;
+      }
+      EXPECT_NEAR(got[t], want, 1e-5) << "token " << t << " seen " << count << " times";
+    }
+  }
+  // Off (1, 0, 0) or nothing recent: unchanged.
+  std::vector<float> l = {1.0f, -1.0f};
+  apply_penalties(l, std::vector<int32_t>{0, 1}, {});
+  apply_penalties(l, {}, {.repeat = 2.0f, .frequency = 1.0f, .presence = 1.0f});
+  EXPECT_EQ(l, (std::vector<float>{1.0f, -1.0f}));
+
+  // Through the sampler, over the last repeat_last_n tokens only: token 0 (logit 2) seen
+  // twice loses 2 x 0.6, below token 1 (logit 1); once in the window, 0.6: still above.
+  SamplerOptions o;
+  o.temperature = 0;
+  o.frequency_penalty = 0.6f;
+  o.repeat_last_n = 2;
+  EXPECT_EQ(Sampler(o).sample(std::vector<float>{2.0f, 1.0f}, std::vector<int32_t>{0, 0}), 1);
+  EXPECT_EQ(Sampler(o).sample(std::vector<float>{2.0f, 1.0f}, std::vector<int32_t>{0, 0, 1, 0}), 0);
+  o.frequency_penalty = 0;
+  o.presence_penalty = 1.5f;
+  EXPECT_EQ(Sampler(o).sample(std::vector<float>{2.0f, 1.0f}, std::vector<int32_t>{0}), 1);
+}
+
+TEST(Sampler, LogitBiasComesFirst) {
+  SamplerOptions o;
+  o.temperature = 0;
+  o.logit_bias = {{2, 3.5f}};
+  const std::vector<float> logits = {1.0f, 4.0f, 1.0f};
+  EXPECT_EQ(Sampler(o).sample(logits, {}), 2);  // 1 + 3.5 > 4
+  // Before the repetition penalty: (1 + 3.5) / 2 < 4.
+  o.repeat_penalty = 2.0f;
+  EXPECT_EQ(Sampler(o).sample(logits, std::vector<int32_t>{2}), 1);
+  // -inf: never, whatever the temperature.
+  o = SamplerOptions{};
+  o.temperature = 3.0f;
+  o.top_k = 0;
+  o.min_p = 0;
+  o.logit_bias = {{1, -std::numeric_limits<float>::infinity()}};
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    o.seed = seed;
+    EXPECT_NE(Sampler(o).sample(logits, {}), 1);
+  }
+  // Every token impossible, an id off the vocabulary, +inf or NaN: errors, not a pick.
+  o.logit_bias = {{0, -INFINITY}, {1, -INFINITY}, {2, -INFINITY}};
+  EXPECT_THROW(Sampler(o).sample(logits, {}), Error);
+  o.temperature = 0;
+  EXPECT_THROW(Sampler(o).sample(logits, {}), Error);
+  o.logit_bias = {{3, 1.0f}};
+  EXPECT_THROW(Sampler(o).sample(logits, {}), Error);
+  o.logit_bias = {{0, INFINITY}};
+  EXPECT_THROW(Sampler{o}, Error);
+  o.logit_bias = {{0, NAN}};
+  EXPECT_THROW(Sampler{o}, Error);
+}
+
+// Locally typical sampling restated: probabilities in double, candidates ordered by
+// |-log p - H| (more likely first on ties), the shortest prefix whose mass exceeds p.
+std::set<int32_t> reference_typical(const std::vector<float>& logits, double p) {
+  const auto probs = reference_probs(logits);
+  double entropy = 0;
+  for (const auto& [id, q] : probs) entropy -= q > 0 ? q * std::log(q) : 0.0;
+  std::vector<size_t> order(probs.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  const auto distance = [&](size_t i) { return std::abs(-std::log(probs[i].second) - entropy); };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return distance(a) < distance(b); });
+  std::set<int32_t> kept;
+  double mass = 0;
+  for (size_t i : order) {
+    kept.insert(probs[i].first);
+    mass += probs[i].second;
+    if (mass > p) break;
+  }
+  return kept;
+}
+
+TEST(Sampler, TypicalKeepsTheTokensNearestTheEntropy) {
+  for (uint32_t seed = 0; seed < 20; ++seed) {
+    const std::vector<float> logits = random_logits(300, seed, 2.0f);
+    for (float p : {0.05f, 0.2f, 0.5f, 0.9f, 0.99f}) {
+      std::vector<Candidate> c = candidates_of(logits);
+      typical_filter(c, p);
+      EXPECT_EQ(ids_of(c), reference_typical(logits, p)) << "seed " << seed << " p " << p;
+      EXPECT_TRUE(
+          std::is_sorted(c.begin(), c.end(), [](auto& a, auto& b) { return a.logit > b.logit; }));
+      double sum = 0;
+      for (const Candidate& x : c) sum += x.p;
+      EXPECT_NEAR(sum, 1.0, 1e-5);
+    }
+  }
+  // A peaked distribution: the top token's surprisal is far below the entropy, so a small p
+  // keeps a less likely token instead of it, and greedy after the filter picks that one.
+  std::vector<float> peaked(62, 0.0f);  // p: 0.67, 0.055, 60 x 0.0045; entropy 1.89
+  peaked[0] = 5.0f;
+  peaked[1] = 2.5f;
+  std::vector<Candidate> c = candidates_of(peaked);
+  typical_filter(c, 0.05f);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(ids_of(c), reference_typical(peaked, 0.05));
+  EXPECT_EQ(c[0].id, 1);  // surprisal 2.9 against the top token's 0.4
+  SamplerOptions o;
+  o.temperature = 0;
+  o.top_k = 0;  // (top-k comes first: 40 of the 62 would have another entropy)
+  o.typical_p = 0.05f;
+  EXPECT_EQ(Sampler(o).sample(peaked, {}), c[0].id);
+  o.typical_p = 1.0f;  // off
+  EXPECT_EQ(Sampler(o).sample(peaked, {}), 0);
+  std::vector<Candidate> all = candidates_of(peaked);
+  typical_filter(all, 1.0f);
+  EXPECT_EQ(all.size(), peaked.size());
 }
 
 TEST(Sampler, GreedyIsArgmaxWithLowestIdOnTies) {

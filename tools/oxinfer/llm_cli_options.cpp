@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <limits>
@@ -26,8 +27,17 @@ void add_llm_options(ArgParser& p) {
   p.option("top-k", "K", "keep the K most likely tokens; 0 = off (default 40)");
   p.option("top-p", "P", "keep the smallest set with probability mass P; 1 = off (default 0.95)");
   p.option("min-p", "P", "drop tokens below P x the top probability; 0 = off (default 0.05)");
+  p.option("typical", "P",
+           "locally typical sampling: keep the tokens nearest the entropy up to mass P; 1 = off");
   p.option("repeat-penalty", "R", "penalize tokens of the last --repeat-last-n; 1 = off");
-  p.option("repeat-last-n", "N", "tokens the repetition penalty looks at (default 64, -1 = all)");
+  p.option("frequency-penalty", "F",
+           "lower a token's logit by F x its count in the last --repeat-last-n; 0 = off");
+  p.option("presence-penalty", "P",
+           "lower the logit of each token in the last --repeat-last-n by P; 0 = off");
+  p.option("repeat-last-n", "N", "tokens the penalties look at (default 64, -1 = all)");
+  p.option("logit-bias", "ID(+|-)B",
+           "add B to token ID's logit, e.g. 15043+1 or 2-inf (repeatable)");
+  p.flag("ignore-eos", "never pick the end tokens: generate until --max-tokens or --stop");
   p.option("seed", "S", "random seed (default -1: random)", "s");
   p.option("max-tokens", "N", "generate at most N tokens; -1 = until the end (default 256)", "n");
   p.option("stop", "S", "stop before this text (repeatable)");
@@ -81,6 +91,35 @@ int int_option(const ParsedArgs& args, const std::string& name, int fallback) {
                                                 std::numeric_limits<int>::max()));
 }
 
+// llama.cpp's --logit-bias value: TOKEN_ID, then + or -, then the bias (a number or inf).
+llm::LogitBias parse_logit_bias(const std::string& value) {
+  const auto bad = [&] {
+    return UsageError("--logit-bias '" + value +
+                      "': expected TOKEN_ID(+|-)BIAS, e.g. 15043+1 or 2-inf");
+  };
+  const size_t sign = value.find_first_of("+-");
+  if (sign == 0 || sign == std::string::npos || sign + 1 == value.size()) throw bad();
+  const std::string id = value.substr(0, sign), bias = value.substr(sign + 1);
+  if (id.find_first_not_of("0123456789") != std::string::npos || id.size() > 9) throw bad();
+  llm::LogitBias b{std::stoi(id), 0.0f};
+  if (bias == "inf") {
+    if (value[sign] == '+')
+      throw UsageError("--logit-bias '" + value + "': the bias may be -inf, not +inf");
+    b.bias = -std::numeric_limits<float>::infinity();
+    return b;
+  }
+  size_t used = 0;
+  try {
+    b.bias = std::stof(bias, &used);
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  if (used != bias.size() || !std::isfinite(b.bias) || bias[0] == '+' || bias[0] == '-')
+    throw bad();
+  if (value[sign] == '-') b.bias = -b.bias;
+  return b;
+}
+
 }  // namespace
 
 llm::GenerateOptions generate_options(const ParsedArgs& args) {
@@ -92,6 +131,13 @@ llm::GenerateOptions generate_options(const ParsedArgs& args) {
   s.min_p = static_cast<float>(args.get_double("min-p", s.min_p));
   s.repeat_penalty = static_cast<float>(args.get_double("repeat-penalty", s.repeat_penalty));
   s.repeat_last_n = int_option(args, "repeat-last-n", s.repeat_last_n);
+  s.frequency_penalty =
+      static_cast<float>(args.get_double("frequency-penalty", s.frequency_penalty));
+  s.presence_penalty = static_cast<float>(args.get_double("presence-penalty", s.presence_penalty));
+  s.typical_p = static_cast<float>(args.get_double("typical", s.typical_p));
+  for (const std::string& bias : args.get_all("logit-bias"))
+    s.logit_bias.push_back(parse_logit_bias(bias));
+  if (!(s.typical_p > 0)) throw UsageError("--typical must be above 0");
   if (s.top_p <= 0) throw UsageError("--top-p must be above 0");
   if (s.min_p < 0 || s.min_p > 1) throw UsageError("--min-p must be in 0..1");
   if (s.repeat_penalty <= 0) throw UsageError("--repeat-penalty must be above 0");
@@ -106,6 +152,7 @@ llm::GenerateOptions generate_options(const ParsedArgs& args) {
   g.max_tokens = int_option(args, "max-tokens", 256);
   g.stop = args.get_all("stop");
   g.context_shift = args.flag("context-shift");
+  g.ignore_eos = args.flag("ignore-eos");
   g.keep = int_option(args, "keep", 0);
   if (args.has("keep") && !g.context_shift) throw UsageError("--keep needs --context-shift");
   if (const auto choices = args.get("choices")) {
@@ -113,6 +160,7 @@ llm::GenerateOptions generate_options(const ParsedArgs& args) {
     for (std::string choice; std::getline(list, choice, ',');)
       if (!choice.empty()) g.choices.push_back(choice);
     if (g.choices.empty()) throw UsageError("--choices needs at least one non-empty choice");
+    if (g.ignore_eos) throw UsageError("--ignore-eos cannot go with --choices");
   }
   return g;
 }
