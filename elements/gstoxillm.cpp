@@ -56,6 +56,7 @@
 #include "lib/core/model_cache.h"
 #include "lib/hub/hub.h"
 #include "lib/llm/engine.h"
+#include "lib/llm/gbnf.h"
 #include "lib/llm/model.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_oxi_llm_debug);
@@ -80,6 +81,7 @@ enum {
   PROP_FREQUENCY_PENALTY,
   PROP_PRESENCE_PENALTY,
   PROP_TYPICAL_P,
+  PROP_GRAMMAR,
   PROP_SEED,
   PROP_MAX_TOKENS,
   PROP_THREADS,
@@ -153,6 +155,7 @@ static const OxiPropertyField properties[] = {
     OXI_PROPERTY_FIELD(PROP_FREQUENCY_PENALTY, GstOxiLlm, frequency_penalty),
     OXI_PROPERTY_FIELD(PROP_PRESENCE_PENALTY, GstOxiLlm, presence_penalty),
     OXI_PROPERTY_FIELD(PROP_TYPICAL_P, GstOxiLlm, typical_p),
+    OXI_PROPERTY_FIELD(PROP_GRAMMAR, GstOxiLlm, grammar),
     OXI_PROPERTY_FIELD(PROP_SEED, GstOxiLlm, seed),
     OXI_PROPERTY_FIELD(PROP_MAX_TOKENS, GstOxiLlm, max_tokens),
     OXI_PROPERTY_FIELD(PROP_THREADS, GstOxiLlm, threads),
@@ -308,6 +311,13 @@ static void gst_oxi_llm_class_init(GstOxiLlmClass* klass) {
                          "this probability mass (1 = off)",
                          0.01f, 1.0f, DEFAULT_TYPICAL_P, playing));
   g_object_class_install_property(
+      gobject_class, PROP_GRAMMAR,
+      g_param_spec_string("grammar", "Grammar",
+                          "A GBNF grammar (llama.cpp's notation) every answer follows, e.g. "
+                          "root ::= \"yes\" | \"no\" (empty = none; one that does not parse is "
+                          "refused)",
+                          nullptr, playing));
+  g_object_class_install_property(
       gobject_class, PROP_SEED,
       g_param_spec_int64("seed", "Seed",
                          "Sampling seed, the same for every answer (-1 = a random seed each "
@@ -416,6 +426,17 @@ static void gst_oxi_llm_set_property(GObject* object, guint prop_id, const GValu
                 self->prompt_template);
       GST_OBJECT_UNLOCK(self);
       return;
+    }
+  }
+  if (prop_id == PROP_GRAMMAR) {
+    const gchar* g = g_value_get_string(value);
+    if (g != nullptr && *g != '\0') {
+      try {
+        (void)oxi::llm::gbnf::Grammar::parse(g);
+      } catch (const std::exception& e) {
+        g_warning("oxillm: grammar refused (%s); keeping the previous one", e.what());
+        return;
+      }
     }
   }
   if (!oxi_property_fields_set(object, properties, prop_id, value, pspec))
@@ -699,6 +720,7 @@ static GstFlowReturn gst_oxi_llm_answer(GstOxiLlm* self, const OxiLlmItem& item,
     options.sampling.seed =
         self->seed >= 0 ? static_cast<uint64_t>(self->seed) : std::random_device()();
     options.max_tokens = self->max_tokens;
+    options.grammar = gst_oxi_llm_string(self->grammar);
     GST_OBJECT_UNLOCK(self);
 
     static constexpr std::string_view kSlot = "{text}";

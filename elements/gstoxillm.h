@@ -43,6 +43,7 @@ struct _GstOxiLlm {
   gfloat frequency_penalty;
   gfloat presence_penalty;
   gfloat typical_p;
+  gchar* grammar;
   gint64 seed;
   gint max_tokens;
   guint threads;

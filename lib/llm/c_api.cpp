@@ -45,6 +45,7 @@ oxi::llm::GenerateOptions generate_options(const oxi_llm_params& p) {
   g.context_shift = p.context_shift != 0;
   g.keep = p.keep;
   g.ignore_eos = p.ignore_eos != 0;
+  if (p.grammar != nullptr) g.grammar = p.grammar;
   for (size_t i = 0; i < p.n_stop && p.stop != nullptr; ++i)
     if (p.stop[i] != nullptr) g.stop.emplace_back(p.stop[i]);
   return g;
@@ -116,6 +117,7 @@ oxi_llm_params oxi_llm_default_params(void) {
   p.context_shift = g.context_shift ? 1 : 0;
   p.keep = g.keep;
   p.ignore_eos = g.ignore_eos ? 1 : 0;
+  p.grammar = nullptr;
   return p;
 }
 

@@ -11,6 +11,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "lib/core/error.h"
 #include "lib/hub/hub.h"
+#include "lib/llm/grammar_constraint.h"
 #include "lib/llm/stream_decoder.h"
 
 namespace oxi::llm {
@@ -281,6 +282,11 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
   cancel_requested_.store(false, std::memory_order_relaxed);
   // Before the prompt, so that bad options change nothing.
   Sampler sampler(sampling_options(options));
+  std::optional<GrammarConstraint> grammar;
+  if (!options.grammar.empty()) {
+    if (!options.choices.empty()) throw Error("generate", "a grammar cannot go with choices");
+    grammar.emplace(model_->tokenizer(), options.grammar, model_->eos_ids());
+  }
   TurnStats stats;
   prompt_logits_.clear();
   evaluate_prompt(prompt, stats);
@@ -321,6 +327,12 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
       stats.stop_reason = StopReason::cancelled;
       break;
     }
+    // A complete grammar admits only the end tokens, which ignore_eos rules out: the reply
+    // ends there (before its last token is evaluated, as at an end token).
+    if (grammar && options.ignore_eos && grammar->must_end()) {
+      stats.stop_reason = StopReason::eos;
+      break;
+    }
     if (evaluate_last) {
       const int32_t last = stats.generated_ids.back();
       // llama.cpp shifts once the token would take the context's last position.
@@ -340,10 +352,12 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
         next_logits_.assign(logits.begin(), logits.end());
       }
     }
+    const std::vector<int32_t>* allowed =
+        choices ? &choices->allowed() : (grammar ? &grammar->allowed() : nullptr);
     // The repetition penalty looks at the context: prompt and reply so far.
-    const int32_t id =
-        sampler.sample(logits, session_->tokens(), choices ? &choices->allowed() : nullptr);
+    const int32_t id = sampler.sample(logits, session_->tokens(), allowed);
     evaluate_last = true;
+    if (grammar) grammar->accept(id);
 
     if (choices) {
       const size_t before = choices->position();

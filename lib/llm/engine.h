@@ -62,6 +62,10 @@ struct GenerateOptions {
   // The model's end tokens get a -inf logit bias, so the reply runs until max_tokens, a stop
   // string or a full context (llama.cpp's --ignore-eos). Not with choices (their end token).
   bool ignore_eos = false;
+  // A GBNF grammar (gbnf.h) the reply must follow (llama.cpp's --grammar): only tokens that
+  // continue it can be picked, an end token only where the reply is complete. Empty: none.
+  // Not with choices.
+  std::string grammar;
 };
 
 enum class StopReason {

@@ -82,6 +82,8 @@ typedef struct oxi_llm_params {
   /* 1: the end tokens are never picked; the reply runs to max_tokens, a stop string or a full
    * context (llama.cpp's --ignore-eos). */
   int ignore_eos;
+  /* A GBNF grammar the reply must follow (llama.cpp's --grammar); NULL or "": none. */
+  const char* grammar;
 } oxi_llm_params;
 
 typedef struct oxi_llm_stats {

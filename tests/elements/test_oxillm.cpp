@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -52,12 +53,14 @@ class OxiLlm : public ::testing::Test {
   // What the engine answers, loaded separately from the same file, to the same messages.
   static std::string engine_answer(const std::string& system, const std::string& user,
                                    int max_tokens, oxi::llm::SamplerOptions sampling = greedy(),
-                                   oxi::llm::EngineOptions eo = {}) {
+                                   oxi::llm::EngineOptions eo = {},
+                                   const std::string& grammar = "") {
     eo.threads = 1;
     auto engine = oxi::llm::Engine::load(model_.string(), eo);
     oxi::llm::GenerateOptions g;
     g.sampling = sampling;
     g.max_tokens = max_tokens;
+    g.grammar = grammar;
     std::vector<oxi::ChatMessage> messages;
     if (!system.empty()) messages.push_back({"system", system});
     messages.push_back({"user", user});
@@ -177,6 +180,24 @@ TEST_F(OxiLlm, PenaltiesAndTypicalEqualTheEngine) {
   sampling.frequency_penalty = sampling.presence_penalty = 0;
   sampling.typical_p = 1;
   EXPECT_NE(engine_answer("", "w264", 10, sampling), expected);
+  gst_harness_teardown(h);
+}
+
+// The grammar holds each answer as it holds the engine's; one that does not parse is refused
+// when set, the previous one kept.
+TEST_F(OxiLlm, GrammarHoldsEachAnswer) {
+  const std::string grammar = "root ::= (\"yes\" | \"no\") \" \" [0-9]{1,2}";
+  GstHarness* h = harness("max-tokens=40");
+  g_object_set(h->element, "grammar", grammar.c_str(), nullptr);
+  g_object_set(h->element, "grammar", "root ::= (", nullptr);  // refused
+  gchar* kept = nullptr;
+  g_object_get(h->element, "grammar", &kept, nullptr);
+  EXPECT_EQ(std::string(kept ? kept : ""), grammar);
+  g_free(kept);
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w264", 0, GST_SECOND)), GST_FLOW_OK);
+  const std::string expected = engine_answer("", "w264", 40, greedy(), {}, grammar);
+  EXPECT_TRUE(std::regex_match(expected, std::regex("(yes|no) [0-9]{1,2}"))) << expected;
+  EXPECT_EQ(pull_answer(h).text, expected);
   gst_harness_teardown(h);
 }
 

@@ -91,6 +91,44 @@ TEST(CApi, ErrorsAreCodesAndMessages) {
   oxi_llm_free(nullptr);
 }
 
+// The grammar reaches the engine: the reply the Engine gives under the same grammar, and a
+// grammar that does not parse is an error code with the parser's message.
+TEST_F(CApiModel, GrammarAsTheEngineHoldsIt) {
+  const char* grammar = "root ::= (\"yes\" | \"no\") \" \" [0-9]{1,2}";
+  GenerateOptions g = greedy(40);
+  g.grammar = grammar;
+  const TurnStats expected = engine()->send_raw("w260 w261", g);
+  ASSERT_EQ(expected.stop_reason, StopReason::eos);
+
+  oxi_llm_params p = oxi_llm_default_params();
+  EXPECT_EQ(p.grammar, nullptr);
+  p.threads = 2;
+  p.temperature = 0;
+  p.max_tokens = 40;
+  p.grammar = grammar;
+  char err[256];
+  oxi_llm_engine* e = oxi_llm_load(model_.c_str(), &p, err, sizeof err);
+  ASSERT_NE(e, nullptr) << err;
+  std::string reply;
+  const auto collect = [](const char* piece, size_t len, void* user) {
+    static_cast<std::string*>(user)->append(piece, len);
+    return 1;
+  };
+  oxi_llm_stats stats;
+  ASSERT_EQ(oxi_llm_send(e, nullptr, "w260 w261", collect, &reply, &stats), OXI_LLM_OK)
+      << oxi_llm_last_error(e);
+  EXPECT_EQ(reply, expected.text);
+  EXPECT_EQ(stats.stop_reason, OXI_LLM_STOP_EOS);
+
+  p.grammar = "root ::= [a-";
+  ASSERT_EQ(oxi_llm_set_params(e, &p), OXI_LLM_OK);
+  EXPECT_EQ(oxi_llm_send(e, nullptr, "w262", nullptr, nullptr, nullptr), OXI_LLM_ERROR);
+  EXPECT_NE(std::string(oxi_llm_last_error(e)).find("unterminated character class"),
+            std::string::npos)
+      << oxi_llm_last_error(e);
+  oxi_llm_free(e);
+}
+
 #if OXI_HAVE_C_API_USER
 TEST_F(CApiModel, CProgramGetsWhatTheEngineGives) {
   char out[8192] = {};

@@ -201,6 +201,46 @@ TEST_F(CliLlm, IgnoreEosRunsToMaxTokens) {
   EXPECT_NE(r.err.find("stop: max tokens"), std::string::npos) << r.err;
 }
 
+// --grammar and --grammar-file hold the reply to a GBNF grammar as the engine does; a grammar
+// that does not parse fails before the model loads, naming where it came from.
+TEST_F(CliLlm, GrammarFromTextOrFile) {
+  const std::string grammar = "root ::= (\"yes\" | \"no\") \" \" [0-9]{1,2}";
+  const auto file = dir_ / "answer.gbnf";
+  oxi::test::write_file_bytes(file, std::vector<uint8_t>(grammar.begin(), grammar.end()));
+  GenerateOptions g = greedy(40);
+  g.grammar = grammar;
+  const TurnStats expected = engine()->send_raw("w260 w261", g);
+  ASSERT_EQ(expected.stop_reason, StopReason::eos);
+  for (const std::vector<std::string>& source :
+       {std::vector<std::string>{"--grammar", grammar},
+        std::vector<std::string>{"--grammar-file", file.string()}}) {
+    std::vector<std::string> args = {"--raw", "-p",           "w260 w261", "--temp",
+                                     "0",     "--max-tokens", "40",        "--show-tokens"};
+    args.insert(args.end(), source.begin(), source.end());
+    const CommandResult r = generate(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, expected.text);
+    EXPECT_EQ(line_starting(r.err, "generated tokens: "), ids_text(expected.generated_ids));
+  }
+
+  const auto bad = dir_ / "bad.gbnf";
+  const std::string broken = "root ::= \"a\"\nitem ::= (\"b\"";
+  oxi::test::write_file_bytes(bad, std::vector<uint8_t>(broken.begin(), broken.end()));
+  const CommandResult parse_error = run_oxinfer({"generate", "-m", (dir_ / "missing.gguf").string(),
+                                                 "-p", "x", "--grammar-file", bad.string()});
+  EXPECT_EQ(parse_error.exit_code, 1);
+  EXPECT_NE(parse_error.err.find(bad.string() + ": grammar: line 2, column 14: expected )"),
+            std::string::npos)
+      << parse_error.err;
+  const CommandResult missing =
+      generate({"-p", "x", "--grammar-file", (dir_ / "none.gbnf").string()});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("none.gbnf: cannot read"), std::string::npos) << missing.err;
+  const CommandResult both = generate({"-p", "x", "--grammar", grammar, "--choices", "a,b"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("--grammar cannot go with --choices"), std::string::npos) << both.err;
+}
+
 TEST_F(CliLlm, DumpLogitsWritesTheLastPromptTokensLogits) {
   const auto file = dir_ / "logits.bin";
   const CommandResult r =

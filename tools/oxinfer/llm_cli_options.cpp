@@ -13,7 +13,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "lib/llm/gbnf.h"
 #include "lib/llm/kv_cache.h"
+#include "tools/oxinfer/text_input.h"
 
 namespace oxi::cli {
 
@@ -42,6 +44,8 @@ void add_llm_options(ArgParser& p) {
   p.option("max-tokens", "N", "generate at most N tokens; -1 = until the end (default 256)", "n");
   p.option("stop", "S", "stop before this text (repeatable)");
   p.option("choices", "A,B,C", "answer with exactly one of these (comma separated)");
+  p.option("grammar", "GBNF", "hold the reply to this GBNF grammar (llama.cpp's notation)");
+  p.option("grammar-file", "FILE", "hold the reply to the GBNF grammar in FILE");
   p.option("ctx", "N", "context size in tokens (default: the model's, at most 4096)", "c");
   p.flag("context-shift",
          "a reply that fills the context goes on: half of the tokens after --keep leave it");
@@ -161,6 +165,22 @@ llm::GenerateOptions generate_options(const ParsedArgs& args) {
       if (!choice.empty()) g.choices.push_back(choice);
     if (g.choices.empty()) throw UsageError("--choices needs at least one non-empty choice");
     if (g.ignore_eos) throw UsageError("--ignore-eos cannot go with --choices");
+  }
+  if (args.has("grammar") && args.has("grammar-file"))
+    throw UsageError("--grammar and --grammar-file cannot go together");
+  if (const auto grammar = args.get("grammar")) g.grammar = *grammar;
+  if (const auto file = args.get("grammar-file")) {
+    g.grammar = read_text_file(*file);
+    if (g.grammar.empty()) throw Error(*file, "the grammar file is empty");
+  }
+  if (!g.grammar.empty() && !g.choices.empty())
+    throw UsageError("--grammar cannot go with --choices");
+  if (!g.grammar.empty()) {  // its errors before the model loads, naming where it came from
+    try {
+      (void)llm::gbnf::Grammar::parse(g.grammar);
+    } catch (const Error& e) {
+      throw Error(args.get_or("grammar-file", "--grammar"), e.what());
+    }
   }
   return g;
 }

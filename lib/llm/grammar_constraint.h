@@ -1,0 +1,47 @@
+// GrammarConstraint: the tokens that may come next in a reply held to a GBNF grammar
+// (--grammar), as llama.cpp's grammar sampler decides them: a token whose bytes continue the
+// reply in the grammar; an end token only where the reply is a whole sentence of it; other
+// control tokens and tokens without text never.
+//
+//   GrammarConstraint g(tokenizer, grammar_text, model.eos_ids());
+//   int32_t id = sampler.sample(logits, history, &g.allowed());
+//   g.accept(id);
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/llm/grammar_matcher.h"
+
+namespace oxi::tokenizer {
+class Tokenizer;
+}
+
+namespace oxi::llm {
+
+class GrammarConstraint {
+ public:
+  // Throws oxi::Error for a grammar that does not parse (gbnf.h).
+  GrammarConstraint(const tokenizer::Tokenizer& tokenizer, std::string_view grammar,
+                    std::vector<int32_t> end_tokens);
+
+  // The tokens allowed now (ascending ids). Throws oxi::Error when none is: the grammar needs
+  // a character no token can give.
+  const std::vector<int32_t>& allowed();
+  // Records the picked token (one of allowed()).
+  void accept(int32_t token);
+  // Only an end token may follow.
+  bool must_end() const { return matcher_.must_end(); }
+
+ private:
+  GrammarMatcher matcher_;
+  std::vector<std::string> pieces_;  // each token's bytes; empty for control tokens
+  std::vector<int32_t> ends_;
+  std::vector<int32_t> allowed_;
+  bool allowed_current_ = false;
+};
+
+}  // namespace oxi::llm

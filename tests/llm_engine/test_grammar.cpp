@@ -1,0 +1,363 @@
+// GBNF grammars: the parser's errors; the matcher against std::regex on the same languages
+// (every string of up to 5 characters over a small alphabet, and random longer ones); pieces
+// that end inside a UTF-8 character; and a greedy reply held to a grammar against a restatement
+// that picks, from a bare Session's logits, the best token keeping the text a prefix of the
+// (finite) language.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/core/error.h"
+#include "lib/llm/engine.h"
+#include "lib/llm/gbnf.h"
+#include "lib/llm/grammar_matcher.h"
+#include "lib/llm/session.h"
+#include "lib/tokenizer/tokenizer.h"
+#include "tests/common/test_data.h"
+#include "tests/llm_engine/engine_fixture.h"
+
+namespace oxi::llm::test {
+namespace {
+
+GrammarMatcher matcher(const std::string& text) {
+  return GrammarMatcher(std::make_shared<const gbnf::Grammar>(gbnf::Grammar::parse(text)));
+}
+
+// Whether the matcher takes the whole string, one character at a time, and can end there.
+bool matches(const std::string& grammar, const std::string& s) {
+  GrammarMatcher m = matcher(grammar);
+  for (char c : s) {
+    if (!m.accepts(std::string(1, c))) return false;
+    m.accept(std::string(1, c));
+  }
+  return m.can_end();
+}
+
+std::string parse_error(const std::string& text) {
+  try {
+    gbnf::Grammar::parse(text);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<parsed>";
+}
+
+TEST(Gbnf, ErrorsNameWhereAndWhat) {
+  const auto expect_error = [](const std::string& text, const std::string& part) {
+    const std::string message = parse_error(text);
+    EXPECT_NE(message.find(part), std::string::npos) << text << " -> " << message;
+  };
+  expect_error("root ::= \"a", "line 1, column 12: unterminated string");
+  expect_error("root ::= \"a\"\n  | foo", "line 2, column 5: rule 'foo' is not defined");
+  expect_error("a ::= \"x\"", "no root rule");
+  expect_error("root ::= root \"a\"", "left-recursive");
+  expect_error("root ::= x\nx ::= \"a\"? root", "left-recursive");
+  expect_error("root ::= \"a\"{3,2}", "n < m");
+  expect_error("root ::= \"a\"{2000}", "more than 1000 repetitions");
+  expect_error("root ::= * \"a\"", "nothing before * to repeat");
+  expect_error("root ::= [a-", "unterminated character class");
+  expect_error("root ::= [z-a]", "end before its start");
+  expect_error("root ::= \"\\q\"", "unknown escape \\q");
+  expect_error("root ::= \"\\x4\"", "expected 2 hex digits");
+  expect_error("root ::= \"a\"\nroot ::= \"b\"", "line 2, column 1: rule 'root' is defined twice");
+  expect_error("root ::= (\"a\"", "expected )");
+  expect_error("root \"a\"", "expected ::= after 'root'");
+  expect_error("root ::= \"a\" )", "unexpected ')'");
+  EXPECT_EQ(parse_error("# a comment\nroot ::= x # the start\n\nx ::= \"a\" |\n  \"b\"\n"),
+            "<parsed>");
+}
+
+// Grammars and the regular expressions of the same languages.
+struct Pair {
+  const char* grammar;
+  const char* regex;
+};
+const Pair kPairs[] = {
+    {"root ::= \"ab\" | \"a\" [bc]* \"1\"", "ab|a[bc]*1"},
+    {"root ::= (\"a\" | \"bc\")+ [12]?", "(a|bc)+[12]?"},
+    {"root ::= [^a ]{2,4} \"a\"", "[^a ]{2,4}a"},
+    {"root ::= x \" \" x\nx ::= [a-c]{1,2} | \"1\"", "([a-c]{1,2}|1) ([a-c]{1,2}|1)"},
+    {"root ::= .{0,3} \"2\"", ".{0,3}2"},
+    {"root ::= (\"a\" \"b\"?){2,}", "(ab?){2,}"},
+    {"root ::= \"a\"{3} | \"b\"{,2} \"c\"", "a{3}|b{0,2}c"},
+    {"root ::= \"\\x61\" [\\u0062-c] \"\\\\\"?", "a[b-c]\\\\?"},
+    {"root ::= (\n  \"a\" |\n  \"1\" \"2\"*  # ones and twos\n) \" \"? b\nb ::= [^a-c12]*",
+     "(a|12*) ?[^a-c12]*"},
+    {"root ::= \"\"", ""},
+};
+
+TEST(GrammarMatcher, AcceptsWhatTheRegexMatches) {
+  const std::string alphabet = "abc12 \\";
+  std::vector<std::string> strings = {""};
+  for (size_t n = 0, start = 0; n < 5; ++n) {
+    const size_t end = strings.size();
+    for (size_t i = start; i < end; ++i)
+      for (char c : alphabet) strings.push_back(strings[i] + c);
+    start = end;
+  }
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    std::string s(6 + rng() % 6, ' ');
+    for (char& c : s) c = alphabet[rng() % alphabet.size()];
+    strings.push_back(s);
+  }
+  for (const Pair& p : kPairs) {
+    const std::regex re(p.regex);
+    size_t matched = 0;
+    for (const std::string& s : strings) {
+      const bool want = std::regex_match(s, re);
+      matched += want;
+      ASSERT_EQ(matches(p.grammar, s), want) << p.grammar << " on '" << s << "'";
+    }
+    EXPECT_GT(matched, 0u) << p.grammar;  // the comparison saw both answers
+  }
+}
+
+TEST(GrammarMatcher, EndsWhereTheGrammarDoes) {
+  GrammarMatcher m = matcher("root ::= \"a\" \"b\"?");
+  EXPECT_FALSE(m.can_end());
+  m.accept("a");
+  EXPECT_TRUE(m.can_end());
+  EXPECT_FALSE(m.must_end());
+  EXPECT_FALSE(m.accepts("a"));
+  EXPECT_THROW(m.accept("c"), Error);
+  m.accept("b");
+  EXPECT_TRUE(m.must_end());
+  EXPECT_FALSE(m.accepts("b"));
+  EXPECT_TRUE(m.accepts(""));
+}
+
+// A piece may end inside a character: its first bytes wait, if some character they begin can
+// come; the rest must complete it to one that can.
+TEST(GrammarMatcher, PiecesThatSplitACharacter) {
+  const std::string e_acute = "\xC3\xA9", u_umlaut = "\xC3\xBC", euro = "\xE2\x82\xAC";
+  GrammarMatcher m = matcher("root ::= [\\u00E9-\\u00EA] \"\\u00FC\" \"\\u20AC\"");
+  EXPECT_TRUE(m.accepts("\xC3"));       // é or ê may follow
+  EXPECT_FALSE(m.accepts("\xE2"));      // U+2000..U+2FFF: none is in the class
+  EXPECT_FALSE(m.accepts("\xC3\xBC"));  // ü is not
+  EXPECT_FALSE(m.accepts("\xA9"));      // a continuation byte first: not UTF-8
+  m.accept("\xC3");
+  EXPECT_FALSE(m.can_end());
+  EXPECT_FALSE(m.accepts("\xBC"));  // ü at the class
+  EXPECT_FALSE(m.accepts("a"));     // not a continuation byte
+  m.accept("\xA9" + u_umlaut + "\xE2\x82");
+  EXPECT_FALSE(m.can_end());
+  m.accept("\xAC");
+  EXPECT_TRUE(m.must_end());
+
+  // Negated classes: a lead byte is possible unless every character it begins is excluded.
+  EXPECT_TRUE(matcher("root ::= [^\\u00E9]").accepts("\xC3"));
+  EXPECT_FALSE(matcher("root ::= [^\\u00C0-\\u00FF]").accepts("\xC3"));
+  EXPECT_TRUE(matcher("root ::= [^\\u00C0-\\u00FE]").accepts("\xC3"));
+  EXPECT_TRUE(matches("root ::= .+", e_acute + euro + "x"));
+  EXPECT_FALSE(matcher("root ::= .").accepts("\xC0\x80"));  // overlong
+}
+
+// String contents: plain, escaped by the dump (quote, backslash, controls) and UTF-8.
+const char* const kPieces[] = {"a", "b", "\\", "\"", "\n", "\t", "\x01", "/", "\xC3\xA9", " "};
+
+// examples/grammars/json.gbnf against nlohmann::json's parser: random objects, dumped compact
+// and indented, each with a few one-character edits; the grammar takes exactly those the
+// parser accepts as an object (whitespace runs kept under the grammar's bound of 20).
+TEST(GrammarMatcher, JsonGrammarAgreesWithAJsonParser) {
+  const char* root = std::getenv("OXINFER_SOURCE_ROOT");
+  if (!root) GTEST_SKIP() << "OXINFER_SOURCE_ROOT not set (run through meson test)";
+  const std::vector<uint8_t> bytes =
+      oxi::test::read_file_bytes(std::filesystem::path(root) / "examples/grammars/json.gbnf");
+  const std::string grammar(bytes.begin(), bytes.end());
+  std::mt19937 rng(11);
+  const auto random_value = [&](auto&& self, int depth) -> nlohmann::json {
+    switch (rng() % (depth > 2 ? 5 : 7)) {
+      case 0:
+        return static_cast<int>(rng() % 2000) - 1000;
+      case 1:
+        return std::ldexp(static_cast<double>(rng() % 100000) - 50000,
+                          -static_cast<int>(rng() % 20));
+      case 2: {
+        std::string text;
+        for (size_t i = rng() % 6; i > 0; --i) text += kPieces[rng() % std::size(kPieces)];
+        return text;
+      }
+      case 3:
+        return rng() % 2 == 0;
+      case 4:
+        return nullptr;
+      case 5: {
+        nlohmann::json a = nlohmann::json::array();
+        for (size_t i = rng() % 4; i > 0; --i) a.push_back(self(self, depth + 1));
+        return a;
+      }
+      default: {
+        nlohmann::json o = nlohmann::json::object();
+        for (size_t i = rng() % 4; i > 0; --i)
+          o["k" + std::to_string(rng() % 10)] = self(self, depth + 1);
+        return o;
+      }
+    }
+  };
+  const std::string edits = "{}[],:\"0-.e \n\\tx";
+  size_t valid = 0, invalid = 0;
+  for (int doc = 0; doc < 150; ++doc) {
+    nlohmann::json object = nlohmann::json::object();
+    for (size_t i = 1 + rng() % 4; i > 0; --i)
+      object["key" + std::to_string(i)] = random_value(random_value, 0);
+    std::vector<std::string> texts = {object.dump(), object.dump(2)};
+    for (int e = 0; e < 8; ++e) {
+      std::string t = texts[e % 2];
+      const size_t at = rng() % t.size();
+      switch (rng() % 3) {
+        case 0:
+          t.erase(at, 1);
+          break;
+        case 1:
+          t.insert(at, 1, edits[rng() % edits.size()]);
+          break;
+        default:
+          t[at] = edits[rng() % edits.size()];
+      }
+      texts.push_back(t);
+    }
+    for (const std::string& t : texts) {
+      if (t.find(std::string(21, ' ')) != std::string::npos) continue;
+      bool parses = true;
+      try {
+        [[maybe_unused]] const nlohmann::json parsed = nlohmann::json::parse(t);
+      } catch (const nlohmann::json::out_of_range&) {
+        continue;  // a number beyond double (an edit made 1e5 1e5625): valid JSON text
+      } catch (const nlohmann::json::parse_error&) {
+        parses = false;
+      }
+      const bool want = parses && t.front() == '{' && t.back() == '}';
+      (want ? valid : invalid) += 1;
+      // The matcher reads the UTF-8 text whole: feed it in pieces of 1-3 bytes.
+      GrammarMatcher m = matcher(grammar);
+      bool ok = true;
+      for (size_t i = 0; i < t.size() && ok;) {
+        const std::string piece = t.substr(i, 1 + rng() % 3);
+        ok = m.accepts(piece);
+        if (ok) m.accept(piece);
+        i += piece.size();
+      }
+      ASSERT_EQ(ok && m.can_end(), want) << t;
+    }
+  }
+  EXPECT_GT(valid, 300u);
+  EXPECT_GT(invalid, 300u);
+}
+
+// The finite language {yes, no} x " " x {0..99}, and its prefixes.
+std::set<std::string> answer_language() {
+  std::set<std::string> all;
+  for (const char* word : {"yes", "no"})
+    for (int n = 0; n < 100; ++n) {
+      all.insert(std::string(word) + " " + std::to_string(n));
+      if (n < 10) all.insert(std::string(word) + " 0" + std::to_string(n));
+    }
+  return all;
+}
+const char* kAnswerGrammar = "root ::= (\"yes\" | \"no\") \" \" [0-9]{1,2}";
+
+bool is_prefix_of_some(const std::set<std::string>& language, const std::string& text) {
+  const auto it = language.lower_bound(text);
+  return it != language.end() && it->starts_with(text);
+}
+
+TEST(GrammarReply, GreedyPicksTheBestTokenThatKeepsTheGrammar) {
+  oxi::test::TempDir dir;
+  const auto file = dir / "tiny.gguf";
+  write_tiny_llama(file);
+  EngineOptions o;
+  o.threads = 2;
+  auto engine = Engine::load(file.string(), o);
+  GenerateOptions g;
+  g.sampling.temperature = 0;
+  g.max_tokens = 40;
+  g.grammar = kAnswerGrammar;
+  const TurnStats s = engine->send_raw("w260 w261", g);
+  ASSERT_EQ(s.stop_reason, StopReason::eos) << s.text;
+  const std::set<std::string> language = answer_language();
+  EXPECT_TRUE(language.count(s.text)) << s.text;
+
+  // The restatement: the tokens whose bytes keep the text a prefix of some answer, the end
+  // token once the text is one; the best logit among them (lowest id on ties).
+  const tokenizer::Tokenizer& tok = engine->model().tokenizer();
+  const std::vector<int32_t> ends = engine->model().eos_ids();
+  Session session(engine->model_ptr(), engine->backend(), 64);
+  std::span<const float> logits = session.eval(s.prompt_ids);
+  std::string text;
+  for (size_t step = 0; step < s.generated_ids.size(); ++step) {
+    int32_t best = -1;
+    for (int32_t id = 0; id < static_cast<int32_t>(tok.vocab_size()); ++id) {
+      const bool end = std::find(ends.begin(), ends.end(), id) != ends.end();
+      const bool allowed = end ? language.count(text) > 0
+                               : !tok.is_control(id) && !tok.token_piece(id).empty() &&
+                                     is_prefix_of_some(language, text + tok.token_piece(id));
+      if (allowed && (best < 0 || logits[id] > logits[best])) best = id;
+    }
+    ASSERT_EQ(s.generated_ids[step], best) << "step " << step << " after '" << text << "'";
+    if (std::find(ends.begin(), ends.end(), best) != ends.end()) break;
+    text += tok.token_piece(best);
+    logits = session.eval(std::span<const int32_t>(&best, 1));
+  }
+  EXPECT_EQ(text, s.text);
+}
+
+TEST(GrammarReply, SampledRepliesAreAlwaysAnswers) {
+  oxi::test::TempDir dir;
+  const auto file = dir / "tiny.gguf";
+  write_tiny_llama(file);
+  EngineOptions o;
+  o.threads = 2;
+  auto engine = Engine::load(file.string(), o);
+  const std::set<std::string> language = answer_language();
+  std::set<std::string> seen;
+  for (uint64_t seed = 0; seed < 30; ++seed) {
+    GenerateOptions g;
+    g.sampling.temperature = 1.5f;
+    g.sampling.top_k = 0;
+    g.sampling.min_p = 0;
+    g.sampling.seed = seed;
+    g.max_tokens = 40;
+    g.grammar = kAnswerGrammar;
+    engine->reset();
+    const TurnStats s = engine->send_raw("w260", g);
+    ASSERT_EQ(s.stop_reason, StopReason::eos) << s.text;
+    EXPECT_TRUE(language.count(s.text)) << "seed " << seed << ": '" << s.text << "'";
+    seen.insert(s.text);
+  }
+  EXPECT_GT(seen.size(), 3u);  // sampling, not one fixed answer
+
+  // ignore_eos: the reply stops where the grammar admits nothing but the end.
+  GenerateOptions g;
+  g.sampling.temperature = 0;
+  g.max_tokens = 40;
+  g.grammar = "root ::= \"yes\"";
+  g.ignore_eos = true;
+  engine->reset();
+  const TurnStats s = engine->send_raw("w260", g);
+  EXPECT_EQ(s.text, "yes");
+  EXPECT_EQ(s.stop_reason, StopReason::eos);
+
+  // A grammar with choices, or one that does not parse: errors before anything is evaluated.
+  g.ignore_eos = false;
+  g.choices = {"yes", "no"};
+  engine->reset();
+  EXPECT_THROW(engine->send_raw("w260", g), Error);
+  g.choices.clear();
+  g.grammar = "root ::= (";
+  EXPECT_THROW(engine->send_raw("w260", g), Error);
+  EXPECT_EQ(engine->session().n_past(), 0u);
+}
+
+}  // namespace
+}  // namespace oxi::llm::test
