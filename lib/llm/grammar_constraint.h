@@ -3,6 +3,10 @@
 // reply in the grammar; an end token only where the reply is a whole sentence of it; other
 // control tokens and tokens without text never.
 //
+// Tokens are tried only when their first byte can continue the text, and the allowed set of
+// each state met is remembered (inside a JSON string, say, the state after every character is
+// the same): the same sets, fewer checks.
+//
 //   GrammarConstraint g(tokenizer, grammar_text, model.eos_ids());
 //   int32_t id = sampler.sample(logits, history, &g.allowed());
 //   g.accept(id);
@@ -12,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "lib/llm/grammar_matcher.h"
@@ -38,8 +43,10 @@ class GrammarConstraint {
 
  private:
   GrammarMatcher matcher_;
-  std::vector<std::string> pieces_;  // each token's bytes; empty for control tokens
+  std::vector<std::string> pieces_;                  // each token's bytes; empty for control tokens
+  std::vector<std::vector<int32_t>> by_first_byte_;  // the tokens with text, by first byte
   std::vector<int32_t> ends_;
+  std::unordered_map<std::string, std::vector<int32_t>> seen_;  // allowed sets by state key
   std::vector<int32_t> allowed_;
   bool allowed_current_ = false;
 };

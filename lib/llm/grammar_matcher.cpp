@@ -90,7 +90,8 @@ std::vector<GrammarMatcher::Stack> GrammarMatcher::step(const std::vector<Stack>
   return out;
 }
 
-std::optional<GrammarMatcher::State> GrammarMatcher::advance(std::string_view bytes) const {
+std::optional<GrammarMatcher::State> GrammarMatcher::advance(std::string_view bytes,
+                                                             bool check_only) const {
   const std::string text = state_.pending + std::string(bytes);
   const std::vector<Stack>* stacks = &state_.stacks;
   State next;
@@ -113,17 +114,27 @@ std::optional<GrammarMatcher::State> GrammarMatcher::advance(std::string_view by
     }
     const auto [c, unused] = possible_code_points(std::string_view(text).substr(i, length), length);
     if (c != unused) return std::nullopt;  // overlong or beyond U+10FFFF
+    if (check_only && i + length == text.size()) {
+      // The last character: a stack whose top matches it is enough (stepping past a match
+      // always leaves a stack), so the stacks are not built.
+      const bool possible = std::any_of(stacks->begin(), stacks->end(), [&](const Stack& s) {
+        return !s.empty() && top_set(s).matches(c);
+      });
+      if (!possible) return std::nullopt;
+      return State{};
+    }
     next.stacks = step(*stacks, c);
     if (next.stacks.empty()) return std::nullopt;
     stacks = &next.stacks;
     i += length;
   }
+  if (check_only) return State{};
   if (stacks != &next.stacks) next.stacks = *stacks;
   return next;
 }
 
 bool GrammarMatcher::accepts(std::string_view bytes) const {
-  return advance(bytes).has_value();
+  return advance(bytes, /*check_only=*/true).has_value();
 }
 
 void GrammarMatcher::accept(std::string_view bytes) {
@@ -135,6 +146,22 @@ void GrammarMatcher::accept(std::string_view bytes) {
 bool GrammarMatcher::can_end() const {
   return state_.pending.empty() && std::any_of(state_.stacks.begin(), state_.stacks.end(),
                                                [](const Stack& s) { return s.empty(); });
+}
+
+std::string GrammarMatcher::state_key() const {
+  std::vector<std::string> stacks;
+  for (const Stack& stack : state_.stacks)
+    stacks.emplace_back(reinterpret_cast<const char*>(stack.data()),
+                        stack.size() * sizeof(Position));
+  std::sort(stacks.begin(), stacks.end());  // the same set, whatever order it was built in
+  std::string key = state_.pending;
+  key += '\0';
+  for (const std::string& s : stacks) {
+    const auto size = static_cast<uint32_t>(s.size());
+    key.append(reinterpret_cast<const char*>(&size), sizeof size);
+    key += s;
+  }
+  return key;
 }
 
 bool GrammarMatcher::must_end() const {

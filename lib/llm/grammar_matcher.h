@@ -36,6 +36,8 @@ class GrammarMatcher {
   bool can_end() const;
   // Nothing can follow: the text is complete and no stack goes on.
   bool must_end() const;
+  // The state as bytes: equal keys, equal futures (what may follow, whether it can end).
+  std::string state_key() const;
 
  private:
   struct Position {
@@ -48,8 +50,9 @@ class GrammarMatcher {
     std::string pending;  // the first bytes of a character still to come
   };
 
-  // The state after `bytes`, or nothing when they cannot continue it.
-  std::optional<State> advance(std::string_view bytes) const;
+  // The state after `bytes`, or nothing when they cannot continue it. With `check_only`, the
+  // last character is matched but not stepped past (the state returned is then not valid).
+  std::optional<State> advance(std::string_view bytes, bool check_only = false) const;
   std::vector<Stack> step(const std::vector<Stack>& stacks, char32_t c) const;
   void expand(Stack stack, std::vector<Stack>& out) const;
   const gbnf::Symbol& symbol_at(const Position& p) const;
