@@ -20,6 +20,7 @@
 #include "lib/core/error.h"
 #include "lib/llm/engine.h"
 #include "lib/llm/gbnf.h"
+#include "lib/llm/grammar_constraint.h"
 #include "lib/llm/grammar_matcher.h"
 #include "lib/llm/session.h"
 #include "lib/tokenizer/tokenizer.h"
@@ -253,6 +254,59 @@ TEST(GrammarMatcher, JsonGrammarAgreesWithAJsonParser) {
   }
   EXPECT_GT(valid, 300u);
   EXPECT_GT(invalid, 300u);
+}
+
+// GrammarConstraint's sets (first-byte filter, remembered states, the last character only
+// matched) against trying every token on a copy of the matcher with accept(), which steps past
+// every character, along random walks through examples/grammars/json.gbnf.
+TEST(GrammarConstraint, AllowedSetsEqualTryingEveryToken) {
+  const char* root = std::getenv("OXINFER_SOURCE_ROOT");
+  if (!root) GTEST_SKIP() << "OXINFER_SOURCE_ROOT not set (run through meson test)";
+  const std::vector<uint8_t> bytes =
+      oxi::test::read_file_bytes(std::filesystem::path(root) / "examples/grammars/json.gbnf");
+  const std::string grammar(bytes.begin(), bytes.end());
+  oxi::test::TempDir dir;
+  write_tiny_llama(dir / "tiny.gguf");
+  EngineOptions o;
+  o.threads = 1;
+  const auto engine = Engine::load((dir / "tiny.gguf").string(), o);
+  const tokenizer::Tokenizer& tok = engine->model().tokenizer();
+  const std::vector<int32_t> ends = engine->model().eos_ids();
+  const auto parsed = std::make_shared<const gbnf::Grammar>(gbnf::Grammar::parse(grammar));
+  std::mt19937 rng(3);
+  size_t steps = 0;
+  for (int walk = 0; walk < 24; ++walk) {
+    GrammarConstraint constraint(tok, grammar, ends);
+    GrammarMatcher reference(parsed);
+    for (int step = 0; step < 50; ++step, ++steps) {
+      std::vector<int32_t> want;
+      for (int32_t id = 0; id < static_cast<int32_t>(tok.vocab_size()); ++id) {
+        if (std::find(ends.begin(), ends.end(), id) != ends.end()) {
+          if (reference.can_end()) want.push_back(id);
+          continue;
+        }
+        if (tok.is_control(id) || tok.token_piece(id).empty()) continue;
+        GrammarMatcher copy = reference;
+        try {
+          copy.accept(tok.token_piece(id));
+          want.push_back(id);
+        } catch (const Error&) {
+        }
+      }
+      ASSERT_EQ(constraint.allowed(), want) << "walk " << walk << " step " << step;
+      std::vector<int32_t> go_on;
+      for (int32_t id : want)
+        if (std::find(ends.begin(), ends.end(), id) == ends.end()) go_on.push_back(id);
+      if (go_on.empty()) break;
+      // Mostly structure (quotes, braces, digits), some bytes of anything.
+      int32_t pick = go_on[rng() % go_on.size()];
+      for (int tries = 0; tries < 4 && tok.token_piece(pick).size() > 1; ++tries)
+        pick = go_on[rng() % go_on.size()];
+      constraint.accept(pick);
+      reference.accept(tok.token_piece(pick));
+    }
+  }
+  EXPECT_GT(steps, 150u);
 }
 
 // The finite language {yes, no} x " " x {0..99}, and its prefixes.
