@@ -37,8 +37,12 @@ bool CharSet::matches_some(char32_t first, char32_t last) const {
 
 namespace {
 
-// Repetitions beyond this many copies are refused (each copy is a symbol in the rules).
+// Repetitions beyond this many copies are refused (each copy is a symbol in the rules), and
+// so are grammars beyond these sizes, so that a hostile one fails instead of exhausting memory.
 constexpr int kMaxRepetitions = 1000;
+constexpr size_t kMaxSymbols = size_t{1} << 20;
+constexpr size_t kMaxRules = size_t{1} << 16;
+constexpr int kMaxNesting = 256;  // groups inside groups (the parser recurses on each)
 
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
@@ -129,6 +133,9 @@ class Parser {
   uint32_t rule_index(const std::string& name, size_t used_at) {
     const auto [it, added] = names_.emplace(name, static_cast<uint32_t>(grammar_.rules.size()));
     if (added) {
+      if (grammar_.rules.size() >= kMaxRules)
+        fail("more than " + std::to_string(kMaxRules) +
+             " rules (with those of groups and repetitions)");
       grammar_.rules.push_back({name, {}});
       defined_.push_back(false);
       first_use_.push_back(used_at);
@@ -143,7 +150,15 @@ class Parser {
     return index;
   }
 
+  // Counts symbols about to enter the rules.
+  void charge(size_t symbols) {
+    symbols_ += symbols;
+    if (symbols_ > kMaxSymbols)
+      fail("more than " + std::to_string(kMaxSymbols) + " symbols (with repetitions' copies)");
+  }
+
   uint32_t add_set(CharSet set) {
+    charge(1);
     grammar_.sets.push_back(std::move(set));
     return static_cast<uint32_t>(grammar_.sets.size() - 1);
   }
@@ -205,8 +220,11 @@ class Parser {
         item_start = seq.size();
         const size_t at = pos_;
         seq.push_back({true, rule_index(parse_name(), at)});
+        charge(1);
         have_item = true;
       } else if (c == '(') {
+        if (++nesting_ > kMaxNesting)
+          fail("groups nested more than " + std::to_string(kMaxNesting) + " deep");
         ++pos_;
         skip_space(true);
         const uint32_t group = new_rule(rule);
@@ -214,8 +232,10 @@ class Parser {
         grammar_.rules[group].alternatives = std::move(alternatives);
         if (peek() != ')') fail("expected )");
         ++pos_;
+        --nesting_;
         item_start = seq.size();
         seq.push_back({true, group});
+        charge(1);
         have_item = true;
       } else if (c == '*' || c == '+' || c == '?' || c == '{') {
         if (!have_item) fail(std::string("nothing before ") + c + " to repeat");
@@ -275,6 +295,7 @@ class Parser {
   // optionals, O ::= item O' | (empty), so that the copies after the first absent one are too.
   void append_repetition(Sequence& seq, const Sequence& item, int min, int max,
                          const std::string& rule) {
+    charge(item.size() * static_cast<size_t>(std::max(min, max)) + 1);
     for (int i = 0; i < min; ++i) seq.insert(seq.end(), item.begin(), item.end());
     if (max < 0) {
       const uint32_t star = new_rule(rule);
@@ -406,21 +427,32 @@ class Parser {
           starts[r].push_back(s.index);
           if (!nullable[s.index]) break;
         }
+    // A depth-first search for a cycle, with its own stack (a chain of rules may be long).
     enum class Mark { none, active, done };
     std::vector<Mark> mark(rules.size(), Mark::none);
-    const auto visit = [&](auto&& self, uint32_t r) -> void {
-      mark[r] = Mark::active;
-      for (uint32_t next : starts[r]) {
+    std::vector<std::pair<uint32_t, size_t>> path;  // a rule and the next of its starts to try
+    for (uint32_t first = 0; first < rules.size(); ++first) {
+      if (mark[first] != Mark::none) continue;
+      mark[first] = Mark::active;
+      path.push_back({first, 0});
+      while (!path.empty()) {
+        auto& [r, i] = path.back();
+        if (i == starts[r].size()) {
+          mark[r] = Mark::done;
+          path.pop_back();
+          continue;
+        }
+        const uint32_t next = starts[r][i++];
         if (mark[next] == Mark::active)
           throw Error("grammar", "rule '" + rules[next].name +
                                      "' is left-recursive (it can reach itself before "
                                      "consuming a character)");
-        if (mark[next] == Mark::none) self(self, next);
+        if (mark[next] == Mark::none) {
+          mark[next] = Mark::active;
+          path.push_back({next, 0});
+        }
       }
-      mark[r] = Mark::done;
-    };
-    for (uint32_t r = 0; r < rules.size(); ++r)
-      if (mark[r] == Mark::none) visit(visit, r);
+    }
   }
 
   std::string_view text_;
@@ -429,6 +461,8 @@ class Parser {
   std::map<std::string, uint32_t> names_;
   std::vector<bool> defined_;
   std::vector<size_t> first_use_;
+  size_t symbols_ = 0;
+  int nesting_ = 0;
 };
 
 }  // namespace

@@ -7,6 +7,9 @@
 namespace oxi::llm {
 namespace {
 
+// Ways the text can go on that a state may hold; a grammar that needs more is refused.
+constexpr size_t kMaxStacks = 4096;
+
 bool is_continuation(uint8_t b) {
   return (b & 0xC0) == 0x80;
 }
@@ -51,31 +54,48 @@ const gbnf::CharSet& GrammarMatcher::top_set(const Stack& stack) const {
 
 // Moves `stack` on to its next character sets: finished sequences return to their caller, a
 // rule reference opens each of the rule's alternatives. Adds each distinct result to `out`.
+// A work list rather than recursion: a chain of rules that each start with the next may be long.
 void GrammarMatcher::expand(Stack stack, std::vector<Stack>& out) const {
-  while (!stack.empty()) {
-    const Position top = stack.back();
-    const gbnf::Sequence& seq = grammar_->rules[top.rule].alternatives[top.alternative];
-    if (top.element == seq.size()) {
-      stack.pop_back();
+  std::vector<Stack> work;
+  work.push_back(std::move(stack));
+  while (!work.empty()) {
+    Stack s = std::move(work.back());
+    work.pop_back();
+    std::optional<uint32_t> opens;  // the rule a reference on top opens
+    while (!s.empty()) {
+      const Position top = s.back();
+      const gbnf::Sequence& seq = grammar_->rules[top.rule].alternatives[top.alternative];
+      if (top.element == seq.size()) {
+        s.pop_back();
+        continue;
+      }
+      const gbnf::Symbol symbol = seq[top.element];
+      if (!symbol.is_rule) break;
+      // The caller continues after the reference; a reference that ends its sequence leaves
+      // nothing to return to (so right recursion, x*, keeps the stack short).
+      if (top.element + 1 == seq.size())
+        s.pop_back();
+      else
+        ++s.back().element;
+      opens = symbol.index;
+      break;
+    }
+    if (!opens) {
+      if (std::find(out.begin(), out.end(), s) == out.end()) {
+        if (out.size() >= kMaxStacks)
+          throw Error("grammar", "too ambiguous: more than " + std::to_string(kMaxStacks) +
+                                     " ways to go on at once");
+        out.push_back(std::move(s));
+      }
       continue;
     }
-    const gbnf::Symbol s = seq[top.element];
-    if (!s.is_rule) break;
-    // The caller continues after the reference; a reference that ends its sequence leaves
-    // nothing to return to (so right recursion, x*, keeps the stack short).
-    if (top.element + 1 == seq.size())
-      stack.pop_back();
-    else
-      ++stack.back().element;
-    const gbnf::Rule& rule = grammar_->rules[s.index];
-    for (uint32_t a = 0; a < rule.alternatives.size(); ++a) {
-      Stack next = stack;
-      next.push_back({s.index, a, 0});
-      expand(std::move(next), out);
+    const gbnf::Rule& rule = grammar_->rules[*opens];
+    for (uint32_t a = static_cast<uint32_t>(rule.alternatives.size()); a-- > 0;) {
+      Stack next = s;
+      next.push_back({*opens, a, 0});
+      work.push_back(std::move(next));
     }
-    return;
   }
-  if (std::find(out.begin(), out.end(), stack) == out.end()) out.push_back(std::move(stack));
 }
 
 std::vector<GrammarMatcher::Stack> GrammarMatcher::step(const std::vector<Stack>& stacks,
