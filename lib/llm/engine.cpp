@@ -213,7 +213,7 @@ void Engine::evaluate_prompt(const std::vector<int32_t>& prompt, TurnStats& stat
   if (prompt.size() > session_->n_ctx())
     throw Error("llm engine", "the prompt has " + std::to_string(prompt.size()) +
                                   " tokens, the context only " + std::to_string(session_->n_ctx()) +
-                                  " positions (--ctx)");
+                                  " positions (a larger context size would hold it)");
   const std::vector<int32_t>& cached = session_->tokens();
   size_t common = 0;
   while (common < cached.size() && common < prompt.size() && cached[common] == prompt[common])

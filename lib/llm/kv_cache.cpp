@@ -26,7 +26,7 @@ KvCache::KvCache(size_t n_layer, size_t n_ctx, size_t n_kv_heads, size_t head_di
   const size_t kv_dim = n_kv_heads * head_dim;
   if (n_kv_heads != 0 && kv_dim / n_kv_heads != head_dim)
     throw Error("llm kv cache", "kv heads of that size overflow");
-  // A context the memory cannot hold (--ctx 10^12) is an error naming the size, not a
+  // A context the memory cannot hold (10^12 positions) is an error naming the size, not a
   // bad_alloc, nor a product that wraps around.
   const size_t bytes_per_element = f16_ ? 2 : 4;
   const size_t per_position = 2 * n_layer * kv_dim * bytes_per_element;
@@ -41,7 +41,7 @@ KvCache::KvCache(size_t n_layer, size_t n_ctx, size_t n_kv_heads, size_t head_di
     throw Error("llm kv cache", "a context of " + std::to_string(n_ctx) + " positions needs " +
                                     std::to_string(bytes >> 20) + " MiB, more than the " +
                                     std::to_string(total >> 20) +
-                                    " MiB of memory here (use a smaller --ctx)");
+                                    " MiB of memory here (use a smaller context size)");
   try {
     if (f16_) {
       keys16_.resize(n_layer * layer_elements());
@@ -53,7 +53,7 @@ KvCache::KvCache(size_t n_layer, size_t n_ctx, size_t n_kv_heads, size_t head_di
   } catch (const std::bad_alloc&) {
     throw Error("llm kv cache", "cannot allocate " + std::to_string(bytes >> 20) +
                                     " MiB for a context of " + std::to_string(n_ctx) +
-                                    " positions (use a smaller --ctx)");
+                                    " positions (use a smaller context size)");
   }
 }
 
