@@ -40,6 +40,12 @@ oxi::llm::GenerateOptions generate_options(const oxi_llm_params& p) {
     throw oxi::Error("oxi_llm_params", "n_bias > 0 needs bias_tokens and bias_values");
   for (size_t i = 0; i < p.n_bias; ++i)
     g.sampling.logit_bias.push_back({p.bias_tokens[i], p.bias_values[i]});
+  g.sampling.top_n_sigma = p.top_n_sigma;
+  g.sampling.xtc_probability = p.xtc_probability;
+  g.sampling.xtc_threshold = p.xtc_threshold;
+  g.sampling.mirostat = p.mirostat;
+  g.sampling.mirostat_tau = p.mirostat_tau;
+  g.sampling.mirostat_eta = p.mirostat_eta;
   g.sampling.seed = p.seed;
   g.max_tokens = p.max_tokens;
   g.context_shift = p.context_shift != 0;
@@ -110,6 +116,12 @@ oxi_llm_params oxi_llm_default_params(void) {
   p.bias_tokens = nullptr;
   p.bias_values = nullptr;
   p.n_bias = 0;
+  p.top_n_sigma = g.sampling.top_n_sigma;
+  p.xtc_probability = g.sampling.xtc_probability;
+  p.xtc_threshold = g.sampling.xtc_threshold;
+  p.mirostat = g.sampling.mirostat;
+  p.mirostat_tau = g.sampling.mirostat_tau;
+  p.mirostat_eta = g.sampling.mirostat_eta;
   p.seed = g.sampling.seed;
   p.max_tokens = g.max_tokens;
   p.stop = nullptr;

@@ -70,6 +70,12 @@ typedef struct oxi_llm_params {
   const int32_t* bias_tokens; /* n_bias tokens whose logits get bias_values added first */
   const float* bias_values;   /* (-INFINITY: never picked) */
   size_t n_bias;
+  float top_n_sigma;     /* keep logits within n standard deviations of the top; <= 0: off */
+  float xtc_probability; /* XTC: how often the likeliest tokens leave; 0: off */
+  float xtc_threshold;   /* ... those at or above this probability, but the last of them */
+  int mirostat;          /* 0: off; 1 or 2: Mirostat in place of the filters and penalties */
+  float mirostat_tau;    /* target surprise, bits */
+  float mirostat_eta;    /* learning rate */
   uint64_t seed;
   int max_tokens;          /* < 0: until an end token or a full context */
   const char* const* stop; /* stop strings, n_stop of them */

@@ -120,7 +120,42 @@ void min_p_filter(std::vector<Candidate>& candidates, float min_p) {
   softmax(candidates);
 }
 
-Sampler::Sampler(const SamplerOptions& options) : options_(options), rng_(options.seed) {
+void top_n_sigma_filter(std::vector<Candidate>& candidates, float n) {
+  if (n <= 0.0f || candidates.size() <= 1) return;
+  double sum = 0, squares = 0;
+  size_t finite = 0;
+  float max = -std::numeric_limits<float>::infinity();
+  for (const Candidate& c : candidates) {
+    if (c.logit == -std::numeric_limits<float>::infinity()) continue;
+    max = std::max(max, c.logit);
+    sum += c.logit;
+    ++finite;
+  }
+  const double mean = finite > 0 ? sum / static_cast<double>(finite) : 0.0;
+  for (const Candidate& c : candidates)
+    if (c.logit != -std::numeric_limits<float>::infinity())
+      squares += (c.logit - mean) * (c.logit - mean);
+  const double sigma = finite > 0 ? std::sqrt(squares / static_cast<double>(finite)) : 0.0;
+  const double floor = max - n * sigma;
+  std::erase_if(candidates, [&](const Candidate& c) { return c.logit < floor; });
+  softmax(candidates);
+}
+
+void xtc_filter(std::vector<Candidate>& candidates, float threshold) {
+  if (threshold > 0.5f || candidates.size() < 2) return;
+  softmax(candidates);
+  size_t above = 0;  // the leading candidates at or above the threshold
+  while (above < candidates.size() && candidates[above].p >= threshold) ++above;
+  if (above < 2) return;
+  candidates.erase(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(above - 1));
+  softmax(candidates);
+}
+
+Sampler::Sampler(const SamplerOptions& options)
+    : options_(options), rng_(options.seed), mu_(2.0f * options.mirostat_tau) {
+  if (options_.mirostat < 0 || options_.mirostat > 2)
+    throw Error("sampler",
+                "mirostat must be 0 (off), 1 or 2, not " + std::to_string(options_.mirostat));
   for (const LogitBias& b : options_.logit_bias)
     if (std::isnan(b.bias) || b.bias == std::numeric_limits<float>::infinity())
       throw Error("sampler",
@@ -141,8 +176,11 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
   std::span<const int32_t> recent = history;
   if (options_.repeat_last_n >= 0 && recent.size() > static_cast<size_t>(options_.repeat_last_n))
     recent = recent.last(static_cast<size_t>(options_.repeat_last_n));
-  apply_penalties(scratch_, recent,
-                  {options_.repeat_penalty, options_.frequency_penalty, options_.presence_penalty});
+  // llama.cpp's mirostat chain has no penalties.
+  if (options_.mirostat == 0)
+    apply_penalties(
+        scratch_, recent,
+        {options_.repeat_penalty, options_.frequency_penalty, options_.presence_penalty});
 
   candidates_.clear();
   if (allowed != nullptr) {
@@ -164,25 +202,78 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
   if (best.logit == -std::numeric_limits<float>::infinity())
     throw Error("sampler", "no token can be picked: every logit is -inf (logit bias?)");
 
-  // Greedy: llama.cpp's temperature 0 keeps the best token of what the filters before it
-  // left; of them only the typical filter may drop the best one.
-  if (options_.temperature <= 0.0f && options_.typical_p >= 1.0f) return best.id;
+  // Greedy: llama.cpp's temperature 0 keeps the best token of what the samplers before it
+  // left; of them only the typical filter and XTC may drop the best one (mirostat comes after
+  // the temperature).
+  const bool xtc = options_.xtc_probability > 0.0f;
+  if (options_.temperature <= 0.0f &&
+      (options_.mirostat != 0 || (options_.typical_p >= 1.0f && !xtc)))
+    return best.id;
+  if (options_.mirostat != 0) {
+    for (Candidate& c : candidates_) c.logit /= options_.temperature;
+    softmax(candidates_);
+    return mirostat_step();
+  }
 
+  top_n_sigma_filter(candidates_, options_.top_n_sigma);
   top_k_filter(candidates_, options_.top_k);
   typical_filter(candidates_, options_.typical_p);
-  if (options_.temperature <= 0.0f) return candidates_.front().id;  // sorted by the filter
   top_p_filter(candidates_, options_.top_p);
   min_p_filter(candidates_, options_.min_p);
+  // XTC fires with its probability, one draw each time it could change something.
+  if (xtc && options_.xtc_threshold <= 0.5f && candidates_.size() >= 2 &&
+      uniform01(rng_) <= options_.xtc_probability)
+    xtc_filter(candidates_, options_.xtc_threshold);
+  if (options_.temperature <= 0.0f)
+    return std::min_element(candidates_.begin(), candidates_.end(), higher)->id;
   for (Candidate& c : candidates_) c.logit /= options_.temperature;
   softmax(candidates_);
+  return candidates_[draw()].id;
+}
 
+size_t Sampler::draw() {
   const double u = uniform01(rng_);
   double cumulative = 0;
-  for (const Candidate& c : candidates_) {
-    cumulative += c.p;
-    if (u < cumulative) return c.id;
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    cumulative += candidates_[i].p;
+    if (u < cumulative) return i;
   }
-  return candidates_.back().id;  // rounding left u above the total
+  return candidates_.size() - 1;  // rounding left u above the total
+}
+
+// Mirostat (Basu et al., 2021) as llama.cpp has it, over candidates_ (tempered, softmax'd):
+// v1 estimates the Zipf exponent from the 100 likeliest tokens and keeps the top k that makes
+// the expected surprise mu; v2 keeps the tokens whose surprise is at most mu. After the draw
+// mu moves toward tau by eta times the error.
+int32_t Sampler::mirostat_step() {
+  const float tau = options_.mirostat_tau, eta = options_.mirostat_eta;
+  if (options_.mirostat == 1) {
+    constexpr size_t m = 100;
+    double sum_ti_bi = 0, sum_ti_sq = 0;
+    for (size_t i = 0; i + 1 < m && i + 1 < candidates_.size(); ++i) {
+      const double t = std::log(static_cast<double>(i + 2) / static_cast<double>(i + 1));
+      const double b = std::log(static_cast<double>(candidates_[i].p) / candidates_[i + 1].p);
+      sum_ti_bi += t * b;
+      sum_ti_sq += t * t;
+    }
+    const double s_hat = sum_ti_sq > 0 ? sum_ti_bi / sum_ti_sq : 0.0;
+    const double epsilon_hat = s_hat - 1;
+    const double n_vocab = static_cast<double>(scratch_.size());
+    const double k = std::pow(
+        epsilon_hat * std::pow(2.0, mu_) / (1 - std::pow(n_vocab, -epsilon_hat)), 1 / s_hat);
+    const double kept = std::isfinite(k)
+                            ? std::clamp(k, 1.0, static_cast<double>(candidates_.size()))
+                            : static_cast<double>(candidates_.size());
+    top_k_filter(candidates_, static_cast<int>(kept));
+  } else {
+    const auto over = std::find_if(candidates_.begin(), candidates_.end(),
+                                   [&](const Candidate& c) { return -std::log2(c.p) > mu_; });
+    candidates_.erase(over == candidates_.begin() ? over + 1 : over, candidates_.end());
+  }
+  softmax(candidates_);
+  const size_t i = draw();
+  mu_ -= eta * (-std::log2(candidates_[i].p) - tau);
+  return candidates_[i].id;
 }
 
 ChoiceConstraint::ChoiceConstraint(const tokenizer::Tokenizer& tokenizer,

@@ -1,6 +1,7 @@
 // Sampler: picks the next token from a model's logits, as llama.cpp's default chain does:
-// logit bias → penalties (repetition, frequency, presence) → top-k → typical → top-p → min-p →
-// temperature → draw (temperature 0: argmax).
+// logit bias → penalties (repetition, frequency, presence) → top-n-sigma → top-k → typical →
+// top-p → min-p → XTC → temperature → draw (temperature 0: the best token left). With mirostat
+// (1 or 2) the chain is llama.cpp's for it instead: logit bias → temperature → mirostat.
 // Each filter is also a free function over a candidate list so that it can be tested alone.
 //
 //   Sampler sampler({.temperature = 0.7f, .top_k = 40, .seed = 42});
@@ -40,7 +41,13 @@ struct SamplerOptions {
   float presence_penalty = 0.0f;   // 0: off; minus this once for each recent token
   int repeat_last_n = 64;          // tokens of prompt + reply the penalties look at; < 0: all
   std::vector<LogitBias> logit_bias;
-  uint64_t seed = 0;  // std::mt19937_64 seed: same seed, same logits, same tokens
+  float top_n_sigma = -1.0f;     // keep logits within n standard deviations of the top; <= 0: off
+  float xtc_probability = 0.0f;  // XTC: how often the likeliest tokens leave; <= 0: off
+  float xtc_threshold = 0.1f;    // ... those at or above this probability, but the last of them
+  int mirostat = 0;              // 0: off; 1 or 2: Mirostat v1 / v2 in place of the filters
+  float mirostat_tau = 5.0f;     // target surprise (bits)
+  float mirostat_eta = 0.1f;     // learning rate
+  uint64_t seed = 0;             // std::mt19937_64 seed: same seed, same logits, same tokens
 };
 
 struct Candidate {
@@ -72,6 +79,14 @@ void top_p_filter(std::vector<Candidate>& candidates, float p);
 // how far their surprisal -log p lies from the entropy, closest first, are kept until their
 // mass exceeds p (at least one). p >= 1: no-op. Leaves the list sorted with p renormalized.
 void typical_filter(std::vector<Candidate>& candidates, float p);
+// Keeps candidates whose logit is at least the top logit minus n standard deviations of the
+// finite logits (Tang et al., 2024, as llama.cpp's --top-nsigma). n <= 0: no-op. Leaves the
+// list sorted with p renormalized.
+void top_n_sigma_filter(std::vector<Candidate>& candidates, float n);
+// XTC, "exclude top choices", when it fires: of the candidates with probability >= threshold,
+// all but the least likely leave, if at least two are there (and threshold <= 0.5). Leaves
+// the list sorted with p renormalized.
+void xtc_filter(std::vector<Candidate>& candidates, float threshold);
 // Keeps candidates whose probability is at least min_p times the largest one. min_p <= 0: no-op.
 // Leaves the list sorted with p renormalized.
 void min_p_filter(std::vector<Candidate>& candidates, float min_p);
@@ -86,10 +101,16 @@ class Sampler {
                  const std::vector<int32_t>* allowed = nullptr);
 
   const SamplerOptions& options() const { return options_; }
+  // Mirostat's running surprise bound (starts at 2 tau, moves after every draw).
+  float mirostat_mu() const { return mu_; }
 
  private:
+  size_t draw();  // an index into candidates_ (p set), by one uniform draw
+  int32_t mirostat_step();
+
   SamplerOptions options_;
   std::mt19937_64 rng_;
+  float mu_;
   std::vector<float> scratch_;  // penalized logits
   std::vector<Candidate> candidates_;
 };

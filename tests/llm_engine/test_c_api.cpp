@@ -66,6 +66,12 @@ TEST(CApi, DefaultsMatchTheEngine) {
   EXPECT_EQ(p.typical_p, s.typical_p);
   EXPECT_EQ(p.n_bias, 0u);
   EXPECT_EQ(p.ignore_eos != 0, g.ignore_eos);
+  EXPECT_EQ(p.top_n_sigma, s.top_n_sigma);
+  EXPECT_EQ(p.xtc_probability, s.xtc_probability);
+  EXPECT_EQ(p.xtc_threshold, s.xtc_threshold);
+  EXPECT_EQ(p.mirostat, s.mirostat);
+  EXPECT_EQ(p.mirostat_tau, s.mirostat_tau);
+  EXPECT_EQ(p.mirostat_eta, s.mirostat_eta);
 }
 
 TEST(CApi, ErrorsAreCodesAndMessages) {
@@ -127,6 +133,47 @@ TEST_F(CApiModel, GrammarAsTheEngineHoldsIt) {
             std::string::npos)
       << oxi_llm_last_error(e);
   oxi_llm_free(e);
+}
+
+// top_n_sigma, XTC and mirostat reach the sampler: the Engine's replies with the same options.
+TEST_F(CApiModel, TopNSigmaXtcAndMirostatAsTheEngineSamples) {
+  const auto reply = [&](const oxi_llm_params& p) {
+    char err[256];
+    oxi_llm_engine* e = oxi_llm_load(model_.c_str(), &p, err, sizeof err);
+    EXPECT_NE(e, nullptr) << err;
+    std::string text;
+    const auto collect = [](const char* piece, size_t len, void* user) {
+      static_cast<std::string*>(user)->append(piece, len);
+      return 1;
+    };
+    EXPECT_EQ(oxi_llm_send(e, nullptr, "w260 w261", collect, &text, nullptr), OXI_LLM_OK);
+    oxi_llm_free(e);
+    return text;
+  };
+  oxi_llm_params p = oxi_llm_default_params();
+  p.threads = 2;
+  p.temperature = 0.9f;
+  p.seed = 5;
+  p.max_tokens = 20;
+  GenerateOptions g;
+  g.sampling.temperature = 0.9f;
+  g.sampling.seed = 5;
+  g.max_tokens = 20;
+  const std::string plain = engine()->send_raw("w260 w261", g).text;
+
+  p.top_n_sigma = g.sampling.top_n_sigma = 1.5f;
+  p.xtc_probability = g.sampling.xtc_probability = 0.7f;
+  p.xtc_threshold = g.sampling.xtc_threshold = 0.05f;
+  const std::string filtered = engine()->send_raw("w260 w261", g).text;
+  EXPECT_EQ(reply(p), filtered);
+  EXPECT_NE(filtered, plain);
+
+  p.mirostat = g.sampling.mirostat = 1;
+  p.mirostat_tau = g.sampling.mirostat_tau = 3.0f;
+  p.mirostat_eta = g.sampling.mirostat_eta = 0.3f;
+  const std::string mirostat = engine()->send_raw("w260 w261", g).text;
+  EXPECT_EQ(reply(p), mirostat);
+  EXPECT_NE(mirostat, filtered);
 }
 
 #if OXI_HAVE_C_API_USER

@@ -152,8 +152,30 @@ TEST_F(CliLlm, FrequencyPresenceTypicalAndLogitBias) {
       run({"--frequency-penalty", "0.5", "--presence-penalty", "0.25", "--typical", "0.9",
            "--logit-bias", "270+2", "--logit-bias", "5-inf"});
   EXPECT_EQ(all, ids_text(engine()->send_raw("w260 w261", g).generated_ids));
+  g = GenerateOptions{};
+  g.sampling.temperature = 0.9f;
+  g.sampling.seed = 5;
+  g.max_tokens = 24;
+  g.sampling.top_n_sigma = 1.5f;
+  g.sampling.xtc_probability = 0.5f;
+  g.sampling.xtc_threshold = 0.05f;
+  EXPECT_EQ(run({"--top-nsigma", "1.5", "--xtc-probability", "0.5", "--xtc-threshold", "0.05"}),
+            ids_text(engine()->send_raw("w260 w261", g).generated_ids));
+  g = GenerateOptions{};
+  g.sampling.temperature = 0.9f;
+  g.sampling.seed = 5;
+  g.max_tokens = 24;
+  g.sampling.mirostat = 2;
+  g.sampling.mirostat_tau = 3.0f;
+  g.sampling.mirostat_eta = 0.3f;
+  EXPECT_EQ(run({"--mirostat", "2", "--mirostat-ent", "3", "--mirostat-lr", "0.3"}),
+            ids_text(engine()->send_raw("w260 w261", g).generated_ids));
   for (const std::vector<std::string>& one :
-       {std::vector<std::string>{"--frequency-penalty", "0.5"},
+       {std::vector<std::string>{"--top-nsigma", "1"},
+        std::vector<std::string>{"--xtc-probability", "1", "--xtc-threshold", "0.02"},
+        std::vector<std::string>{"--mirostat", "1"},
+        std::vector<std::string>{"--mirostat", "2", "--mirostat-ent", "2"},
+        std::vector<std::string>{"--frequency-penalty", "0.5"},
         std::vector<std::string>{"--presence-penalty", "1"},
         std::vector<std::string>{"--typical", "0.5"},
         std::vector<std::string>{"--logit-bias", "270+2"}})
@@ -169,6 +191,8 @@ TEST_F(CliLlm, FrequencyPresenceTypicalAndLogitBias) {
     usage_error({"--logit-bias", bad}, "expected TOKEN_ID(+|-)BIAS");
   usage_error({"--logit-bias", "5+inf"}, "-inf, not +inf");
   usage_error({"--typical", "0"}, "--typical must be above 0");
+  usage_error({"--mirostat", "3"}, "--mirostat must be 0, 1 or 2");
+  usage_error({"--xtc-probability", "1.5"}, "--xtc-probability must be in 0..1");
   usage_error({"--ignore-eos", "--choices", "a,b"}, "--ignore-eos cannot go with --choices");
   const CommandResult off_vocab = generate({"-p", "w260", "--logit-bias", "300+1"});
   EXPECT_EQ(off_vocab.exit_code, 1);

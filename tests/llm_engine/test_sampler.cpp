@@ -275,6 +275,125 @@ TEST(Sampler, TypicalKeepsTheTokensNearestTheEntropy) {
   EXPECT_EQ(all.size(), peaked.size());
 }
 
+TEST(Sampler, TopNSigmaKeepsLogitsNearTheTop) {
+  for (uint32_t seed = 0; seed < 20; ++seed) {
+    std::vector<float> logits = random_logits(400, seed);
+    for (size_t i = 0; i < logits.size(); i += 37) logits[i] = -INFINITY;  // not counted
+    for (float n : {0.5f, 1.0f, 2.0f, 3.0f}) {
+      double sum = 0, squares = 0, max = -INFINITY;
+      size_t finite = 0;
+      for (float l : logits)
+        if (std::isfinite(l)) sum += l, max = std::max<double>(max, l), ++finite;
+      for (float l : logits)
+        if (std::isfinite(l)) squares += (l - sum / finite) * (l - sum / finite);
+      const double floor = max - n * std::sqrt(squares / finite);
+      std::set<int32_t> expected;
+      for (size_t i = 0; i < logits.size(); ++i)
+        if (logits[i] >= floor) expected.insert(static_cast<int32_t>(i));
+      std::vector<Candidate> c = candidates_of(logits);
+      top_n_sigma_filter(c, n);
+      EXPECT_EQ(ids_of(c), expected) << "seed " << seed << " n " << n;
+    }
+  }
+  std::vector<Candidate> c = candidates_of({1, 2, 3});
+  top_n_sigma_filter(c, -1.0f);  // off
+  EXPECT_EQ(c.size(), 3u);
+}
+
+TEST(Sampler, XtcDropsAllButTheLeastLikelyTopChoice) {
+  // p ~ 0.45, 0.30, 0.17, 0.05, 0.02 (logits of those): threshold 0.1 leaves 2 (0.17) and below.
+  const std::vector<float> logits = {std::log(0.45f), std::log(0.30f), std::log(0.17f),
+                                     std::log(0.05f), std::log(0.02f)};
+  std::vector<Candidate> c = candidates_of(logits);
+  xtc_filter(c, 0.1f);
+  EXPECT_EQ(ids_of(c), (std::set<int32_t>{2, 3, 4}));
+  c = candidates_of(logits);
+  xtc_filter(c, 0.4f);  // one at or above: nothing leaves
+  EXPECT_EQ(c.size(), 5u);
+  c = candidates_of(logits);
+  xtc_filter(c, 0.6f);  // beyond 0.5: off, as llama.cpp
+  EXPECT_EQ(c.size(), 5u);
+
+  // Through the sampler: probability 1 always fires (greedy then takes token 2), 0.5 about
+  // half the time.
+  SamplerOptions o;
+  o.temperature = 0;
+  o.xtc_probability = 1.0f;
+  o.xtc_threshold = 0.1f;
+  o.top_k = 0;
+  o.min_p = 0;
+  EXPECT_EQ(Sampler(o).sample(logits, {}), 2);
+  o.xtc_probability = 0.5f;
+  int fired = 0;
+  for (uint64_t seed = 0; seed < 2000; ++seed) {
+    o.seed = seed;
+    fired += Sampler(o).sample(logits, {}) == 2;
+  }
+  EXPECT_NEAR(fired / 2000.0, 0.5, 0.05);
+}
+
+// Mirostat restated: the same draws (mt19937_64 from the seed, the top 53 bits as a uniform),
+// the tempered softmax in double, v1's Zipf estimate over the 100 likeliest tokens or v2's
+// surprise cut, and mu's update; 60 draws from fixed logits, ids and mu compared.
+TEST(Sampler, MirostatFollowsItsAlgorithm) {
+  const std::vector<float> logits = random_logits(3000, 21, 2.5f);
+  for (int version : {1, 2}) {
+    SamplerOptions o;
+    o.mirostat = version;
+    o.mirostat_tau = 4.0f;
+    o.mirostat_eta = 0.2f;
+    o.temperature = 0.9f;
+    o.repeat_penalty = 3.0f;  // not in mirostat's chain
+    o.seed = 77;
+    Sampler sampler(o);
+    std::mt19937_64 rng(o.seed);
+    double mu = 2 * o.mirostat_tau;
+    std::vector<float> tempered;
+    for (float l : logits) tempered.push_back(l / o.temperature);
+    const auto all = reference_probs(tempered);
+    std::set<int32_t> distinct;
+    for (int step = 0; step < 60; ++step) {
+      std::vector<std::pair<int32_t, double>> kept = all;
+      if (version == 1) {
+        double tb = 0, tt = 0;
+        for (size_t i = 0; i + 1 < 100; ++i) {
+          const double t = std::log((i + 2.0) / (i + 1.0));
+          tb += t * std::log(kept[i].second / kept[i + 1].second);
+          tt += t * t;
+        }
+        const double s = tb / tt, e = s - 1;
+        const double k = std::pow(e * std::pow(2.0, mu) / (1 - std::pow(3000.0, -e)), 1 / s);
+        kept.resize(std::clamp<size_t>(static_cast<size_t>(std::clamp(k, 1.0, 3000.0)), 1, 3000));
+      } else {
+        size_t n = 0;
+        while (n < kept.size() && -std::log2(kept[n].second) <= mu) ++n;
+        kept.resize(std::max<size_t>(n, 1));
+      }
+      double total = 0;
+      for (const auto& [id, p] : kept) total += p;
+      const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;
+      size_t pick = kept.size() - 1;
+      double cumulative = 0;
+      for (size_t i = 0; i < kept.size(); ++i) {
+        cumulative += kept[i].second / total;
+        if (u < cumulative) {
+          pick = i;
+          break;
+        }
+      }
+      mu -= o.mirostat_eta * (-std::log2(kept[pick].second / total) - o.mirostat_tau);
+      const int32_t id = sampler.sample(logits, std::vector<int32_t>{kept[pick].first});
+      ASSERT_EQ(id, kept[pick].first) << "v" << version << " step " << step;
+      EXPECT_NEAR(sampler.mirostat_mu(), mu, 1e-3) << "v" << version << " step " << step;
+      distinct.insert(id);
+    }
+    EXPECT_GT(distinct.size(), 5u) << "v" << version;
+  }
+  SamplerOptions bad;
+  bad.mirostat = 3;
+  EXPECT_THROW(Sampler{bad}, Error);
+}
+
 TEST(Sampler, GreedyIsArgmaxWithLowestIdOnTies) {
   SamplerOptions o;
   o.temperature = 0;

@@ -37,6 +37,12 @@ void add_llm_options(ArgParser& p) {
   p.option("presence-penalty", "P",
            "lower the logit of each token in the last --repeat-last-n by P; 0 = off");
   p.option("repeat-last-n", "N", "tokens the penalties look at (default 64, -1 = all)");
+  p.option("top-nsigma", "N", "keep logits within N standard deviations of the top; -1 = off");
+  p.option("xtc-probability", "P", "XTC: how often the likeliest tokens leave; 0 = off");
+  p.option("xtc-threshold", "T", "XTC: tokens at or above probability T leave, but the last (0.1)");
+  p.option("mirostat", "N", "Mirostat 1 or 2 in place of top-k/p, min-p and penalties; 0 = off");
+  p.option("mirostat-lr", "ETA", "Mirostat learning rate (0.1)");
+  p.option("mirostat-ent", "TAU", "Mirostat target entropy, bits (5.0)");
   p.option("logit-bias", "ID(+|-)B",
            "add B to token ID's logit, e.g. 15043+1 or 2-inf (repeatable)");
   p.flag("ignore-eos", "never pick the end tokens: generate until --max-tokens or --stop");
@@ -142,6 +148,15 @@ llm::GenerateOptions generate_options(const ParsedArgs& args) {
   for (const std::string& bias : args.get_all("logit-bias"))
     s.logit_bias.push_back(parse_logit_bias(bias));
   if (!(s.typical_p > 0)) throw UsageError("--typical must be above 0");
+  s.top_n_sigma = static_cast<float>(args.get_double("top-nsigma", s.top_n_sigma));
+  s.xtc_probability = static_cast<float>(args.get_double("xtc-probability", s.xtc_probability));
+  s.xtc_threshold = static_cast<float>(args.get_double("xtc-threshold", s.xtc_threshold));
+  s.mirostat = int_option(args, "mirostat", s.mirostat);
+  s.mirostat_eta = static_cast<float>(args.get_double("mirostat-lr", s.mirostat_eta));
+  s.mirostat_tau = static_cast<float>(args.get_double("mirostat-ent", s.mirostat_tau));
+  if (s.mirostat < 0 || s.mirostat > 2) throw UsageError("--mirostat must be 0, 1 or 2");
+  if (s.xtc_probability < 0 || s.xtc_probability > 1)
+    throw UsageError("--xtc-probability must be in 0..1");
   if (s.top_p <= 0) throw UsageError("--top-p must be above 0");
   if (s.min_p < 0 || s.min_p > 1) throw UsageError("--min-p must be in 0..1");
   if (s.repeat_penalty <= 0) throw UsageError("--repeat-penalty must be above 0");
