@@ -57,6 +57,7 @@
 #include "lib/hub/hub.h"
 #include "lib/llm/engine.h"
 #include "lib/llm/gbnf.h"
+#include "lib/llm/json_schema_grammar.h"
 #include "lib/llm/model.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_oxi_llm_debug);
@@ -82,6 +83,7 @@ enum {
   PROP_PRESENCE_PENALTY,
   PROP_TYPICAL_P,
   PROP_GRAMMAR,
+  PROP_JSON_SCHEMA,
   PROP_SEED,
   PROP_MAX_TOKENS,
   PROP_THREADS,
@@ -156,6 +158,7 @@ static const OxiPropertyField properties[] = {
     OXI_PROPERTY_FIELD(PROP_PRESENCE_PENALTY, GstOxiLlm, presence_penalty),
     OXI_PROPERTY_FIELD(PROP_TYPICAL_P, GstOxiLlm, typical_p),
     OXI_PROPERTY_FIELD(PROP_GRAMMAR, GstOxiLlm, grammar),
+    OXI_PROPERTY_FIELD(PROP_JSON_SCHEMA, GstOxiLlm, json_schema),
     OXI_PROPERTY_FIELD(PROP_SEED, GstOxiLlm, seed),
     OXI_PROPERTY_FIELD(PROP_MAX_TOKENS, GstOxiLlm, max_tokens),
     OXI_PROPERTY_FIELD(PROP_THREADS, GstOxiLlm, threads),
@@ -318,6 +321,12 @@ static void gst_oxi_llm_class_init(GstOxiLlmClass* klass) {
                           "refused)",
                           nullptr, playing));
   g_object_class_install_property(
+      gobject_class, PROP_JSON_SCHEMA,
+      g_param_spec_string("json-schema", "JSON Schema",
+                          "A JSON Schema every answer is JSON of (as --json-schema; not with "
+                          "grammar; one that cannot be converted is refused)",
+                          nullptr, playing));
+  g_object_class_install_property(
       gobject_class, PROP_SEED,
       g_param_spec_int64("seed", "Seed",
                          "Sampling seed, the same for every answer (-1 = a random seed each "
@@ -428,13 +437,16 @@ static void gst_oxi_llm_set_property(GObject* object, guint prop_id, const GValu
       return;
     }
   }
-  if (prop_id == PROP_GRAMMAR) {
+  if (prop_id == PROP_GRAMMAR || prop_id == PROP_JSON_SCHEMA) {
     const gchar* g = g_value_get_string(value);
     if (g != nullptr && *g != '\0') {
       try {
-        (void)oxi::llm::gbnf::Grammar::parse(g);
+        if (prop_id == PROP_GRAMMAR)
+          (void)oxi::llm::gbnf::Grammar::parse(g);
+        else
+          (void)oxi::llm::json_schema_to_gbnf(g);
       } catch (const std::exception& e) {
-        g_warning("oxillm: grammar refused (%s); keeping the previous one", e.what());
+        g_warning("oxillm: %s refused (%s); keeping the previous one", pspec->name, e.what());
         return;
       }
     }
@@ -721,7 +733,17 @@ static GstFlowReturn gst_oxi_llm_answer(GstOxiLlm* self, const OxiLlmItem& item,
         self->seed >= 0 ? static_cast<uint64_t>(self->seed) : std::random_device()();
     options.max_tokens = self->max_tokens;
     options.grammar = gst_oxi_llm_string(self->grammar);
+    const std::string json_schema = gst_oxi_llm_string(self->json_schema);
     GST_OBJECT_UNLOCK(self);
+    if (!json_schema.empty()) {
+      if (!options.grammar.empty()) {
+        GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS, ("grammar and json-schema cannot both be set"),
+                          (nullptr));
+        *error_posted = true;
+        return GST_FLOW_ERROR;
+      }
+      options.grammar = oxi::llm::json_schema_to_gbnf(json_schema);  // checked when set
+    }
 
     static constexpr std::string_view kSlot = "{text}";
     for (size_t at = prompt.find(kSlot); at != std::string::npos;

@@ -44,6 +44,7 @@ struct _GstOxiLlm {
   gfloat presence_penalty;
   gfloat typical_p;
   gchar* grammar;
+  gchar* json_schema;
   gint64 seed;
   gint max_tokens;
   guint threads;

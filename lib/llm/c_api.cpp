@@ -10,6 +10,8 @@
 
 #include "lib/core/error.h"
 #include "lib/llm/engine.h"
+#include "lib/llm/gbnf.h"
+#include "lib/llm/json_schema_grammar.h"
 #include "lib/llm/kv_cache.h"
 
 struct oxi_llm_engine {
@@ -52,6 +54,12 @@ oxi::llm::GenerateOptions generate_options(const oxi_llm_params& p) {
   g.keep = p.keep;
   g.ignore_eos = p.ignore_eos != 0;
   if (p.grammar != nullptr) g.grammar = p.grammar;
+  if (p.json_schema != nullptr && *p.json_schema != '\0') {
+    if (!g.grammar.empty())
+      throw oxi::Error("oxi_llm_params", "grammar and json_schema cannot both be set");
+    g.grammar = oxi::llm::json_schema_to_gbnf(p.json_schema);
+  }
+  if (!g.grammar.empty()) (void)oxi::llm::gbnf::Grammar::parse(g.grammar);  // refused here
   for (size_t i = 0; i < p.n_stop && p.stop != nullptr; ++i)
     if (p.stop[i] != nullptr) g.stop.emplace_back(p.stop[i]);
   return g;
@@ -130,6 +138,7 @@ oxi_llm_params oxi_llm_default_params(void) {
   p.keep = g.keep;
   p.ignore_eos = g.ignore_eos ? 1 : 0;
   p.grammar = nullptr;
+  p.json_schema = nullptr;
   return p;
 }
 

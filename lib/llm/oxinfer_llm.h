@@ -90,6 +90,8 @@ typedef struct oxi_llm_params {
   int ignore_eos;
   /* A GBNF grammar the reply must follow (llama.cpp's --grammar); NULL or "": none. */
   const char* grammar;
+  /* Or a JSON Schema the reply must be JSON of (llama.cpp's --json-schema); not both. */
+  const char* json_schema;
 } oxi_llm_params;
 
 typedef struct oxi_llm_stats {
@@ -123,7 +125,8 @@ oxi_llm_engine* oxi_llm_load(const char* spec, const oxi_llm_params* params, cha
 int oxi_llm_send(oxi_llm_engine* engine, const char* role, const char* text,
                  oxi_llm_piece_fn on_piece, void* user_data, oxi_llm_stats* stats);
 
-/* Replaces the sampling / generation part of the parameters for later turns. */
+/* Replaces the sampling / generation part of the parameters for later turns. A grammar or
+ * JSON Schema that does not convert is an error, the parameters before kept. */
 int oxi_llm_set_params(oxi_llm_engine* engine, const oxi_llm_params* params);
 
 /* Stops a running oxi_llm_send before its next token. Any thread. */

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "lib/llm/engine.h"
+#include "lib/llm/json_schema_grammar.h"
 #include "tests/common/test_data.h"
 #include "tests/elements/element_test_util.h"
 #include "tests/llm_engine/engine_fixture.h"
@@ -198,6 +199,14 @@ TEST_F(OxiLlm, GrammarHoldsEachAnswer) {
   const std::string expected = engine_answer("", "w264", 40, greedy(), {}, grammar);
   EXPECT_TRUE(std::regex_match(expected, std::regex("(yes|no) [0-9]{1,2}"))) << expected;
   EXPECT_EQ(pull_answer(h).text, expected);
+
+  // json-schema: the grammar json_schema_to_gbnf makes of it; not with grammar as well.
+  const std::string schema = R"({"type": "array", "items": {"type": "boolean"}, "maxItems": 2})";
+  g_object_set(h->element, "grammar", nullptr, "json-schema", schema.c_str(), nullptr);
+  g_object_set(h->element, "json-schema", R"({"type": "integer", "minimum": 0})", nullptr);
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w264", GST_SECOND, GST_SECOND)), GST_FLOW_OK);
+  EXPECT_EQ(pull_answer(h).text,
+            engine_answer("", "w264", 40, greedy(), {}, oxi::llm::json_schema_to_gbnf(schema)));
   gst_harness_teardown(h);
 }
 

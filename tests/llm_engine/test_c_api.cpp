@@ -9,6 +9,7 @@
 #include <string>
 
 #include "lib/llm/engine.h"
+#include "lib/llm/json_schema_grammar.h"
 #include "lib/llm/oxinfer_llm.h"
 #include "tests/common/test_data.h"
 #include "tests/llm_engine/engine_fixture.h"
@@ -126,12 +127,39 @@ TEST_F(CApiModel, GrammarAsTheEngineHoldsIt) {
   EXPECT_EQ(reply, expected.text);
   EXPECT_EQ(stats.stop_reason, OXI_LLM_STOP_EOS);
 
-  p.grammar = "root ::= [a-";
+  // A JSON Schema: the grammar json_schema_to_gbnf makes of it.
+  const char* schema = R"({"type": "array", "items": {"type": "integer"}, "maxItems": 3})";
+  g.grammar = json_schema_to_gbnf(schema);
+  const TurnStats json_reply = engine()->send_raw("w260 w261", g);
+  p.grammar = nullptr;
+  p.json_schema = schema;
   ASSERT_EQ(oxi_llm_set_params(e, &p), OXI_LLM_OK);
-  EXPECT_EQ(oxi_llm_send(e, nullptr, "w262", nullptr, nullptr, nullptr), OXI_LLM_ERROR);
+  oxi_llm_reset(e);
+  reply.clear();
+  ASSERT_EQ(oxi_llm_send(e, nullptr, "w260 w261", collect, &reply, &stats), OXI_LLM_OK)
+      << oxi_llm_last_error(e);
+  EXPECT_EQ(reply, json_reply.text);
+  EXPECT_TRUE(reply.starts_with("[")) << reply;
+  p.grammar = grammar;
+  EXPECT_EQ(oxi_llm_set_params(e, &p), OXI_LLM_ERROR);
+  EXPECT_NE(std::string(oxi_llm_last_error(e)).find("cannot both be set"), std::string::npos);
+  p.json_schema = R"({"type": "integer", "minimum": 1})";
+  p.grammar = nullptr;
+  EXPECT_EQ(oxi_llm_set_params(e, &p), OXI_LLM_ERROR);
+  EXPECT_NE(std::string(oxi_llm_last_error(e)).find("'minimum' is not supported"),
+            std::string::npos);
+  p.json_schema = nullptr;
+
+  // A grammar that does not parse: refused when set (the parameters before it kept).
+  p.grammar = "root ::= [a-";
+  EXPECT_EQ(oxi_llm_set_params(e, &p), OXI_LLM_ERROR);
   EXPECT_NE(std::string(oxi_llm_last_error(e)).find("unterminated character class"),
             std::string::npos)
       << oxi_llm_last_error(e);
+  oxi_llm_reset(e);
+  reply.clear();
+  ASSERT_EQ(oxi_llm_send(e, nullptr, "w260 w261", collect, &reply, &stats), OXI_LLM_OK);
+  EXPECT_EQ(reply, json_reply.text);
   oxi_llm_free(e);
 }
 

@@ -13,6 +13,7 @@
 
 #include "kernels/formats/quant.h"
 #include "lib/llm/engine.h"
+#include "lib/llm/json_schema_grammar.h"
 #include "tests/common/test_data.h"
 #include "tests/llm/tiny_model.h"
 #include "tests/llm_engine/engine_fixture.h"
@@ -262,7 +263,46 @@ TEST_F(CliLlm, GrammarFromTextOrFile) {
   EXPECT_NE(missing.err.find("none.gbnf: cannot read"), std::string::npos) << missing.err;
   const CommandResult both = generate({"-p", "x", "--grammar", grammar, "--choices", "a,b"});
   EXPECT_EQ(both.exit_code, 2);
-  EXPECT_NE(both.err.find("--grammar cannot go with --choices"), std::string::npos) << both.err;
+  EXPECT_NE(both.err.find("--grammar and --json-schema cannot go with --choices"),
+            std::string::npos)
+      << both.err;
+  const CommandResult two = generate({"-p", "x", "--grammar", grammar, "-j", "{}"});
+  EXPECT_EQ(two.exit_code, 2);
+  EXPECT_NE(two.err.find("--grammar and --json-schema cannot go together"), std::string::npos)
+      << two.err;
+}
+
+// --json-schema (-j) and --json-schema-file: the grammar json_schema_to_gbnf makes of the
+// schema, as the engine holds it; a schema it cannot convert fails before the model loads.
+TEST_F(CliLlm, JsonSchemaFromTextOrFile) {
+  const std::string schema =
+      R"({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]})";
+  const auto file = dir_ / "schema.json";
+  oxi::test::write_file_bytes(file, std::vector<uint8_t>(schema.begin(), schema.end()));
+  GenerateOptions g = greedy(40);
+  g.grammar = json_schema_to_gbnf(schema);
+  const TurnStats expected = engine()->send_raw("w260 w261", g);
+  ASSERT_EQ(expected.stop_reason, StopReason::eos);
+  EXPECT_TRUE(expected.text.starts_with("{")) << expected.text;
+  for (const std::vector<std::string>& source :
+       {std::vector<std::string>{"-j", schema}, std::vector<std::string>{"--json-schema", schema},
+        std::vector<std::string>{"--json-schema-file", file.string()}}) {
+    std::vector<std::string> args = {"--raw", "-p",           "w260 w261", "--temp",
+                                     "0",     "--max-tokens", "40"};
+    args.insert(args.end(), source.begin(), source.end());
+    const CommandResult r = generate(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, expected.text);
+  }
+  const auto bad = dir_ / "bad.json";
+  const std::string pattern = R"({"type": "string", "pattern": "a+"})";
+  oxi::test::write_file_bytes(bad, std::vector<uint8_t>(pattern.begin(), pattern.end()));
+  const CommandResult r = run_oxinfer({"generate", "-m", (dir_ / "missing.gguf").string(), "-p",
+                                       "x", "--json-schema-file", bad.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(bad.string() + ": json schema: root: 'pattern' is not supported"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(CliLlm, DumpLogitsWritesTheLastPromptTokensLogits) {

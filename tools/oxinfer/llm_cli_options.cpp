@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/llm/gbnf.h"
+#include "lib/llm/json_schema_grammar.h"
 #include "lib/llm/kv_cache.h"
 #include "tools/oxinfer/text_input.h"
 
@@ -52,6 +53,8 @@ void add_llm_options(ArgParser& p) {
   p.option("choices", "A,B,C", "answer with exactly one of these (comma separated)");
   p.option("grammar", "GBNF", "hold the reply to this GBNF grammar (llama.cpp's notation)");
   p.option("grammar-file", "FILE", "hold the reply to the GBNF grammar in FILE");
+  p.option("json-schema", "SCHEMA", "hold the reply to JSON of this JSON Schema", "j");
+  p.option("json-schema-file", "FILE", "hold the reply to JSON of the JSON Schema in FILE");
   p.option("ctx", "N", "context size in tokens (default: the model's, at most 4096)", "c");
   p.flag("context-shift",
          "a reply that fills the context goes on: half of the tokens after --keep leave it");
@@ -130,6 +133,31 @@ llm::LogitBias parse_logit_bias(const std::string& value) {
   return b;
 }
 
+// The GBNF grammar of --grammar, --grammar-file, --json-schema or --json-schema-file (at most
+// one); "" for none. Its errors come before the model loads, naming where it came from.
+std::string grammar_option(const ParsedArgs& args) {
+  const char* const kSources[] = {"grammar", "grammar-file", "json-schema", "json-schema-file"};
+  std::string source;
+  for (const char* name : kSources) {
+    if (!args.has(name)) continue;
+    if (!source.empty()) throw UsageError("--" + source + " and --" + name + " cannot go together");
+    source = name;
+  }
+  if (source.empty()) return "";
+  const std::string value = *args.get(source);
+  const bool file = source.ends_with("-file");
+  const std::string text = file ? read_text_file(value) : value;
+  const std::string where = file ? value : "--" + source;
+  if (text.empty()) throw Error(where, "empty");
+  try {
+    if (source.starts_with("json-schema")) return llm::json_schema_to_gbnf(text);
+    (void)llm::gbnf::Grammar::parse(text);
+    return text;
+  } catch (const Error& e) {
+    throw Error(where, e.what());
+  }
+}
+
 }  // namespace
 
 llm::GenerateOptions generate_options(const ParsedArgs& args) {
@@ -181,22 +209,9 @@ llm::GenerateOptions generate_options(const ParsedArgs& args) {
     if (g.choices.empty()) throw UsageError("--choices needs at least one non-empty choice");
     if (g.ignore_eos) throw UsageError("--ignore-eos cannot go with --choices");
   }
-  if (args.has("grammar") && args.has("grammar-file"))
-    throw UsageError("--grammar and --grammar-file cannot go together");
-  if (const auto grammar = args.get("grammar")) g.grammar = *grammar;
-  if (const auto file = args.get("grammar-file")) {
-    g.grammar = read_text_file(*file);
-    if (g.grammar.empty()) throw Error(*file, "the grammar file is empty");
-  }
+  g.grammar = grammar_option(args);
   if (!g.grammar.empty() && !g.choices.empty())
-    throw UsageError("--grammar cannot go with --choices");
-  if (!g.grammar.empty()) {  // its errors before the model loads, naming where it came from
-    try {
-      (void)llm::gbnf::Grammar::parse(g.grammar);
-    } catch (const Error& e) {
-      throw Error(args.get_or("grammar-file", "--grammar"), e.what());
-    }
-  }
+    throw UsageError("--grammar and --json-schema cannot go with --choices");
   return g;
 }
 

@@ -13,7 +13,7 @@
 namespace oxi::cli {
 
 // Adds -m, --ctx, --threads, --quant, --template, --system, the sampling options, --max-tokens,
-// --stop, --choices and --grammar / --grammar-file.
+// --stop, --choices and --grammar / --grammar-file / --json-schema / --json-schema-file.
 void add_llm_options(ArgParser& parser);
 
 // --cache-type f16|f32 (also `bench llm`'s): declared, and read (nullopt when absent; throws

@@ -1,0 +1,378 @@
+#include "lib/llm/json_schema_grammar.h"
+
+#include <map>
+#include <set>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/core/error.h"
+
+namespace oxi::llm {
+namespace {
+
+// The schema's own key order (properties come out in it, as llama.cpp's converter keeps it).
+using json = nlohmann::ordered_json;
+
+// The shared pieces of JSON, emitted once each when a schema uses them.
+const std::map<std::string, std::string, std::less<>> kPrimitives = {
+    {"space", "| \" \" | \"\\n\" [ \\t]{0,20}"},
+    {"boolean", "(\"true\" | \"false\") space"},
+    {"null", "\"null\" space"},
+    {"integral", "\"0\" | [1-9] [0-9]{0,15}"},
+    {"integer", "\"-\"? integral space"},
+    {"number", "\"-\"? integral (\".\" [0-9]+)? ([eE] [-+]? [0-9]+)? space"},
+    {"char", "[^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})"},
+    {"string", "\"\\\"\" char* \"\\\"\" space"},
+    {"value", "object | array | string | number | boolean | null"},
+    {"object",
+     "\"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" "
+     "space"},
+    {"array", "\"[\" space (value (\",\" space value)*)? \"]\" space"},
+};
+// What each primitive refers to.
+const std::map<std::string, std::vector<std::string>, std::less<>> kUses = {
+    {"boolean", {"space"}},
+    {"null", {"space"}},
+    {"integer", {"integral", "space"}},
+    {"number", {"integral", "space"}},
+    {"string", {"char", "space"}},
+    {"value", {"object", "array", "string", "number", "boolean", "null"}},
+    {"object", {"space", "string", "value"}},
+    {"array", {"space", "value"}},
+};
+
+// Keywords that only annotate: ignored.
+const std::set<std::string, std::less<>> kAnnotations = {
+    "$schema", "$id",         "$comment",        "$anchor",          "title",        "description",
+    "default", "examples",    "format",          "readOnly",         "writeOnly",    "deprecated",
+    "$defs",   "definitions", "contentEncoding", "contentMediaType", "contentSchema"};
+// Keywords this converter turns into grammar.
+const std::set<std::string, std::less<>> kHandled = {
+    "type",      "properties",  "required", "additionalProperties",
+    "items",     "prefixItems", "minItems", "maxItems",
+    "minLength", "maxLength",   "enum",     "const",
+    "anyOf",     "oneOf",       "allOf",    "$ref"};
+
+// A GBNF string literal of `text` (its bytes; quotes, backslashes and controls escaped).
+std::string literal(std::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7F) {
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+// A rule name from a schema path: letters, digits and '-'.
+std::string rule_name(std::string_view path) {
+  std::string name;
+  for (char c : path) {
+    const bool word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    name += word ? c : '-';
+  }
+  return name;
+}
+
+// {m,n} for a repetition, "" when it is exactly once; max < 0: unbounded.
+std::string repeat(size_t min, long max) {
+  if (max < 0 && min <= 1) return min == 0 ? "*" : "+";
+  if (max == 1 && min <= 1) return min == 0 ? "?" : "";
+  std::string braces = "{";
+  braces += std::to_string(min);
+  if (max < 0) {
+    braces += ",";
+  } else if (static_cast<size_t>(max) != min) {
+    braces += ",";
+    braces += std::to_string(max);
+  }
+  braces += "}";
+  return braces;
+}
+
+class Converter {
+ public:
+  explicit Converter(const json& root) : root_(root) {}
+
+  std::string convert() {
+    const std::string body = visit(root_, "root");
+    define("root", body);
+    std::string out;
+    for (const auto& [name, body_text] : rules_) out += name + " ::= " + body_text + "\n";
+    return out;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& where, const std::string& message) const {
+    throw Error("json schema", where + ": " + message);
+  }
+
+  void use(const std::string& primitive) {
+    if (rules_.count(primitive)) return;
+    rules_[primitive] = kPrimitives.at(primitive);
+    if (const auto uses = kUses.find(primitive); uses != kUses.end())
+      for (const std::string& u : uses->second) use(u);
+  }
+
+  // A rule of its own for `body`, named after `path` (made unique), returning its name.
+  std::string define(const std::string& path, const std::string& body) {
+    std::string name = rule_name(path);
+    if (name != "root") {
+      const std::string base = name;
+      for (int i = 2; rules_.count(name) || kPrimitives.count(name); ++i)
+        name = base + "-" + std::to_string(i);
+    }
+    rules_[name] = body;
+    return name;
+  }
+
+  size_t count(const json& schema, const char* key, const std::string& where) const {
+    const auto it = schema.find(key);
+    if (it == schema.end()) return 0;
+    if (!it->is_number_unsigned())
+      fail(where, std::string(key) + " must be a non-negative integer");
+    return it->get<size_t>();
+  }
+  long limit(const json& schema, const char* key, const std::string& where) const {
+    return schema.contains(key) ? static_cast<long>(count(schema, key, where)) : -1;
+  }
+
+  // The grammar expression for `schema` at `where` (a path for names and messages).
+  std::string visit(const json& schema, const std::string& where) {
+    if (schema.is_boolean()) {
+      if (!schema.get<bool>()) fail(where, "the schema false matches nothing");
+      use("value");
+      return "value";
+    }
+    if (!schema.is_object()) fail(where, "a schema must be an object or a boolean");
+    for (const auto& [key, unused] : schema.items())
+      if (!kAnnotations.count(key) && !kHandled.count(key))
+        fail(where, "'" + key + "' is not supported");
+
+    if (const auto ref = schema.find("$ref"); ref != schema.end()) return reference(*ref, where);
+    if (const auto c = schema.find("const"); c != schema.end())
+      return literal(c->dump()) + " space";
+    if (const auto e = schema.find("enum"); e != schema.end()) {
+      if (!e->is_array() || e->empty()) fail(where, "enum must be a non-empty array");
+      use("space");
+      std::string alternatives;
+      for (const json& v : *e)
+        alternatives += (alternatives.empty() ? "" : " | ") + literal(v.dump());
+      return "(" + alternatives + ") space";
+    }
+    for (const char* key : {"anyOf", "oneOf"}) {
+      if (const auto list = schema.find(key); list != schema.end()) {
+        if (!list->is_array() || list->empty())
+          fail(where, std::string(key) + " must be a non-empty array");
+        std::string alternatives;
+        for (size_t i = 0; i < list->size(); ++i) {
+          const std::string name = define(where + "-" + std::to_string(i),
+                                          visit((*list)[i], where + "-" + std::to_string(i)));
+          alternatives += (i ? " | " : "") + name;
+        }
+        return "(" + alternatives + ")";
+      }
+    }
+    if (const auto all = schema.find("allOf"); all != schema.end()) {
+      if (!all->is_array() || all->size() != 1)
+        fail(where, "allOf is supported with one schema only");
+      return visit((*all)[0], where);
+    }
+
+    const auto type = schema.find("type");
+    if (type == schema.end()) {
+      if (schema.contains("properties") || schema.contains("additionalProperties"))
+        return object(schema, where);
+      if (schema.contains("items") || schema.contains("prefixItems")) return array(schema, where);
+      use("value");
+      return "value";
+    }
+    if (type->is_array()) {
+      std::string alternatives;
+      for (const json& t : *type) {
+        json one = schema;
+        one["type"] = t;
+        alternatives += (alternatives.empty() ? "" : " | ") +
+                        define(where + "-" + t.get<std::string>(), visit(one, where));
+      }
+      if (alternatives.empty()) fail(where, "type is an empty list");
+      return "(" + alternatives + ")";
+    }
+    if (!type->is_string()) fail(where, "type must be a string or a list of them");
+    const std::string t = type->get<std::string>();
+    if (t == "object") return object(schema, where);
+    if (t == "array") return array(schema, where);
+    if (t == "string") return string(schema, where);
+    if (t == "number" || t == "integer" || t == "boolean" || t == "null") {
+      use(t);
+      return t;
+    }
+    fail(where, "unknown type '" + t + "'");
+  }
+
+  std::string reference(const json& ref, const std::string& where) {
+    if (!ref.is_string()) fail(where, "$ref must be a string");
+    const std::string target = ref.get<std::string>();
+    if (const auto it = refs_.find(target); it != refs_.end()) return it->second;
+    std::string key;
+    for (const char* prefix : {"#/$defs/", "#/definitions/"})
+      if (target.starts_with(prefix)) key = target.substr(std::string_view(prefix).size());
+    if (key.empty() || key.find('/') != std::string::npos)
+      fail(where, "$ref '" + target + "': only #/$defs/NAME and #/definitions/NAME are supported");
+    const char* section = target.starts_with("#/$defs/") ? "$defs" : "definitions";
+    const auto defs = root_.find(section);
+    if (defs == root_.end() || !defs->is_object() || !defs->contains(key))
+      fail(where, "$ref '" + target + "' names no definition");
+    // Named before it is visited, so that a schema that refers to itself finds it.
+    const std::string name = define("ref-" + key, "");
+    refs_[target] = name;
+    rules_[name] = visit((*defs)[key], "ref-" + key);
+    return name;
+  }
+
+  std::string string(const json& schema, const std::string& where) {
+    use("char");
+    use("space");
+    const size_t min = count(schema, "minLength", where);
+    const long max = limit(schema, "maxLength", where);
+    if (max >= 0 && static_cast<size_t>(max) < min) fail(where, "maxLength below minLength");
+    if (min == 0 && max < 0) {
+      use("string");
+      return "string";
+    }
+    return "\"\\\"\" char" + repeat(min, max) + " \"\\\"\" space";
+  }
+
+  std::string array(const json& schema, const std::string& where) {
+    use("space");
+    const size_t min = count(schema, "minItems", where);
+    const long max = limit(schema, "maxItems", where);
+    if (max >= 0 && static_cast<size_t>(max) < min) fail(where, "maxItems below minItems");
+    if (const auto prefix = schema.find("prefixItems"); prefix != schema.end()) {
+      // A tuple: these items in order (items, if any, beyond them is not supported).
+      if (!prefix->is_array()) fail(where, "prefixItems must be an array");
+      if (schema.contains("items") && schema["items"] != json(false))
+        fail(where, "items after prefixItems is not supported");
+      std::string body = "\"[\" space";
+      for (size_t i = 0; i < prefix->size(); ++i) {
+        const std::string item = define(where + "-" + std::to_string(i),
+                                        visit((*prefix)[i], where + "-" + std::to_string(i)));
+        body += (i ? " \",\" space " : " ") + item;
+      }
+      return body + " \"]\" space";
+    }
+    std::string item = "value";
+    if (const auto items = schema.find("items"); items != schema.end())
+      item = define(where + "-item", visit(*items, where + "-item"));
+    else
+      use("value");
+    if (max == 0) return "\"[\" space \"]\" space";
+    const std::string rest =
+        "(\",\" space " + item + ")" + repeat(min > 0 ? min - 1 : 0, max < 0 ? -1 : max - 1);
+    const std::string list = item + " " + rest;
+    return "\"[\" space " + (min > 0 ? list : "(" + list + ")?") + " \"]\" space";
+  }
+
+  std::string object(const json& schema, const std::string& where) {
+    use("space");
+    const auto props = schema.find("properties");
+    const auto extra = schema.find("additionalProperties");
+    if ((props == schema.end() || props->empty()) && extra == schema.end()) {
+      use("object");
+      return "object";
+    }
+    std::set<std::string> required;
+    if (const auto r = schema.find("required"); r != schema.end()) {
+      if (!r->is_array()) fail(where, "required must be an array");
+      for (const json& name : *r) {
+        if (!name.is_string()) fail(where, "required must list strings");
+        if (props == schema.end() || !props->contains(name.get<std::string>()))
+          fail(where, "required property '" + name.get<std::string>() + "' is not in properties");
+        required.insert(name.get<std::string>());
+      }
+    }
+    // Each property as "key": value, in the schema's order.
+    std::vector<std::pair<std::string, bool>> kv;  // its rule, whether required
+    if (props != schema.end()) {
+      if (!props->is_object()) fail(where, "properties must be an object");
+      for (const auto& [key, value] : props->items()) {
+        const std::string path = where + "-" + key;
+        const std::string value_rule = define(path, visit(value, path));
+        kv.emplace_back(
+            define(path + "-kv", literal(json(key).dump()) + " space \":\" space " + value_rule),
+            required.count(key) > 0);
+      }
+    }
+    std::string extra_kv;
+    if (extra != schema.end() && *extra != json(false)) {
+      use("string");
+      std::string value = "value";
+      if (*extra == json(true))
+        use("value");
+      else
+        value = define(where + "-additional", visit(*extra, where + "-additional"));
+      extra_kv = define(where + "-additional-kv", "string \":\" space " + value);
+    }
+    // first[i]: the properties from i on when none came before; after[i]: when some did, so
+    // that each one present starts with a comma. Optional ones may be absent, required ones
+    // not; other keys (additionalProperties) come after the named ones. "" stands for nothing.
+    const size_t n = kv.size();
+    std::vector<std::string> first(n + 1), after(n + 1);
+    if (!extra_kv.empty()) {
+      after[n] = define(where + "-after", "(\",\" space " + extra_kv + ")*");
+      first[n] = define(where + "-first", "(" + extra_kv + " " + after[n] + ")?");
+    }
+    const auto then = [](const std::string& a, const std::string& b) {
+      return b.empty() ? a : a + " " + b;
+    };
+    for (size_t i = n; i-- > 0;) {
+      const auto& [name, needed] = kv[i];
+      const std::string comma = then("\",\" space " + name, after[i + 1]);
+      const std::string plain = then(name, after[i + 1]);
+      const std::string index = std::to_string(i);
+      after[i] = define(
+          where + "-after-" + index,
+          needed ? comma
+                 : (after[i + 1].empty() ? "(" + comma + ")?" : comma + " | " + after[i + 1]));
+      first[i] = define(
+          where + "-first-" + index,
+          needed ? plain
+                 : (first[i + 1].empty() ? "(" + plain + ")?" : plain + " | " + first[i + 1]));
+    }
+    return then("\"{\" space", first[0]) + " \"}\" space";
+  }
+
+  const json& root_;
+  std::map<std::string, std::string> rules_;
+  std::map<std::string, std::string> refs_;  // $ref target -> rule
+};
+
+}  // namespace
+
+std::string json_schema_to_gbnf(std::string_view schema) {
+  json parsed;
+  try {
+    parsed = json::parse(schema);
+  } catch (const json::parse_error& e) {
+    throw Error("json schema", std::string("not JSON: ") + e.what());
+  }
+  return Converter(parsed).convert();
+}
+
+}  // namespace oxi::llm

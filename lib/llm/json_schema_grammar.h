@@ -1,0 +1,27 @@
+// JSON Schema to a GBNF grammar (gbnf.h), for replies that must be JSON of a given shape
+// (llama.cpp's --json-schema). The reply is compact JSON with optional single spaces or a
+// line break and indentation between tokens.
+//
+//   std::string grammar = json_schema_to_gbnf(R"({"type": "object", ...})");
+//
+// Properties come out in the schema's order. Supported: type (one or a list: object, array, string,
+// number, integer, boolean, null), properties with required (in the schema's order; absent optional
+// ones skipped), additionalProperties (as llama.cpp: none unless given; true or a schema adds any
+// other keys after the named ones; an object schema with neither is any object), items /
+// prefixItems with minItems / maxItems, minLength / maxLength, enum, const, anyOf / oneOf (as
+// alternatives), allOf of one schema, $ref to #/$defs/... or #/definitions/... (recursion
+// included), true and {} (any JSON value). Annotations (title, description, format, default,
+// examples...) are ignored, as the JSON Schema spec lets a validator ignore format. Keywords that
+// would constrain what this does not handle (pattern, minimum, maximum, multipleOf, uniqueItems,
+// not, if/then/else, ...) are an oxi::Error naming the keyword and where it is.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace oxi::llm {
+
+// Throws oxi::Error for text that is not JSON and for what the header says is not supported.
+std::string json_schema_to_gbnf(std::string_view schema);
+
+}  // namespace oxi::llm

@@ -1,0 +1,370 @@
+// JSON Schema to GBNF: for each schema, instances generated from it (compact JSON, keys in the
+// schema's order) and one-character edits of them; the grammar must take exactly those that a
+// validator written here from the JSON Schema rules accepts (and whose named keys keep the
+// schema's order, the grammar's contract). Then the errors for what is not supported.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/core/error.h"
+#include "lib/llm/gbnf.h"
+#include "lib/llm/grammar_matcher.h"
+#include "lib/llm/json_schema_grammar.h"
+
+namespace oxi::llm::test {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// The schema a $ref names, else the schema itself.
+const json& resolve(const json& root, const json& schema) {
+  if (!schema.is_object() || !schema.contains("$ref")) return schema;
+  const std::string ref = schema["$ref"];
+  const std::string prefix = ref.starts_with("#/$defs/") ? "#/$defs/" : "#/definitions/";
+  return root[prefix == "#/$defs/" ? "$defs" : "definitions"][ref.substr(prefix.size())];
+}
+
+size_t code_points(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+// JSON Schema's rules for the keywords the converter takes; objects' named keys must also come
+// in the schema's order, before any other key.
+bool valid(const json& root, const json& schema_in, const json& v) {
+  const json& schema = resolve(root, schema_in);
+  if (schema.is_boolean()) return schema.get<bool>();
+  if (schema.contains("const")) return v == schema["const"];
+  if (schema.contains("enum")) {
+    for (const json& e : schema["enum"])
+      if (v == e) return true;
+    return false;
+  }
+  for (const char* key : {"anyOf", "oneOf"}) {
+    if (schema.contains(key)) {
+      for (const json& s : schema[key])
+        if (valid(root, s, v)) return true;
+      return false;
+    }
+  }
+  if (schema.contains("type")) {
+    const json& t = schema["type"];
+    if (t.is_array()) {
+      for (const json& one : t) {
+        json s = schema;
+        s["type"] = one;
+        if (valid(root, s, v)) return true;
+      }
+      return false;
+    }
+    const std::string type = t;
+    if (type == "null") return v.is_null();
+    if (type == "boolean") return v.is_boolean();
+    if (type == "integer") return v.is_number_integer();
+    if (type == "number") return v.is_number();
+    if (type == "string") {
+      if (!v.is_string()) return false;
+      const size_t n = code_points(v.get<std::string>());
+      return n >= schema.value("minLength", size_t{0}) &&
+             (!schema.contains("maxLength") || n <= schema["maxLength"].get<size_t>());
+    }
+    if (type == "array" && !v.is_array()) return false;
+    if (type == "object" && !v.is_object()) return false;
+  }
+  if (v.is_array() && (schema.contains("items") || schema.contains("prefixItems") ||
+                       schema.value("type", "") == "array")) {
+    if (schema.contains("prefixItems")) {
+      const json& p = schema["prefixItems"];
+      if (v.size() != p.size()) return false;
+      for (size_t i = 0; i < v.size(); ++i)
+        if (!valid(root, p[i], v[i])) return false;
+      return true;
+    }
+    if (v.size() < schema.value("minItems", size_t{0})) return false;
+    if (schema.contains("maxItems") && v.size() > schema["maxItems"].get<size_t>()) return false;
+    for (const json& item : v)
+      if (!valid(root, schema.value("items", json(true)), item)) return false;
+    return true;
+  }
+  if (v.is_object() && (schema.contains("properties") || schema.contains("additionalProperties") ||
+                        schema.value("type", "") == "object")) {
+    const json props = schema.value("properties", json::object());
+    const json extra = schema.contains("additionalProperties")
+                           ? schema["additionalProperties"]
+                           : json(props.empty());  // llama.cpp: none unless given
+    size_t next_named = 0;  // named keys in the schema's order, other keys after them
+    bool other_seen = false;
+    std::vector<std::string> names;
+    for (const auto& [k, unused] : props.items()) names.push_back(k);
+    for (const auto& [key, value] : v.items()) {
+      const auto at = std::find(names.begin(), names.end(), key);
+      if (at != names.end()) {
+        const size_t index = static_cast<size_t>(at - names.begin());
+        if (other_seen || index < next_named) return false;
+        next_named = index + 1;
+        if (!valid(root, props[key], value)) return false;
+      } else {
+        other_seen = true;
+        if (extra == json(false) || !valid(root, extra, value)) return false;
+      }
+    }
+    for (const json& r : schema.value("required", json::array()))
+      if (!v.contains(r.get<std::string>())) return false;
+    return true;
+  }
+  return true;  // {} and the like
+}
+
+// An instance of `schema` (mostly valid: the edits make the invalid ones).
+json generate(const json& root, const json& schema_in, std::mt19937& rng, int depth) {
+  const json& schema = resolve(root, schema_in);
+  static const char* const kChars[] = {"a", "Z", " ", "\"", "\\", "\n", "/", "\xC3\xA9", "1"};
+  const auto string_of = [&](size_t n) {
+    std::string s;
+    for (size_t i = 0; i < n; ++i) s += kChars[rng() % std::size(kChars)];
+    return s;
+  };
+  if (schema.is_boolean() || schema.empty()) {
+    switch (rng() % 4) {
+      case 0:
+        return static_cast<int>(rng() % 100);
+      case 1:
+        return string_of(rng() % 4);
+      case 2:
+        return json::array({1, "x"});
+      default:
+        return nullptr;
+    }
+  }
+  if (schema.contains("const")) return schema["const"];
+  if (schema.contains("enum")) return schema["enum"][rng() % schema["enum"].size()];
+  for (const char* key : {"anyOf", "oneOf"})
+    if (schema.contains(key)) {
+      const json& list = schema[key];
+      const size_t pick = depth > 3 ? list.size() - 1 : rng() % list.size();
+      return generate(root, list[pick], rng, depth + 1);
+    }
+  std::string type = "object";
+  if (schema.contains("type")) {
+    const json& t = schema["type"];
+    type = t.is_array() ? t[rng() % t.size()].get<std::string>() : t.get<std::string>();
+  } else if (schema.contains("items") || schema.contains("prefixItems")) {
+    type = "array";
+  }
+  if (type == "null") return nullptr;
+  if (type == "boolean") return rng() % 2 == 0;
+  if (type == "integer") return static_cast<int>(rng() % 2000) - 1000;
+  if (type == "number")
+    return std::ldexp(static_cast<double>(rng() % 20000) - 10000, -static_cast<int>(rng() % 8));
+  if (type == "string") {
+    const size_t min = schema.value("minLength", size_t{0});
+    const size_t max = schema.value("maxLength", min + 5);
+    return string_of(min + rng() % (max - min + 1));
+  }
+  if (type == "array") {
+    json a = json::array();
+    if (schema.contains("prefixItems")) {
+      for (const json& s : schema["prefixItems"]) a.push_back(generate(root, s, rng, depth + 1));
+      return a;
+    }
+    const size_t min = schema.value("minItems", size_t{0});
+    const size_t max = schema.value("maxItems", min + 3);
+    for (size_t n = min + rng() % (max - min + 1); n > 0; --n)
+      a.push_back(generate(root, schema.value("items", json(true)), rng, depth + 1));
+    return a;
+  }
+  json o = json::object();
+  const json props = schema.value("properties", json::object());
+  const json required = schema.value("required", json::array());
+  for (const auto& [key, s] : props.items()) {
+    const bool needed = std::find(required.begin(), required.end(), key) != required.end();
+    if (needed || rng() % 2 == 0) o[key] = generate(root, s, rng, depth + 1);
+  }
+  if (schema.contains("additionalProperties") && schema["additionalProperties"] != json(false))
+    for (size_t n = rng() % 3; n > 0; --n)
+      o["x" + std::to_string(rng() % 5)] =
+          generate(root, schema["additionalProperties"], rng, depth + 1);
+  return o;
+}
+
+// One structural change somewhere in v: a key removed, added or moved to the end, an array
+// item removed or repeated, a string emptied or lengthened, another value replaced by null. Returns
+// whether it changed anything.
+bool mutate(json& v, std::mt19937& rng) {
+  if (v.is_object() && !v.empty() && rng() % 2 == 0) {
+    auto it = v.begin();
+    std::advance(it, static_cast<std::ptrdiff_t>(rng() % v.size()));
+    if (mutate(it.value(), rng)) return true;
+  }
+  if (v.is_array() && !v.empty() && rng() % 2 == 0 && mutate(v[rng() % v.size()], rng)) return true;
+  if (v.is_object()) {
+    switch (rng() % 3) {
+      case 0:
+        if (v.empty()) return false;
+        v.erase(std::next(v.begin(), static_cast<std::ptrdiff_t>(rng() % v.size())).key());
+        return true;
+      case 1:
+        v["zz"] = 1;
+        return true;
+      default: {
+        if (v.size() < 2) return false;
+        const std::string key = v.begin().key();
+        json moved = v[key];
+        v.erase(key);
+        v[key] = moved;  // now last
+        return true;
+      }
+    }
+  }
+  if (v.is_array()) {
+    if (v.empty()) return false;
+    if (rng() % 2 == 0)
+      v.erase(v.begin() + static_cast<std::ptrdiff_t>(rng() % v.size()));
+    else
+      v.push_back(v[0]);
+    return true;
+  }
+  if (v.is_string()) {  // emptied or lengthened past a maxLength
+    v = rng() % 2 == 0 ? json("") : json(v.get<std::string>() + "abcdefghij");
+    return true;
+  }
+  v = nullptr;
+  return true;
+}
+
+bool grammar_takes(const std::shared_ptr<const gbnf::Grammar>& grammar, const std::string& text) {
+  GrammarMatcher m(grammar);
+  if (!m.accepts(text)) return false;
+  m.accept(text);
+  return m.can_end();
+}
+
+const char* const kSchemas[] = {
+    R"({"type": "object", "properties": {"name": {"type": "string", "minLength": 1,
+        "maxLength": 8}, "age": {"type": "integer"}, "tags": {"type": "array", "items":
+        {"type": "string"}, "maxItems": 3}, "ok": {"type": "boolean"}},
+        "required": ["name", "age"], "title": "a person", "description": "ignored"})",
+    R"({"type": "array", "items": {"anyOf": [{"type": "number"}, {"type": "null"},
+        {"enum": ["a", "b", 3]}]}, "minItems": 1, "maxItems": 4})",
+    R"({"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"},
+        "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}},
+        "required": ["v", "next"]}}, "$ref": "#/$defs/node"})",
+    R"({"type": "object", "properties": {"a": {"const": "x"}, "b": {"type": ["string", "null"]}},
+        "additionalProperties": {"type": "integer"}})",
+    R"({"type": "object", "additionalProperties": false, "properties": {"p": {"type": "number"},
+        "q": {"type": "number", "format": "float"}, "r": {"type": "number"}}})",
+    R"({"type": "array", "prefixItems": [{"type": "string", "maxLength": 2}, {"type": "integer"}]})",
+    R"({"definitions": {"pair": {"type": "array", "items": {"type": "integer"}, "minItems": 2,
+        "maxItems": 2}}, "type": "object", "properties": {"z": {"$ref": "#/definitions/pair"},
+        "a": {"oneOf": [{"type": "string", "maxLength": 0}, {"type": "boolean"}]}},
+        "required": ["a"]})",
+    R"({"type": "array", "items": {"type": "integer"}})",
+    R"({"type": "array", "items": {"type": "string", "minLength": 2}, "minItems": 2})",
+    R"({})",
+    R"({"type": "object"})",
+    R"({"type": "object", "properties": {}, "additionalProperties": true})",
+};
+
+TEST(JsonSchemaGrammar, TakesExactlyTheValidInstances) {
+  std::mt19937 rng(19);
+  const std::string edits = "{}[],:\"0-.e nx\\";
+  for (const char* text : kSchemas) {
+    const json schema = json::parse(text);
+    std::string gbnf;
+    ASSERT_NO_THROW(gbnf = json_schema_to_gbnf(text)) << text;
+    std::shared_ptr<const gbnf::Grammar> grammar;
+    ASSERT_NO_THROW(grammar = std::make_shared<const gbnf::Grammar>(gbnf::Grammar::parse(gbnf)))
+        << gbnf;
+    size_t taken = 0, refused = 0;
+    for (int i = 0; i < 120; ++i) {
+      const json value = generate(schema, schema, rng, 0);
+      const std::string instance = value.dump();
+      std::vector<std::string> texts = {instance};
+      for (int m = 0; m < 3; ++m) {
+        json changed = value;
+        if (mutate(changed, rng)) texts.push_back(changed.dump());
+      }
+      for (int e = 0; e < 6; ++e) {
+        std::string t = instance;
+        const size_t at = rng() % t.size();
+        switch (rng() % 3) {
+          case 0:
+            t.erase(at, 1);
+            break;
+          case 1:
+            t.insert(at, 1, edits[rng() % edits.size()]);
+            break;
+          default:
+            t[at] = edits[rng() % edits.size()];
+        }
+        texts.push_back(t);
+      }
+      for (const std::string& t : texts) {
+        bool want = false;
+        try {
+          // The reply starts with its value (no space before it, as llama.cpp's grammars).
+          want = !t.empty() && !std::isspace(static_cast<unsigned char>(t[0])) &&
+                 valid(schema, schema, json::parse(t));
+        } catch (const json::out_of_range&) {
+          continue;
+        } catch (const json::parse_error&) {
+        }
+        ASSERT_EQ(grammar_takes(grammar, t), want) << "schema " << text << "\ntext " << t << "\n"
+                                                   << gbnf;
+        (want ? taken : refused) += 1;
+      }
+    }
+    EXPECT_GT(taken, 100u) << text;
+    EXPECT_GT(refused, 100u) << text;
+  }
+}
+
+TEST(JsonSchemaGrammar, SpacesAndLineBreaksBetweenTokens) {
+  const std::string gbnf = json_schema_to_gbnf(
+      R"({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})");
+  const auto grammar = std::make_shared<const gbnf::Grammar>(gbnf::Grammar::parse(gbnf));
+  EXPECT_TRUE(grammar_takes(grammar, "{\"a\":1}"));
+  EXPECT_TRUE(grammar_takes(grammar, "{ \"a\": 1 }"));
+  EXPECT_TRUE(grammar_takes(grammar, "{\n  \"a\": 1\n}"));
+  EXPECT_FALSE(grammar_takes(grammar, "{  \"a\":1}"));  // one space, or a line break
+  EXPECT_FALSE(grammar_takes(grammar, "{\"a\":1.5}"));
+  EXPECT_FALSE(grammar_takes(grammar, "{}"));
+}
+
+TEST(JsonSchemaGrammar, WhatIsNotSupportedIsAnErrorSayingWhere) {
+  const auto error = [](const std::string& schema) {
+    try {
+      json_schema_to_gbnf(schema);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("<converted>");
+  };
+  EXPECT_NE(
+      error(R"({"type": "object", "properties": {"id": {"type": "string", "pattern": "^a"}}})")
+          .find("root-id: 'pattern' is not supported"),
+      std::string::npos);
+  EXPECT_NE(error(R"({"type": "integer", "minimum": 0})").find("'minimum' is not supported"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"$ref": "#/$defs/missing"})").find("names no definition"), std::string::npos);
+  EXPECT_NE(error(R"({"$ref": "http://x/y"})").find("only #/$defs/NAME"), std::string::npos);
+  EXPECT_NE(error(R"({"type": "object", "properties": {"a": {}}, "required": ["b"]})")
+                .find("required property 'b' is not in properties"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"type": "strin"})").find("unknown type 'strin'"), std::string::npos);
+  EXPECT_NE(error(R"({"type": "string", "maxLength": -1})").find("non-negative"),
+            std::string::npos);
+  EXPECT_NE(error("{\"type\": ").find("not JSON"), std::string::npos);
+  EXPECT_NE(error("false").find("matches nothing"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace oxi::llm::test
