@@ -1,10 +1,12 @@
 // Random edits of a file's bytes for fuzz tests of readers: bit flips, random bytes, bumps of
-// what may be a 4- or 8-byte length or count field, and cuts.
+// what may be a 4- or 8-byte length or count field, and cuts; and one-character edits of text.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace oxi::test {
@@ -41,6 +43,23 @@ std::vector<B> edit_bytes(const std::vector<B>& seed, std::mt19937& rng) {
     }
   }
   return m;
+}
+
+// `text` with one character removed, inserted from `alphabet` or replaced by one of it (for
+// text parsers: JSON, grammars). `text` must not be empty.
+inline std::string edit_char(std::string text, std::string_view alphabet, std::mt19937& rng) {
+  const size_t at = rng() % text.size();
+  switch (rng() % 3) {
+    case 0:
+      text.erase(at, 1);
+      break;
+    case 1:
+      text.insert(at, 1, alphabet[rng() % alphabet.size()]);
+      break;
+    default:
+      text[at] = alphabet[rng() % alphabet.size()];
+  }
+  return text;
 }
 
 }  // namespace oxi::test

@@ -138,10 +138,14 @@ TEST_F(CliLlm, FrequencyPresenceTypicalAndLogitBias) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return line_starting(r.err, "generated tokens: ");
   };
-  GenerateOptions g;
-  g.sampling.temperature = 0.9f;
-  g.sampling.seed = 5;
-  g.max_tokens = 24;
+  const auto sampled = [] {  // what run() asks for
+    GenerateOptions g;
+    g.sampling.temperature = 0.9f;
+    g.sampling.seed = 5;
+    g.max_tokens = 24;
+    return g;
+  };
+  GenerateOptions g = sampled();
   const std::string plain = run({});
   EXPECT_EQ(plain, ids_text(engine()->send_raw("w260 w261", g).generated_ids));
 
@@ -153,19 +157,13 @@ TEST_F(CliLlm, FrequencyPresenceTypicalAndLogitBias) {
       run({"--frequency-penalty", "0.5", "--presence-penalty", "0.25", "--typical", "0.9",
            "--logit-bias", "270+2", "--logit-bias", "5-inf"});
   EXPECT_EQ(all, ids_text(engine()->send_raw("w260 w261", g).generated_ids));
-  g = GenerateOptions{};
-  g.sampling.temperature = 0.9f;
-  g.sampling.seed = 5;
-  g.max_tokens = 24;
+  g = sampled();
   g.sampling.top_n_sigma = 1.5f;
   g.sampling.xtc_probability = 0.5f;
   g.sampling.xtc_threshold = 0.05f;
   EXPECT_EQ(run({"--top-nsigma", "1.5", "--xtc-probability", "0.5", "--xtc-threshold", "0.05"}),
             ids_text(engine()->send_raw("w260 w261", g).generated_ids));
-  g = GenerateOptions{};
-  g.sampling.temperature = 0.9f;
-  g.sampling.seed = 5;
-  g.max_tokens = 24;
+  g = sampled();
   g.sampling.mirostat = 2;
   g.sampling.mirostat_tau = 3.0f;
   g.sampling.mirostat_eta = 0.3f;

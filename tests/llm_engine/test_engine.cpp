@@ -53,6 +53,29 @@ class EngineTest : public ::testing::Test {
   }
   std::unique_ptr<Engine> engine(EngineOptions o = {}) { return engine(model_file_, o); }
 
+  // The greedy reply to "w270" (12 tokens), and a copy of the model whose eot token is the
+  // reply's first token at index `from` or later that did not come earlier, so that the reply
+  // ends there: its index k (12: none) and the file.
+  struct EotModel {
+    TurnStats free;
+    size_t k;
+    std::filesystem::path file;
+  };
+  EotModel model_ending_at_fresh_token(size_t from) {
+    EotModel m{engine()->send({{"user", "w270"}}, greedy(12)), from, dir_ / "eot.gguf"};
+    const std::vector<int32_t>& ids = m.free.generated_ids;
+    EXPECT_EQ(ids.size(), 12u);
+    while (m.k < ids.size() &&
+           std::find(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(m.k), ids[m.k]) !=
+               ids.begin() + static_cast<std::ptrdiff_t>(m.k))
+      ++m.k;
+    if (m.k < ids.size())
+      rewrite_gguf(model_file_, m.file, {}, [&](gguf::Writer& w) {
+        w.set_u32("tokenizer.ggml.eot_token_id", static_cast<uint32_t>(ids[m.k]));
+      });
+    return m;
+  }
+
   oxi::test::TempDir dir_;
   std::filesystem::path model_file_;
 };
@@ -117,25 +140,16 @@ TEST_F(EngineTest, FallbackTemplatesWithoutTheModelsOwn) {
   EXPECT_THROW(engine(bare, with_template("no-such-template")), Error);
 }
 
-// The tiny model's greedy reply, then the same model with that reply's 4th token declared the
-// end of turn: generation stops there, the end token is reported and produces no text.
 // ignore_eos: every end token (eos and eot here) gets -inf, so the greedy reply takes the best
 // other token where it would have ended and runs to max_tokens. Refused with choices and for
 // bias tokens off the vocabulary, before anything is evaluated.
 TEST_F(EngineTest, IgnoreEosNeverPicksAnEndToken) {
-  const TurnStats free = engine()->send({{"user", "w270"}}, greedy(12));
-  ASSERT_EQ(free.generated_ids.size(), 12u);
-  size_t k = 2;  // a token not earlier in the reply, which ends it when it is the eot token
-  while (k < 12 && std::find(free.generated_ids.begin(), free.generated_ids.begin() + k,
-                             free.generated_ids[k]) != free.generated_ids.begin() + k)
-    ++k;
+  const EotModel m = model_ending_at_fresh_token(2);
+  const TurnStats& free = m.free;
+  const size_t k = m.k;
   ASSERT_LT(k, 12u) << "no fresh token in the greedy reply";
   const int32_t end = free.generated_ids[k];
-  const auto eot_file = dir_ / "eot.gguf";
-  rewrite_gguf(model_file_, eot_file, {}, [&](gguf::Writer& w) {
-    w.set_u32("tokenizer.ggml.eot_token_id", static_cast<uint32_t>(end));
-  });
-  auto e = engine(eot_file);
+  auto e = engine(m.file);
   const std::vector<int32_t> ends = e->model().eos_ids();
   ASSERT_GE(ends.size(), 2u);
   ASSERT_NE(std::find(ends.begin(), ends.end(), end), ends.end());
@@ -164,20 +178,14 @@ TEST_F(EngineTest, IgnoreEosNeverPicksAnEndToken) {
   EXPECT_TRUE(e->history().empty());
 }
 
+// The tiny model's greedy reply, then the same model with that reply's 4th token declared the
+// end of turn: generation stops there, the end token is reported and produces no text.
 TEST_F(EngineTest, StopsAtTheEndToken) {
-  const TurnStats free = engine()->send({{"user", "w270"}}, greedy(12));
-  ASSERT_EQ(free.generated_ids.size(), 12u);
-  size_t k = 3;
-  while (k < 12 && std::find(free.generated_ids.begin(), free.generated_ids.begin() + k,
-                             free.generated_ids[k]) != free.generated_ids.begin() + k)
-    ++k;
+  const EotModel m = model_ending_at_fresh_token(3);
+  const TurnStats& free = m.free;
+  const size_t k = m.k;
   ASSERT_LT(k, 12u) << "no fresh token in the greedy reply";
-  const int32_t end = free.generated_ids[k];
-  const auto eot_file = dir_ / "eot.gguf";
-  rewrite_gguf(model_file_, eot_file, {}, [&](gguf::Writer& w) {
-    w.set_u32("tokenizer.ggml.eot_token_id", static_cast<uint32_t>(end));
-  });
-  auto e = engine(eot_file);
+  auto e = engine(m.file);
   std::string streamed;
   const TurnStats s = e->send({{"user", "w270"}}, greedy(12), [&](std::string_view p) {
     streamed += p;

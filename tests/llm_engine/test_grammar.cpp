@@ -24,6 +24,7 @@
 #include "lib/llm/grammar_matcher.h"
 #include "lib/llm/session.h"
 #include "lib/tokenizer/tokenizer.h"
+#include "tests/common/byte_edits.h"
 #include "tests/common/test_data.h"
 #include "tests/llm_engine/engine_fixture.h"
 
@@ -213,21 +214,7 @@ TEST(GrammarMatcher, JsonGrammarAgreesWithAJsonParser) {
     for (size_t i = 1 + rng() % 4; i > 0; --i)
       object["key" + std::to_string(i)] = random_value(random_value, 0);
     std::vector<std::string> texts = {object.dump(), object.dump(2)};
-    for (int e = 0; e < 8; ++e) {
-      std::string t = texts[e % 2];
-      const size_t at = rng() % t.size();
-      switch (rng() % 3) {
-        case 0:
-          t.erase(at, 1);
-          break;
-        case 1:
-          t.insert(at, 1, edits[rng() % edits.size()]);
-          break;
-        default:
-          t[at] = edits[rng() % edits.size()];
-      }
-      texts.push_back(t);
-    }
+    for (int e = 0; e < 8; ++e) texts.push_back(oxi::test::edit_char(texts[e % 2], edits, rng));
     for (const std::string& t : texts) {
       if (t.find(std::string(21, ' ')) != std::string::npos) continue;
       bool parses = true;
@@ -326,13 +313,21 @@ bool is_prefix_of_some(const std::set<std::string>& language, const std::string&
   return it != language.end() && it->starts_with(text);
 }
 
-TEST(GrammarReply, GreedyPicksTheBestTokenThatKeepsTheGrammar) {
-  oxi::test::TempDir dir;
-  const auto file = dir / "tiny.gguf";
-  write_tiny_llama(file);
-  EngineOptions o;
-  o.threads = 2;
-  auto engine = Engine::load(file.string(), o);
+// The tiny model, on two threads.
+class GrammarReply : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    write_tiny_llama(dir_ / "tiny.gguf");
+    EngineOptions o;
+    o.threads = 2;
+    engine_ = Engine::load((dir_ / "tiny.gguf").string(), o);
+  }
+  oxi::test::TempDir dir_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(GrammarReply, GreedyPicksTheBestTokenThatKeepsTheGrammar) {
+  Engine* engine = engine_.get();
   GenerateOptions g;
   g.sampling.temperature = 0;
   g.max_tokens = 40;
@@ -366,13 +361,8 @@ TEST(GrammarReply, GreedyPicksTheBestTokenThatKeepsTheGrammar) {
   EXPECT_EQ(text, s.text);
 }
 
-TEST(GrammarReply, SampledRepliesAreAlwaysAnswers) {
-  oxi::test::TempDir dir;
-  const auto file = dir / "tiny.gguf";
-  write_tiny_llama(file);
-  EngineOptions o;
-  o.threads = 2;
-  auto engine = Engine::load(file.string(), o);
+TEST_F(GrammarReply, SampledRepliesAreAlwaysAnswers) {
+  Engine* engine = engine_.get();
   const std::set<std::string> language = answer_language();
   std::set<std::string> seen;
   for (uint64_t seed = 0; seed < 30; ++seed) {

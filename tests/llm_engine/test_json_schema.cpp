@@ -17,6 +17,7 @@
 #include "lib/llm/gbnf.h"
 #include "lib/llm/grammar_matcher.h"
 #include "lib/llm/json_schema_grammar.h"
+#include "tests/common/byte_edits.h"
 
 namespace oxi::llm::test {
 namespace {
@@ -292,21 +293,7 @@ TEST(JsonSchemaGrammar, TakesExactlyTheValidInstances) {
         json changed = value;
         if (mutate(changed, rng)) texts.push_back(changed.dump());
       }
-      for (int e = 0; e < 6; ++e) {
-        std::string t = instance;
-        const size_t at = rng() % t.size();
-        switch (rng() % 3) {
-          case 0:
-            t.erase(at, 1);
-            break;
-          case 1:
-            t.insert(at, 1, edits[rng() % edits.size()]);
-            break;
-          default:
-            t[at] = edits[rng() % edits.size()];
-        }
-        texts.push_back(t);
-      }
+      for (int e = 0; e < 6; ++e) texts.push_back(oxi::test::edit_char(instance, edits, rng));
       for (const std::string& t : texts) {
         bool want = false;
         try {
