@@ -18,13 +18,45 @@ GrammarConstraint::GrammarConstraint(const tokenizer::Tokenizer& tokenizer,
     : matcher_(std::make_shared<const gbnf::Grammar>(gbnf::Grammar::parse(grammar))),
       ends_(std::move(end_tokens)) {
   pieces_.resize(tokenizer.vocab_size());
-  by_first_byte_.resize(256);
+  trie_.emplace_back();
   for (size_t id = 0; id < pieces_.size(); ++id) {
     const auto token = static_cast<int32_t>(id);
     if (tokenizer.is_control(token) || std::find(ends_.begin(), ends_.end(), token) != ends_.end())
       continue;
     pieces_[id] = tokenizer.token_piece(token);
-    if (!pieces_[id].empty()) by_first_byte_[static_cast<uint8_t>(pieces_[id][0])].push_back(token);
+    if (pieces_[id].empty()) continue;
+    uint32_t node = 0;
+    for (char c : pieces_[id]) {
+      const auto byte = static_cast<uint8_t>(c);
+      const auto& children = trie_[node].children;
+      const auto it = std::find_if(children.begin(), children.end(),
+                                   [byte](const auto& child) { return child.first == byte; });
+      if (it != children.end()) {
+        node = it->second;
+        continue;
+      }
+      const auto child = static_cast<uint32_t>(trie_.size());
+      trie_[node].children.emplace_back(byte, child);
+      trie_.emplace_back();
+      node = child;
+    }
+    trie_[node].tokens.push_back(token);
+  }
+}
+
+void GrammarConstraint::collect(uint32_t node, const GrammarMatcher& m) {
+  for (const auto& [byte, child] : trie_[node].children) {
+    const char c = static_cast<char>(byte);
+    const TrieNode& next = trie_[child];
+    if (next.children.empty()) {  // only whether this byte can come: no state to build
+      if (m.accepts(std::string_view(&c, 1)))
+        allowed_.insert(allowed_.end(), next.tokens.begin(), next.tokens.end());
+      continue;
+    }
+    const std::optional<GrammarMatcher> moved = m.after(std::string_view(&c, 1));
+    if (!moved) continue;
+    allowed_.insert(allowed_.end(), next.tokens.begin(), next.tokens.end());
+    collect(child, *moved);
   }
 }
 
@@ -36,12 +68,7 @@ const std::vector<int32_t>& GrammarConstraint::allowed() {
     allowed_ = it->second;
   } else {
     allowed_.clear();
-    for (int byte = 0; byte < 256; ++byte) {
-      const std::vector<int32_t>& tokens = by_first_byte_[static_cast<size_t>(byte)];
-      if (tokens.empty() || !matcher_.accepts(std::string(1, static_cast<char>(byte)))) continue;
-      for (int32_t token : tokens)
-        if (matcher_.accepts(pieces_[static_cast<size_t>(token)])) allowed_.push_back(token);
-    }
+    collect(0, matcher_);
     if (can_end) allowed_.insert(allowed_.end(), ends_.begin(), ends_.end());
     std::sort(allowed_.begin(), allowed_.end());
     allowed_.erase(std::unique(allowed_.begin(), allowed_.end()), allowed_.end());

@@ -3,9 +3,10 @@
 // reply in the grammar; an end token only where the reply is a whole sentence of it; other
 // control tokens and tokens without text never.
 //
-// Tokens are tried only when their first byte can continue the text, and the allowed set of
-// each state met is remembered (inside a JSON string, say, the state after every character is
-// the same): the same sets, fewer checks.
+// The tokens are tried as a trie of their bytes, so that a prefix many share is matched once
+// and a rejected one rules out every token under it; and the allowed set of each state met is
+// remembered (inside a JSON string, say, the state after every character is the same): the
+// same sets as trying each token alone, fewer steps.
 //
 //   GrammarConstraint g(tokenizer, grammar_text, model.eos_ids());
 //   int32_t id = sampler.sample(logits, history, &g.allowed());
@@ -43,8 +44,16 @@ class GrammarConstraint {
 
  private:
   GrammarMatcher matcher_;
-  std::vector<std::string> pieces_;                  // each token's bytes; empty for control tokens
-  std::vector<std::vector<int32_t>> by_first_byte_;  // the tokens with text, by first byte
+  // A node of the tokens' byte trie: the children by next byte, the tokens that end here.
+  struct TrieNode {
+    std::vector<std::pair<uint8_t, uint32_t>> children;
+    std::vector<int32_t> tokens;
+  };
+  // Adds to allowed_ the tokens under `node` (whose bytes brought `m` where it is).
+  void collect(uint32_t node, const GrammarMatcher& m);
+
+  std::vector<std::string> pieces_;  // each token's bytes; empty for control tokens
+  std::vector<TrieNode> trie_;       // node 0: the empty prefix
   std::vector<int32_t> ends_;
   std::unordered_map<std::string, std::vector<int32_t>> seen_;  // allowed sets by state key
   std::vector<int32_t> allowed_;

@@ -157,6 +157,12 @@ bool GrammarMatcher::accepts(std::string_view bytes) const {
   return advance(bytes, /*check_only=*/true).has_value();
 }
 
+std::optional<GrammarMatcher> GrammarMatcher::after(std::string_view bytes) const {
+  std::optional<State> next = advance(bytes);
+  if (!next) return std::nullopt;
+  return GrammarMatcher(grammar_, std::move(*next));
+}
+
 void GrammarMatcher::accept(std::string_view bytes) {
   std::optional<State> next = advance(bytes);
   if (!next) throw Error("grammar", "the text cannot continue with '" + std::string(bytes) + "'");

@@ -32,6 +32,9 @@ class GrammarMatcher {
   bool accepts(std::string_view bytes) const;
   // Appends `bytes`; throws oxi::Error when they cannot continue the text.
   void accept(std::string_view bytes);
+  // The matcher after `bytes`, or nothing when they cannot continue the text (this one as it
+  // was either way).
+  std::optional<GrammarMatcher> after(std::string_view bytes) const;
   // The text is a whole sentence of the grammar (no character half-way).
   bool can_end() const;
   // Nothing can follow: the text is complete and no stack goes on.
@@ -49,6 +52,8 @@ class GrammarMatcher {
     std::vector<Stack> stacks;
     std::string pending;  // the first bytes of a character still to come
   };
+  GrammarMatcher(std::shared_ptr<const gbnf::Grammar> grammar, State state)
+      : grammar_(std::move(grammar)), state_(std::move(state)) {}
 
   // The state after `bytes`, or nothing when they cannot continue it. With `check_only`, the
   // last character is matched but not stepped past (the state returned is then not valid).
