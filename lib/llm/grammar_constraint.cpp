@@ -44,19 +44,26 @@ GrammarConstraint::GrammarConstraint(const tokenizer::Tokenizer& tokenizer,
   }
 }
 
-void GrammarConstraint::collect(uint32_t node, const GrammarMatcher& m) {
-  for (const auto& [byte, child] : trie_[node].children) {
-    const char c = static_cast<char>(byte);
-    const TrieNode& next = trie_[child];
-    if (next.children.empty()) {  // only whether this byte can come: no state to build
-      if (m.accepts(std::string_view(&c, 1)))
-        allowed_.insert(allowed_.end(), next.tokens.begin(), next.tokens.end());
-      continue;
+void GrammarConstraint::collect(uint32_t root, const GrammarMatcher& m) {
+  // Depth first with a stack of its own: a vocabulary may hold very long tokens.
+  std::vector<std::pair<uint32_t, GrammarMatcher>> open;
+  open.emplace_back(root, m);
+  while (!open.empty()) {
+    const auto [node, matcher] = std::move(open.back());
+    open.pop_back();
+    for (const auto& [byte, child] : trie_[node].children) {
+      const char c = static_cast<char>(byte);
+      const TrieNode& next = trie_[child];
+      if (next.children.empty()) {  // only whether this byte can come: no state to build
+        if (matcher.accepts(std::string_view(&c, 1)))
+          allowed_.insert(allowed_.end(), next.tokens.begin(), next.tokens.end());
+        continue;
+      }
+      std::optional<GrammarMatcher> moved = matcher.after(std::string_view(&c, 1));
+      if (!moved) continue;
+      allowed_.insert(allowed_.end(), next.tokens.begin(), next.tokens.end());
+      open.emplace_back(child, std::move(*moved));
     }
-    const std::optional<GrammarMatcher> moved = m.after(std::string_view(&c, 1));
-    if (!moved) continue;
-    allowed_.insert(allowed_.end(), next.tokens.begin(), next.tokens.end());
-    collect(child, *moved);
   }
 }
 

@@ -49,8 +49,8 @@ class GrammarConstraint {
     std::vector<std::pair<uint8_t, uint32_t>> children;
     std::vector<int32_t> tokens;
   };
-  // Adds to allowed_ the tokens under `node` (whose bytes brought `m` where it is).
-  void collect(uint32_t node, const GrammarMatcher& m);
+  // Adds to allowed_ the tokens under `root` (whose bytes brought `m` where it is).
+  void collect(uint32_t root, const GrammarMatcher& m);
 
   std::vector<std::string> pieces_;  // each token's bytes; empty for control tokens
   std::vector<TrieNode> trie_;       // node 0: the empty prefix
