@@ -82,6 +82,12 @@ enum {
   PROP_FREQUENCY_PENALTY,
   PROP_PRESENCE_PENALTY,
   PROP_TYPICAL_P,
+  PROP_TOP_N_SIGMA,
+  PROP_XTC_PROBABILITY,
+  PROP_XTC_THRESHOLD,
+  PROP_MIROSTAT,
+  PROP_MIROSTAT_TAU,
+  PROP_MIROSTAT_ETA,
   PROP_GRAMMAR,
   PROP_JSON_SCHEMA,
   PROP_SEED,
@@ -108,6 +114,12 @@ enum {
 #define DEFAULT_FREQUENCY_PENALTY 0.0f
 #define DEFAULT_PRESENCE_PENALTY 0.0f
 #define DEFAULT_TYPICAL_P 1.0f
+#define DEFAULT_TOP_N_SIGMA -1.0f
+#define DEFAULT_XTC_PROBABILITY 0.0f
+#define DEFAULT_XTC_THRESHOLD 0.1f
+#define DEFAULT_MIROSTAT 0
+#define DEFAULT_MIROSTAT_TAU 5.0f
+#define DEFAULT_MIROSTAT_ETA 0.1f
 #define DEFAULT_SEED -1
 #define DEFAULT_MAX_TOKENS 256
 #define DEFAULT_THREADS 0
@@ -157,6 +169,12 @@ static const OxiPropertyField properties[] = {
     OXI_PROPERTY_FIELD(PROP_FREQUENCY_PENALTY, GstOxiLlm, frequency_penalty),
     OXI_PROPERTY_FIELD(PROP_PRESENCE_PENALTY, GstOxiLlm, presence_penalty),
     OXI_PROPERTY_FIELD(PROP_TYPICAL_P, GstOxiLlm, typical_p),
+    OXI_PROPERTY_FIELD(PROP_TOP_N_SIGMA, GstOxiLlm, top_n_sigma),
+    OXI_PROPERTY_FIELD(PROP_XTC_PROBABILITY, GstOxiLlm, xtc_probability),
+    OXI_PROPERTY_FIELD(PROP_XTC_THRESHOLD, GstOxiLlm, xtc_threshold),
+    OXI_PROPERTY_FIELD(PROP_MIROSTAT, GstOxiLlm, mirostat),
+    OXI_PROPERTY_FIELD(PROP_MIROSTAT_TAU, GstOxiLlm, mirostat_tau),
+    OXI_PROPERTY_FIELD(PROP_MIROSTAT_ETA, GstOxiLlm, mirostat_eta),
     OXI_PROPERTY_FIELD(PROP_GRAMMAR, GstOxiLlm, grammar),
     OXI_PROPERTY_FIELD(PROP_JSON_SCHEMA, GstOxiLlm, json_schema),
     OXI_PROPERTY_FIELD(PROP_SEED, GstOxiLlm, seed),
@@ -313,6 +331,36 @@ static void gst_oxi_llm_class_init(GstOxiLlmClass* klass) {
                          "Locally typical sampling: keep the tokens nearest the entropy up to "
                          "this probability mass (1 = off)",
                          0.01f, 1.0f, DEFAULT_TYPICAL_P, playing));
+  g_object_class_install_property(
+      gobject_class, PROP_TOP_N_SIGMA,
+      g_param_spec_float("top-n-sigma", "Top n sigma",
+                         "Keep the logits within this many standard deviations of the top "
+                         "(-1 = off)",
+                         -1.0f, 100.0f, DEFAULT_TOP_N_SIGMA, playing));
+  g_object_class_install_property(
+      gobject_class, PROP_XTC_PROBABILITY,
+      g_param_spec_float("xtc-probability", "XTC probability",
+                         "How often the likeliest tokens leave, all but the last of those at or "
+                         "above xtc-threshold (0 = off)",
+                         0.0f, 1.0f, DEFAULT_XTC_PROBABILITY, playing));
+  g_object_class_install_property(
+      gobject_class, PROP_XTC_THRESHOLD,
+      g_param_spec_float("xtc-threshold", "XTC threshold",
+                         "The probability from which XTC takes tokens out", 0.0f, 1.0f,
+                         DEFAULT_XTC_THRESHOLD, playing));
+  g_object_class_install_property(
+      gobject_class, PROP_MIROSTAT,
+      g_param_spec_int("mirostat", "Mirostat",
+                       "Mirostat 1 or 2 in place of top-k/p, min-p and the penalties (0 = off)", 0,
+                       2, DEFAULT_MIROSTAT, playing));
+  g_object_class_install_property(
+      gobject_class, PROP_MIROSTAT_TAU,
+      g_param_spec_float("mirostat-tau", "Mirostat tau", "Mirostat's target surprise, in bits",
+                         0.0f, 100.0f, DEFAULT_MIROSTAT_TAU, playing));
+  g_object_class_install_property(
+      gobject_class, PROP_MIROSTAT_ETA,
+      g_param_spec_float("mirostat-eta", "Mirostat eta", "Mirostat's learning rate", 0.0f, 1.0f,
+                         DEFAULT_MIROSTAT_ETA, playing));
   g_object_class_install_property(
       gobject_class, PROP_GRAMMAR,
       g_param_spec_string("grammar", "Grammar",
@@ -729,6 +777,12 @@ static GstFlowReturn gst_oxi_llm_answer(GstOxiLlm* self, const OxiLlmItem& item,
     options.sampling.frequency_penalty = self->frequency_penalty;
     options.sampling.presence_penalty = self->presence_penalty;
     options.sampling.typical_p = self->typical_p;
+    options.sampling.top_n_sigma = self->top_n_sigma;
+    options.sampling.xtc_probability = self->xtc_probability;
+    options.sampling.xtc_threshold = self->xtc_threshold;
+    options.sampling.mirostat = self->mirostat;
+    options.sampling.mirostat_tau = self->mirostat_tau;
+    options.sampling.mirostat_eta = self->mirostat_eta;
     options.sampling.seed =
         self->seed >= 0 ? static_cast<uint64_t>(self->seed) : std::random_device()();
     options.max_tokens = self->max_tokens;

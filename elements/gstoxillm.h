@@ -43,6 +43,12 @@ struct _GstOxiLlm {
   gfloat frequency_penalty;
   gfloat presence_penalty;
   gfloat typical_p;
+  gfloat top_n_sigma;
+  gfloat xtc_probability;
+  gfloat xtc_threshold;
+  gint mirostat;
+  gfloat mirostat_tau;
+  gfloat mirostat_eta;
   gchar* grammar;
   gchar* json_schema;
   gint64 seed;

@@ -164,8 +164,8 @@ TEST_F(OxiLlm, SeededSamplingEqualsTheEngine) {
   gst_harness_teardown(h);
 }
 
-// The penalties and typical sampling reach the sampler as in the engine.
-TEST_F(OxiLlm, PenaltiesAndTypicalEqualTheEngine) {
+// The penalties, typical, top-n-sigma, XTC and Mirostat reach the sampler as in the engine.
+TEST_F(OxiLlm, SamplersEqualTheEngine) {
   GstHarness* h = harness(
       "temperature=0.9 seed=11 max-tokens=10 frequency-penalty=0.5 presence-penalty=0.25 "
       "typical-p=0.8");
@@ -181,6 +181,24 @@ TEST_F(OxiLlm, PenaltiesAndTypicalEqualTheEngine) {
   sampling.frequency_penalty = sampling.presence_penalty = 0;
   sampling.typical_p = 1;
   EXPECT_NE(engine_answer("", "w264", 10, sampling), expected);
+
+  // top-n-sigma and XTC, then Mirostat.
+  g_object_set(h->element, "frequency-penalty", 0.0f, "presence-penalty", 0.0f, "typical-p", 1.0f,
+               "top-n-sigma", 1.5f, "xtc-probability", 0.7f, "xtc-threshold", 0.05f, nullptr);
+  sampling.top_n_sigma = 1.5f;
+  sampling.xtc_probability = 0.7f;
+  sampling.xtc_threshold = 0.05f;
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w264", GST_SECOND, GST_SECOND)), GST_FLOW_OK);
+  const std::string filtered = engine_answer("", "w264", 10, sampling);
+  EXPECT_EQ(pull_answer(h).text, filtered);
+  g_object_set(h->element, "mirostat", 2, "mirostat-tau", 3.0f, "mirostat-eta", 0.3f, nullptr);
+  sampling.mirostat = 2;
+  sampling.mirostat_tau = 3.0f;
+  sampling.mirostat_eta = 0.3f;
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w264", 2 * GST_SECOND, GST_SECOND)), GST_FLOW_OK);
+  const std::string mirostat = engine_answer("", "w264", 10, sampling);
+  EXPECT_EQ(pull_answer(h).text, mirostat);
+  EXPECT_NE(mirostat, filtered);
   gst_harness_teardown(h);
 }
 
