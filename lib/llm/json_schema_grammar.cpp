@@ -1,6 +1,10 @@
 #include "lib/llm/json_schema_grammar.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <vector>
@@ -8,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/core/error.h"
+#include "lib/llm/int_range_gbnf.h"
 
 namespace oxi::llm {
 namespace {
@@ -49,11 +54,28 @@ const std::set<std::string, std::less<>> kAnnotations = {
     "default", "examples",    "format",          "readOnly",         "writeOnly",    "deprecated",
     "$defs",   "definitions", "contentEncoding", "contentMediaType", "contentSchema"};
 // Keywords this converter turns into grammar.
-const std::set<std::string, std::less<>> kHandled = {
-    "type",      "properties",  "required", "additionalProperties",
-    "items",     "prefixItems", "minItems", "maxItems",
-    "minLength", "maxLength",   "enum",     "const",
-    "anyOf",     "oneOf",       "allOf",    "$ref"};
+const std::set<std::string, std::less<>> kHandled = {"type",
+                                                     "properties",
+                                                     "required",
+                                                     "additionalProperties",
+                                                     "items",
+                                                     "prefixItems",
+                                                     "minItems",
+                                                     "maxItems",
+                                                     "minLength",
+                                                     "maxLength",
+                                                     "enum",
+                                                     "const",
+                                                     "anyOf",
+                                                     "oneOf",
+                                                     "allOf",
+                                                     "$ref",
+                                                     "minimum",
+                                                     "maximum",
+                                                     "exclusiveMinimum",
+                                                     "exclusiveMaximum"};
+// The bounds keywords, which this converter takes on integers only.
+const char* const kBounds[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
 
 // A GBNF string literal of `text` (its bytes; quotes, backslashes and controls escaped).
 std::string literal(std::string_view text) {
@@ -196,6 +218,8 @@ class Converter {
     }
 
     const auto type = schema.find("type");
+    if (type == schema.end() && has_bounds(schema))
+      fail(where, "minimum / maximum are supported with type integer only");
     if (type == schema.end()) {
       if (schema.contains("properties") || schema.contains("additionalProperties"))
         return object(schema, where);
@@ -219,11 +243,57 @@ class Converter {
     if (t == "object") return object(schema, where);
     if (t == "array") return array(schema, where);
     if (t == "string") return string(schema, where);
+    if (t == "integer" && has_bounds(schema)) {
+      use("space");
+      return integer_range(schema, where) + " space";
+    }
+    if (t == "number" && has_bounds(schema))
+      fail(where, "minimum / maximum are supported on integers only");
     if (t == "number" || t == "integer" || t == "boolean" || t == "null") {
       use(t);
       return t;
     }
     fail(where, "unknown type '" + t + "'");
+  }
+
+  static bool has_bounds(const json& schema) {
+    return std::any_of(std::begin(kBounds), std::end(kBounds),
+                       [&](const char* key) { return schema.contains(key); });
+  }
+
+  // minimum / maximum (inclusive) and exclusiveMinimum / exclusiveMaximum (a number, or as in
+  // draft 4 true beside minimum / maximum) as the integers they leave.
+  std::string integer_range(const json& schema, const std::string& where) const {
+    std::optional<int64_t> lo, hi;
+    const auto number = [&](const char* key) {
+      const json& v = schema[key];
+      if (!v.is_number()) fail(where, std::string(key) + " must be a number");
+      const double d = v.get<double>();
+      if (!(std::abs(d) < 9.0e15)) fail(where, std::string(key) + " is beyond the integers here");
+      return d;
+    };
+    const auto raise = [&](int64_t v) { lo = lo ? std::max(*lo, v) : v; };
+    const auto lower = [&](int64_t v) { hi = hi ? std::min(*hi, v) : v; };
+    const auto exclusive = [&](const char* key) {
+      return schema.contains(key) && schema[key].is_boolean() && schema[key].get<bool>();
+    };
+    if (schema.contains("minimum")) {
+      const double m = number("minimum");
+      raise(static_cast<int64_t>(exclusive("exclusiveMinimum") ? std::floor(m) + 1 : std::ceil(m)));
+    }
+    if (schema.contains("maximum")) {
+      const double m = number("maximum");
+      lower(static_cast<int64_t>(exclusive("exclusiveMaximum") ? std::ceil(m) - 1 : std::floor(m)));
+    }
+    if (schema.contains("exclusiveMinimum") && !schema["exclusiveMinimum"].is_boolean())
+      raise(static_cast<int64_t>(std::floor(number("exclusiveMinimum")) + 1));
+    if (schema.contains("exclusiveMaximum") && !schema["exclusiveMaximum"].is_boolean())
+      lower(static_cast<int64_t>(std::ceil(number("exclusiveMaximum")) - 1));
+    try {
+      return int_range_gbnf(lo, hi);
+    } catch (const Error&) {
+      fail(where, "minimum / maximum leave no integer");
+    }
   }
 
   std::string reference(const json& ref, const std::string& where) {

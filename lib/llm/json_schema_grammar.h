@@ -4,16 +4,18 @@
 //
 //   std::string grammar = json_schema_to_gbnf(R"({"type": "object", ...})");
 //
-// Properties come out in the schema's order. Supported: type (one or a list: object, array, string,
-// number, integer, boolean, null), properties with required (in the schema's order; absent optional
-// ones skipped), additionalProperties (as llama.cpp: none unless given; true or a schema adds any
+// Properties come out in the schema's order. Supported: type (one or a list: object, array,
+// string, number, integer, boolean, null), properties with required (absent optional ones
+// skipped), additionalProperties (as llama.cpp: none unless given; true or a schema adds any
 // other keys after the named ones; an object schema with neither is any object), items /
-// prefixItems with minItems / maxItems, minLength / maxLength, enum, const, anyOf / oneOf (as
-// alternatives), allOf of one schema, $ref to #/$defs/... or #/definitions/... (recursion
-// included), true and {} (any JSON value). Annotations (title, description, format, default,
-// examples...) are ignored, as the JSON Schema spec lets a validator ignore format. Keywords that
-// would constrain what this does not handle (pattern, minimum, maximum, multipleOf, uniqueItems,
-// not, if/then/else, ...) are an oxi::Error naming the keyword and where it is.
+// prefixItems with minItems / maxItems, minLength / maxLength, minimum / maximum /
+// exclusiveMinimum / exclusiveMaximum on integers (int_range_gbnf.h), enum, const, anyOf /
+// oneOf (as alternatives), allOf of one schema, $ref to #/$defs/... or #/definitions/...
+// (recursion included), true and {} (any JSON value). Annotations (title, description, format,
+// default, examples...) are ignored, as the JSON Schema spec lets a validator ignore format.
+// Keywords that would constrain what this does not handle (pattern, bounds on non-integers,
+// multipleOf, uniqueItems, not, if/then/else, ...) are an oxi::Error naming the keyword and
+// where it is.
 #pragma once
 
 #include <string>
