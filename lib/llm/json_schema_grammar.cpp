@@ -35,6 +35,16 @@ const std::map<std::string, std::string, std::less<>> kPrimitives = {
      "\"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" "
      "space"},
     {"array", "\"[\" space (value (\",\" space value)*)? \"]\" space"},
+    // String formats (RFC 3339's full-date, full-time and date-time; RFC 4122's text form).
+    {"format-date",
+     "[0-9]{4} \"-\" (\"0\" [1-9] | \"1\" [0-2]) \"-\" (\"0\" [1-9] | [12] [0-9] | \"3\" [01])"},
+    {"format-time",
+     "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" ([0-5] [0-9] | \"60\") (\".\" [0-9]+)? "
+     "([Zz] | [+-] ([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9])"},
+    {"format-date-time", "format-date [Tt] format-time"},
+    {"format-uuid",
+     "[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" "
+     "[0-9a-fA-F]{12}"},
 };
 // What each primitive refers to.
 const std::map<std::string, std::vector<std::string>, std::less<>> kUses = {
@@ -46,6 +56,7 @@ const std::map<std::string, std::vector<std::string>, std::less<>> kUses = {
     {"value", {"object", "array", "string", "number", "boolean", "null"}},
     {"object", {"space", "string", "value"}},
     {"array", {"space", "value"}},
+    {"format-date-time", {"format-date", "format-time"}},
 };
 
 // Keywords that only annotate: ignored.
@@ -317,8 +328,19 @@ class Converter {
   }
 
   std::string string(const json& schema, const std::string& where) {
-    use("char");
     use("space");
+    // The formats llama.cpp holds a reply to; the spec lets the others be ignored.
+    if (const auto format = schema.find("format"); format != schema.end() && format->is_string()) {
+      const std::string name = "format-" + format->get<std::string>();
+      if (kPrimitives.count(name)) {
+        if (schema.contains("minLength") || schema.contains("maxLength"))
+          fail(where, "format '" + format->get<std::string>() +
+                          "' with minLength / maxLength is not supported");
+        use(name);
+        return "\"\\\"\" " + name + " \"\\\"\" space";
+      }
+    }
+    use("char");
     const size_t min = count(schema, "minLength", where);
     const long max = limit(schema, "maxLength", where);
     if (max >= 0 && static_cast<size_t>(max) < min) fail(where, "maxLength below minLength");

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -409,6 +410,61 @@ TEST(IntRangeGrammar, TakesExactlyTheRange) {
     EXPECT_FALSE(takes("12345678901234567")) << text;   // 17: beyond the plain integers too
   }
   EXPECT_THROW(int_range_gbnf(3, 2), Error);
+}
+
+// The string formats against regular expressions of RFC 3339's full-date, full-time and
+// date-time and of RFC 4122's UUID text, on random near-miss strings and their edits.
+TEST(JsonSchemaGrammar, StringFormatsFollowTheirRfcs) {
+  const std::string date = R"(\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01]))";
+  const std::string time =
+      R"(([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d))";
+  const std::pair<const char*, std::string> formats[] = {
+      {"date", date},
+      {"time", time},
+      {"date-time", date + "[Tt]" + time},
+      {"uuid", "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"}};
+  std::mt19937 rng(23);
+  const auto digits = [&](int n, int below) {
+    std::string d = std::to_string(rng() % below);
+    return std::string(n - std::min<int>(n, d.size()), '0') + d;
+  };
+  const auto sample = [&](const std::string& format) -> std::string {
+    const std::string day = digits(4, 10000) + "-" + digits(2, 14) + "-" + digits(2, 33);
+    const std::string offsets[] = {"Z", "z", "+" + digits(2, 25) + ":" + digits(2, 61), "-05:30"};
+    std::string clock = digits(2, 25) + ":" + digits(2, 61) + ":" + digits(2, 62);
+    if (rng() % 2) clock += "." + digits(1 + rng() % 3, 1000);
+    clock += offsets[rng() % 4];
+    if (format == "date") return day;
+    if (format == "time") return clock;
+    if (format == "date-time") return day + (rng() % 2 ? "T" : "t") + clock;
+    std::string uuid;
+    for (int group : {8, 4, 4, 4, 12}) {
+      if (!uuid.empty()) uuid += "-";
+      for (int i = 0; i < group; ++i) uuid += "0123456789abcdefABCDEFg"[rng() % 23];
+    }
+    return uuid;
+  };
+  for (const auto& [format, regex] : formats) {
+    const std::string gbnf =
+        json_schema_to_gbnf(R"({"type": "string", "format": ")" + std::string(format) + "\"}");
+    const auto grammar = std::make_shared<const gbnf::Grammar>(gbnf::Grammar::parse(gbnf));
+    const std::regex re(regex);
+    size_t valid = 0, invalid = 0;
+    for (int i = 0; i < 400; ++i) {
+      const std::string s = sample(format);
+      for (const std::string& t : {s, oxi::test::edit_char(s, "0123456789-:.TZz+aF", rng)}) {
+        const bool want = std::regex_match(t, re);
+        ASSERT_EQ(grammar_takes(grammar, "\"" + t + "\""), want) << format << " " << t;
+        (want ? valid : invalid) += 1;
+      }
+    }
+    EXPECT_GT(valid, 50u) << format;
+    EXPECT_GT(invalid, 50u) << format;
+  }
+  // Other formats are annotations: any string.
+  const auto email = std::make_shared<const gbnf::Grammar>(
+      gbnf::Grammar::parse(json_schema_to_gbnf(R"({"type": "string", "format": "email"})")));
+  EXPECT_TRUE(grammar_takes(email, "\"not an address\""));
 }
 
 TEST(JsonSchemaGrammar, WhatIsNotSupportedIsAnErrorSayingWhere) {
