@@ -13,6 +13,7 @@
 
 #include "lib/core/error.h"
 #include "lib/llm/int_range_gbnf.h"
+#include "lib/llm/regex_gbnf.h"
 
 namespace oxi::llm {
 namespace {
@@ -84,7 +85,8 @@ const std::set<std::string, std::less<>> kHandled = {"type",
                                                      "minimum",
                                                      "maximum",
                                                      "exclusiveMinimum",
-                                                     "exclusiveMaximum"};
+                                                     "exclusiveMaximum",
+                                                     "pattern"};
 // The bounds keywords, which this converter takes on integers only.
 const char* const kBounds[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
 
@@ -329,6 +331,16 @@ class Converter {
 
   std::string string(const json& schema, const std::string& where) {
     use("space");
+    if (const auto pattern = schema.find("pattern"); pattern != schema.end()) {
+      if (!pattern->is_string()) fail(where, "pattern must be a string");
+      if (schema.contains("minLength") || schema.contains("maxLength") || schema.contains("format"))
+        fail(where, "pattern with minLength / maxLength / format is not supported");
+      try {
+        return "\"\\\"\" " + regex_gbnf(pattern->get<std::string>()) + " \"\\\"\" space";
+      } catch (const Error& e) {
+        fail(where, e.what());
+      }
+    }
     // The formats llama.cpp holds a reply to; the spec lets the others be ignored.
     if (const auto format = schema.find("format"); format != schema.end() && format->is_string()) {
       const std::string name = "format-" + format->get<std::string>();

@@ -11,10 +11,11 @@
 // prefixItems with minItems / maxItems, minLength / maxLength, minimum / maximum /
 // exclusiveMinimum / exclusiveMaximum on integers (int_range_gbnf.h), enum, const, anyOf /
 // oneOf (as alternatives), allOf of one schema, $ref to #/$defs/... or #/definitions/...
-// (recursion included), true and {} (any JSON value), and on strings the formats date, time,
-// date-time (RFC 3339) and uuid, as llama.cpp holds them. Annotations (title, description,
+// (recursion included), true and {} (any JSON value), and on strings anchored patterns
+// (regex_gbnf.h) and the formats date, time, date-time (RFC 3339) and uuid, as llama.cpp
+// holds them. Annotations (title, description,
 // default, examples, other formats...) are ignored, as the spec lets a validator ignore format.
-// Keywords that would constrain what this does not handle (pattern, bounds on non-integers,
+// Keywords that would constrain what this does not handle (bounds on non-integers,
 // multipleOf, uniqueItems, not, if/then/else, ...) are an oxi::Error naming the keyword and
 // where it is.
 #pragma once

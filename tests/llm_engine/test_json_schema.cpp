@@ -22,6 +22,7 @@
 #include "lib/llm/grammar_matcher.h"
 #include "lib/llm/int_range_gbnf.h"
 #include "lib/llm/json_schema_grammar.h"
+#include "lib/llm/regex_gbnf.h"
 #include "tests/common/byte_edits.h"
 
 namespace oxi::llm::test {
@@ -467,6 +468,77 @@ TEST(JsonSchemaGrammar, StringFormatsFollowTheirRfcs) {
   EXPECT_TRUE(grammar_takes(email, "\"not an address\""));
 }
 
+// Patterns against std::regex (ECMAScript, as JSON Schema's patterns are) on every string of
+// up to 3 characters over an alphabet with JSON's escaped characters, and random longer ones;
+// the grammar reads the string as JSON writes it (nlohmann::json's dump).
+TEST(RegexGrammar, MatchesWhatEcmaScriptMatches) {
+  const char* const kPatterns[] = {R"(^[A-Z]{2}-\d{3}$)",
+                                   R"(^(a|bc)+\.?$)",
+                                   R"(^[^"\\]*$)",
+                                   R"(^.{2,4}$)",
+                                   R"(^\s*\w+\s*$)",
+                                   "^(?:x|y\\n)*\"$",
+                                   R"(^[\d\-]{1,3}[^\w\s]?$)",
+                                   R"(^a{2}b{1,}c?$)",
+                                   R"(^\\[a-c]\t$)",
+                                   R"(^(ab|a)(c|bcd)$)",
+                                   R"(^$)",
+                                   R"(^\u0041[\x20-\x7e]+?$)",
+                                   R"(^[a{]{2}$)"};
+  const std::string alphabet = "aAbBcdxy1- .\"\\\n\r\t_{";
+  std::vector<std::string> strings = {""};
+  for (size_t n = 0, start = 0; n < 3; ++n) {
+    const size_t end = strings.size();
+    for (size_t i = start; i < end; ++i)
+      for (char c : alphabet) strings.push_back(strings[i] + c);
+    start = end;
+  }
+  std::mt19937 rng(29);
+  for (int i = 0; i < 3000; ++i) {
+    std::string s(4 + rng() % 5, ' ');
+    for (char& c : s) c = alphabet[rng() % alphabet.size()];
+    if (rng() % 3 == 0) s = std::string("AB-").append(std::to_string(rng() % 2000));
+    strings.push_back(s);
+  }
+  for (const char* pattern : kPatterns) {
+    const std::string gbnf = "root ::= \"\\\"\" " + regex_gbnf(pattern) + " \"\\\"\"";
+    const auto grammar = std::make_shared<const gbnf::Grammar>(gbnf::Grammar::parse(gbnf));
+    const std::regex re(pattern);
+    size_t matched = 0;
+    for (const std::string& s : strings) {
+      const bool want = std::regex_search(s, re);
+      matched += want;
+      ASSERT_EQ(grammar_takes(grammar, json(s).dump()), want)
+          << pattern << " on " << json(s).dump() << "\n"
+          << gbnf;
+    }
+    EXPECT_GT(matched, 0u) << pattern;
+  }
+  for (const auto& [pattern, message] :
+       std::vector<std::pair<std::string, std::string>>{{"a+$", "must be anchored"},
+                                                        {"^a+", "must be anchored"},
+                                                        {"^a\\$", "must be anchored"},
+                                                        {"^a|b$", "a | outside any group"},
+                                                        {"^(?=a)a$", "lookaround"},
+                                                        {"^(a)\\1$", "\\1, which is not supported"},
+                                                        {"^\\bx$", "word boundary"},
+                                                        {"^(a$", "unclosed ("},
+                                                        {"^a)$", "unmatched )"},
+                                                        {"^[a$", "unclosed ["},
+                                                        {"^*$", "nothing before it"},
+                                                        {"^a{3,1}$", "n < m"},
+                                                        {"^a^b$", "anchor inside"},
+                                                        {"^[]$", "matches nothing"}}) {
+    std::string got = "<converted>";
+    try {
+      regex_gbnf(pattern);
+    } catch (const Error& e) {
+      got = e.what();
+    }
+    EXPECT_NE(got.find(message), std::string::npos) << pattern << " -> " << got;
+  }
+}
+
 TEST(JsonSchemaGrammar, WhatIsNotSupportedIsAnErrorSayingWhere) {
   const auto error = [](const std::string& schema) {
     try {
@@ -478,7 +550,7 @@ TEST(JsonSchemaGrammar, WhatIsNotSupportedIsAnErrorSayingWhere) {
   };
   EXPECT_NE(
       error(R"({"type": "object", "properties": {"id": {"type": "string", "pattern": "^a"}}})")
-          .find("root-id: 'pattern' is not supported"),
+          .find("root-id: pattern: '^a' must be anchored"),
       std::string::npos);
   EXPECT_NE(error(R"({"type": "number", "minimum": 0})").find("on integers only"),
             std::string::npos);
