@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/core/error.h"
+#include "lib/llm/gbnf.h"
 #include "lib/llm/int_range_gbnf.h"
 #include "lib/llm/regex_gbnf.h"
 
@@ -476,7 +477,17 @@ std::string json_schema_to_gbnf(std::string_view schema) {
   } catch (const json::parse_error& e) {
     throw Error("json schema", std::string("not JSON: ") + e.what());
   }
-  return Converter(parsed).convert();
+  std::string grammar = Converter(parsed).convert();
+  // A schema that refers to itself before any JSON text ({"anyOf": [{"$ref": "#"}...]}) makes
+  // a left-recursive grammar: refused here, saying why, rather than by whoever parses it.
+  try {
+    (void)gbnf::Grammar::parse(grammar);
+  } catch (const Error& e) {
+    throw Error("json schema", std::string("its grammar is refused (a $ref that comes back to "
+                                           "itself before any JSON text?): ") +
+                                   e.what());
+  }
+  return grammar;
 }
 
 }  // namespace oxi::llm

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "lib/core/error.h"
+#include "lib/llm/gbnf.h"
 #include "lib/tokenizer/unicode.h"
 
 namespace oxi::llm {
@@ -374,7 +375,15 @@ class RegexParser {
 }  // namespace
 
 std::string regex_gbnf(std::string_view pattern) {
-  return RegexParser(pattern).parse();
+  std::string expression = RegexParser(pattern).parse();
+  // A repeated part that can match nothing, (|a)*, makes a left-recursive rule.
+  try {
+    (void)gbnf::Grammar::parse("root ::= " + expression);
+  } catch (const Error&) {
+    throw Error("pattern", "'" + std::string(pattern) +
+                               "' repeats a part that can match nothing, which is not supported");
+  }
+  return expression;
 }
 
 }  // namespace oxi::llm

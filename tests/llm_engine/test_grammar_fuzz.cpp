@@ -13,6 +13,9 @@
 #include "lib/core/error.h"
 #include "lib/llm/gbnf.h"
 #include "lib/llm/grammar_matcher.h"
+#include "lib/llm/json_schema_grammar.h"
+#include "lib/llm/regex_gbnf.h"
+#include "tests/common/byte_edits.h"
 
 namespace oxi::llm::test {
 namespace {
@@ -132,6 +135,53 @@ TEST(GbnfFuzz, ResourceExhaustionIsAnError) {
         .append(std::to_string(i))
         .append("\"");
   EXPECT_NE(error_of(ambiguous).find("too ambiguous"), std::string::npos);
+}
+
+// JSON Schemas and patterns, edited: each converts or fails with oxi::Error, and what converts
+// is a grammar that parses (the converters' output is never a syntax error) and matches.
+TEST(GbnfFuzz, SchemasAndPatternsConvertToGrammarsThatParse) {
+  const char* const schemas[] = {
+      R"({"type": "object", "properties": {"a": {"type": "integer", "minimum": -5, "maximum": 70},
+          "b": {"type": "string", "pattern": "^[a-c\\d]{1,3}(x|y)?$"}, "c": {"type": "array",
+          "items": {"enum": ["p", 1, null]}, "maxItems": 2}}, "required": ["a"]})",
+      R"({"$defs": {"n": {"anyOf": [{"type": "string", "format": "date"}, {"type": "array",
+          "items": {"$ref": "#/$defs/n"}}, {"type": "boolean"}]}}, "type": "array",
+          "prefixItems": [{"$ref": "#/$defs/n"},
+          {"const": "k\"\\"}]})",
+      R"({"type": "object", "additionalProperties": {"type": "number"}, "properties":
+          {"u": {"type": "string", "format": "uuid", "title": "t"}}})",
+  };
+  const std::string syntax = R"({}[]:,"\^$|()*+?.-0129azAZ )";
+  std::mt19937 rng(13);
+  size_t converted = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string schema = schemas[rng() % std::size(schemas)];
+    for (int e = 1 + rng() % 3; e > 0; --e) schema = oxi::test::edit_char(schema, syntax, rng);
+    std::string gbnf;
+    try {
+      gbnf = json_schema_to_gbnf(schema);
+    } catch (const Error&) {
+      continue;
+    }
+    ++converted;
+    std::shared_ptr<const gbnf::Grammar> grammar;
+    ASSERT_NO_THROW(grammar = std::make_shared<const gbnf::Grammar>(gbnf::Grammar::parse(gbnf)))
+        << schema << "\n"
+        << gbnf;
+    parse_and_match(gbnf, rng);
+  }
+  EXPECT_GT(converted, 100u);
+  for (int i = 0; i < 3000; ++i) {
+    std::string pattern = "^[a-c\\d]{1,3}(x|y\\.)*?[^\"\\s]+\\u00e9$";
+    for (int e = 1 + rng() % 3; e > 0; --e) pattern = oxi::test::edit_char(pattern, syntax, rng);
+    std::string expression;
+    try {
+      expression = regex_gbnf(pattern);
+    } catch (const Error&) {
+      continue;
+    }
+    ASSERT_NO_THROW((void)gbnf::Grammar::parse("root ::= " + expression)) << pattern;
+  }
 }
 
 }  // namespace

@@ -514,21 +514,22 @@ TEST(RegexGrammar, MatchesWhatEcmaScriptMatches) {
     }
     EXPECT_GT(matched, 0u) << pattern;
   }
-  for (const auto& [pattern, message] :
-       std::vector<std::pair<std::string, std::string>>{{"a+$", "must be anchored"},
-                                                        {"^a+", "must be anchored"},
-                                                        {"^a\\$", "must be anchored"},
-                                                        {"^a|b$", "a | outside any group"},
-                                                        {"^(?=a)a$", "lookaround"},
-                                                        {"^(a)\\1$", "\\1, which is not supported"},
-                                                        {"^\\bx$", "word boundary"},
-                                                        {"^(a$", "unclosed ("},
-                                                        {"^a)$", "unmatched )"},
-                                                        {"^[a$", "unclosed ["},
-                                                        {"^*$", "nothing before it"},
-                                                        {"^a{3,1}$", "n < m"},
-                                                        {"^a^b$", "anchor inside"},
-                                                        {"^[]$", "matches nothing"}}) {
+  for (const auto& [pattern, message] : std::vector<std::pair<std::string, std::string>>{
+           {"a+$", "must be anchored"},
+           {"^a+", "must be anchored"},
+           {"^a\\$", "must be anchored"},
+           {"^a|b$", "a | outside any group"},
+           {"^(?=a)a$", "lookaround"},
+           {"^(a)\\1$", "\\1, which is not supported"},
+           {"^\\bx$", "word boundary"},
+           {"^(a$", "unclosed ("},
+           {"^a)$", "unmatched )"},
+           {"^[a$", "unclosed ["},
+           {"^*$", "nothing before it"},
+           {"^a{3,1}$", "n < m"},
+           {"^a^b$", "anchor inside"},
+           {"^[]$", "matches nothing"},
+           {"^(|a)*$", "repeats a part that can match nothing"}}) {
     std::string got = "<converted>";
     try {
       regex_gbnf(pattern);
@@ -567,6 +568,10 @@ TEST(JsonSchemaGrammar, WhatIsNotSupportedIsAnErrorSayingWhere) {
             std::string::npos);
   EXPECT_NE(error("{\"type\": ").find("not JSON"), std::string::npos);
   EXPECT_NE(error("false").find("matches nothing"), std::string::npos);
+  EXPECT_NE(error(R"({"$defs": {"n": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}},
+                     "$ref": "#/$defs/n"})")
+                .find("comes back to itself before any JSON text"),
+            std::string::npos);
 }
 
 }  // namespace
