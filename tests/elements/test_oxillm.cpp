@@ -221,7 +221,7 @@ TEST_F(OxiLlm, GrammarHoldsEachAnswer) {
   // json-schema: the grammar json_schema_to_gbnf makes of it; not with grammar as well.
   const std::string schema = R"({"type": "array", "items": {"type": "boolean"}, "maxItems": 2})";
   g_object_set(h->element, "grammar", nullptr, "json-schema", schema.c_str(), nullptr);
-  g_object_set(h->element, "json-schema", R"({"type": "integer", "minimum": 0})", nullptr);
+  g_object_set(h->element, "json-schema", R"({"type": "number", "minimum": 0})", nullptr);
   ASSERT_EQ(gst_harness_push(h, text_buffer("w264", GST_SECOND, GST_SECOND)), GST_FLOW_OK);
   EXPECT_EQ(pull_answer(h).text,
             engine_answer("", "w264", 40, greedy(), {}, oxi::llm::json_schema_to_gbnf(schema)));
