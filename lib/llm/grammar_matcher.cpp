@@ -123,17 +123,18 @@ std::optional<GrammarMatcher::State> GrammarMatcher::advance(std::string_view by
     for (size_t k = 1; k < have; ++k)
       if (!is_continuation(static_cast<uint8_t>(text[i + k]))) return std::nullopt;
     if (have < length) {  // the text ends inside this character
-      const auto [first, last] = possible_code_points(std::string_view(text).substr(i), length);
-      if (first > last) return std::nullopt;
+      const auto range = possible_code_points(std::string_view(text).substr(i), length);
+      if (range.first > range.second) return std::nullopt;
       const bool possible = std::any_of(stacks->begin(), stacks->end(), [&](const Stack& s) {
-        return !s.empty() && top_set(s).matches_some(first, last);
+        return !s.empty() && top_set(s).matches_some(range.first, range.second);
       });
       if (!possible) return std::nullopt;
       next.pending = text.substr(i);
       break;
     }
-    const auto [c, unused] = possible_code_points(std::string_view(text).substr(i, length), length);
-    if (c != unused) return std::nullopt;  // overlong or beyond U+10FFFF
+    const auto range = possible_code_points(std::string_view(text).substr(i, length), length);
+    const char32_t c = range.first;
+    if (c != range.second) return std::nullopt;  // overlong or beyond U+10FFFF
     if (check_only && i + length == text.size()) {
       // The last character: a stack whose top matches it is enough (stepping past a match
       // always leaves a stack), so the stacks are not built.

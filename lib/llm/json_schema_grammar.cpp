@@ -244,6 +244,7 @@ class Converter {
     if (type->is_array()) {
       std::string alternatives;
       for (const json& t : *type) {
+        if (!t.is_string()) fail(where, "type must be a string or a list of them");
         json one = schema;
         one["type"] = t;
         alternatives += (alternatives.empty() ? "" : " | ") +
@@ -474,10 +475,15 @@ std::string json_schema_to_gbnf(std::string_view schema) {
   json parsed;
   try {
     parsed = json::parse(schema);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number beyond double
     throw Error("json schema", std::string("not JSON: ") + e.what());
   }
-  std::string grammar = Converter(parsed).convert();
+  std::string grammar;
+  try {
+    grammar = Converter(parsed).convert();
+  } catch (const json::exception& e) {  // a keyword's value of a type the converter did not check
+    throw Error("json schema", std::string("unexpected value: ") + e.what());
+  }
   // A schema that refers to itself before any JSON text ({"anyOf": [{"$ref": "#"}...]}) makes
   // a left-recursive grammar: refused here, saying why, rather than by whoever parses it.
   try {

@@ -568,6 +568,9 @@ TEST(JsonSchemaGrammar, WhatIsNotSupportedIsAnErrorSayingWhere) {
             std::string::npos);
   EXPECT_NE(error("{\"type\": ").find("not JSON"), std::string::npos);
   EXPECT_NE(error("false").find("matches nothing"), std::string::npos);
+  // Found by the libFuzzer target: a number beyond double, a type list of a number.
+  EXPECT_NE(error(R"({"type": "integer", "minimum": 1e999})").find("not JSON"), std::string::npos);
+  EXPECT_NE(error(R"({"type": ["string", 1]})").find("type must be a string"), std::string::npos);
   EXPECT_NE(error(R"({"$defs": {"n": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}},
                      "$ref": "#/$defs/n"})")
                 .find("comes back to itself before any JSON text"),
