@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace oxi::test {
@@ -60,6 +61,26 @@ inline std::string edit_char(std::string text, std::string_view alphabet, std::m
       text[at] = alphabet[rng() % alphabet.size()];
   }
   return text;
+}
+
+// Every string of up to max_length characters over `alphabet`, shortest first ("" included),
+// then `random` more of random lengths min_random..max_random (inclusive) drawn from `rng`.
+inline std::vector<std::string> strings_over(std::string_view alphabet, size_t max_length,
+                                             size_t random, size_t min_random, size_t max_random,
+                                             std::mt19937& rng) {
+  std::vector<std::string> strings = {""};
+  for (size_t n = 0, start = 0; n < max_length; ++n) {
+    const size_t end = strings.size();
+    for (size_t i = start; i < end; ++i)
+      for (char c : alphabet) strings.push_back(strings[i] + c);
+    start = end;
+  }
+  for (size_t i = 0; i < random; ++i) {
+    std::string s(min_random + rng() % (max_random - min_random + 1), ' ');
+    for (char& c : s) c = alphabet[rng() % alphabet.size()];
+    strings.push_back(std::move(s));
+  }
+  return strings;
 }
 
 }  // namespace oxi::test

@@ -99,20 +99,8 @@ const Pair kPairs[] = {
 };
 
 TEST(GrammarMatcher, AcceptsWhatTheRegexMatches) {
-  const std::string alphabet = "abc12 \\";
-  std::vector<std::string> strings = {""};
-  for (size_t n = 0, start = 0; n < 5; ++n) {
-    const size_t end = strings.size();
-    for (size_t i = start; i < end; ++i)
-      for (char c : alphabet) strings.push_back(strings[i] + c);
-    start = end;
-  }
   std::mt19937 rng(7);
-  for (int i = 0; i < 2000; ++i) {
-    std::string s(6 + rng() % 6, ' ');
-    for (char& c : s) c = alphabet[rng() % alphabet.size()];
-    strings.push_back(s);
-  }
+  const std::vector<std::string> strings = oxi::test::strings_over("abc12 \\", 5, 2000, 6, 11, rng);
   for (const Pair& p : kPairs) {
     const std::regex re(p.regex);
     size_t matched = 0;

@@ -485,21 +485,11 @@ TEST(RegexGrammar, MatchesWhatEcmaScriptMatches) {
                                    R"(^$)",
                                    R"(^\u0041[\x20-\x7e]+?$)",
                                    R"(^[a{]{2}$)"};
-  const std::string alphabet = "aAbBcdxy1- .\"\\\n\r\t_{";
-  std::vector<std::string> strings = {""};
-  for (size_t n = 0, start = 0; n < 3; ++n) {
-    const size_t end = strings.size();
-    for (size_t i = start; i < end; ++i)
-      for (char c : alphabet) strings.push_back(strings[i] + c);
-    start = end;
-  }
   std::mt19937 rng(29);
-  for (int i = 0; i < 3000; ++i) {
-    std::string s(4 + rng() % 5, ' ');
-    for (char& c : s) c = alphabet[rng() % alphabet.size()];
-    if (rng() % 3 == 0) s = std::string("AB-").append(std::to_string(rng() % 2000));
-    strings.push_back(s);
-  }
+  std::vector<std::string> strings =
+      oxi::test::strings_over("aAbBcdxy1- .\"\\\n\r\t_{", 3, 2000, 4, 8, rng);
+  for (int i = 0; i < 1000; ++i)
+    strings.push_back(std::string("AB-").append(std::to_string(rng() % 2000)));
   for (const char* pattern : kPatterns) {
     const std::string gbnf = "root ::= \"\\\"\" " + regex_gbnf(pattern) + " \"\\\"\"";
     const auto grammar = std::make_shared<const gbnf::Grammar>(gbnf::Grammar::parse(gbnf));
