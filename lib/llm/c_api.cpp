@@ -53,13 +53,16 @@ oxi::llm::GenerateOptions generate_options(const oxi_llm_params& p) {
   g.context_shift = p.context_shift != 0;
   g.keep = p.keep;
   g.ignore_eos = p.ignore_eos != 0;
-  if (p.grammar != nullptr) g.grammar = p.grammar;
+  // Checked here, so that oxi_llm_set_params refuses what does not convert.
+  if (p.grammar != nullptr && *p.grammar != '\0') {
+    g.grammar = p.grammar;
+    (void)oxi::llm::gbnf::Grammar::parse(g.grammar);
+  }
   if (p.json_schema != nullptr && *p.json_schema != '\0') {
     if (!g.grammar.empty())
       throw oxi::Error("oxi_llm_params", "grammar and json_schema cannot both be set");
-    g.grammar = oxi::llm::json_schema_to_gbnf(p.json_schema);
+    g.grammar = oxi::llm::json_schema_to_gbnf(p.json_schema);  // parses what it makes
   }
-  if (!g.grammar.empty()) (void)oxi::llm::gbnf::Grammar::parse(g.grammar);  // refused here
   for (size_t i = 0; i < p.n_stop && p.stop != nullptr; ++i)
     if (p.stop[i] != nullptr) g.stop.emplace_back(p.stop[i]);
   return g;

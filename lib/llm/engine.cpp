@@ -268,12 +268,6 @@ SamplerOptions Engine::sampling_options(const GenerateOptions& options) const {
     for (int32_t id : model_->eos_ids())
       s.logit_bias.push_back({id, -std::numeric_limits<float>::infinity()});
   }
-  const int n_vocab = model_->config().n_vocab;
-  for (const LogitBias& b : s.logit_bias)
-    if (b.id < 0 || b.id >= n_vocab)
-      throw Error("generate", "logit bias token " + std::to_string(b.id) +
-                                  " is not in the vocabulary (" + std::to_string(n_vocab) +
-                                  " tokens)");
   return s;
 }
 
@@ -282,6 +276,7 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
   cancel_requested_.store(false, std::memory_order_relaxed);
   // Before the prompt, so that bad options change nothing.
   Sampler sampler(sampling_options(options));
+  sampler.check_logit_bias(static_cast<size_t>(model_->config().n_vocab));
   std::optional<GrammarConstraint> grammar;
   if (!options.grammar.empty()) {
     if (!options.choices.empty()) throw Error("generate", "a grammar cannot go with choices");

@@ -160,7 +160,7 @@ class Engine {
   std::string render_after(const std::vector<ChatMessage>& history,
                            const std::vector<ChatMessage>& messages) const;
   bool is_end_token(int32_t id) const;
-  // options.sampling plus ignore_eos' biases; throws oxi::Error for biases off the vocabulary.
+  // options.sampling plus ignore_eos' biases; throws oxi::Error for ignore_eos with choices.
   SamplerOptions sampling_options(const GenerateOptions& options) const;
   std::vector<int32_t> tokenize_prompt(const std::string& text) const;
 

@@ -162,17 +162,20 @@ Sampler::Sampler(const SamplerOptions& options)
                   "logit bias of token " + std::to_string(b.id) + " must be a number or -inf");
 }
 
+void Sampler::check_logit_bias(size_t n_vocab) const {
+  for (const LogitBias& b : options_.logit_bias)
+    if (b.id < 0 || static_cast<size_t>(b.id) >= n_vocab)
+      throw Error("sampler", "logit bias token " + std::to_string(b.id) +
+                                 " is not in the vocabulary (" + std::to_string(n_vocab) +
+                                 " tokens)");
+}
+
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history,
                         const std::vector<int32_t>* allowed) {
   if (logits.empty()) throw Error("sampler", "no logits to sample from");
+  check_logit_bias(logits.size());
   scratch_.assign(logits.begin(), logits.end());
-  for (const LogitBias& b : options_.logit_bias) {
-    if (b.id < 0 || static_cast<size_t>(b.id) >= scratch_.size())
-      throw Error("sampler", "logit bias token " + std::to_string(b.id) +
-                                 " is not in the vocabulary (" + std::to_string(scratch_.size()) +
-                                 " tokens)");
-    scratch_[static_cast<size_t>(b.id)] += b.bias;
-  }
+  for (const LogitBias& b : options_.logit_bias) scratch_[static_cast<size_t>(b.id)] += b.bias;
   std::span<const int32_t> recent = history;
   if (options_.repeat_last_n >= 0 && recent.size() > static_cast<size_t>(options_.repeat_last_n))
     recent = recent.last(static_cast<size_t>(options_.repeat_last_n));

@@ -100,6 +100,10 @@ class Sampler {
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history,
                  const std::vector<int32_t>* allowed = nullptr);
 
+  // Throws oxi::Error for a logit bias whose token is not among n_vocab (sample() checks
+  // against its logits; a caller may check before it has any).
+  void check_logit_bias(size_t n_vocab) const;
+
   const SamplerOptions& options() const { return options_; }
   // Mirostat's running surprise bound (starts at 2 tau, moves after every draw).
   float mirostat_mu() const { return mu_; }
