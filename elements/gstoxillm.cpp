@@ -58,6 +58,7 @@
 #include "lib/llm/engine.h"
 #include "lib/llm/gbnf.h"
 #include "lib/llm/json_schema_grammar.h"
+#include "lib/llm/logit_bias.h"
 #include "lib/llm/model.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_oxi_llm_debug);
@@ -90,6 +91,8 @@ enum {
   PROP_MIROSTAT_ETA,
   PROP_GRAMMAR,
   PROP_JSON_SCHEMA,
+  PROP_LOGIT_BIAS,
+  PROP_IGNORE_EOS,
   PROP_SEED,
   PROP_MAX_TOKENS,
   PROP_THREADS,
@@ -120,6 +123,8 @@ enum {
 #define DEFAULT_MIROSTAT 0
 #define DEFAULT_MIROSTAT_TAU 5.0f
 #define DEFAULT_MIROSTAT_ETA 0.1f
+#define DEFAULT_LOGIT_BIAS nullptr
+#define DEFAULT_IGNORE_EOS FALSE
 #define DEFAULT_SEED -1
 #define DEFAULT_MAX_TOKENS 256
 #define DEFAULT_THREADS 0
@@ -177,6 +182,8 @@ static const OxiPropertyField properties[] = {
     OXI_PROPERTY_FIELD(PROP_MIROSTAT_ETA, GstOxiLlm, mirostat_eta),
     OXI_PROPERTY_FIELD(PROP_GRAMMAR, GstOxiLlm, grammar),
     OXI_PROPERTY_FIELD(PROP_JSON_SCHEMA, GstOxiLlm, json_schema),
+    OXI_PROPERTY_FIELD(PROP_LOGIT_BIAS, GstOxiLlm, logit_bias),
+    OXI_PROPERTY_FIELD(PROP_IGNORE_EOS, GstOxiLlm, ignore_eos),
     OXI_PROPERTY_FIELD(PROP_SEED, GstOxiLlm, seed),
     OXI_PROPERTY_FIELD(PROP_MAX_TOKENS, GstOxiLlm, max_tokens),
     OXI_PROPERTY_FIELD(PROP_THREADS, GstOxiLlm, threads),
@@ -375,6 +382,19 @@ static void gst_oxi_llm_class_init(GstOxiLlmClass* klass) {
                           "grammar; one that cannot be converted is refused)",
                           nullptr, playing));
   g_object_class_install_property(
+      gobject_class, PROP_LOGIT_BIAS,
+      g_param_spec_string("logit-bias", "Logit bias",
+                          "Biases added to tokens' logits, as --logit-bias: TOKEN_ID(+|-)BIAS, "
+                          "comma separated, e.g. 15043+1,2-inf (-inf: never; a malformed list is "
+                          "refused, a token off the vocabulary fails the answer)",
+                          DEFAULT_LOGIT_BIAS, playing));
+  g_object_class_install_property(
+      gobject_class, PROP_IGNORE_EOS,
+      g_param_spec_boolean("ignore-eos", "Ignore EOS",
+                           "Never end an answer at the model's end tokens: answers run to "
+                           "max-tokens or the context's end (as --ignore-eos)",
+                           DEFAULT_IGNORE_EOS, playing));
+  g_object_class_install_property(
       gobject_class, PROP_SEED,
       g_param_spec_int64("seed", "Seed",
                          "Sampling seed, the same for every answer (-1 = a random seed each "
@@ -485,14 +505,16 @@ static void gst_oxi_llm_set_property(GObject* object, guint prop_id, const GValu
       return;
     }
   }
-  if (prop_id == PROP_GRAMMAR || prop_id == PROP_JSON_SCHEMA) {
+  if (prop_id == PROP_GRAMMAR || prop_id == PROP_JSON_SCHEMA || prop_id == PROP_LOGIT_BIAS) {
     const gchar* g = g_value_get_string(value);
     if (g != nullptr && *g != '\0') {
       try {
         if (prop_id == PROP_GRAMMAR)
           (void)oxi::llm::gbnf::Grammar::parse(g);
-        else
+        else if (prop_id == PROP_JSON_SCHEMA)
           (void)oxi::llm::json_schema_to_gbnf(g);
+        else
+          (void)oxi::llm::parse_logit_bias_list(g, pspec->name);
       } catch (const std::exception& e) {
         g_warning("oxillm: %s refused (%s); keeping the previous one", pspec->name, e.what());
         return;
@@ -785,6 +807,9 @@ static GstFlowReturn gst_oxi_llm_answer(GstOxiLlm* self, const OxiLlmItem& item,
     options.sampling.mirostat_eta = self->mirostat_eta;
     options.sampling.seed =
         self->seed >= 0 ? static_cast<uint64_t>(self->seed) : std::random_device()();
+    options.sampling.logit_bias =
+        oxi::llm::parse_logit_bias_list(gst_oxi_llm_string(self->logit_bias));  // checked when set
+    options.ignore_eos = self->ignore_eos;
     options.max_tokens = self->max_tokens;
     options.grammar = gst_oxi_llm_string(self->grammar);
     const std::string json_schema = gst_oxi_llm_string(self->json_schema);

@@ -51,6 +51,8 @@ struct _GstOxiLlm {
   gfloat mirostat_eta;
   gchar* grammar;
   gchar* json_schema;
+  gchar* logit_bias;
+  gboolean ignore_eos;
   gint64 seed;
   gint max_tokens;
   guint threads;

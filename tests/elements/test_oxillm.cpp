@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <regex>
 #include <string>
@@ -55,11 +56,12 @@ class OxiLlm : public ::testing::Test {
   static std::string engine_answer(const std::string& system, const std::string& user,
                                    int max_tokens, oxi::llm::SamplerOptions sampling = greedy(),
                                    oxi::llm::EngineOptions eo = {},
-                                   const std::string& grammar = "") {
+                                   const std::string& grammar = "", bool ignore_eos = false) {
     eo.threads = 1;
     auto engine = oxi::llm::Engine::load(model_.string(), eo);
     oxi::llm::GenerateOptions g;
     g.sampling = sampling;
+    g.ignore_eos = ignore_eos;
     g.max_tokens = max_tokens;
     g.grammar = grammar;
     std::vector<oxi::ChatMessage> messages;
@@ -200,6 +202,60 @@ TEST_F(OxiLlm, SamplersEqualTheEngine) {
   EXPECT_EQ(pull_answer(h).text, mirostat);
   EXPECT_NE(mirostat, filtered);
   gst_harness_teardown(h);
+}
+
+// logit-bias and ignore-eos reach the engine: an end token biased to be the greedy pick makes
+// the answer empty (a GAP), and with ignore-eos the answer runs to max-tokens as the engine's
+// does; a malformed list is refused when set, a token off the vocabulary fails the answer.
+TEST_F(OxiLlm, LogitBiasAndIgnoreEosEqualTheEngine) {
+  const std::vector<int32_t> ends = oxi::llm::Engine::load(model_.string())->model().eos_ids();
+  ASSERT_FALSE(ends.empty());
+  std::string ends_first;
+  oxi::llm::SamplerOptions sampling = greedy();
+  for (int32_t id : ends) {
+    ends_first += std::to_string(id) + "+100,";
+    sampling.logit_bias.push_back({id, 100.0f});
+  }
+  EXPECT_EQ(engine_answer("", "w264", 6, sampling), "");
+
+  GstHarness* h = harness();
+  g_object_set(h->element, "logit-bias", "270+3,5-inf", nullptr);
+  g_object_set(h->element, "logit-bias", "270+3,x-1", nullptr);  // refused
+  gchar* kept = nullptr;
+  g_object_get(h->element, "logit-bias", &kept, nullptr);
+  EXPECT_STREQ(kept, "270+3,5-inf");
+  g_free(kept);
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w264", 0, GST_SECOND)), GST_FLOW_OK);
+  oxi::llm::SamplerOptions biased = greedy();
+  biased.logit_bias = {{270, 3.0f}, {5, -std::numeric_limits<float>::infinity()}};
+  const std::string expected = engine_answer("", "w264", 6, biased);
+  EXPECT_EQ(pull_answer(h).text, expected);
+  EXPECT_NE(engine_answer("", "w264", 6), expected);
+
+  g_object_set(h->element, "logit-bias", ends_first.c_str(), "ignore-eos", TRUE, nullptr);
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w264", GST_SECOND, GST_SECOND)), GST_FLOW_OK);
+  const std::string running = engine_answer("", "w264", 6, sampling, {}, "", true);
+  EXPECT_FALSE(running.empty());
+  EXPECT_EQ(pull_answer(h).text, running);
+  gst_harness_teardown(h);
+
+  GstElement* e = gst_parse_launch(
+      ("oxillm model=\"" + model_.string() + "\" logit-bias=100000+1 threads=1").c_str(), nullptr);
+  ASSERT_NE(e, nullptr);
+  GstBus* bus = gst_bus_new();
+  gst_element_set_bus(e, bus);
+  h = gst_harness_new_with_element(e, "sink", "src");
+  gst_harness_set_src_caps_str(h, "text/x-raw, format=(string)utf8");
+  gst_harness_push(h, text_buffer("w265", 0, GST_SECOND));
+  const std::optional<oxi::test::BusError> error = oxi::test::pop_bus_error(bus, 60 * GST_SECOND);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_NE(error->message.find("logit bias token 100000 is not in the vocabulary"),
+            std::string::npos)
+      << error->message;
+  gst_element_set_bus(e, nullptr);
+  gst_harness_teardown(h);
+  gst_object_unref(bus);
+  gst_object_unref(e);
 }
 
 // The grammar holds each answer as it holds the engine's; one that does not parse is refused
@@ -410,6 +466,8 @@ TEST_F(OxiLlm, PropertiesHaveDefaultsAndRanges) {
                            "frequency-penalty",
                            "presence-penalty",
                            "typical-p",
+                           "logit-bias",
+                           "ignore-eos",
                            "seed",
                            "max-tokens",
                            "threads",

@@ -16,6 +16,7 @@
 #include "lib/llm/gbnf.h"
 #include "lib/llm/json_schema_grammar.h"
 #include "lib/llm/kv_cache.h"
+#include "lib/llm/logit_bias.h"
 #include "tools/oxinfer/text_input.h"
 
 namespace oxi::cli {
@@ -104,34 +105,6 @@ int int_option(const ParsedArgs& args, const std::string& name, int fallback) {
                                                 std::numeric_limits<int>::max()));
 }
 
-// llama.cpp's --logit-bias value: TOKEN_ID, then + or -, then the bias (a number or inf).
-llm::LogitBias parse_logit_bias(const std::string& value) {
-  const auto bad = [&] {
-    return UsageError("--logit-bias '" + value +
-                      "': expected TOKEN_ID(+|-)BIAS, e.g. 15043+1 or 2-inf");
-  };
-  const size_t sign = value.find_first_of("+-");
-  if (sign == 0 || sign == std::string::npos || sign + 1 == value.size()) throw bad();
-  const std::string id = value.substr(0, sign), bias = value.substr(sign + 1);
-  if (id.find_first_not_of("0123456789") != std::string::npos || id.size() > 9) throw bad();
-  llm::LogitBias b{std::stoi(id), 0.0f};
-  if (bias == "inf") {
-    if (value[sign] == '+')
-      throw UsageError("--logit-bias '" + value + "': the bias may be -inf, not +inf");
-    b.bias = -std::numeric_limits<float>::infinity();
-    return b;
-  }
-  size_t used = 0;
-  try {
-    b.bias = std::stof(bias, &used);
-  } catch (const std::exception&) {
-    throw bad();
-  }
-  if (used != bias.size() || !std::isfinite(b.bias) || bias[0] == '+' || bias[0] == '-')
-    throw bad();
-  if (value[sign] == '-') b.bias = -b.bias;
-  return b;
-}
 
 // The GBNF grammar of --grammar, --grammar-file, --json-schema or --json-schema-file (at most
 // one); "" for none. Its errors come before the model loads, naming where it came from.
@@ -173,8 +146,13 @@ llm::GenerateOptions generate_options(const ParsedArgs& args) {
       static_cast<float>(args.get_double("frequency-penalty", s.frequency_penalty));
   s.presence_penalty = static_cast<float>(args.get_double("presence-penalty", s.presence_penalty));
   s.typical_p = static_cast<float>(args.get_double("typical", s.typical_p));
-  for (const std::string& bias : args.get_all("logit-bias"))
-    s.logit_bias.push_back(parse_logit_bias(bias));
+  for (const std::string& bias : args.get_all("logit-bias")) {
+    try {
+      s.logit_bias.push_back(llm::parse_logit_bias(bias, "--logit-bias"));
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
+  }
   if (!(s.typical_p > 0)) throw UsageError("--typical must be above 0");
   s.top_n_sigma = static_cast<float>(args.get_double("top-nsigma", s.top_n_sigma));
   s.xtc_probability = static_cast<float>(args.get_double("xtc-probability", s.xtc_probability));
