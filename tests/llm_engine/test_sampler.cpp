@@ -11,6 +11,7 @@
 #include <set>
 
 #include "lib/core/error.h"
+#include "lib/llm/logit_bias.h"
 #include "lib/llm/sampler.h"
 #include "tests/llm_engine/engine_fixture.h"
 
@@ -237,6 +238,36 @@ std::set<int32_t> reference_typical(const std::vector<float>& logits, double p) 
     if (mass > p) break;
   }
   return kept;
+}
+
+// llama.cpp's --logit-bias text: ID(+|-)BIAS, -inf allowed, +inf and anything else refused with
+// the text and the name it came under; lists are comma separated.
+TEST(Sampler, LogitBiasTextParses) {
+  using oxi::llm::parse_logit_bias;
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto same = [](oxi::llm::LogitBias a, int32_t id, float bias) {
+    return a.id == id && a.bias == bias;
+  };
+  EXPECT_TRUE(same(parse_logit_bias("15043+1"), 15043, 1.0f));
+  EXPECT_TRUE(same(parse_logit_bias("0-2.5"), 0, -2.5f));
+  EXPECT_TRUE(same(parse_logit_bias("7+1e2"), 7, 100.0f));
+  EXPECT_TRUE(same(parse_logit_bias("2-inf"), 2, -inf));
+  for (const char* bad : {"", "5", "x+1", "+1", "-1+1", "5+", "5+x", "5+1x", "5++1", "5+-1",
+                          "5+nan", "5+infinity", "5+inf", "99999999999+1", "5 +1", "5+1e99"}) {
+    try {
+      parse_logit_bias(bad, "--logit-bias");
+      ADD_FAILURE() << bad;
+    } catch (const oxi::Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(std::string("--logit-bias '") + bad + "'", 0), 0u)
+          << e.what();
+    }
+  }
+  const std::vector<oxi::llm::LogitBias> list =
+      oxi::llm::parse_logit_bias_list("1+1,,2-inf,3-0.5,");
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_TRUE(same(list[0], 1, 1.0f) && same(list[1], 2, -inf) && same(list[2], 3, -0.5f));
+  EXPECT_TRUE(oxi::llm::parse_logit_bias_list("").empty());
+  EXPECT_THROW(oxi::llm::parse_logit_bias_list("1+1,2"), oxi::Error);
 }
 
 TEST(Sampler, TypicalKeepsTheTokensNearestTheEntropy) {
