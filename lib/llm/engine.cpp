@@ -259,6 +259,18 @@ void Engine::evaluate_prompt(const std::vector<int32_t>& prompt, TurnStats& stat
   stats.prompt_ms = ms_since(start_time);
 }
 
+GrammarConstraint& Engine::grammar_constraint(const std::string& grammar) {
+  if (grammar_ && grammar_->grammar() == grammar) {
+    grammar_->restart();
+    return *grammar_;
+  }
+  grammar_.reset();
+  if (!token_trie_)
+    token_trie_ = std::make_shared<const TokenTrie>(model_->tokenizer(), model_->eos_ids());
+  grammar_ = std::make_unique<GrammarConstraint>(token_trie_, grammar);
+  return *grammar_;
+}
+
 SamplerOptions Engine::sampling_options(const GenerateOptions& options) const {
   SamplerOptions s = options.sampling;
   if (options.ignore_eos) {
@@ -277,10 +289,10 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
   // Before the prompt, so that bad options change nothing.
   Sampler sampler(sampling_options(options));
   sampler.check_logit_bias(static_cast<size_t>(model_->config().n_vocab));
-  std::optional<GrammarConstraint> grammar;
+  GrammarConstraint* grammar = nullptr;
   if (!options.grammar.empty()) {
     if (!options.choices.empty()) throw Error("generate", "a grammar cannot go with choices");
-    grammar.emplace(model_->tokenizer(), options.grammar, model_->eos_ids());
+    grammar = &grammar_constraint(options.grammar);
   }
   TurnStats stats;
   prompt_logits_.clear();

@@ -35,6 +35,9 @@
 
 namespace oxi::llm {
 
+class GrammarConstraint;
+class TokenTrie;
+
 struct EngineOptions {
   int threads = 0;                        // CPU backend threads; 0 = every core
   size_t n_ctx = 0;                       // context positions; 0 = Session's default
@@ -163,6 +166,9 @@ class Engine {
   // options.sampling plus ignore_eos' biases; throws oxi::Error for ignore_eos with choices.
   SamplerOptions sampling_options(const GenerateOptions& options) const;
   std::vector<int32_t> tokenize_prompt(const std::string& text) const;
+  // The constraint for `grammar` at the empty reply: the last turn's when it had the same
+  // grammar (its remembered sets kept), else a new one on the vocabulary's trie (built once).
+  GrammarConstraint& grammar_constraint(const std::string& grammar);
 
   std::shared_ptr<const Model> model_;
   std::unique_ptr<backends::Backend> backend_;
@@ -173,6 +179,8 @@ class Engine {
   std::string raw_text_;  // raw mode: the text the context holds (prompts and replies)
   std::vector<float> prompt_logits_;
   std::vector<float> next_logits_;  // logits of the cache's last token, when known
+  std::shared_ptr<const TokenTrie> token_trie_;
+  std::unique_ptr<GrammarConstraint> grammar_;
   std::atomic<bool> cancel_requested_{false};
 };
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "lib/core/error.h"
-#include "lib/tokenizer/tokenizer.h"
 
 namespace oxi::llm {
 namespace {
@@ -13,35 +12,16 @@ constexpr size_t kStatesKept = 64;
 
 }  // namespace
 
-GrammarConstraint::GrammarConstraint(const tokenizer::Tokenizer& tokenizer,
-                                     std::string_view grammar, std::vector<int32_t> end_tokens)
-    : matcher_(std::make_shared<const gbnf::Grammar>(gbnf::Grammar::parse(grammar))),
-      ends_(std::move(end_tokens)) {
-  pieces_.resize(tokenizer.vocab_size());
-  trie_.emplace_back();
-  for (size_t id = 0; id < pieces_.size(); ++id) {
-    const auto token = static_cast<int32_t>(id);
-    if (tokenizer.is_control(token) || std::find(ends_.begin(), ends_.end(), token) != ends_.end())
-      continue;
-    pieces_[id] = tokenizer.token_piece(token);
-    if (pieces_[id].empty()) continue;
-    uint32_t node = 0;
-    for (char c : pieces_[id]) {
-      const auto byte = static_cast<uint8_t>(c);
-      const auto& children = trie_[node].children;
-      const auto it = std::find_if(children.begin(), children.end(),
-                                   [byte](const auto& child) { return child.first == byte; });
-      if (it != children.end()) {
-        node = it->second;
-        continue;
-      }
-      const auto child = static_cast<uint32_t>(trie_.size());
-      trie_[node].children.emplace_back(byte, child);
-      trie_.emplace_back();
-      node = child;
-    }
-    trie_[node].tokens.push_back(token);
-  }
+GrammarConstraint::GrammarConstraint(std::shared_ptr<const TokenTrie> trie,
+                                     std::string_view grammar)
+    : text_(grammar),
+      parsed_(std::make_shared<const gbnf::Grammar>(gbnf::Grammar::parse(grammar))),
+      trie_(std::move(trie)),
+      matcher_(parsed_) {}
+
+void GrammarConstraint::restart() {
+  matcher_ = GrammarMatcher(parsed_);
+  allowed_current_ = false;
 }
 
 void GrammarConstraint::collect(uint32_t root, const GrammarMatcher& m) {
@@ -51,9 +31,9 @@ void GrammarConstraint::collect(uint32_t root, const GrammarMatcher& m) {
   while (!open.empty()) {
     const auto [node, matcher] = std::move(open.back());
     open.pop_back();
-    for (const auto& [byte, child] : trie_[node].children) {
+    for (const auto& [byte, child] : trie_->node(node).children) {
       const char c = static_cast<char>(byte);
-      const TrieNode& next = trie_[child];
+      const TokenTrie::Node& next = trie_->node(child);
       if (next.children.empty()) {  // only whether this byte can come: no state to build
         if (matcher.accepts(std::string_view(&c, 1)))
           allowed_.insert(allowed_.end(), next.tokens.begin(), next.tokens.end());
@@ -75,8 +55,11 @@ const std::vector<int32_t>& GrammarConstraint::allowed() {
     allowed_ = it->second;
   } else {
     allowed_.clear();
-    collect(0, matcher_);
-    if (can_end) allowed_.insert(allowed_.end(), ends_.begin(), ends_.end());
+    collect(TokenTrie::kRoot, matcher_);
+    if (can_end) {
+      const std::span<const int32_t> ends = trie_->end_tokens();
+      allowed_.insert(allowed_.end(), ends.begin(), ends.end());
+    }
     std::sort(allowed_.begin(), allowed_.end());
     allowed_.erase(std::unique(allowed_.begin(), allowed_.end()), allowed_.end());
     if (seen_.size() >= kStatesKept) seen_.clear();
@@ -90,11 +73,11 @@ const std::vector<int32_t>& GrammarConstraint::allowed() {
 }
 
 void GrammarConstraint::accept(int32_t token) {
-  if (std::find(ends_.begin(), ends_.end(), token) != ends_.end()) return;
-  if (token < 0 || static_cast<size_t>(token) >= pieces_.size() ||
-      pieces_[static_cast<size_t>(token)].empty())
-    throw Error("grammar", "token " + std::to_string(token) + " has no text to match");
-  matcher_.accept(pieces_[static_cast<size_t>(token)]);
+  const std::span<const int32_t> ends = trie_->end_tokens();
+  if (std::find(ends.begin(), ends.end(), token) != ends.end()) return;
+  const std::string_view piece = trie_->piece(token);
+  if (piece.empty()) throw Error("grammar", "token " + std::to_string(token) + " has no text to match");
+  matcher_.accept(piece);
   allowed_current_ = false;
 }
 

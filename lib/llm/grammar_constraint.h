@@ -3,14 +3,16 @@
 // reply in the grammar; an end token only where the reply is a whole sentence of it; other
 // control tokens and tokens without text never.
 //
-// The tokens are tried as a trie of their bytes, so that a prefix many share is matched once
-// and a rejected one rules out every token under it; and the allowed set of each state met is
-// remembered (inside a JSON string, say, the state after every character is the same): the
-// same sets as trying each token alone, fewer steps.
+// The tokens are tried as a trie of their bytes (token_trie.h), so that a prefix many share is
+// matched once and a rejected one rules out every token under it; and the allowed set of each
+// state met is remembered (inside a JSON string, say, the state after every character is the
+// same), also across restart(): the same sets as trying each token alone, fewer steps.
 //
-//   GrammarConstraint g(tokenizer, grammar_text, model.eos_ids());
+//   GrammarConstraint g(std::make_shared<const TokenTrie>(tokenizer, model.eos_ids()), text);
 //   int32_t id = sampler.sample(logits, history, &g.allowed());
 //   g.accept(id);
+//   ...
+//   g.restart();  // the next reply, held to the same grammar
 #pragma once
 
 #include <cstdint>
@@ -21,18 +23,19 @@
 #include <vector>
 
 #include "lib/llm/grammar_matcher.h"
-
-namespace oxi::tokenizer {
-class Tokenizer;
-}
+#include "lib/llm/token_trie.h"
 
 namespace oxi::llm {
 
 class GrammarConstraint {
  public:
   // Throws oxi::Error for a grammar that does not parse (gbnf.h).
-  GrammarConstraint(const tokenizer::Tokenizer& tokenizer, std::string_view grammar,
-                    std::vector<int32_t> end_tokens);
+  GrammarConstraint(std::shared_ptr<const TokenTrie> trie, std::string_view grammar);
+
+  // The grammar's text, as given.
+  const std::string& grammar() const { return text_; }
+  // Back to the empty reply; the remembered sets stay (they are the grammar's).
+  void restart();
 
   // The tokens allowed now (ascending ids). Throws oxi::Error when none is: the grammar needs
   // a character no token can give.
@@ -43,18 +46,13 @@ class GrammarConstraint {
   bool must_end() const { return matcher_.must_end(); }
 
  private:
-  GrammarMatcher matcher_;
-  // A node of the tokens' byte trie: the children by next byte, the tokens that end here.
-  struct TrieNode {
-    std::vector<std::pair<uint8_t, uint32_t>> children;
-    std::vector<int32_t> tokens;
-  };
   // Adds to allowed_ the tokens under `root` (whose bytes brought `m` where it is).
   void collect(uint32_t root, const GrammarMatcher& m);
 
-  std::vector<std::string> pieces_;  // each token's bytes; empty for control tokens
-  std::vector<TrieNode> trie_;       // node 0: the empty prefix
-  std::vector<int32_t> ends_;
+  std::string text_;
+  std::shared_ptr<const gbnf::Grammar> parsed_;
+  std::shared_ptr<const TokenTrie> trie_;
+  GrammarMatcher matcher_;
   std::unordered_map<std::string, std::vector<int32_t>> seen_;  // allowed sets by state key
   std::vector<int32_t> allowed_;
   bool allowed_current_ = false;

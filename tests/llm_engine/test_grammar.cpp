@@ -250,8 +250,15 @@ TEST(GrammarConstraint, AllowedSetsEqualTryingEveryToken) {
   const auto parsed = std::make_shared<const gbnf::Grammar>(gbnf::Grammar::parse(grammar));
   std::mt19937 rng(3);
   size_t steps = 0;
+  const auto trie = std::make_shared<const TokenTrie>(tok, ends);
+  GrammarConstraint constraint(trie, grammar);
   for (int walk = 0; walk < 24; ++walk) {
-    GrammarConstraint constraint(tok, grammar, ends);
+    // Every fourth walk on a new constraint; the others after restart(), with the sets
+    // remembered on the walks before.
+    if (walk % 4 == 0)
+      constraint = GrammarConstraint(trie, grammar);
+    else
+      constraint.restart();
     GrammarMatcher reference(parsed);
     for (int step = 0; step < 50; ++step, ++steps) {
       std::vector<int32_t> want;
@@ -389,6 +396,36 @@ TEST_F(GrammarReply, SampledRepliesAreAlwaysAnswers) {
   g.grammar = "root ::= (";
   EXPECT_THROW(engine->send_raw("w260", g), Error);
   EXPECT_EQ(engine->session().n_past(), 0u);
+}
+
+// The engine keeps a grammar's constraint (and the vocabulary's trie) from one turn to the next:
+// replies held to grammars A, B, A, A on one engine equal those of a new engine for each.
+TEST_F(GrammarReply, KeptConstraintsAnswerAsNewOnes) {
+  const std::string json = std::string("root ::= \"{\" ws \"\\\"k\\\"\" ws \":\" ws [0-9]+ ws \"}\"\n") +
+                           "ws ::= [ \\n]{0,2}";
+  const std::vector<std::pair<std::string, uint64_t>> turns = {
+      {kAnswerGrammar, 1}, {json, 2}, {kAnswerGrammar, 3}, {kAnswerGrammar, 4}};
+  const auto options = [](const std::string& grammar, uint64_t seed) {
+    GenerateOptions g;
+    g.sampling.temperature = 1.2f;
+    g.sampling.top_k = 0;
+    g.sampling.seed = seed;
+    g.max_tokens = 24;
+    g.grammar = grammar;
+    return g;
+  };
+  std::set<std::string> texts;
+  for (const auto& [grammar, seed] : turns) {
+    engine_->reset();
+    const TurnStats kept = engine_->send_raw("w260", options(grammar, seed));
+    EngineOptions o;
+    o.threads = 2;
+    const TurnStats fresh =
+        Engine::load((dir_ / "tiny.gguf").string(), o)->send_raw("w260", options(grammar, seed));
+    EXPECT_EQ(kept.generated_ids, fresh.generated_ids) << "seed " << seed;
+    texts.insert(kept.text);
+  }
+  EXPECT_EQ(texts.size(), turns.size());  // the turns differ: each one tells
 }
 
 }  // namespace
