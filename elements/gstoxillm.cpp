@@ -233,6 +233,9 @@ struct _GstOxiLlmState {
    * when it lands before send() starts (send clears it), so the piece callback checks this. */
   std::atomic<bool> cancel{false};
 
+  /* json-schema's grammar, made when the property is set (under the object lock) */
+  std::string json_schema_grammar;
+
   /* accumulate mode, streaming thread only */
   std::string collected;
   GstClockTime collected_start = GST_CLOCK_TIME_NONE;
@@ -505,6 +508,7 @@ static void gst_oxi_llm_set_property(GObject* object, guint prop_id, const GValu
       return;
     }
   }
+  std::string json_schema_grammar;
   if (prop_id == PROP_GRAMMAR || prop_id == PROP_JSON_SCHEMA || prop_id == PROP_LOGIT_BIAS) {
     const gchar* g = g_value_get_string(value);
     if (g != nullptr && *g != '\0') {
@@ -512,7 +516,7 @@ static void gst_oxi_llm_set_property(GObject* object, guint prop_id, const GValu
         if (prop_id == PROP_GRAMMAR)
           (void)oxi::llm::gbnf::Grammar::parse(g);
         else if (prop_id == PROP_JSON_SCHEMA)
-          (void)oxi::llm::json_schema_to_gbnf(g);
+          json_schema_grammar = oxi::llm::json_schema_to_gbnf(g);
         else
           (void)oxi::llm::parse_logit_bias_list(g, pspec->name);
       } catch (const std::exception& e) {
@@ -521,8 +525,15 @@ static void gst_oxi_llm_set_property(GObject* object, guint prop_id, const GValu
       }
     }
   }
-  if (!oxi_property_fields_set(object, properties, prop_id, value, pspec))
+  if (!oxi_property_fields_set(object, properties, prop_id, value, pspec)) {
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+    return;
+  }
+  if (prop_id == PROP_JSON_SCHEMA) {
+    GST_OBJECT_LOCK(self);
+    self->state->json_schema_grammar = std::move(json_schema_grammar);
+    GST_OBJECT_UNLOCK(self);
+  }
 }
 
 static void gst_oxi_llm_get_property(GObject* object, guint prop_id, GValue* value,
@@ -812,16 +823,16 @@ static GstFlowReturn gst_oxi_llm_answer(GstOxiLlm* self, const OxiLlmItem& item,
     options.ignore_eos = self->ignore_eos;
     options.max_tokens = self->max_tokens;
     options.grammar = gst_oxi_llm_string(self->grammar);
-    const std::string json_schema = gst_oxi_llm_string(self->json_schema);
+    const std::string json_schema_grammar = s->json_schema_grammar;
     GST_OBJECT_UNLOCK(self);
-    if (!json_schema.empty()) {
+    if (!json_schema_grammar.empty()) {
       if (!options.grammar.empty()) {
         GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS, ("grammar and json-schema cannot both be set"),
                           (nullptr));
         *error_posted = true;
         return GST_FLOW_ERROR;
       }
-      options.grammar = oxi::llm::json_schema_to_gbnf(json_schema);  // checked when set
+      options.grammar = json_schema_grammar;
     }
 
     static constexpr std::string_view kSlot = "{text}";
