@@ -14,6 +14,7 @@
 #include "lib/core/error.h"
 #include "lib/llm/gbnf.h"
 #include "lib/llm/int_range_gbnf.h"
+#include "lib/llm/json_schema_intersect.h"
 #include "lib/llm/regex_gbnf.h"
 
 namespace oxi::llm {
@@ -61,11 +62,6 @@ const std::map<std::string, std::vector<std::string>, std::less<>> kUses = {
     {"format-date-time", {"format-date", "format-time"}},
 };
 
-// Keywords that only annotate: ignored.
-const std::set<std::string, std::less<>> kAnnotations = {
-    "$schema", "$id",         "$comment",        "$anchor",          "title",        "description",
-    "default", "examples",    "format",          "readOnly",         "writeOnly",    "deprecated",
-    "$defs",   "definitions", "contentEncoding", "contentMediaType", "contentSchema"};
 // Keywords this converter turns into grammar.
 const std::set<std::string, std::less<>> kHandled = {"type",
                                                      "properties",
@@ -198,9 +194,14 @@ class Converter {
     }
     if (!schema.is_object()) fail(where, "a schema must be an object or a boolean");
     for (const auto& [key, unused] : schema.items())
-      if (!kAnnotations.count(key) && !kHandled.count(key))
+      if (!is_annotation_keyword(key) && !kHandled.count(key))
         fail(where, "'" + key + "' is not supported");
 
+    // allOf, and a $ref with other keywords beside it (which apply as well): the one schema
+    // they all make (json_schema_intersect.h).
+    if (schema.contains("allOf") ||
+        (schema.contains("$ref") && schema_constraints(schema).size() > 1))
+      return visit(intersect_schemas(json(true), schema, resolver(), where), where);
     if (const auto ref = schema.find("$ref"); ref != schema.end()) return reference(*ref, where);
     if (const auto c = schema.find("const"); c != schema.end())
       return literal(c->dump()) + " space";
@@ -216,19 +217,30 @@ class Converter {
       if (const auto list = schema.find(key); list != schema.end()) {
         if (!list->is_array() || list->empty())
           fail(where, std::string(key) + " must be a non-empty array");
+        // The keywords beside the list hold in every alternative.
+        json beside = schema_constraints(schema);
+        beside.erase(key);
         std::string alternatives;
         for (size_t i = 0; i < list->size(); ++i) {
-          const std::string name = define(where + "-" + std::to_string(i),
-                                          visit((*list)[i], where + "-" + std::to_string(i)));
-          alternatives += (i ? " | " : "") + name;
+          const std::string path = where + "-" + std::to_string(i);
+          std::string body;
+          if (beside.empty() && !(*list)[i].contains("allOf")) {
+            body = visit((*list)[i], path);
+          } else {
+            json alternative;
+            try {  // an alternative the keywords beside rule out is dropped
+              alternative = intersect_schemas(beside, (*list)[i], resolver(), path);
+            } catch (const SchemaMatchesNothing&) {
+              continue;
+            }
+            body = visit(alternative, path);
+          }
+          alternatives += (alternatives.empty() ? "" : " | ") + define(path, body);
         }
+        if (alternatives.empty())
+          fail(where, std::string(key) + ": no alternative holds with the keywords beside it");
         return "(" + alternatives + ")";
       }
-    }
-    if (const auto all = schema.find("allOf"); all != schema.end()) {
-      if (!all->is_array() || all->size() != 1)
-        fail(where, "allOf is supported with one schema only");
-      return visit((*all)[0], where);
     }
 
     const auto type = schema.find("type");
@@ -311,10 +323,9 @@ class Converter {
     }
   }
 
-  std::string reference(const json& ref, const std::string& where) {
-    if (!ref.is_string()) fail(where, "$ref must be a string");
-    const std::string target = ref.get<std::string>();
-    if (const auto it = refs_.find(target); it != refs_.end()) return it->second;
+  // The definition a $ref names, and its name in it.
+  std::pair<const json*, std::string> definition(const std::string& target,
+                                                 const std::string& where) const {
     std::string key;
     for (const char* prefix : {"#/$defs/", "#/definitions/"})
       if (target.starts_with(prefix)) key = target.substr(std::string_view(prefix).size());
@@ -324,10 +335,23 @@ class Converter {
     const auto defs = root_.find(section);
     if (defs == root_.end() || !defs->is_object() || !defs->contains(key))
       fail(where, "$ref '" + target + "' names no definition");
+    return {&(*defs)[key], key};
+  }
+  SchemaRefResolver resolver() const {
+    return [this](const std::string& target) -> const json& {
+      return *definition(target, "$ref").first;
+    };
+  }
+
+  std::string reference(const json& ref, const std::string& where) {
+    if (!ref.is_string()) fail(where, "$ref must be a string");
+    const std::string target = ref.get<std::string>();
+    if (const auto it = refs_.find(target); it != refs_.end()) return it->second;
+    const auto [schema, key] = definition(target, where);
     // Named before it is visited, so that a schema that refers to itself finds it.
     const std::string name = define("ref-" + key, "");
     refs_[target] = name;
-    rules_[name] = visit((*defs)[key], "ref-" + key);
+    rules_[name] = visit(*schema, "ref-" + key);
     return name;
   }
 

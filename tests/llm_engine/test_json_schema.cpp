@@ -333,44 +333,107 @@ const char* const kSchemas[] = {
     R"({"type": "object", "properties": {}, "additionalProperties": true})",
 };
 
+// Instances generated from `schema` and edits of them: `grammar` must take exactly those the
+// validator accepts under `schema`.
+void expect_exactly_the_valid_instances(const std::string& gbnf, const json& schema,
+                                        std::mt19937& rng, const std::string& label) {
+  std::shared_ptr<const gbnf::Grammar> grammar;
+  ASSERT_NO_THROW(grammar = std::make_shared<const gbnf::Grammar>(gbnf::Grammar::parse(gbnf)))
+      << gbnf;
+  const std::string edits = "{}[],:\"0-.e nx\\";
+  size_t taken = 0, refused = 0;
+  for (int i = 0; i < 120; ++i) {
+    const json value = generate(schema, schema, rng, 0);
+    const std::string instance = value.dump();
+    std::vector<std::string> texts = {instance};
+    for (int m = 0; m < 3; ++m) {
+      json changed = value;
+      if (mutate(changed, rng)) texts.push_back(changed.dump());
+    }
+    for (int e = 0; e < 6; ++e) texts.push_back(oxi::test::edit_char(instance, edits, rng));
+    for (const std::string& t : texts) {
+      bool want = false;
+      try {
+        // The reply starts with its value (no space before it, as llama.cpp's grammars).
+        if (has_duplicate_keys(t)) continue;
+        want = !t.empty() && !std::isspace(static_cast<unsigned char>(t[0])) &&
+               valid(schema, schema, json::parse(t));
+      } catch (const json::out_of_range&) {
+        continue;
+      } catch (const json::parse_error&) {
+      }
+      ASSERT_EQ(grammar_takes(grammar, t), want) << label << "\ntext " << t << "\n" << gbnf;
+      (want ? taken : refused) += 1;
+    }
+  }
+  EXPECT_GT(taken, 100u) << label;
+  EXPECT_GT(refused, 100u) << label;
+}
+
 TEST(JsonSchemaGrammar, TakesExactlyTheValidInstances) {
   std::mt19937 rng(19);
-  const std::string edits = "{}[],:\"0-.e nx\\";
   for (const char* text : kSchemas) {
-    const json schema = json::parse(text);
     std::string gbnf;
     ASSERT_NO_THROW(gbnf = json_schema_to_gbnf(text)) << text;
-    std::shared_ptr<const gbnf::Grammar> grammar;
-    ASSERT_NO_THROW(grammar = std::make_shared<const gbnf::Grammar>(gbnf::Grammar::parse(gbnf)))
-        << gbnf;
-    size_t taken = 0, refused = 0;
-    for (int i = 0; i < 120; ++i) {
-      const json value = generate(schema, schema, rng, 0);
-      const std::string instance = value.dump();
-      std::vector<std::string> texts = {instance};
-      for (int m = 0; m < 3; ++m) {
-        json changed = value;
-        if (mutate(changed, rng)) texts.push_back(changed.dump());
-      }
-      for (int e = 0; e < 6; ++e) texts.push_back(oxi::test::edit_char(instance, edits, rng));
-      for (const std::string& t : texts) {
-        bool want = false;
-        try {
-          // The reply starts with its value (no space before it, as llama.cpp's grammars).
-          if (has_duplicate_keys(t)) continue;
-          want = !t.empty() && !std::isspace(static_cast<unsigned char>(t[0])) &&
-                 valid(schema, schema, json::parse(t));
-        } catch (const json::out_of_range&) {
-          continue;
-        } catch (const json::parse_error&) {
-        }
-        ASSERT_EQ(grammar_takes(grammar, t), want) << "schema " << text << "\ntext " << t << "\n"
-                                                   << gbnf;
-        (want ? taken : refused) += 1;
-      }
-    }
-    EXPECT_GT(taken, 100u) << text;
-    EXPECT_GT(refused, 100u) << text;
+    expect_exactly_the_valid_instances(gbnf, json::parse(text), rng, std::string("schema ") + text);
+  }
+}
+
+// allOf, and keywords beside anyOf or $ref: each schema's grammar takes exactly the instances of
+// the one schema written here as their intersection by hand (JSON Schema's rules, and the
+// converter's: named keys in the order they are first named, other keys only where some
+// schema gives additionalProperties).
+TEST(JsonSchemaGrammar, AllOfTakesTheIntersection) {
+  const std::pair<const char*, const char*> cases[] = {
+      // properties and required join
+      {R"({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}},
+          "required": ["a"]}, {"properties": {"b": {"type": "string", "maxLength": 3}}}]})",
+       R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string",
+          "maxLength": 3}}, "required": ["a"]})"},
+      // a key named twice gets both schemas; bounds tighten; keywords beside allOf join too
+      {R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}},
+          "allOf": [{"properties": {"n": {"maximum": 9}, "s": {"type": "string"}},
+          "required": ["s"]}, {"properties": {"n": {"type": "number", "minimum": 2}}}]})",
+       R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 2,
+          "maximum": 9}, "s": {"type": "string"}}, "required": ["s"]})"},
+      // additionalProperties false drops the keys only the other names
+      {R"({"allOf": [{"properties": {"a": {"type": "boolean"}}, "additionalProperties": false},
+          {"properties": {"a": {}, "z": {"type": "null"}}}]})",
+       R"({"properties": {"a": {"type": "boolean"}}, "additionalProperties": false})"},
+      // an additionalProperties schema holds on the keys only the other names
+      {R"({"allOf": [{"properties": {"a": {"type": "integer"}}, "additionalProperties":
+          {"type": "integer", "maximum": 5}}, {"properties": {"b": {"type": ["integer",
+          "string"]}}, "required": ["b"]}]})",
+       R"({"properties": {"a": {"type": "integer"}, "b": {"type": "integer", "maximum": 5}},
+          "required": ["b"], "additionalProperties": {"type": "integer", "maximum": 5}})"},
+      // a $ref among them, enums, arrays
+      {R"({"$defs": {"base": {"type": "object", "properties": {"id": {"enum": [1, 2, "x",
+          "y"]}}, "required": ["id"]}}, "allOf": [{"$ref": "#/$defs/base"}, {"properties":
+          {"id": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"},
+          "maxItems": 3}}}, {"properties": {"tags": {"minItems": 1, "items":
+          {"maxLength": 2}}}}]})",
+       R"({"type": "object", "properties": {"id": {"enum": ["x", "y"]}, "tags": {"type":
+          "array", "items": {"type": "string", "maxLength": 2}, "minItems": 1,
+          "maxItems": 3}}, "required": ["id"]})"},
+      // keywords beside anyOf hold in each alternative
+      {R"({"type": "string", "anyOf": [{"maxLength": 1}, {"minLength": 4, "maxLength": 5}]})",
+       R"({"anyOf": [{"type": "string", "maxLength": 1}, {"type": "string", "minLength": 4,
+          "maxLength": 5}]})"},
+      // ... and beside $ref
+      {R"({"$defs": {"p": {"type": "integer", "minimum": 0}}, "$ref": "#/$defs/p",
+          "maximum": 20})",
+       R"({"type": "integer", "minimum": 0, "maximum": 20})"},
+      // anyOf x anyOf: the pairs that can hold
+      {R"({"allOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]}, {"anyOf": [{"type":
+          "number", "minimum": 3}, {"type": "string", "maxLength": 2}, {"type": "null"}]}]})",
+       R"({"anyOf": [{"type": "integer", "minimum": 3}, {"type": "string", "maxLength": 2}]})"},
+  };
+  std::mt19937 rng(23);
+  for (const auto& [text, merged] : cases) {
+    std::string gbnf;
+    ASSERT_NO_THROW(gbnf = json_schema_to_gbnf(text)) << text;
+    expect_exactly_the_valid_instances(gbnf, json::parse(merged), rng,
+                                       std::string("schema ") + text);
   }
 }
 
@@ -561,6 +624,23 @@ TEST(JsonSchemaGrammar, WhatIsNotSupportedIsAnErrorSayingWhere) {
   // Found by the libFuzzer target: a number beyond double, a type list of a number.
   EXPECT_NE(error(R"({"type": "integer", "minimum": 1e999})").find("not JSON"), std::string::npos);
   EXPECT_NE(error(R"({"type": ["string", 1]})").find("type must be a string"), std::string::npos);
+  // allOf: what cannot be intersected, or holds for nothing.
+  EXPECT_NE(error(R"({"allOf": [{"type": "string"}, {"type": "integer"}]})")
+                .find("root: allOf: the types \"string\" and \"integer\" have none in common"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"allOf": [{"pattern": "^a$"}, {"pattern": "^b$"}]})")
+                .find("'pattern' differs between the schemas"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"type": "integer", "anyOf": [{"type": "string"}, {"type": "null"}]})")
+                .find("no alternative holds with the keywords beside it"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"allOf": [{"properties": {"a": {}}, "required": ["a"]},
+                     {"additionalProperties": false}]})")
+                .find("'a' is required by one schema and excluded by another"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"$defs": {"n": {"allOf": [{"$ref": "#/$defs/n"}]}}, "$ref": "#/$defs/n"})")
+                .find("nest too deep"),
+            std::string::npos);
   EXPECT_NE(error(R"({"$defs": {"n": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}},
                      "$ref": "#/$defs/n"})")
                 .find("comes back to itself before any JSON text"),
