@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -451,13 +452,15 @@ class Converter {
     }
     std::string extra_kv;
     if (extra != schema.end() && *extra != json(false)) {
-      use("string");
       std::string value = "value";
       if (*extra == json(true))
         use("value");
       else
         value = define(where + "-additional", visit(*extra, where + "-additional"));
-      extra_kv = define(where + "-additional-kv", "string \":\" space " + value);
+      std::vector<std::string> names;
+      if (props != schema.end())
+        for (const auto& [key, unused] : props->items()) names.push_back(key);
+      extra_kv = define(where + "-additional-kv", other_key(names, where) + " \":\" space " + value);
     }
     // first[i]: the properties from i on when none came before; after[i]: when some did, so
     // that each one present starts with a comma. Optional ones may be absent, required ones
@@ -486,6 +489,82 @@ class Converter {
                  : (first[i + 1].empty() ? "(" + plain + ")?" : plain + " | " + first[i + 1]));
     }
     return then("\"{\" space", first[0]) + " \"}\" space";
+  }
+
+  // A key that is none of `names` (as llama.cpp's converter makes it): other keys come after
+  // the named ones, so a named key there would repeat it or break the order. The names' plain
+  // spelling is what is ruled out; a name that needs an escape in JSON is not (nor the other
+  // spellings of a name, such as \u0061 for a).
+  std::string other_key(const std::vector<std::string>& names, const std::string& where) {
+    use("char");
+    use("space");
+    // The names as a trie of code points; `ends`: a name ends at this node.
+    struct Node {
+      std::map<char32_t, size_t> children;
+      bool ends = false;
+    };
+    std::vector<Node> trie(1);
+    for (const std::string& name : names) {
+      if (std::any_of(name.begin(), name.end(), [](char c) {
+            const auto u = static_cast<unsigned char>(c);
+            return c == '"' || c == '\\' || u < 0x20 || u == 0x7F;
+          }))
+        continue;
+      size_t node = 0;
+      for (size_t i = 0; i < name.size();) {
+        const char32_t cp = next_code_point(name, i);
+        auto it = trie[node].children.find(cp);
+        if (it == trie[node].children.end()) {
+          it = trie[node].children.emplace(cp, trie.size()).first;
+          trie.emplace_back();
+        }
+        node = it->second;
+      }
+      trie[node].ends = true;
+    }
+    if (trie.size() == 1 && !trie[0].ends) {
+      use("string");
+      return "string";
+    }
+    // Bottom up (children have larger indices): the rest of a key that, from this node on,
+    // does not spell a name: a character no name has here then anything, or a child's
+    // character then its rest; nothing more only where no name ends.
+    std::vector<std::string> rest(trie.size());
+    for (size_t n = trie.size(); n-- > 0;) {
+      std::string other = "[^\"\\\\\\x7F\\x00-\\x1F";
+      std::string branches;
+      for (const auto& [cp, child] : trie[n].children) {
+        other += class_char(cp);
+        branches.append(" | ").append(literal_code_point(cp)).append(" ").append(rest[child]);
+      }
+      other += "]";
+      const std::string body = "(" + other + " | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})) char*" +
+                               branches;
+      rest[n] = define(where + "-other-key-" + std::to_string(n),
+                       trie[n].ends ? body : "(" + body + ")?");
+    }
+    return "\"\\\"\" " + rest[0] + " \"\\\"\" space";
+  }
+  static char32_t next_code_point(const std::string& s, size_t& i) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    const size_t len = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+    char32_t cp = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
+    for (size_t k = 1; k < len && i + k < s.size(); ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    i += len;
+    return cp;
+  }
+  // A code point inside a GBNF class, as an escape (no character is special then).
+  static std::string class_char(char32_t cp) {
+    char buffer[16];
+    std::snprintf(buffer, sizeof buffer, cp > 0xFFFF ? "\\U%08X" : "\\u%04X",
+                  static_cast<unsigned>(cp));
+    return buffer;
+  }
+  static std::string literal_code_point(char32_t cp) {
+    std::string one = "[";
+    one.append(class_char(cp)).append("]");
+    return one;
   }
 
   const json& root_;

@@ -6,12 +6,14 @@
 //
 // Properties come out in the schema's order. Supported: type (one or a list: object, array,
 // string, number, integer, boolean, null), properties with required (absent optional ones
-// skipped), additionalProperties (as llama.cpp: none unless given; true or a schema adds any
-// other keys after the named ones; an object schema with neither is any object), items /
-// prefixItems with minItems / maxItems, minLength / maxLength, minimum / maximum /
-// exclusiveMinimum / exclusiveMaximum on integers (int_range_gbnf.h), enum, const, anyOf /
-// oneOf (as alternatives), allOf of one schema, $ref to #/$defs/... or #/definitions/...
-// (recursion included), true and {} (any JSON value), and on strings anchored patterns
+// skipped), additionalProperties (as llama.cpp: none unless given; true or a schema adds other
+// keys, none of the named ones, after the named ones; an object schema with neither is any
+// object), items / prefixItems with minItems / maxItems, minLength / maxLength, minimum /
+// maximum / exclusiveMinimum / exclusiveMaximum on integers (int_range_gbnf.h), enum, const,
+// anyOf / oneOf (as alternatives; keywords beside them hold in each), allOf (the schemas'
+// intersection, json_schema_intersect.h; also for keywords beside a $ref), $ref to
+// #/$defs/... or #/definitions/... (recursion included), true and {} (any JSON value), and on
+// strings anchored patterns
 // (regex_gbnf.h) and the formats date, time, date-time (RFC 3339) and uuid, as llama.cpp
 // holds them. Annotations (title, description,
 // default, examples, other formats...) are ignored, as the spec lets a validator ignore format.

@@ -437,6 +437,36 @@ TEST(JsonSchemaGrammar, AllOfTakesTheIntersection) {
   }
 }
 
+// Other keys (additionalProperties) are never the named ones, which would repeat a key or come
+// out of the schema's order: every key of up to 3 characters over the names' alphabet, as the
+// one other key of an object, is taken exactly when it is none of the names.
+TEST(JsonSchemaGrammar, OtherKeysAreNotTheNamedOnes) {
+  const std::vector<std::string> names = {"ab", "ac", "b", "", "\xC3\xA9x"};
+  json schema = {{"type", "object"}, {"properties", json::object()},
+                 {"additionalProperties", {{"type", "integer"}}}};
+  for (const std::string& n : names) schema["properties"][n] = {{"type", "string"}};
+  const auto grammar = std::make_shared<const gbnf::Grammar>(
+      gbnf::Grammar::parse(json_schema_to_gbnf(schema.dump())));
+  std::vector<std::string> keys = {""};
+  for (size_t start = 0, length = 0; length < 3; ++length) {
+    const size_t end = keys.size();
+    for (size_t i = start; i < end; ++i)
+      for (const char* c : {"a", "b", "c", "x", "\xC3\xA9"}) keys.push_back(keys[i] + c);
+    start = end;
+  }
+  size_t taken = 0;
+  for (const std::string& key : keys) {
+    const bool named = std::find(names.begin(), names.end(), key) != names.end();
+    const std::string text = json({{key, 7}}).dump();
+    EXPECT_EQ(grammar_takes(grammar, text), !named) << text;
+    taken += !named;
+  }
+  EXPECT_GT(taken, 100u);
+  EXPECT_TRUE(grammar_takes(grammar, R"({"ab":"s","b":"t","abc":1})"));
+  EXPECT_FALSE(grammar_takes(grammar, R"({"b":"s","ab":1})"));  // "ab" comes before "b"
+  EXPECT_FALSE(grammar_takes(grammar, R"({"b":"s","b":1})"));
+}
+
 TEST(JsonSchemaGrammar, SpacesAndLineBreaksBetweenTokens) {
   const std::string gbnf = json_schema_to_gbnf(
       R"({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})");
