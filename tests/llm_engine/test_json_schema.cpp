@@ -423,6 +423,9 @@ TEST(JsonSchemaGrammar, AllOfTakesTheIntersection) {
       {R"({"$defs": {"p": {"type": "integer", "minimum": 0}}, "$ref": "#/$defs/p",
           "maximum": 20})",
        R"({"type": "integer", "minimum": 0, "maximum": 20})"},
+      // integer within number, from either side
+      {R"({"allOf": [{"type": ["number", "null"]}, {"type": ["string", "integer"]}]})",
+       R"({"type": "integer"})"},
       // anyOf x anyOf: the pairs that can hold
       {R"({"allOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]}, {"anyOf": [{"type":
           "number", "minimum": 3}, {"type": "string", "maxLength": 2}, {"type": "null"}]}]})",
