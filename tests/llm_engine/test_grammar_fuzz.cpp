@@ -150,6 +150,11 @@ TEST(GbnfFuzz, SchemasAndPatternsConvertToGrammarsThatParse) {
           {"const": "k\"\\"}]})",
       R"({"type": "object", "additionalProperties": {"type": "number"}, "properties":
           {"u": {"type": "string", "format": "uuid", "title": "t"}}})",
+      R"({"$defs": {"b": {"type": "object", "properties": {"i": {"enum": [1, "a"]}},
+          "additionalProperties": {"type": "integer"}}}, "allOf": [{"$ref": "#/$defs/b"},
+          {"properties": {"i": {"type": "string"}, "j": {"anyOf": [{"type": "null"},
+          {"type": "integer", "minimum": 2}]}}, "required": ["i"]}, {"properties": {"j":
+          {"anyOf": [{"type": "number"}, {"type": "string"}]}}}], "type": "object"})",
   };
   const std::string syntax = R"({}[]:,"\^$|()*+?.-0129azAZ )";
   std::mt19937 rng(13);
