@@ -31,6 +31,8 @@ constexpr Command kCommands[] = {
     {"generate", "generate text from a prompt with an LLM (streamed to stdout)",
      oxi::cli::run_generate},
     {"chat", "chat with an LLM on the terminal (or one turn with --prompt)", oxi::cli::run_chat},
+    {"perplexity", "a model's perplexity over a text, as llama.cpp's perplexity tool",
+     oxi::cli::run_perplexity},
     {"transcribe", "speech to text or subtitles with a Whisper model (any audio/video file)",
      oxi::cli::run_transcribe},
     {"run", "run a ready GStreamer pipeline from pipelines/ (key=value parameters, --list)",

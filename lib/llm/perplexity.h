@@ -1,0 +1,47 @@
+// Perplexity of a model over a text, as llama.cpp's perplexity tool measures it: the text's
+// tokens in chunks of n_ctx, each evaluated from an empty cache (its first token replaced by
+// BOS when the model adds one), and the second half of each chunk scored: the negative
+// log-likelihood of each token given those before it in its chunk (positions n_ctx/2 + 1 ..
+// n_ctx - 1). PPL = exp(mean NLL); its error, as llama.cpp estimates it,
+// PPL * sqrt(var(NLL) / (n - 1)).
+//
+//   Session session(model, backend, 512);
+//   PerplexityResult r = perplexity(session, tokens, {.n_ctx = 512});
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+namespace oxi::llm {
+
+class Session;
+
+struct PerplexityOptions {
+  size_t n_ctx = 512;     // tokens per chunk (llama.cpp's -c)
+  size_t max_chunks = 0;  // chunks to score at most (--chunks); 0 = every whole chunk
+};
+
+struct PerplexityResult {
+  size_t chunks = 0;            // chunks scored
+  size_t scored = 0;            // tokens scored: chunks x (n_ctx - n_ctx/2 - 1)
+  double ppl = 0;               // exp(mean NLL)
+  double ppl_error = 0;         // its standard error (0 with fewer than two tokens scored)
+  double mean_nll = 0;          // nats per scored token
+  std::vector<double> running;  // PPL over the chunks so far, after each one
+};
+
+// `session` evaluates the chunks (its cache is cleared first and holds the last chunk after);
+// its context must hold n_ctx positions. `on_chunk(index, running PPL)` after each chunk;
+// returning false stops there (the result covers the chunks done). Throws oxi::Error when the
+// text has fewer than 2 x n_ctx tokens (llama.cpp's minimum) or n_ctx is below 4.
+PerplexityResult perplexity(Session& session, std::span<const int32_t> tokens,
+                            const PerplexityOptions& options,
+                            const std::function<bool(size_t, double)>& on_chunk = {});
+
+// -log p(target) from one position's logits (log-sum-exp in double precision).
+double negative_log_likelihood(std::span<const float> logits, int32_t target);
+
+}  // namespace oxi::llm
