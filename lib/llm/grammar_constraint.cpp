@@ -76,7 +76,8 @@ void GrammarConstraint::accept(int32_t token) {
   const std::span<const int32_t> ends = trie_->end_tokens();
   if (std::find(ends.begin(), ends.end(), token) != ends.end()) return;
   const std::string_view piece = trie_->piece(token);
-  if (piece.empty()) throw Error("grammar", "token " + std::to_string(token) + " has no text to match");
+  if (piece.empty())
+    throw Error("grammar", "token " + std::to_string(token) + " has no text to match");
   matcher_.accept(piece);
   allowed_current_ = false;
 }

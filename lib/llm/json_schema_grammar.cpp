@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
@@ -460,7 +460,8 @@ class Converter {
       std::vector<std::string> names;
       if (props != schema.end())
         for (const auto& [key, unused] : props->items()) names.push_back(key);
-      extra_kv = define(where + "-additional-kv", other_key(names, where) + " \":\" space " + value);
+      extra_kv =
+          define(where + "-additional-kv", other_key(names, where) + " \":\" space " + value);
     }
     // first[i]: the properties from i on when none came before; after[i]: when some did, so
     // that each one present starts with a comma. Optional ones may be absent, required ones
@@ -538,8 +539,8 @@ class Converter {
         branches.append(" | ").append(literal_code_point(cp)).append(" ").append(rest[child]);
       }
       other += "]";
-      const std::string body = "(" + other + " | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})) char*" +
-                               branches;
+      const std::string body =
+          "(" + other + " | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})) char*" + branches;
       rest[n] = define(where + "-other-key-" + std::to_string(n),
                        trie[n].ends ? body : "(" + body + ")?");
     }

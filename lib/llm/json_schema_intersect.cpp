@@ -4,7 +4,6 @@
 #include <set>
 #include <vector>
 
-
 namespace oxi::llm {
 namespace {
 
@@ -157,7 +156,8 @@ class Intersection {
       else if (t == "number" && has(tb, "integer"))
         common.push_back("integer");
     }
-    if (common.empty()) nothing("the types " + a.dump() + " and " + b.dump() + " have none in common");
+    if (common.empty())
+      nothing("the types " + a.dump() + " and " + b.dump() + " have none in common");
     if (common.size() == 1) return common.front();
     return json(common);
   }
@@ -233,9 +233,8 @@ class Intersection {
     if (!pa.empty() || !pb.empty() || a.contains("properties") || b.contains("properties"))
       out["properties"] = merged;
     if (ea && eb)
-      out["additionalProperties"] = (*ea == json(false) || *eb == json(false))
-                                        ? json(false)
-                                        : both(*ea, *eb, depth + 1);
+      out["additionalProperties"] =
+          (*ea == json(false) || *eb == json(false)) ? json(false) : both(*ea, *eb, depth + 1);
     else if (ea || eb)
       out["additionalProperties"] = ea ? *ea : *eb;
     if (!required.empty()) out["required"] = required;
@@ -247,7 +246,9 @@ class Intersection {
 
 }  // namespace
 
-bool is_annotation_keyword(std::string_view key) { return kAnnotations.count(key) > 0; }
+bool is_annotation_keyword(std::string_view key) {
+  return kAnnotations.count(key) > 0;
+}
 
 json schema_constraints(const json& schema) {
   json out = json::object();

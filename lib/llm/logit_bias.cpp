@@ -18,13 +18,11 @@ LogitBias parse_logit_bias(std::string_view text, std::string_view name) {
     return Error(message);
   };
   const size_t sign = text.find_first_of("+-");
-  if (sign == 0 || sign == std::string_view::npos || sign + 1 == text.size())
-    throw bad(kForm);
+  if (sign == 0 || sign == std::string_view::npos || sign + 1 == text.size()) throw bad(kForm);
   const std::string_view id = text.substr(0, sign), bias = text.substr(sign + 1);
   LogitBias b{0, 0.0f};
   const auto [id_end, id_error] = std::from_chars(id.data(), id.data() + id.size(), b.id);
-  if (id_error != std::errc() || id_end != id.data() + id.size() || b.id < 0)
-    throw bad(kForm);
+  if (id_error != std::errc() || id_end != id.data() + id.size() || b.id < 0) throw bad(kForm);
   if (bias == "inf") {
     if (text[sign] == '+') throw bad("the bias may be -inf, not +inf");
     b.bias = -std::numeric_limits<float>::infinity();

@@ -55,8 +55,8 @@ class OxiLlm : public ::testing::Test {
   // What the engine answers, loaded separately from the same file, to the same messages.
   static std::string engine_answer(const std::string& system, const std::string& user,
                                    int max_tokens, oxi::llm::SamplerOptions sampling = greedy(),
-                                   oxi::llm::EngineOptions eo = {},
-                                   const std::string& grammar = "", bool ignore_eos = false) {
+                                   oxi::llm::EngineOptions eo = {}, const std::string& grammar = "",
+                                   bool ignore_eos = false) {
     eo.threads = 1;
     auto engine = oxi::llm::Engine::load(model_.string(), eo);
     oxi::llm::GenerateOptions g;

@@ -14,6 +14,8 @@
 #include "kernels/formats/quant.h"
 #include "lib/llm/engine.h"
 #include "lib/llm/json_schema_grammar.h"
+#include "lib/llm/perplexity.h"
+#include "lib/llm/session.h"
 #include "tests/common/test_data.h"
 #include "tests/llm/tiny_model.h"
 #include "tests/llm_engine/engine_fixture.h"
@@ -696,6 +698,47 @@ TEST_F(CliLlm, BenchLlmStreamModeByLayout) {
   EXPECT_EQ(j.at("matvec_stream_lines").get<bool>(), mode.at("lines").get<bool>());
   EXPECT_EQ(j.at("matvec_stream_choice").get<std::string>(), mode.at("choice").get<std::string>());
   EXPECT_NE(mode.at("choice").get<std::string>(), "fixed");
+}
+
+// perplexity: the text tokenized as the model says (BOS first), the running PPL after each chunk
+// and the final estimate as perplexity() computes them on the same tokens; --json; a text too
+// short for two chunks is an error naming the file.
+TEST_F(CliLlm, PerplexityPrintsTheRunningAndFinalEstimate) {
+  std::string text;
+  for (int i = 0; i < 60; ++i) text.append("w").append(std::to_string(260 + (i * 7) % 40)).append(" ");
+  const std::string file = (dir_ / "text.txt").string();
+  oxi::test::write_file_bytes(file, std::vector<uint8_t>(text.begin(), text.end()));
+  const CommandResult r = run_oxinfer(
+      {"perplexity", "-m", model_, "-f", file, "--ctx", "16", "--chunks", "3", "--threads", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  const auto e = engine();
+  const tokenizer::Tokenizer& tok = e->model().tokenizer();
+  const std::vector<int32_t> tokens = tok.encode(text, tok.add_bos());
+  ASSERT_GE(tokens.size(), 64u);
+  Session session(e->model_ptr(), e->backend(), 16);
+  const PerplexityResult want = perplexity(session, tokens, {.n_ctx = 16, .max_chunks = 3});
+  char expected[256];
+  std::snprintf(expected, sizeof expected, "[1]%.4f,[2]%.4f,[3]%.4f,\nFinal estimate: PPL = %.4f +/- %.5f\n",
+                want.running[0], want.running[1], want.running[2], want.ppl, want.ppl_error);
+  EXPECT_EQ(r.out, expected);
+
+  const CommandResult j = run_oxinfer(
+      {"perplexity", "-m", model_, "-f", file, "-c", "16", "--json", "--threads", "2"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const nlohmann::json out = nlohmann::json::parse(j.out);
+  EXPECT_EQ(out["chunks"], tokens.size() / 16);
+  EXPECT_EQ(out["tokens"], tokens.size());
+  EXPECT_EQ(out["tokens_scored"], (tokens.size() / 16) * 7);
+  EXPECT_EQ(out["ctx"], 16);
+  EXPECT_NEAR(out["chunk_ppl"][2].get<double>() / want.running[2], 1.0, 1e-6);
+  for (const char* key : {"ppl", "ppl_error", "mean_nll", "seconds"})
+    EXPECT_TRUE(out[key].is_number()) << key;
+
+  const CommandResult small = run_oxinfer({"perplexity", "-m", model_, "-f", file, "--ctx", "512"});
+  EXPECT_EQ(small.exit_code, 1);
+  EXPECT_NE(small.err.find(file + ": perplexity: the text has"), std::string::npos) << small.err;
+  EXPECT_EQ(run_oxinfer({"perplexity", "-m", model_}).exit_code, 2);
 }
 
 }  // namespace

@@ -401,8 +401,9 @@ TEST_F(GrammarReply, SampledRepliesAreAlwaysAnswers) {
 // The engine keeps a grammar's constraint (and the vocabulary's trie) from one turn to the next:
 // replies held to grammars A, B, A, A on one engine equal those of a new engine for each.
 TEST_F(GrammarReply, KeptConstraintsAnswerAsNewOnes) {
-  const std::string json = std::string("root ::= \"{\" ws \"\\\"k\\\"\" ws \":\" ws [0-9]+ ws \"}\"\n") +
-                           "ws ::= [ \\n]{0,2}";
+  const std::string json =
+      std::string("root ::= \"{\" ws \"\\\"k\\\"\" ws \":\" ws [0-9]+ ws \"}\"\n") +
+      "ws ::= [ \\n]{0,2}";
   const std::vector<std::pair<std::string, uint64_t>> turns = {
       {kAnswerGrammar, 1}, {json, 2}, {kAnswerGrammar, 3}, {kAnswerGrammar, 4}};
   const auto options = [](const std::string& grammar, uint64_t seed) {

@@ -445,7 +445,8 @@ TEST(JsonSchemaGrammar, AllOfTakesTheIntersection) {
 // one other key of an object, is taken exactly when it is none of the names.
 TEST(JsonSchemaGrammar, OtherKeysAreNotTheNamedOnes) {
   const std::vector<std::string> names = {"ab", "ac", "b", "", "\xC3\xA9x"};
-  json schema = {{"type", "object"}, {"properties", json::object()},
+  json schema = {{"type", "object"},
+                 {"properties", json::object()},
                  {"additionalProperties", {{"type", "integer"}}}};
   for (const std::string& n : names) schema["properties"][n] = {{"type", "string"}};
   const auto grammar = std::make_shared<const gbnf::Grammar>(

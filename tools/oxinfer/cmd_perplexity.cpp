@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <string>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "lib/core/error.h"
 #include "lib/llm/engine.h"
@@ -91,8 +91,7 @@ int run_perplexity(const Argv& argv) {
   } else {
     std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", r.ppl, r.ppl_error);
   }
-  spdlog::info("perplexity: {} chunks, {} tokens scored in {:.1f} s", r.chunks, r.scored,
-               seconds);
+  spdlog::info("perplexity: {} chunks, {} tokens scored in {:.1f} s", r.chunks, r.scored, seconds);
   return 0;
 }
 

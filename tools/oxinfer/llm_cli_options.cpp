@@ -105,7 +105,6 @@ int int_option(const ParsedArgs& args, const std::string& name, int fallback) {
                                                 std::numeric_limits<int>::max()));
 }
 
-
 // The GBNF grammar of --grammar, --grammar-file, --json-schema or --json-schema-file (at most
 // one); "" for none. Its errors come before the model loads, naming where it came from.
 std::string grammar_option(const ParsedArgs& args) {
