@@ -18,33 +18,28 @@ double negative_log_likelihood(std::span<const float> logits, int32_t target) {
   return std::log(sum) + top - logits[static_cast<size_t>(target)];
 }
 
-PerplexityResult perplexity(Session& session, std::span<const int32_t> tokens,
-                            const PerplexityOptions& options,
-                            const std::function<bool(size_t, double)>& on_chunk) {
-  const size_t n_ctx = options.n_ctx;
+size_t evaluate_chunks(Session& session, std::span<const int32_t> tokens, size_t n_ctx,
+                       size_t chunks, const ScoredLogits& on_logits,
+                       const std::function<bool(size_t)>& on_chunk) {
   if (n_ctx < 4) throw Error("perplexity", "the context must hold at least 4 tokens");
   if (session.n_ctx() < n_ctx)
     throw Error("perplexity", "the session holds " + std::to_string(session.n_ctx()) +
                                   " positions, fewer than the chunks' " + std::to_string(n_ctx));
-  if (tokens.size() < 2 * n_ctx)
-    throw Error("perplexity", "the text has " + std::to_string(tokens.size()) +
-                                  " tokens; a context of " + std::to_string(n_ctx) +
-                                  " needs at least " + std::to_string(2 * n_ctx));
+  if (tokens.size() < chunks * n_ctx)
+    throw Error("perplexity", std::to_string(chunks) + " chunks of " + std::to_string(n_ctx) +
+                                  " need " + std::to_string(chunks * n_ctx) + " tokens, not " +
+                                  std::to_string(tokens.size()));
   const Model& model = session.model();
   const size_t n_vocab = static_cast<size_t>(model.config().n_vocab);
-  for (int32_t t : tokens)
+  for (int32_t t : tokens.first(chunks * n_ctx))
     if (t < 0 || static_cast<size_t>(t) >= n_vocab)
       throw Error("perplexity", "token " + std::to_string(t) + " is not in the vocabulary");
   const tokenizer::Tokenizer& tok = model.tokenizer();
   const std::optional<int32_t> bos = tok.add_bos() ? tok.bos() : std::nullopt;
 
-  size_t chunks = tokens.size() / n_ctx;
-  if (options.max_chunks > 0) chunks = std::min(chunks, options.max_chunks);
   // The first half of a chunk is context only; each later position's logits score the next
   // token, up to the chunk's last.
   const size_t first = n_ctx / 2;
-  PerplexityResult result;
-  double nll = 0, nll2 = 0;
   std::vector<int32_t> chunk(n_ctx);
   for (size_t c = 0; c < chunks; ++c) {
     std::copy_n(tokens.begin() + static_cast<std::ptrdiff_t>(c * n_ctx), n_ctx, chunk.begin());
@@ -56,19 +51,43 @@ PerplexityResult perplexity(Session& session, std::span<const int32_t> tokens,
       const size_t n = std::min(Session::kMaxBatch, n_ctx - 1 - at);
       const std::span<const float> logits =
           session.eval(std::span<const int32_t>(chunk).subspan(at, n), /*all_logits=*/true);
-      for (size_t i = 0; i < n; ++i) {
-        const double v =
-            negative_log_likelihood(logits.subspan(i * n_vocab, n_vocab), chunk[at + i + 1]);
+      for (size_t i = 0; i < n; ++i)
+        on_logits(c, logits.subspan(i * n_vocab, n_vocab), chunk[at + i + 1]);
+      at += n;
+    }
+    if (on_chunk && !on_chunk(c)) return c + 1;
+  }
+  return chunks;
+}
+
+PerplexityResult perplexity(Session& session, std::span<const int32_t> tokens,
+                            const PerplexityOptions& options,
+                            const std::function<bool(size_t, double)>& on_chunk,
+                            const ScoredLogits& on_logits) {
+  const size_t n_ctx = options.n_ctx;
+  if (n_ctx < 4) throw Error("perplexity", "the context must hold at least 4 tokens");
+  if (tokens.size() < 2 * n_ctx)
+    throw Error("perplexity", "the text has " + std::to_string(tokens.size()) +
+                                  " tokens; a context of " + std::to_string(n_ctx) +
+                                  " needs at least " + std::to_string(2 * n_ctx));
+  size_t chunks = tokens.size() / n_ctx;
+  if (options.max_chunks > 0) chunks = std::min(chunks, options.max_chunks);
+  PerplexityResult result;
+  double nll = 0, nll2 = 0;
+  evaluate_chunks(
+      session, tokens, n_ctx, chunks,
+      [&](size_t c, std::span<const float> logits, int32_t target) {
+        const double v = negative_log_likelihood(logits, target);
         nll += v;
         nll2 += v * v;
-      }
-      at += n;
-      result.scored += n;
-    }
-    ++result.chunks;
-    result.running.push_back(std::exp(nll / static_cast<double>(result.scored)));
-    if (on_chunk && !on_chunk(c, result.running.back())) break;
-  }
+        ++result.scored;
+        if (on_logits) on_logits(c, logits, target);
+      },
+      [&](size_t c) {
+        ++result.chunks;
+        result.running.push_back(std::exp(nll / static_cast<double>(result.scored)));
+        return !on_chunk || on_chunk(c, result.running.back());
+      });
   const auto count = static_cast<double>(result.scored);
   result.mean_nll = nll / count;
   result.ppl = std::exp(result.mean_nll);

@@ -19,6 +19,10 @@ namespace oxi::llm {
 
 class Session;
 
+// Each scored position's logits (n_vocab) and the token they score, in order.
+using ScoredLogits = std::function<void(size_t chunk, std::span<const float> logits,
+                                        int32_t target)>;
+
 struct PerplexityOptions {
   size_t n_ctx = 512;     // tokens per chunk (llama.cpp's -c)
   size_t max_chunks = 0;  // chunks to score at most (--chunks); 0 = every whole chunk
@@ -35,11 +39,21 @@ struct PerplexityResult {
 
 // `session` evaluates the chunks (its cache is cleared first and holds the last chunk after);
 // its context must hold n_ctx positions. `on_chunk(index, running PPL)` after each chunk;
-// returning false stops there (the result covers the chunks done). Throws oxi::Error when the
+// returning false stops there (the result covers the chunks done); on_logits sees each scored
+// position (to write a log-probability file, log_prob_file.h). Throws oxi::Error when the
 // text has fewer than 2 x n_ctx tokens (llama.cpp's minimum) or n_ctx is below 4.
 PerplexityResult perplexity(Session& session, std::span<const int32_t> tokens,
                             const PerplexityOptions& options,
-                            const std::function<bool(size_t, double)>& on_chunk = {});
+                            const std::function<bool(size_t, double)>& on_chunk = {},
+                            const ScoredLogits& on_logits = {});
+
+// The chunk loop under perplexity() and kl_divergence.h: the first `chunks` chunks of n_ctx
+// tokens (tokens.size() >= chunks x n_ctx), each from an empty cache with BOS first where the
+// model adds one; on_logits(chunk, logits, target) for each scored position in order, then
+// on_chunk(chunk) (false: stop). Returns the chunks done. Throws oxi::Error as perplexity().
+size_t evaluate_chunks(Session& session, std::span<const int32_t> tokens, size_t n_ctx,
+                       size_t chunks, const ScoredLogits& on_logits,
+                       const std::function<bool(size_t)>& on_chunk = {});
 
 // -log p(target) from one position's logits (log-sum-exp in double precision).
 double negative_log_likelihood(std::span<const float> logits, int32_t target);

@@ -4,12 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
 #include "lib/core/error.h"
+#include "lib/llm/kl_divergence.h"
+#include "lib/llm/log_prob_file.h"
 #include "lib/llm/model.h"
 #include "lib/llm/perplexity.h"
 #include "lib/llm/session.h"
@@ -136,6 +140,193 @@ TEST(Perplexity, RefusesTooLittleTextOrContext) {
   bad[40] = 300;
   EXPECT_NE(message(bad, 16).find("token 300 is not in the vocabulary"), std::string::npos);
   EXPECT_EQ(message(more, 16), "<no error>");
+}
+
+// llama.cpp's log-probability file, byte by byte: the header, the tokens, then rows of
+// 2 x ((n_vocab + 1) / 2) + 4 uint16 (scale and min_log_prob as floats, each token's
+// round((logit - min_logit) / scale) above the floor 16 below the top, 0 at or under it).
+TEST(LogProbFile, BytesAreLlamaCppsLayout) {
+  oxi::test::TempDir dir;
+  const std::vector<int32_t> tokens = {1, 7, 8, 9, 10, 11};
+  const std::vector<std::vector<float>> rows = {{0.0f, -1.0f, 2.5f, -30.0f, 1.0f},
+                                                {1.0f, 1.0f, 1.0f, 1.0f, 1.0f}};
+  {
+    LogProbWriter w(dir / "base.kld", 6, 5, 1, tokens);  // 6 - 1 - 3 = 2 rows
+    for (const auto& r : rows) w.add(r);
+    w.finish();
+  }
+  const std::vector<uint8_t> bytes = oxi::test::read_file_bytes(dir / "base.kld");
+  ASSERT_EQ(bytes.size(), 8 + 12 + 6 * 4 + 2 * 10 * 2);
+  EXPECT_EQ(std::string(bytes.begin(), bytes.begin() + 8), "_logits_");
+  const auto i32 = [&](size_t at) {
+    int32_t v;
+    std::memcpy(&v, bytes.data() + at, 4);
+    return v;
+  };
+  EXPECT_EQ(i32(8), 6);
+  EXPECT_EQ(i32(12), 5);
+  EXPECT_EQ(i32(16), 1);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(i32(20 + 4 * i), tokens[i]);
+  for (size_t r = 0; r < 2; ++r) {
+    const uint8_t* row = bytes.data() + 44 + r * 20;
+    float scale, min_log_prob;
+    std::memcpy(&scale, row, 4);
+    std::memcpy(&min_log_prob, row + 4, 4);
+    const std::vector<float>& l = rows[r];
+    const double top = *std::max_element(l.begin(), l.end());
+    const double floor = std::max<double>(*std::min_element(l.begin(), l.end()), top - 16);
+    double z = 0;
+    for (float v : l) z += std::exp(v - top);
+    EXPECT_NEAR(scale, (top - floor) / 65535, 1e-9);
+    EXPECT_NEAR(min_log_prob, floor - top - std::log(z), 1e-5);
+    for (size_t i = 0; i < 5; ++i) {
+      uint16_t q;
+      std::memcpy(&q, row + 8 + 2 * i, 2);
+      const double want = l[i] > floor ? std::nearbyint((l[i] - floor) / (top - floor) * 65535) : 0;
+      EXPECT_NEAR(q, want, 1.0) << "row " << r << " token " << i;  // float vs double rounding
+      EXPECT_TRUE(l[i] > floor || q == 0);
+    }
+    uint16_t pad;
+    std::memcpy(&pad, row + 18, 2);
+    EXPECT_EQ(pad, 0);
+  }
+
+  // Read back: the tokens, and each log-probability within half a step (at the floor: it).
+  LogProbReader reader(dir / "base.kld");
+  EXPECT_EQ(reader.n_ctx(), 6u);
+  EXPECT_EQ(reader.n_vocab(), 5u);
+  EXPECT_EQ(reader.n_chunk(), 1u);
+  EXPECT_EQ(reader.tokens(), tokens);
+  std::vector<float> lp(5);
+  reader.next(lp);
+  double z = 0;
+  for (float v : rows[0]) z += std::exp(v - 2.5);
+  for (size_t i = 0; i < 5; ++i)
+    EXPECT_NEAR(lp[i], std::max(rows[0][i], -13.5f) - 2.5 - std::log(z), 16.0 / 65535) << i;
+  reader.next(lp);
+  for (float v : lp) EXPECT_NEAR(v, -std::log(5.0), 1e-6);
+
+  // Not such a file, or one whose size is not its header's: errors naming it.
+  const auto error = [&](const std::vector<uint8_t>& content) {
+    oxi::test::write_file_bytes(dir / "bad.kld", content);
+    try {
+      LogProbReader bad(dir / "bad.kld");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  const std::string path = (dir / "bad.kld").string();
+  EXPECT_EQ(error({'_', 'l', 'o', 'g', 'x', 't', 's', '_', 6, 0, 0, 0, 5, 0, 0, 0, 1, 0, 0, 0})
+                .rfind(path + ": not a log-probability file", 0),
+            0u);
+  std::vector<uint8_t> cut(bytes.begin(), bytes.end() - 2);
+  EXPECT_EQ(error(cut).rfind(path + ": its size", 0), 0u);
+  std::vector<uint8_t> huge = bytes;
+  huge[16] = 0xFF;
+  huge[17] = 0xFF;
+  huge[18] = 0xFF;
+  EXPECT_EQ(error(huge).rfind(path + ": its header says more than the file holds", 0), 0u);
+}
+
+// A base model's file written through perplexity(), then another model against it: the KL
+// divergence, the perplexities and the same-top share as restated here from the reference's
+// double-precision logits of both models (the base's through llama.cpp's rounding).
+TEST(KlDivergence, MatchesTheReference) {
+  const TinyModel base_tiny = make_tiny_model(tiny_spec("llama", false), DType::F32, DType::F32, 5);
+  const TinyModel other_tiny =
+      make_tiny_model(tiny_spec("llama", false), DType::F32, DType::F32, 6);
+  oxi::test::TempDir dir;
+  write_gguf(base_tiny, dir / "base.gguf");
+  write_gguf(other_tiny, dir / "other.gguf");
+  auto cpu = backends::make_cpu_backend(2);
+  const size_t n_ctx = 16, chunks = 3;
+  const std::vector<int32_t> tokens = random_tokens(chunks * n_ctx + 3, 300, 21);
+  {
+    Session session(Model::load(dir / "base.gguf"), *cpu, n_ctx);
+    LogProbWriter writer(dir / "base.kld", n_ctx, 300, chunks,
+                         std::span<const int32_t>(tokens).first(chunks * n_ctx));
+    perplexity(session, tokens, {.n_ctx = n_ctx}, {},
+               [&](size_t, std::span<const float> logits, int32_t) { writer.add(logits); });
+    writer.finish();
+  }
+  LogProbReader reader(dir / "base.kld");
+  Session session(Model::load(dir / "other.gguf"), *cpu, n_ctx);
+  size_t calls = 0;
+  const KlDivergence k = kl_divergence(session, reader, 0, [&](size_t, const KlDivergence&) {
+    ++calls;
+    return true;
+  });
+  EXPECT_EQ(calls, chunks);
+  ASSERT_EQ(k.count(), chunks * (n_ctx - n_ctx / 2 - 1));
+
+  double kld_sum = 0, nll_sum = 0, base_nll_sum = 0;
+  std::vector<double> per_position;
+  size_t same = 0, n = 0;
+  for (size_t c = 0; c < chunks; ++c) {
+    std::vector<int32_t> chunk(tokens.begin() + c * n_ctx, tokens.begin() + (c + 1) * n_ctx);
+    chunk[0] = 1;
+    ReferenceModel a(base_tiny), b(other_tiny);
+    for (size_t j = 0; j + 1 < n_ctx; ++j) {
+      const std::vector<double> la = a.step(chunk[j]), lb = b.step(chunk[j]);
+      if (j < n_ctx / 2) continue;
+      const auto log_softmax = [](const std::vector<double>& l) {
+        const double top = *std::max_element(l.begin(), l.end());
+        double z = 0;
+        for (double v : l) z += std::exp(v - top);
+        std::vector<double> out(l.size());
+        for (size_t i = 0; i < l.size(); ++i) out[i] = l[i] - top - std::log(z);
+        return out;
+      };
+      // The file's rounding: log-probabilities to 16-bit steps over the top 16 nats.
+      std::vector<double> base = log_softmax(la);
+      const double top = *std::max_element(base.begin(), base.end());
+      const double floor = std::max(*std::min_element(base.begin(), base.end()), top - 16);
+      for (double& v : base) v = floor + std::nearbyint((std::max(v, floor) - floor) /
+                                                        ((top - floor) / 65535)) *
+                                             ((top - floor) / 65535);
+      const std::vector<double> q = log_softmax(lb);
+      double kld = 0;
+      for (size_t i = 0; i < base.size(); ++i)
+        if (base[i] > -16) kld += std::exp(base[i]) * (base[i] - q[i]);
+      kld_sum += kld;
+      per_position.push_back(kld);
+      nll_sum -= q[chunk[j + 1]];
+      base_nll_sum -= base[chunk[j + 1]];
+      same += std::max_element(la.begin(), la.end()) - la.begin() ==
+              std::max_element(lb.begin(), lb.end()) - lb.begin();
+      ++n;
+    }
+  }
+  EXPECT_NEAR(k.mean_kld().value, kld_sum / n, 1e-3 * kld_sum / n + 1e-4);
+  EXPECT_NEAR(std::log(k.ppl().value), nll_sum / n, 1e-3);
+  EXPECT_NEAR(std::log(k.base_ppl().value), base_nll_sum / n, 1e-3);
+  EXPECT_NEAR(k.same_top().value * n, static_cast<double>(same), 1.0);
+  EXPECT_GT(k.mean_kld().value, 0.01);  // the models differ
+  // Quantiles: q x 20 into the 21 sorted values, between neighbours (0.975: 19.5).
+  std::sort(per_position.begin(), per_position.end());
+  ASSERT_EQ(per_position.size(), 21u);
+  EXPECT_NEAR(k.kld_quantile(0.5), per_position[10], 1e-3 * per_position[10] + 1e-4);
+  EXPECT_NEAR(k.kld_quantile(0.9), per_position[18], 1e-3 * per_position[18] + 1e-4);
+  EXPECT_NEAR(k.kld_quantile(0.975), 0.5 * (per_position[19] + per_position[20]),
+              1e-3 * per_position[20] + 1e-4);
+  EXPECT_NEAR(k.kld_quantile(1), per_position[20], 1e-3 * per_position[20] + 1e-4);
+
+  // Against itself, the divergence is the file's rounding alone.
+  LogProbReader again(dir / "base.kld");
+  Session same_session(Model::load(dir / "base.gguf"), *cpu, n_ctx);
+  const KlDivergence self = kl_divergence(same_session, again);
+  EXPECT_LT(std::abs(self.mean_kld().value), 1e-5);
+  EXPECT_EQ(self.same_top().value, 1.0);
+  EXPECT_NEAR(self.ppl().value / self.base_ppl().value, 1.0, 1e-3);
+
+  // A model of another vocabulary: an error.
+  TinySpec wide = tiny_spec("llama", false);
+  wide.n_vocab = 320;
+  write_gguf(make_tiny_model(wide, DType::F32, DType::F32, 1), dir / "wide.gguf");
+  LogProbReader third(dir / "base.kld");
+  Session wide_session(Model::load(dir / "wide.gguf"), *cpu, n_ctx);
+  EXPECT_THROW(kl_divergence(wide_session, third), Error);
 }
 
 }  // namespace

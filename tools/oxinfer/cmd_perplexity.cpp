@@ -1,15 +1,24 @@
 // oxinfer perplexity -m MODEL -f FILE [--ctx N] [--chunks N]: a model's perplexity over a text,
 // as llama.cpp's perplexity tool computes it (lib/llm/perplexity.h), to compare weight formats
-// and check a converted model on a reference text such as wikitext-2's wiki.test.raw.
+// and check a converted model on a reference text such as wikitext-2's wiki.test.raw. With
+// --kl-divergence-base FILE the base model's log-probabilities are saved in llama.cpp's file
+// format; --kl-divergence then compares another model (a quantization of it) with them
+// (lib/llm/kl_divergence.h), printing llama.cpp's statistics.
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include "lib/core/error.h"
 #include "lib/llm/engine.h"
+#include "lib/llm/kl_divergence.h"
+#include "lib/llm/log_prob_file.h"
 #include "lib/llm/perplexity.h"
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/commands.h"
@@ -17,6 +26,112 @@
 #include "tools/oxinfer/text_input.h"
 
 namespace oxi::cli {
+namespace {
+
+void print_kl_chunk(size_t index, const llm::KlDivergence& k) {
+  if (index == 0)
+    std::printf("chunk             PPL               ln(PPL(Q)/PPL(base))          KL Divergence"
+                "              \u0394p RMS            Same top p\n");
+  const llm::Estimate ppl = k.ppl(), ratio = k.ln_ppl_ratio(), kld = k.mean_kld(),
+                      rms = k.rms_p_diff(), top = k.same_top();
+  std::printf("%4zu    %9.4f \u00b1 %9.4f    %10.5f \u00b1 %10.5f    %10.5f \u00b1 %10.5f    %6.3f "
+              "\u00b1 %6.3f %%    %6.3f \u00b1 %6.3f %%\n",
+              index + 1, ppl.value, ppl.error, ratio.value, ratio.error, kld.value, kld.error,
+              100 * rms.value, 100 * rms.error, 100 * top.value, 100 * top.error);
+  std::fflush(stdout);
+}
+
+// llama.cpp's three blocks of statistics, with its labels.
+void print_kl_summary(const llm::KlDivergence& k) {
+  const auto line = [](const char* label, llm::Estimate e) {
+    std::printf("%-30s: %10.6f \u00b1 %10.6f\n", label, e.value, e.error);
+  };
+  std::printf("\n====== Perplexity statistics ======\n");
+  line("Mean PPL(Q)", k.ppl());
+  line("Mean PPL(base)", k.base_ppl());
+  std::printf("Cor(ln(PPL(Q)), ln(PPL(base))): %6.2f%%\n", 100 * k.ln_ppl_correlation());
+  line("Mean ln(PPL(Q)/PPL(base))", k.ln_ppl_ratio());
+  line("Mean PPL(Q)/PPL(base)", k.ppl_ratio());
+  line("Mean PPL(Q)-PPL(base)", k.ppl_difference());
+  std::printf("\n====== KL divergence statistics ======\n");
+  const llm::Estimate kld = k.mean_kld();
+  std::printf("Mean    KLD: %10.6f \u00b1 %10.6f\n", kld.value, kld.error);
+  const std::pair<const char*, double> kld_rows[] = {
+      {"Maximum KLD", 1.0}, {"99.9%   KLD", 0.999}, {"99.0%   KLD", 0.99}, {"95.0%   KLD", 0.95},
+      {"90.0%   KLD", 0.9}, {"Median  KLD", 0.5},   {"10.0%   KLD", 0.1},  {" 5.0%   KLD", 0.05},
+      {" 1.0%   KLD", 0.01}, {" 0.1%   KLD", 0.001}, {"Minimum KLD", 0.0}};
+  for (const auto& [label, q] : kld_rows) std::printf("%s: %10.6f\n", label, k.kld_quantile(q));
+  std::printf("\n====== Token probability statistics ======\n");
+  const llm::Estimate dp = k.mean_p_diff();
+  std::printf("Mean    \u0394p: %6.3f \u00b1 %5.3f %%\n", 100 * dp.value, 100 * dp.error);
+  const std::pair<const char*, double> dp_rows[] = {
+      {"Maximum \u0394p", 1.0}, {"99.9%   \u0394p", 0.999}, {"99.0%   \u0394p", 0.99},
+      {"95.0%   \u0394p", 0.95}, {"90.0%   \u0394p", 0.9},   {"75.0%   \u0394p", 0.75},
+      {"Median  \u0394p", 0.5},  {"25.0%   \u0394p", 0.25},  {"10.0%   \u0394p", 0.1},
+      {" 5.0%   \u0394p", 0.05}, {" 1.0%   \u0394p", 0.01},  {" 0.1%   \u0394p", 0.001},
+      {"Minimum \u0394p", 0.0}};
+  for (const auto& [label, q] : dp_rows) std::printf("%s: %6.3f%%\n", label, 100 * k.p_diff_quantile(q));
+  const llm::Estimate rms = k.rms_p_diff(), top = k.same_top();
+  std::printf("RMS \u0394p    : %6.3f \u00b1 %5.3f %%\n", 100 * rms.value, 100 * rms.error);
+  std::printf("Same top p: %6.3f \u00b1 %5.3f %%\n", 100 * top.value, 100 * top.error);
+}
+
+nlohmann::ordered_json kl_json(const llm::KlDivergence& k, size_t chunks, size_t n_ctx) {
+  const auto estimate = [](nlohmann::ordered_json& j, const std::string& name, llm::Estimate e) {
+    j[name] = e.value;
+    j[name + "_error"] = e.error;
+  };
+  nlohmann::ordered_json j;
+  estimate(j, "ppl", k.ppl());
+  estimate(j, "base_ppl", k.base_ppl());
+  j["ln_ppl_correlation"] = k.ln_ppl_correlation();
+  estimate(j, "ln_ppl_ratio", k.ln_ppl_ratio());
+  estimate(j, "ppl_ratio", k.ppl_ratio());
+  estimate(j, "ppl_difference", k.ppl_difference());
+  estimate(j, "kld_mean", k.mean_kld());
+  j["kld_max"] = k.kld_quantile(1);
+  j["kld_99"] = k.kld_quantile(0.99);
+  j["kld_median"] = k.kld_quantile(0.5);
+  j["kld_min"] = k.kld_quantile(0);
+  estimate(j, "p_diff_mean", k.mean_p_diff());
+  estimate(j, "p_diff_rms", k.rms_p_diff());
+  estimate(j, "same_top", k.same_top());
+  j["chunks"] = chunks;
+  j["ctx"] = n_ctx;
+  j["tokens_scored"] = k.count();
+  return j;
+}
+
+// --kl-divergence: the model against the base file's log-probabilities.
+int run_kl_divergence(const ParsedArgs& args, const std::string& model, llm::EngineOptions eo,
+                      size_t max_chunks, bool json) {
+  const std::string base_file = *args.get("kl-divergence-base");
+  llm::LogProbReader base(base_file);
+  if (args.has("ctx") && static_cast<size_t>(args.get_int("ctx", 0)) != base.n_ctx())
+    throw UsageError("--ctx " + *args.get("ctx") + " is not the base file's " +
+                     std::to_string(base.n_ctx()) + " (leave it out)");
+  eo.n_ctx = base.n_ctx();
+  const std::unique_ptr<llm::Engine> engine = llm::Engine::load(model, eo);
+  size_t chunks = 0;
+  llm::KlDivergence k;
+  try {
+    k = llm::kl_divergence(engine->session(), base, max_chunks,
+                           [&](size_t i, const llm::KlDivergence& so_far) {
+                             chunks = i + 1;
+                             if (!json) print_kl_chunk(i, so_far);
+                             return true;
+                           });
+  } catch (const Error& e) {
+    throw Error(base_file, e.what());
+  }
+  if (json)
+    std::printf("%s\n", kl_json(k, chunks, base.n_ctx()).dump().c_str());
+  else
+    print_kl_summary(k);
+  return 0;
+}
+
+}  // namespace
 
 int run_perplexity(const Argv& argv) {
   ArgParser p("perplexity", "oxinfer perplexity -m MODEL -f FILE [--ctx N] [--chunks N]",
@@ -30,6 +145,12 @@ int run_perplexity(const Argv& argv) {
   p.option("ctx", "N", "tokens per chunk (default 512)", "c");
   p.option("chunks", "N", "score at most N chunks (default: all)");
   p.flag("json", "print one JSON object: ppl, ppl_error, chunks, tokens_scored, ...");
+  p.option("kl-divergence-base", "FILE",
+           "save the model's log-probabilities to FILE (llama.cpp's format); with "
+           "--kl-divergence, compare with the ones saved there");
+  p.flag("kl-divergence",
+         "compare the model's next-token distributions with --kl-divergence-base's (the text "
+         "and --ctx come from that file)");
   add_cache_type_option(p);
   p.threads_option();
   p.option("quant", "q8|q4", "quantize an HF checkpoint's matrices at load");
@@ -38,21 +159,28 @@ int run_perplexity(const Argv& argv) {
     throw UsageError("unexpected argument '" + args.positional()[0] + "' (the text is -f FILE)");
   const auto model = args.get("model");
   if (!model) throw UsageError("-m MODEL is required");
-  const auto file = args.get("file");
-  if (!file) throw UsageError("-f FILE is required");
   const long long ctx = args.get_int("ctx", 512);
   if (ctx < 4 || ctx > 1 << 20) throw UsageError("--ctx must be 4..1048576");
   const long long chunks = args.get_int("chunks", 0);
   if (chunks < 0) throw UsageError("--chunks must not be negative");
   const long long threads = args.get_int("threads", 0);
   if (threads < 0 || threads > 4096) throw UsageError("--threads must be 0..4096");
-
-  const std::string text = *file == "-" ? read_stdin() : read_text_file(*file);
   llm::EngineOptions eo;
   eo.threads = static_cast<int>(threads);
   eo.n_ctx = static_cast<size_t>(ctx);
   eo.kv_type = cache_type_option(args);
   if (const auto quant = args.get("quant")) eo.quant = llm::parse_load_quant(*quant);
+  const bool json = args.flag("json");
+  const auto base_file = args.get("kl-divergence-base");
+  if (args.flag("kl-divergence")) {
+    if (!base_file) throw UsageError("--kl-divergence needs --kl-divergence-base FILE");
+    if (args.has("file")) throw UsageError("--kl-divergence reads its text from the base file");
+    return run_kl_divergence(args, *model, eo, static_cast<size_t>(chunks), json);
+  }
+  const auto file = args.get("file");
+  if (!file) throw UsageError("-f FILE is required");
+
+  const std::string text = *file == "-" ? read_stdin() : read_text_file(*file);
   const std::unique_ptr<llm::Engine> engine = llm::Engine::load(*model, eo);
   const tokenizer::Tokenizer& tok = engine->model().tokenizer();
   const std::vector<int32_t> tokens = tok.encode(text, tok.add_bos());
@@ -60,7 +188,14 @@ int run_perplexity(const Argv& argv) {
   llm::PerplexityOptions options;
   options.n_ctx = static_cast<size_t>(ctx);
   options.max_chunks = static_cast<size_t>(chunks);
-  const bool json = args.flag("json");
+  // --kl-divergence-base: the scored positions' log-probabilities, as llama.cpp saves them.
+  std::optional<llm::LogProbWriter> writer;
+  if (base_file && tokens.size() >= 2 * options.n_ctx) {
+    size_t n_chunk = tokens.size() / options.n_ctx;
+    if (options.max_chunks > 0) n_chunk = std::min(n_chunk, options.max_chunks);
+    writer.emplace(*base_file, options.n_ctx, tok.vocab_size(), n_chunk,
+                   std::span<const int32_t>(tokens).first(n_chunk * options.n_ctx));
+  }
   spdlog::info("perplexity: {} tokens, chunks of {}", tokens.size(), options.n_ctx);
   const auto start = std::chrono::steady_clock::now();
   llm::PerplexityResult r;
@@ -71,10 +206,18 @@ int run_perplexity(const Argv& argv) {
         std::fflush(stdout);
       }
       return true;
+    }, [&](size_t, std::span<const float> logits, int32_t) {
+      if (writer) writer->add(logits);
     });
   } catch (const Error& e) {
+    if (writer) {  // no half-written base file left behind
+      writer.reset();
+      std::error_code ignored;
+      std::filesystem::remove(*base_file, ignored);
+    }
     throw Error(*file, e.what());
   }
+  if (writer) writer->finish();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (json) {
