@@ -32,8 +32,8 @@ double quantile(std::vector<double> values, double q) {
 
 void KlDivergence::add(std::span<const float> logits, std::span<const float> base_log_probs,
                        int32_t target) {
-  const size_t top = static_cast<size_t>(std::max_element(logits.begin(), logits.end()) -
-                                         logits.begin());
+  const size_t top =
+      static_cast<size_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   double sum = 0;
   for (float l : logits) sum += std::exp(static_cast<double>(l) - logits[top]);
   const double log_z = logits[top] + std::log(sum);  // log p(i) = logit(i) - log_z
@@ -116,9 +116,13 @@ Estimate KlDivergence::ppl_difference() const {
   return {a.value - b.value, std::sqrt(std::max(variance, 0.0))};
 }
 
-Estimate KlDivergence::mean_kld() const { return mean(kld_sum_, kld2_, count_); }
+Estimate KlDivergence::mean_kld() const {
+  return mean(kld_sum_, kld2_, count_);
+}
 
-Estimate KlDivergence::mean_p_diff() const { return mean(p_diff_, p_diff2_, count_); }
+Estimate KlDivergence::mean_p_diff() const {
+  return mean(p_diff_, p_diff2_, count_);
+}
 
 Estimate KlDivergence::rms_p_diff() const {
   const Estimate mse = mean(p_diff2_, p_diff4_, count_);
@@ -132,9 +136,13 @@ Estimate KlDivergence::same_top() const {
   return {p, std::sqrt(p * (1 - p) / static_cast<double>(count_ - 1))};
 }
 
-double KlDivergence::kld_quantile(double q) const { return quantile(kld_, q); }
+double KlDivergence::kld_quantile(double q) const {
+  return quantile(kld_, q);
+}
 
-double KlDivergence::p_diff_quantile(double q) const { return quantile(p_diffs_, q); }
+double KlDivergence::p_diff_quantile(double q) const {
+  return quantile(p_diffs_, q);
+}
 
 KlDivergence kl_divergence(Session& session, LogProbReader& base, size_t max_chunks,
                            const std::function<bool(size_t, const KlDivergence&)>& on_chunk) {

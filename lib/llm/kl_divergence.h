@@ -32,16 +32,16 @@ class KlDivergence {
   void add(std::span<const float> logits, std::span<const float> base_log_probs, int32_t target);
 
   size_t count() const { return count_; }
-  Estimate ppl() const;                // the model's perplexity
-  Estimate base_ppl() const;           // the base's (from the file's rounded log-probabilities)
-  double ln_ppl_correlation() const;   // of the per-token NLLs
-  Estimate ln_ppl_ratio() const;       // mean ln(PPL / PPL(base))
-  Estimate ppl_ratio() const;          // PPL / PPL(base)
-  Estimate ppl_difference() const;     // PPL - PPL(base)
-  Estimate mean_kld() const;           // nats
-  Estimate mean_p_diff() const;        // probability
+  Estimate ppl() const;               // the model's perplexity
+  Estimate base_ppl() const;          // the base's (from the file's rounded log-probabilities)
+  double ln_ppl_correlation() const;  // of the per-token NLLs
+  Estimate ln_ppl_ratio() const;      // mean ln(PPL / PPL(base))
+  Estimate ppl_ratio() const;         // PPL / PPL(base)
+  Estimate ppl_difference() const;    // PPL - PPL(base)
+  Estimate mean_kld() const;          // nats
+  Estimate mean_p_diff() const;       // probability
   Estimate rms_p_diff() const;
-  Estimate same_top() const;           // fraction
+  Estimate same_top() const;  // fraction
   // The q-quantile (0..1) of the per-position values, linearly between sorted neighbours.
   double kld_quantile(double q) const;
   double p_diff_quantile(double q) const;

@@ -17,7 +17,9 @@ constexpr float kRange = 16.0f;
 
 }  // namespace
 
-size_t log_prob_row_size(size_t n_vocab) { return 2 * ((n_vocab + 1) / 2) + 4; }
+size_t log_prob_row_size(size_t n_vocab) {
+  return 2 * ((n_vocab + 1) / 2) + 4;
+}
 
 void encode_log_prob_row(std::span<const float> logits, std::span<uint16_t> row) {
   const auto [lo, hi] = std::minmax_element(logits.begin(), logits.end());
@@ -87,8 +89,9 @@ LogProbReader::LogProbReader(const std::filesystem::path& file)
   in_.read(magic, sizeof magic);
   in_.read(reinterpret_cast<char*>(header), sizeof header);
   if (!in_ || std::memcmp(magic, kMagic, sizeof kMagic) != 0)
-    throw Error(file.string(), "not a log-probability file (llama-perplexity's "
-                               "--kl-divergence-base: it starts with _logits_)");
+    throw Error(file.string(),
+                "not a log-probability file (llama-perplexity's "
+                "--kl-divergence-base: it starts with _logits_)");
   if (header[0] < 4 || header[1] < 1 || header[2] < 1)
     throw Error(file.string(), "bad sizes in the header (n_ctx " + std::to_string(header[0]) +
                                    ", n_vocab " + std::to_string(header[1]) + ", n_chunk " +
@@ -100,15 +103,16 @@ LogProbReader::LogProbReader(const std::filesystem::path& file)
   const uintmax_t rows = static_cast<uintmax_t>(n_chunk_) * (n_ctx_ - 1 - n_ctx_ / 2);
   const uintmax_t row_bytes = log_prob_row_size(n_vocab_) * sizeof(uint16_t);
   // (header values so large that the sizes below would overflow cannot fit the file either)
-  if (static_cast<uintmax_t>(n_chunk_) * n_ctx_ > size / sizeof(int32_t) ||
-      rows > size / row_bytes)
+  if (static_cast<uintmax_t>(n_chunk_) * n_ctx_ > size / sizeof(int32_t) || rows > size / row_bytes)
     throw Error(file.string(), "its header says more than the file holds");
   const uintmax_t want = sizeof kMagic + sizeof header +
                          static_cast<uintmax_t>(n_chunk_) * n_ctx_ * sizeof(int32_t) +
                          rows * row_bytes;
   if (size != want)
-    throw Error(file.string(), "its size (" + std::to_string(size) + " bytes) is not what its "
-                               "header says (" + std::to_string(want) + ")");
+    throw Error(file.string(), "its size (" + std::to_string(size) +
+                                   " bytes) is not what its "
+                                   "header says (" +
+                                   std::to_string(want) + ")");
   tokens_.resize(n_chunk_ * n_ctx_);
   in_.read(reinterpret_cast<char*>(tokens_.data()),
            static_cast<std::streamsize>(tokens_.size() * sizeof(int32_t)));

@@ -20,8 +20,8 @@ namespace oxi::llm {
 class Session;
 
 // Each scored position's logits (n_vocab) and the token they score, in order.
-using ScoredLogits = std::function<void(size_t chunk, std::span<const float> logits,
-                                        int32_t target)>;
+using ScoredLogits =
+    std::function<void(size_t chunk, std::span<const float> logits, int32_t target)>;
 
 struct PerplexityOptions {
   size_t n_ctx = 512;     // tokens per chunk (llama.cpp's -c)

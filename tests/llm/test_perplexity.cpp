@@ -282,9 +282,9 @@ TEST(KlDivergence, MatchesTheReference) {
       std::vector<double> base = log_softmax(la);
       const double top = *std::max_element(base.begin(), base.end());
       const double floor = std::max(*std::min_element(base.begin(), base.end()), top - 16);
-      for (double& v : base) v = floor + std::nearbyint((std::max(v, floor) - floor) /
-                                                        ((top - floor) / 65535)) *
-                                             ((top - floor) / 65535);
+      for (double& v : base)
+        v = floor + std::nearbyint((std::max(v, floor) - floor) / ((top - floor) / 65535)) *
+                        ((top - floor) / 65535);
       const std::vector<double> q = log_softmax(lb);
       double kld = 0;
       for (size_t i = 0; i < base.size(); ++i)

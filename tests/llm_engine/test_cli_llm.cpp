@@ -14,6 +14,8 @@
 #include "kernels/formats/quant.h"
 #include "lib/llm/engine.h"
 #include "lib/llm/json_schema_grammar.h"
+#include "lib/llm/kl_divergence.h"
+#include "lib/llm/log_prob_file.h"
 #include "lib/llm/perplexity.h"
 #include "lib/llm/session.h"
 #include "tests/common/test_data.h"
@@ -705,7 +707,8 @@ TEST_F(CliLlm, BenchLlmStreamModeByLayout) {
 // short for two chunks is an error naming the file.
 TEST_F(CliLlm, PerplexityPrintsTheRunningAndFinalEstimate) {
   std::string text;
-  for (int i = 0; i < 60; ++i) text.append("w").append(std::to_string(260 + (i * 7) % 40)).append(" ");
+  for (int i = 0; i < 60; ++i)
+    text.append("w").append(std::to_string(260 + (i * 7) % 40)).append(" ");
   const std::string file = (dir_ / "text.txt").string();
   oxi::test::write_file_bytes(file, std::vector<uint8_t>(text.begin(), text.end()));
   const CommandResult r = run_oxinfer(
@@ -719,12 +722,13 @@ TEST_F(CliLlm, PerplexityPrintsTheRunningAndFinalEstimate) {
   Session session(e->model_ptr(), e->backend(), 16);
   const PerplexityResult want = perplexity(session, tokens, {.n_ctx = 16, .max_chunks = 3});
   char expected[256];
-  std::snprintf(expected, sizeof expected, "[1]%.4f,[2]%.4f,[3]%.4f,\nFinal estimate: PPL = %.4f +/- %.5f\n",
-                want.running[0], want.running[1], want.running[2], want.ppl, want.ppl_error);
+  std::snprintf(expected, sizeof expected,
+                "[1]%.4f,[2]%.4f,[3]%.4f,\nFinal estimate: PPL = %.4f +/- %.5f\n", want.running[0],
+                want.running[1], want.running[2], want.ppl, want.ppl_error);
   EXPECT_EQ(r.out, expected);
 
-  const CommandResult j = run_oxinfer(
-      {"perplexity", "-m", model_, "-f", file, "-c", "16", "--json", "--threads", "2"});
+  const CommandResult j =
+      run_oxinfer({"perplexity", "-m", model_, "-f", file, "-c", "16", "--json", "--threads", "2"});
   ASSERT_EQ(j.exit_code, 0) << j.err;
   const nlohmann::json out = nlohmann::json::parse(j.out);
   EXPECT_EQ(out["chunks"], tokens.size() / 16);
@@ -739,6 +743,80 @@ TEST_F(CliLlm, PerplexityPrintsTheRunningAndFinalEstimate) {
   EXPECT_EQ(small.exit_code, 1);
   EXPECT_NE(small.err.find(file + ": perplexity: the text has"), std::string::npos) << small.err;
   EXPECT_EQ(run_oxinfer({"perplexity", "-m", model_}).exit_code, 2);
+}
+
+// --kl-divergence-base saves llama.cpp's log-probability file while measuring perplexity (the
+// same bytes as the library's writer on the same logits); --kl-divergence then compares
+// another model with it: llama.cpp's statistics, the values kl_divergence() gives.
+TEST_F(CliLlm, KlDivergenceAgainstASavedBase) {
+  std::string text;
+  for (int i = 0; i < 60; ++i)
+    text.append("w").append(std::to_string(260 + (i * 11) % 40)).append(" ");
+  const std::string file = (dir_ / "text.txt").string();
+  oxi::test::write_file_bytes(file, std::vector<uint8_t>(text.begin(), text.end()));
+  const std::string base = (dir_ / "base.kld").string();
+  const CommandResult saved = run_oxinfer({"perplexity", "-m", model_, "-f", file, "--ctx", "16",
+                                           "--threads", "2", "--kl-divergence-base", base});
+  ASSERT_EQ(saved.exit_code, 0) << saved.err;
+
+  const auto e = engine();
+  const tokenizer::Tokenizer& tok = e->model().tokenizer();
+  const std::vector<int32_t> tokens = tok.encode(text, tok.add_bos());
+  const size_t chunks = tokens.size() / 16;
+  {
+    Session session(e->model_ptr(), e->backend(), 16);
+    LogProbWriter w(dir_ / "mine.kld", 16, tok.vocab_size(), chunks,
+                    std::span<const int32_t>(tokens).first(chunks * 16));
+    perplexity(session, tokens, {.n_ctx = 16}, {},
+               [&](size_t, std::span<const float> logits, int32_t) { w.add(logits); });
+    w.finish();
+  }
+  EXPECT_EQ(oxi::test::read_file_bytes(base), oxi::test::read_file_bytes(dir_ / "mine.kld"));
+
+  const std::string other = (dir_ / "other.gguf").string();
+  write_tiny_llama(other, 99);
+  const CommandResult r = run_oxinfer({"perplexity", "-m", other, "--kl-divergence-base", base,
+                                       "--kl-divergence", "--threads", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  LogProbReader reader(base);
+  EngineOptions two_threads;
+  two_threads.threads = 2;
+  const auto o = Engine::load(other, two_threads);
+  Session session(o->model_ptr(), o->backend(), 16);
+  const KlDivergence k = kl_divergence(session, reader);
+  char line[128];
+  std::snprintf(line, sizeof line, "Mean    KLD: %10.6f \u00b1 %10.6f\n", k.mean_kld().value,
+                k.mean_kld().error);
+  EXPECT_NE(r.out.find(line), std::string::npos) << r.out;
+  std::snprintf(line, sizeof line, "Mean PPL(Q)                   : %10.6f \u00b1 %10.6f\n",
+                k.ppl().value, k.ppl().error);
+  EXPECT_NE(r.out.find(line), std::string::npos) << r.out;
+  std::snprintf(line, sizeof line, "Same top p: %6.3f \u00b1 %5.3f %%\n", 100 * k.same_top().value,
+                100 * k.same_top().error);
+  EXPECT_NE(r.out.find(line), std::string::npos) << r.out;
+  std::snprintf(line, sizeof line, "\n%4zu    ", chunks);  // the last chunk's row
+  EXPECT_NE(r.out.find(line), std::string::npos) << r.out;
+
+  const CommandResult j = run_oxinfer({"perplexity", "-m", other, "--kl-divergence-base", base,
+                                       "--kl-divergence", "--json", "--chunks", "2"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const nlohmann::json out = nlohmann::json::parse(j.out);
+  EXPECT_EQ(out["chunks"], 2);
+  EXPECT_EQ(out["tokens_scored"], 2 * 7);
+  for (const char* key : {"ppl", "base_ppl", "kld_mean", "kld_mean_error", "kld_max", "kld_median",
+                          "p_diff_rms", "same_top", "ppl_ratio"})
+    EXPECT_TRUE(out[key].is_number()) << key;
+
+  EXPECT_EQ(run_oxinfer({"perplexity", "-m", other, "--kl-divergence"}).exit_code, 2);
+  EXPECT_EQ(run_oxinfer({"perplexity", "-m", other, "--kl-divergence", "--kl-divergence-base", base,
+                         "-f", file})
+                .exit_code,
+            2);
+  const CommandResult not_base =
+      run_oxinfer({"perplexity", "-m", other, "--kl-divergence", "--kl-divergence-base", file});
+  EXPECT_EQ(not_base.exit_code, 1);
+  EXPECT_NE(not_base.err.find(file + ": not a log-probability file"), std::string::npos)
+      << not_base.err;
 }
 
 }  // namespace

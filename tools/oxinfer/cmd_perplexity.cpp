@@ -6,8 +6,8 @@
 // (lib/llm/kl_divergence.h), printing llama.cpp's statistics.
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <utility>
@@ -30,14 +30,16 @@ namespace {
 
 void print_kl_chunk(size_t index, const llm::KlDivergence& k) {
   if (index == 0)
-    std::printf("chunk             PPL               ln(PPL(Q)/PPL(base))          KL Divergence"
-                "              \u0394p RMS            Same top p\n");
+    std::printf(
+        "chunk             PPL               ln(PPL(Q)/PPL(base))          KL Divergence"
+        "              \u0394p RMS            Same top p\n");
   const llm::Estimate ppl = k.ppl(), ratio = k.ln_ppl_ratio(), kld = k.mean_kld(),
                       rms = k.rms_p_diff(), top = k.same_top();
-  std::printf("%4zu    %9.4f \u00b1 %9.4f    %10.5f \u00b1 %10.5f    %10.5f \u00b1 %10.5f    %6.3f "
-              "\u00b1 %6.3f %%    %6.3f \u00b1 %6.3f %%\n",
-              index + 1, ppl.value, ppl.error, ratio.value, ratio.error, kld.value, kld.error,
-              100 * rms.value, 100 * rms.error, 100 * top.value, 100 * top.error);
+  std::printf(
+      "%4zu    %9.4f \u00b1 %9.4f    %10.5f \u00b1 %10.5f    %10.5f \u00b1 %10.5f    %6.3f "
+      "\u00b1 %6.3f %%    %6.3f \u00b1 %6.3f %%\n",
+      index + 1, ppl.value, ppl.error, ratio.value, ratio.error, kld.value, kld.error,
+      100 * rms.value, 100 * rms.error, 100 * top.value, 100 * top.error);
   std::fflush(stdout);
 }
 
@@ -57,20 +59,21 @@ void print_kl_summary(const llm::KlDivergence& k) {
   const llm::Estimate kld = k.mean_kld();
   std::printf("Mean    KLD: %10.6f \u00b1 %10.6f\n", kld.value, kld.error);
   const std::pair<const char*, double> kld_rows[] = {
-      {"Maximum KLD", 1.0}, {"99.9%   KLD", 0.999}, {"99.0%   KLD", 0.99}, {"95.0%   KLD", 0.95},
-      {"90.0%   KLD", 0.9}, {"Median  KLD", 0.5},   {"10.0%   KLD", 0.1},  {" 5.0%   KLD", 0.05},
+      {"Maximum KLD", 1.0},  {"99.9%   KLD", 0.999}, {"99.0%   KLD", 0.99}, {"95.0%   KLD", 0.95},
+      {"90.0%   KLD", 0.9},  {"Median  KLD", 0.5},   {"10.0%   KLD", 0.1},  {" 5.0%   KLD", 0.05},
       {" 1.0%   KLD", 0.01}, {" 0.1%   KLD", 0.001}, {"Minimum KLD", 0.0}};
   for (const auto& [label, q] : kld_rows) std::printf("%s: %10.6f\n", label, k.kld_quantile(q));
   std::printf("\n====== Token probability statistics ======\n");
   const llm::Estimate dp = k.mean_p_diff();
   std::printf("Mean    \u0394p: %6.3f \u00b1 %5.3f %%\n", 100 * dp.value, 100 * dp.error);
   const std::pair<const char*, double> dp_rows[] = {
-      {"Maximum \u0394p", 1.0}, {"99.9%   \u0394p", 0.999}, {"99.0%   \u0394p", 0.99},
+      {"Maximum \u0394p", 1.0},  {"99.9%   \u0394p", 0.999}, {"99.0%   \u0394p", 0.99},
       {"95.0%   \u0394p", 0.95}, {"90.0%   \u0394p", 0.9},   {"75.0%   \u0394p", 0.75},
       {"Median  \u0394p", 0.5},  {"25.0%   \u0394p", 0.25},  {"10.0%   \u0394p", 0.1},
       {" 5.0%   \u0394p", 0.05}, {" 1.0%   \u0394p", 0.01},  {" 0.1%   \u0394p", 0.001},
       {"Minimum \u0394p", 0.0}};
-  for (const auto& [label, q] : dp_rows) std::printf("%s: %6.3f%%\n", label, 100 * k.p_diff_quantile(q));
+  for (const auto& [label, q] : dp_rows)
+    std::printf("%s: %6.3f%%\n", label, 100 * k.p_diff_quantile(q));
   const llm::Estimate rms = k.rms_p_diff(), top = k.same_top();
   std::printf("RMS \u0394p    : %6.3f \u00b1 %5.3f %%\n", 100 * rms.value, 100 * rms.error);
   std::printf("Same top p: %6.3f \u00b1 %5.3f %%\n", 100 * top.value, 100 * top.error);
@@ -200,15 +203,18 @@ int run_perplexity(const Argv& argv) {
   const auto start = std::chrono::steady_clock::now();
   llm::PerplexityResult r;
   try {
-    r = llm::perplexity(engine->session(), tokens, options, [&](size_t i, double ppl) {
-      if (!json) {
-        std::printf("[%zu]%.4f,", i + 1, ppl);
-        std::fflush(stdout);
-      }
-      return true;
-    }, [&](size_t, std::span<const float> logits, int32_t) {
-      if (writer) writer->add(logits);
-    });
+    r = llm::perplexity(
+        engine->session(), tokens, options,
+        [&](size_t i, double ppl) {
+          if (!json) {
+            std::printf("[%zu]%.4f,", i + 1, ppl);
+            std::fflush(stdout);
+          }
+          return true;
+        },
+        [&](size_t, std::span<const float> logits, int32_t) {
+          if (writer) writer->add(logits);
+        });
   } catch (const Error& e) {
     if (writer) {  // no half-written base file left behind
       writer.reset();
