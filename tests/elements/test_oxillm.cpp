@@ -69,6 +69,25 @@ class OxiLlm : public ::testing::Test {
     messages.push_back({"user", user});
     return engine->send(messages, g).text;
   }
+  // The error an oxillm with `properties` posts on its bus answering `text` (the answer fails
+  // on the task, after the push returned), or "<no error>".
+  static std::string answer_error(const std::string& properties, const std::string& text) {
+    GstElement* e = gst_parse_launch(
+        ("oxillm model=\"" + model_.string() + "\" threads=1 " + properties).c_str(), nullptr);
+    EXPECT_NE(e, nullptr);
+    if (!e) return "<no element>";
+    GstBus* bus = gst_bus_new();
+    gst_element_set_bus(e, bus);
+    GstHarness* h = gst_harness_new_with_element(e, "sink", "src");
+    gst_harness_set_src_caps_str(h, "text/x-raw, format=(string)utf8");
+    gst_harness_push(h, oxi::test::text_buffer(text, 0, GST_SECOND));
+    const std::optional<oxi::test::BusError> error = oxi::test::pop_bus_error(bus, 60 * GST_SECOND);
+    gst_element_set_bus(e, nullptr);
+    gst_harness_teardown(h);
+    gst_object_unref(bus);
+    gst_object_unref(e);
+    return error ? error->message : "<no error>";
+  }
   static oxi::llm::SamplerOptions greedy() {
     oxi::llm::SamplerOptions s;
     s.temperature = 0;
@@ -239,23 +258,9 @@ TEST_F(OxiLlm, LogitBiasAndIgnoreEosEqualTheEngine) {
   EXPECT_EQ(pull_answer(h).text, running);
   gst_harness_teardown(h);
 
-  GstElement* e = gst_parse_launch(
-      ("oxillm model=\"" + model_.string() + "\" logit-bias=100000+1 threads=1").c_str(), nullptr);
-  ASSERT_NE(e, nullptr);
-  GstBus* bus = gst_bus_new();
-  gst_element_set_bus(e, bus);
-  h = gst_harness_new_with_element(e, "sink", "src");
-  gst_harness_set_src_caps_str(h, "text/x-raw, format=(string)utf8");
-  gst_harness_push(h, text_buffer("w265", 0, GST_SECOND));
-  const std::optional<oxi::test::BusError> error = oxi::test::pop_bus_error(bus, 60 * GST_SECOND);
-  ASSERT_TRUE(error.has_value());
-  EXPECT_NE(error->message.find("logit bias token 100000 is not in the vocabulary"),
-            std::string::npos)
-      << error->message;
-  gst_element_set_bus(e, nullptr);
-  gst_harness_teardown(h);
-  gst_object_unref(bus);
-  gst_object_unref(e);
+  const std::string error = answer_error("logit-bias=100000+1", "w265");
+  EXPECT_NE(error.find("logit bias token 100000 is not in the vocabulary"), std::string::npos)
+      << error;
 }
 
 // The grammar holds each answer as it holds the engine's; one that does not parse is refused
@@ -525,23 +530,8 @@ TEST_F(OxiLlm, ContextSizeBoundsTheAnswer) {
   EXPECT_EQ(pull_answer(h).text, bounded);
   gst_harness_teardown(h);
 
-  GstElement* e = gst_parse_launch(
-      ("oxillm model=\"" + model_.string() + "\" context-size=3 threads=1").c_str(), nullptr);
-  ASSERT_NE(e, nullptr);
-  GstBus* bus = gst_bus_new();
-  gst_element_set_bus(e, bus);
-  h = gst_harness_new_with_element(e, "sink", "src");
-  gst_harness_set_src_caps_str(h, "text/x-raw, format=(string)utf8");
-  gst_harness_push(h, text_buffer("w265 w266 w267", 0, GST_SECOND));
-  // The answer fails on the task, after the push returned.
-  const std::optional<oxi::test::BusError> error = oxi::test::pop_bus_error(bus, 60 * GST_SECOND);
-  ASSERT_TRUE(error.has_value());
-  EXPECT_NE(error->message.find("the context only 3 positions"), std::string::npos)
-      << error->message;
-  gst_element_set_bus(e, nullptr);
-  gst_harness_teardown(h);
-  gst_object_unref(bus);
-  gst_object_unref(e);
+  const std::string error = answer_error("context-size=3", "w265 w266 w267");
+  EXPECT_NE(error.find("the context only 3 positions"), std::string::npos) << error;
 }
 
 // cache-type and chat-template reach the engine: the answers equal the engine's with the same
