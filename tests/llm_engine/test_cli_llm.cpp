@@ -702,13 +702,19 @@ TEST_F(CliLlm, BenchLlmStreamModeByLayout) {
   EXPECT_NE(mode.at("choice").get<std::string>(), "fixed");
 }
 
+// 60 of the tiny model's words, every `step`-th of its 40 in turn: a text for perplexity.
+std::string word_text(int step) {
+  std::string text;
+  for (int i = 0; i < 60; ++i)
+    text.append("w").append(std::to_string(260 + (i * step) % 40)).append(" ");
+  return text;
+}
+
 // perplexity: the text tokenized as the model says (BOS first), the running PPL after each chunk
 // and the final estimate as perplexity() computes them on the same tokens; --json; a text too
 // short for two chunks is an error naming the file.
 TEST_F(CliLlm, PerplexityPrintsTheRunningAndFinalEstimate) {
-  std::string text;
-  for (int i = 0; i < 60; ++i)
-    text.append("w").append(std::to_string(260 + (i * 7) % 40)).append(" ");
+  const std::string text = word_text(7);
   const std::string file = (dir_ / "text.txt").string();
   oxi::test::write_file_bytes(file, std::vector<uint8_t>(text.begin(), text.end()));
   const CommandResult r = run_oxinfer(
@@ -749,9 +755,7 @@ TEST_F(CliLlm, PerplexityPrintsTheRunningAndFinalEstimate) {
 // same bytes as the library's writer on the same logits); --kl-divergence then compares
 // another model with it: llama.cpp's statistics, the values kl_divergence() gives.
 TEST_F(CliLlm, KlDivergenceAgainstASavedBase) {
-  std::string text;
-  for (int i = 0; i < 60; ++i)
-    text.append("w").append(std::to_string(260 + (i * 11) % 40)).append(" ");
+  const std::string text = word_text(11);
   const std::string file = (dir_ / "text.txt").string();
   oxi::test::write_file_bytes(file, std::vector<uint8_t>(text.begin(), text.end()));
   const std::string base = (dir_ / "base.kld").string();
