@@ -227,6 +227,18 @@ TEST(LogProbFile, BytesAreLlamaCppsLayout) {
   huge[17] = 0xFF;
   huge[18] = 0xFF;
   EXPECT_EQ(error(huge).rfind(path + ": its header says more than the file holds", 0), 0u);
+  // Every header byte set to each of a few values, every length cut: read, or an oxi::Error.
+  for (size_t at = 0; at < 20; ++at)
+    for (uint8_t v : {0x00, 0x01, 0x7F, 0x80, 0xFF}) {
+      std::vector<uint8_t> edited = bytes;
+      edited[at] = v;
+      const std::string e = error(edited);
+      EXPECT_TRUE(e == "<no error>" || e.rfind(path + ": ", 0) == 0) << e;
+    }
+  for (size_t n = 0; n < bytes.size(); n += 3)
+    EXPECT_EQ(error(std::vector<uint8_t>(bytes.begin(), bytes.begin() + n)).rfind(path + ": ", 0),
+              0u)
+        << n;
 }
 
 // A base model's file written through perplexity(), then another model against it: the KL
