@@ -11,6 +11,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "lib/core/error.h"
 #include "lib/hub/hub.h"
+#include "lib/llm/draft_model.h"
 #include "lib/llm/grammar_constraint.h"
 #include "lib/llm/stream_decoder.h"
 
@@ -95,6 +96,22 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& options)
     : model_(std::move(model)), backend_(backends::make_cpu_backend(options.threads)) {
   session_ = std::make_unique<Session>(model_, *backend_, options.n_ctx, options.kv_type);
   const tokenizer::Tokenizer& tok = model_->tokenizer();
+  if (!options.draft_model.empty()) {
+    if (options.draft_max < 1 || options.draft_min < 0 || options.draft_min > options.draft_max ||
+        !(options.draft_p_min >= 0 && options.draft_p_min <= 1))
+      throw Error("draft model",
+                  "draft_max must be 1 or more, draft_min 0..draft_max, "
+                  "draft_p_min 0..1");
+    const hub::HubOptions hub_options = options.hub.value_or(hub::HubOptions::from_environment());
+    LoadOptions load_options;
+    load_options.quant = options.quant;
+    draft_ = std::make_unique<DraftModel>(
+        Model::load(hub::resolve_model(options.draft_model, hub_options), load_options), *backend_,
+        session_->n_ctx(), tok);
+    draft_max_ = options.draft_max;
+    draft_min_ = options.draft_min;
+    draft_p_min_ = options.draft_p_min;
+  }
   const std::string bos = token_text_or_empty(tok, tok.bos());
   const std::string eos = token_text_or_empty(tok, tok.eos());
 
@@ -325,6 +342,18 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
       options.max_tokens < 0 ? SIZE_MAX : static_cast<size_t>(options.max_tokens);
   stats.stop_reason = StopReason::max_tokens;
   bool evaluate_last = false;  // the previous token still has to enter the cache
+  // Speculative decoding: draft tokens the model evaluated after the accepted ones (in its
+  // cache), with the logits after each; drafted[next_draft] is the one the next sampled token
+  // must equal for its logits to be known already.
+  std::vector<int32_t> drafted;
+  std::vector<float> drafted_logits;
+  size_t next_draft = 0;
+  const auto drop_drafts = [&] {  // those not taken leave the cache
+    session_->truncate(session_->n_past() - (drafted.size() - next_draft));
+    drafted.clear();
+    next_draft = 0;
+  };
+  const size_t n_vocab = static_cast<size_t>(model_->config().n_vocab);
   while (true) {
     if (!choices && stats.generated_ids.size() >= max_tokens) {
       stats.stop_reason = StopReason::max_tokens;
@@ -340,7 +369,15 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
       stats.stop_reason = StopReason::eos;
       break;
     }
-    if (evaluate_last) {
+    if (evaluate_last && next_draft < drafted.size() &&
+        drafted[next_draft] == stats.generated_ids.back()) {
+      // The model picked the draft's token: its logits came with the draft's batch.
+      logits = std::span<const float>(drafted_logits).subspan(next_draft * n_vocab, n_vocab);
+      next_logits_.assign(logits.begin(), logits.end());
+      ++next_draft;
+      ++stats.draft_accepted;
+    } else if (evaluate_last) {
+      if (!drafted.empty()) drop_drafts();
       const int32_t last = stats.generated_ids.back();
       // llama.cpp shifts once the token would take the context's last position.
       if (options.context_shift && session_->n_past() + 1 >= session_->n_ctx() &&
@@ -355,14 +392,18 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
         stats.stop_reason = StopReason::context_full;
         break;
       } else {
-        logits = session_->eval(std::span<const int32_t>(&last, 1));
+        logits = evaluate_with_draft(last, stats, max_tokens, drafted, drafted_logits);
         next_logits_.assign(logits.begin(), logits.end());
       }
     }
     const std::vector<int32_t>* allowed =
         choices ? &choices->allowed() : (grammar ? &grammar->allowed() : nullptr);
-    // The repetition penalty looks at the context: prompt and reply so far.
-    const int32_t id = sampler.sample(logits, session_->tokens(), allowed);
+    // The repetition penalty looks at the context: prompt and reply so far (not the drafts).
+    const int32_t id =
+        sampler.sample(logits,
+                       std::span<const int32_t>(session_->tokens())
+                           .first(session_->n_past() - (drafted.size() - next_draft)),
+                       allowed);
     evaluate_last = true;
     if (grammar) grammar->accept(id);
 
@@ -395,6 +436,9 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
       break;
     }
   }
+  // Drafts not taken leave the cache (with the last sampled token if it was one: a turn does
+  // not evaluate its last token).
+  if (!drafted.empty()) drop_drafts();
   const std::string rest = decoder.finish();
   if (stream && !rest.empty()) on_piece(rest);
   stats.text = decoder.text();
@@ -407,6 +451,29 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
   stats.generated_tokens = stats.generated_ids.size();
   stats.generation_ms = ms_since(start);
   return stats;
+}
+
+std::span<const float> Engine::evaluate_with_draft(int32_t last, TurnStats& stats,
+                                                   size_t max_tokens, std::vector<int32_t>& drafted,
+                                                   std::vector<float>& drafted_logits) {
+  // Room for the drafts: in the context after `last`, and in the reply (the model samples one
+  // token from last's logits, then one after each draft token it takes).
+  size_t room = draft_ ? session_->n_ctx() - session_->n_past() - 1 : 0;
+  room = std::min(room, static_cast<size_t>(draft_max_));
+  if (max_tokens != SIZE_MAX) room = std::min(room, max_tokens - stats.generated_ids.size() - 1);
+  std::vector<int32_t> proposal;
+  if (room > 0) proposal = draft_->propose(session_->tokens(), last, room, draft_p_min_);
+  if (proposal.empty() || proposal.size() < static_cast<size_t>(draft_min_))
+    return session_->eval(std::span<const int32_t>(&last, 1));
+  // One batch: last and the drafts, the logits after each.
+  std::vector<int32_t> batch = {last};
+  batch.insert(batch.end(), proposal.begin(), proposal.end());
+  const std::span<const float> all = session_->eval(batch, /*all_logits=*/true);
+  const size_t n_vocab = all.size() / batch.size();
+  drafted = std::move(proposal);
+  drafted_logits.assign(all.begin() + static_cast<std::ptrdiff_t>(n_vocab), all.end());
+  stats.draft_tokens += drafted.size();
+  return all.first(n_vocab);
 }
 
 bool Engine::shift_context(int32_t pending, size_t keep, TurnStats& stats) {

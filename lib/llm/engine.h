@@ -35,6 +35,7 @@
 
 namespace oxi::llm {
 
+class DraftModel;
 class GrammarConstraint;
 class TokenTrie;
 
@@ -47,6 +48,14 @@ struct EngineOptions {
   // template, else a fallback chosen from the architecture.
   std::string chat_template;
   std::optional<hub::HubOptions> hub;  // default: HubOptions::from_environment()
+  // Speculative decoding (llama.cpp's --model-draft): a small model of the same vocabulary
+  // proposes up to draft_max tokens (stopping below draft_p_min probability), the model checks
+  // them in one batch and keeps those its own sampling picks: the same reply, fewer passes.
+  // Drafts shorter than draft_min are not used. Empty: off.
+  std::string draft_model;
+  int draft_max = 16;
+  int draft_min = 0;
+  float draft_p_min = 0.8f;
 };
 
 struct GenerateOptions {
@@ -95,6 +104,8 @@ struct TurnStats {
   size_t dropped_messages = 0;  // send(): the oldest history messages that left the context
   size_t context_shifts = 0;    // GenerateOptions::context_shift: times the context shifted
   size_t shifted_tokens = 0;    // tokens those shifts dropped
+  size_t draft_tokens = 0;      // EngineOptions::draft_model: tokens the draft proposed
+  size_t draft_accepted = 0;    // ... and the model's sampling then picked
 
   double prompt_tok_s() const { return prompt_ms > 0 ? 1e3 * prompt_tokens / prompt_ms : 0; }
   double generation_tok_s() const {
@@ -160,6 +171,11 @@ class Engine {
                      bool strip_leading_space, const PieceCallback& on_piece);
   void evaluate_prompt(const std::vector<int32_t>& prompt, TurnStats& stats);
   bool shift_context(int32_t pending, size_t keep, TurnStats& stats);
+  // Evaluates `last` and returns its logits; with a draft model, also the draft's proposal
+  // after it in the same batch (into drafted / drafted_logits: the logits after each).
+  std::span<const float> evaluate_with_draft(int32_t last, TurnStats& stats, size_t max_tokens,
+                                             std::vector<int32_t>& drafted,
+                                             std::vector<float>& drafted_logits);
   std::string render_after(const std::vector<ChatMessage>& history,
                            const std::vector<ChatMessage>& messages) const;
   bool is_end_token(int32_t id) const;
@@ -179,6 +195,9 @@ class Engine {
   std::string raw_text_;  // raw mode: the text the context holds (prompts and replies)
   std::vector<float> prompt_logits_;
   std::vector<float> next_logits_;  // logits of the cache's last token, when known
+  std::unique_ptr<DraftModel> draft_;
+  int draft_max_ = 0, draft_min_ = 0;
+  float draft_p_min_ = 0;
   std::shared_ptr<const TokenTrie> token_trie_;
   std::unique_ptr<GrammarConstraint> grammar_;
   std::atomic<bool> cancel_requested_{false};
