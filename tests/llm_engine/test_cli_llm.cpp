@@ -702,6 +702,25 @@ TEST_F(CliLlm, BenchLlmStreamModeByLayout) {
   EXPECT_NE(mode.at("choice").get<std::string>(), "fixed");
 }
 
+// --model-draft: the same tokens as without it, and the draft's count on the stats line.
+TEST_F(CliLlm, ModelDraftGivesTheSameReply) {
+  const std::vector<std::string> args = {"--raw", "-p",           "w260 w261", "--temp",
+                                         "0",     "--max-tokens", "24",        "--show-tokens"};
+  const CommandResult plain = generate(args);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  std::vector<std::string> with = args;
+  with.insert(with.end(), {"-md", model_, "--draft-max", "5", "--draft-p-min", "0"});
+  const CommandResult fast = generate(with);
+  ASSERT_EQ(fast.exit_code, 0) << fast.err;
+  EXPECT_EQ(fast.out, plain.out);
+  EXPECT_EQ(line_starting(fast.err, "generated tokens: "),
+            line_starting(plain.err, "generated tokens: "));
+  const std::string draft = line_starting(fast.err, "draft: ");
+  EXPECT_NE(draft.find("tokens proposed"), std::string::npos) << fast.err;
+  EXPECT_EQ(generate({"-p", "x", "--draft-max", "4"}).exit_code, 2);
+  EXPECT_EQ(generate({"-p", "x", "-md", model_, "--draft-max", "0"}).exit_code, 2);
+}
+
 // 60 of the tiny model's words, every `step`-th of its 40 in turn: a text for perplexity.
 std::string word_text(int step) {
   std::string text;
