@@ -115,6 +115,11 @@ oxi_llm_params oxi_llm_default_params(void) {
   p.quant = nullptr;
   p.chat_template = nullptr;
   p.cache_type = nullptr;
+  const oxi::llm::EngineOptions e;
+  p.draft_model = nullptr;
+  p.draft_max = e.draft_max;
+  p.draft_min = e.draft_min;
+  p.draft_p_min = e.draft_p_min;
   p.temperature = g.sampling.temperature;
   p.top_k = g.sampling.top_k;
   p.top_p = g.sampling.top_p;
@@ -160,6 +165,10 @@ oxi_llm_engine* oxi_llm_load(const char* spec, const oxi_llm_params* params, cha
     if (p.quant != nullptr && *p.quant != '\0') options.quant = oxi::llm::parse_load_quant(p.quant);
     if (p.chat_template != nullptr) options.chat_template = p.chat_template;
     if (p.cache_type != nullptr) options.kv_type = oxi::llm::kv_cache_type(p.cache_type);
+    if (p.draft_model != nullptr) options.draft_model = p.draft_model;
+    options.draft_max = p.draft_max;
+    options.draft_min = p.draft_min;
+    options.draft_p_min = p.draft_p_min;
     auto handle = std::make_unique<oxi_llm_engine>();
     handle->engine = oxi::llm::Engine::load(spec, options);
     handle->generate = generate_options(p);
@@ -196,6 +205,8 @@ int oxi_llm_send(oxi_llm_engine* engine, const char* role, const char* text,
       stats->stop_reason = stop_code(s.stop_reason);
       stats->dropped_messages = s.dropped_messages;
       stats->context_shifts = s.context_shifts;
+      stats->draft_tokens = s.draft_tokens;
+      stats->draft_accepted = s.draft_accepted;
     }
   });
 }

@@ -57,6 +57,14 @@ typedef struct oxi_llm_params {
   const char* quant;         /* NULL, "q8" or "q4": quantize an HF checkpoint at load */
   const char* chat_template; /* NULL: the model's own; else a fallback name or a Jinja file */
   const char* cache_type; /* KV cache "f16" or "f32"; NULL: f16 for quantized weights, else f32 */
+  /* Speculative decoding (llama.cpp's --model-draft): a small model of the same vocabulary
+   * drafts up to draft_max tokens (stopping below draft_p_min probability; drafts shorter than
+   * draft_min unused) that the model checks in one batch; the reply is the model's alone.
+   * NULL or "": off. */
+  const char* draft_model;
+  int draft_max;
+  int draft_min;
+  float draft_p_min;
   /* Sampling and generation (per send). */
   float temperature;          /* <= 0: greedy */
   int top_k;                  /* <= 0: off */
@@ -105,6 +113,8 @@ typedef struct oxi_llm_stats {
   int stop_reason;         /* OXI_LLM_STOP_* */
   size_t dropped_messages; /* the oldest history messages that left an outgrown context */
   size_t context_shifts;   /* times this turn's reply shifted the context (context_shift) */
+  size_t draft_tokens;     /* draft_model: tokens the draft proposed this turn */
+  size_t draft_accepted;   /* ... and the model's sampling then picked */
 } oxi_llm_stats;
 
 /* Called with each piece of reply text (complete UTF-8, not NUL-terminated); return 0 to stop. */

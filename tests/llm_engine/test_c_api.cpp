@@ -73,6 +73,11 @@ TEST(CApi, DefaultsMatchTheEngine) {
   EXPECT_EQ(p.mirostat, s.mirostat);
   EXPECT_EQ(p.mirostat_tau, s.mirostat_tau);
   EXPECT_EQ(p.mirostat_eta, s.mirostat_eta);
+  const EngineOptions e;
+  EXPECT_EQ(p.draft_model, nullptr);
+  EXPECT_EQ(p.draft_max, e.draft_max);
+  EXPECT_EQ(p.draft_min, e.draft_min);
+  EXPECT_EQ(p.draft_p_min, e.draft_p_min);
 }
 
 TEST(CApi, ErrorsAreCodesAndMessages) {
@@ -100,6 +105,40 @@ TEST(CApi, ErrorsAreCodesAndMessages) {
 
 // The grammar reaches the engine: the reply the Engine gives under the same grammar, and a
 // grammar that does not parse is an error code with the parser's message.
+// draft_model reaches the engine: the reply without a draft, and the draft's counts (the model
+// itself as its draft: every proposal taken).
+TEST_F(CApiModel, DraftModelGivesTheSameReply) {
+  const TurnStats expected = engine()->send_raw("w260 w261", greedy(30));
+  oxi_llm_params p = oxi_llm_default_params();
+  p.threads = 2;
+  p.temperature = 0;
+  p.max_tokens = 30;
+  p.draft_model = model_.c_str();
+  p.draft_max = 4;
+  p.draft_p_min = 0;
+  char err[256];
+  oxi_llm_engine* e = oxi_llm_load(model_.c_str(), &p, err, sizeof err);
+  ASSERT_NE(e, nullptr) << err;
+  std::string reply;
+  oxi_llm_stats stats;
+  ASSERT_EQ(oxi_llm_send(
+                e, nullptr, "w260 w261",
+                [](const char* piece, size_t len, void* user) {
+                  static_cast<std::string*>(user)->append(piece, len);
+                  return 1;
+                },
+                &reply, &stats),
+            OXI_LLM_OK)
+      << oxi_llm_last_error(e);
+  EXPECT_EQ(reply, expected.text);
+  EXPECT_GT(stats.draft_tokens, 0u);
+  EXPECT_EQ(stats.draft_accepted, stats.draft_tokens);
+  oxi_llm_free(e);
+  p.draft_max = 0;
+  EXPECT_EQ(oxi_llm_load(model_.c_str(), &p, err, sizeof err), nullptr);
+  EXPECT_NE(std::string(err).find("draft_max"), std::string::npos) << err;
+}
+
 TEST_F(CApiModel, GrammarAsTheEngineHoldsIt) {
   const char* grammar = "root ::= (\"yes\" | \"no\") \" \" [0-9]{1,2}";
   GenerateOptions g = greedy(40);
