@@ -103,6 +103,9 @@ enum {
   PROP_CONTEXT_SIZE,
   PROP_CACHE_TYPE,
   PROP_CHAT_TEMPLATE,
+  PROP_DRAFT_MODEL,
+  PROP_DRAFT_MAX,
+  PROP_DRAFT_P_MIN,
 };
 
 /* Sampling defaults are oxinfer generate's, so an element answers like the CLI does. */
@@ -135,6 +138,9 @@ enum {
 #define DEFAULT_CONTEXT_SIZE 0
 #define DEFAULT_CACHE_TYPE GST_OXI_LLM_CACHE_TYPE_AUTO
 #define DEFAULT_CHAT_TEMPLATE nullptr
+#define DEFAULT_DRAFT_MODEL nullptr
+#define DEFAULT_DRAFT_MAX 16
+#define DEFAULT_DRAFT_P_MIN 0.8f
 
 /* Answers queued before the streaming thread waits: enough to keep the task busy while a
  * burst of captions arrives, few enough that a slow model pushes back on its source. */
@@ -194,6 +200,9 @@ static const OxiPropertyField properties[] = {
     OXI_PROPERTY_FIELD(PROP_CONTEXT_SIZE, GstOxiLlm, context_size),
     OXI_PROPERTY_FIELD(PROP_CACHE_TYPE, GstOxiLlm, cache_type),
     OXI_PROPERTY_FIELD(PROP_CHAT_TEMPLATE, GstOxiLlm, chat_template),
+    OXI_PROPERTY_FIELD(PROP_DRAFT_MODEL, GstOxiLlm, draft_model),
+    OXI_PROPERTY_FIELD(PROP_DRAFT_MAX, GstOxiLlm, draft_max),
+    OXI_PROPERTY_FIELD(PROP_DRAFT_P_MIN, GstOxiLlm, draft_p_min),
 };
 
 /* One unit of work for the source pad task, in stream order: a serialized event to forward, or
@@ -457,6 +466,22 @@ static void gst_oxi_llm_class_init(GstOxiLlmClass* klass) {
                           "chatml, gemma, phi3, zephyr, mistral) or a Jinja file (empty = the "
                           "model's, else a fallback for its architecture)",
                           DEFAULT_CHAT_TEMPLATE, ready));
+  g_object_class_install_property(
+      gobject_class, PROP_DRAFT_MODEL,
+      g_param_spec_string("draft-model", "Draft model",
+                          "Speculative decoding (as --model-draft): a small model of the same "
+                          "vocabulary (file or repo id) drafts tokens the model checks in one "
+                          "batch; the answers are the model's alone (empty = off)",
+                          DEFAULT_DRAFT_MODEL, ready));
+  g_object_class_install_property(
+      gobject_class, PROP_DRAFT_MAX,
+      g_param_spec_int("draft-max", "Draft max", "Tokens a draft proposes at most", 1, 256,
+                       DEFAULT_DRAFT_MAX, ready));
+  g_object_class_install_property(
+      gobject_class, PROP_DRAFT_P_MIN,
+      g_param_spec_float("draft-p-min", "Draft minimum probability",
+                         "A draft stops before a token below this probability", 0.0f, 1.0f,
+                         DEFAULT_DRAFT_P_MIN, ready));
 
   gst_element_class_set_static_metadata(
       element_class, "oxinfer LLM", "Filter/Text",
@@ -561,6 +586,9 @@ static gboolean gst_oxi_llm_load(GstOxiLlm* self) {
   else if (self->cache_type == GST_OXI_LLM_CACHE_TYPE_F32)
     engine_options.kv_type = oxi::kernels::DType::F32;
   engine_options.chat_template = gst_oxi_llm_string(self->chat_template);
+  engine_options.draft_model = gst_oxi_llm_string(self->draft_model);
+  engine_options.draft_max = self->draft_max;
+  engine_options.draft_p_min = self->draft_p_min;
   GST_OBJECT_UNLOCK(self);
 
   auto& cache = oxi::ModelCache<oxi::llm::Model>::instance();

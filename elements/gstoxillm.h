@@ -53,6 +53,9 @@ struct _GstOxiLlm {
   gchar* json_schema;
   gchar* logit_bias;
   gboolean ignore_eos;
+  gchar* draft_model;
+  gint draft_max;
+  gfloat draft_p_min;
   gint64 seed;
   gint max_tokens;
   guint threads;

@@ -19,6 +19,7 @@
 #include "lib/llm/json_schema_grammar.h"
 #include "tests/common/test_data.h"
 #include "tests/elements/element_test_util.h"
+#include "tests/llm/tiny_model.h"
 #include "tests/llm_engine/engine_fixture.h"
 
 namespace {
@@ -418,6 +419,25 @@ TEST_F(OxiLlm, LoadErrorsGoToTheBusNamingThePath) {
   expect_load_error({{"model-instance-id", "nobody-loaded-this"}}, "nobody-loaded-this");
 }
 
+// draft-model: the answers without a draft (the model as its own draft); a draft of another
+// vocabulary fails the state change naming it.
+TEST_F(OxiLlm, DraftModelGivesTheSameAnswers) {
+  GstHarness* h = harness(
+      ("max-tokens=20 draft-max=4 draft-p-min=0 draft-model=\"" + model_.string() + "\"").c_str());
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w264", 0, GST_SECOND)), GST_FLOW_OK);
+  EXPECT_EQ(pull_answer(h).text, engine_answer("", "w264", 20));
+  gst_harness_teardown(h);
+
+  oxi::llm::test::TinySpec wide = oxi::llm::test::tiny_spec("llama", false);
+  wide.n_vocab = 320;
+  const fs::path draft = *dir_ / "wide.gguf";
+  oxi::llm::test::write_gguf(
+      oxi::llm::test::make_tiny_model(wide, oxi::kernels::DType::F32, oxi::kernels::DType::F32, 1),
+      draft);
+  expect_load_error({{"model", model_.string()}, {"draft-model", draft.string()}},
+                    draft.string() + ": the draft model's vocabulary has 320 tokens");
+}
+
 TEST_F(OxiLlm, ElementsShareAModelByInstanceId) {
   GstHarness* first = harness("model-instance-id=shared-tiny");
   // The second names only the id: it uses the model the first one loaded.
@@ -482,7 +502,10 @@ TEST_F(OxiLlm, PropertiesHaveDefaultsAndRanges) {
                            "model-instance-id",
                            "context-size",
                            "cache-type",
-                           "chat-template"}) {
+                           "chat-template",
+                           "draft-model",
+                           "draft-max",
+                           "draft-p-min"}) {
     GParamSpec* spec = g_object_class_find_property(klass, name);
     ASSERT_NE(spec, nullptr) << name;
     EXPECT_GT(std::strlen(g_param_spec_get_blurb(spec)), 10u) << name;
