@@ -134,6 +134,25 @@ TEST_F(Speculative, LimitsGrammarsAndStopsAsWithoutADraft) {
   EXPECT_EQ(small_fast->session().tokens(), small_plain->session().tokens());
 }
 
+// draft_min: shorter drafts are not used. The model as its own draft, 20 tokens, drafts of up
+// to 16 from the second token on: the first is 16 long (all taken), then fewer fit.
+TEST_F(Speculative, DraftsShorterThanDraftMinAreNotUsed) {
+  EngineOptions o;
+  o.threads = 2;
+  o.draft_model = (dir_ / "model.gguf").string();
+  o.draft_p_min = 0;
+  o.draft_min = 16;
+  GenerateOptions greedy;
+  greedy.sampling.temperature = 0;
+  greedy.max_tokens = 20;
+  greedy.ignore_eos = true;
+  const TurnStats s = Engine::load((dir_ / "model.gguf").string(), o)->send_raw("w290", greedy);
+  expect_same_turn(s, engine()->send_raw("w290", greedy), "draft_min");
+  EXPECT_EQ(s.generated_tokens, 20u);
+  EXPECT_EQ(s.draft_tokens, 16u);
+  EXPECT_EQ(s.draft_accepted, 16u);
+}
+
 TEST_F(Speculative, DraftOfAnotherVocabularyIsRefused) {
   TinySpec wide = tiny_spec("llama", false);
   wide.n_vocab = 320;
