@@ -6,6 +6,11 @@
 // q4_k_m mixes types the way llama.cpp's Q4_K_M does: q6_K for output.weight and for attn_v /
 // ffn_down in the first and last eighth of the layers and every third layer between, q4_K for
 // the rest.
+// Options after SIZE: layers=N (that many layers instead of the size's), silent-from=K (the
+// layers from K on add nothing: zero attn_output and ffn_down, so the model's logits are those of
+// its first K layers alone). Every tensor's values come from a generator seeded by its name, so
+// `FILE q4_0 tinyllama layers=4` and `FILE q4_0 tinyllama silent-from=4` agree on every token:
+// a draft and a target for measuring speculative decoding (every draft token accepted).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -30,10 +35,10 @@ std::vector<std::byte> random_matrix(DType dtype, size_t rows, size_t cols, floa
                                      std::mt19937& rng) {
   const size_t row_bytes = oxi::kernels::row_bytes(dtype, cols);
   std::vector<std::byte> out(rows * row_bytes);
-  std::normal_distribution<float> dist(0.0f, stddev);
+  std::normal_distribution<float> dist(0.0f, stddev > 0 ? stddev : 1.0f);
   std::vector<float> row(cols);
   for (size_t r = 0; r < rows; ++r) {
-    for (float& x : row) x = dist(rng);
+    for (float& x : row) x = stddev > 0 ? dist(rng) : 0.0f;  // 0: a matrix of zeros
     oxi::kernels::quantize_row(dtype, row.data(), out.data() + r * row_bytes, cols);
   }
   return out;
@@ -57,6 +62,18 @@ int main(int argc, char** argv) {
   }
   const std::string type = argc > 2 ? argv[2] : "q4_0";
   const std::string size = argc > 3 ? argv[3] : "tinyllama";
+  int layers = 0, silent_from = -1;
+  for (int i = 4; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("layers=", 0) == 0) {
+      layers = std::atoi(arg.c_str() + 7);
+    } else if (arg.rfind("silent-from=", 0) == 0) {
+      silent_from = std::atoi(arg.c_str() + 12);
+    } else {
+      std::fprintf(stderr, "write_llm_bench_model: unknown option '%s'\n", arg.c_str());
+      return 2;
+    }
+  }
   const bool k_mix = type == "q4_k_m";
   const std::optional<DType> parsed = k_mix ? DType::Q4_K : oxi::kernels::parse_dtype(type);
   if (!parsed || !oxi::kernels::weight_supported(*parsed)) {
@@ -67,9 +84,10 @@ int main(int argc, char** argv) {
   // TinyLlama 1.1B, Llama 3.2 3B's body with a 32k vocabulary, or Qwen2.5 0.5B's (rows of 896
   // and 4864: q4_0 rows with blocks that do not fill a repacked group, q4_K ones with a short
   // group).
-  const Shape s = size == "llama-3b"    ? Shape{32000, 3072, 28, 24, 8, 8192}
-                  : size == "qwen-0.5b" ? Shape{32000, 896, 24, 14, 2, 4864}
-                                        : Shape{32000, 2048, 22, 32, 4, 5632};
+  Shape s = size == "llama-3b"    ? Shape{32000, 3072, 28, 24, 8, 8192}
+            : size == "qwen-0.5b" ? Shape{32000, 896, 24, 14, 2, 4864}
+                                  : Shape{32000, 2048, 22, 32, 4, 5632};
+  if (layers > 0) s.n_layer = layers;
   const int head_dim = s.n_embd / s.n_head;
 
   oxi::gguf::Writer w;
@@ -105,11 +123,15 @@ int main(int argc, char** argv) {
   w.set_u32("tokenizer.ggml.eos_token_id", 2);
   w.set_bool("tokenizer.ggml.add_bos_token", true);
 
-  std::mt19937 rng(42);
   const size_t e = s.n_embd, q = s.n_head * head_dim, kv = s.n_head_kv * head_dim, ff = s.n_ff;
   const float in_std = 1.0f / std::sqrt(static_cast<float>(e));
   auto matrix = [&](const std::string& name, size_t rows, size_t cols, float stddev,
                     bool more_bits = false) {
+    // A generator of the tensor's own (FNV-1a of its name), so that files with other layer
+    // counts share the tensors they both have.
+    uint32_t seed = 2166136261u;
+    for (char c : name) seed = (seed ^ static_cast<uint8_t>(c)) * 16777619u;
+    std::mt19937 rng(seed);
     const DType t = k_mix && more_bits ? DType::Q6_K : dtype;
     if (oxi::kernels::row_bytes(t, cols) == 0) {
       std::fprintf(stderr,
@@ -129,11 +151,13 @@ int main(int argc, char** argv) {
     matrix(p + "attn_q.weight", q, e, in_std);
     matrix(p + "attn_k.weight", kv, e, in_std);
     matrix(p + "attn_v.weight", kv, e, in_std, more_bits(l));
-    matrix(p + "attn_output.weight", e, q, 1.0f / std::sqrt(static_cast<float>(q)));
+    const bool silent = silent_from >= 0 && l >= silent_from;
+    matrix(p + "attn_output.weight", e, q, silent ? 0.0f : 1.0f / std::sqrt(static_cast<float>(q)));
     w.add_tensor(p + "ffn_norm.weight", DType::F32, {static_cast<int64_t>(e)}, ones(e));
     matrix(p + "ffn_gate.weight", ff, e, in_std);
     matrix(p + "ffn_up.weight", ff, e, in_std);
-    matrix(p + "ffn_down.weight", e, ff, 1.0f / std::sqrt(static_cast<float>(ff)), more_bits(l));
+    matrix(p + "ffn_down.weight", e, ff, silent ? 0.0f : 1.0f / std::sqrt(static_cast<float>(ff)),
+           more_bits(l));
     std::fprintf(stderr, "\rlayer %d/%d", l + 1, s.n_layer);
   }
   w.add_tensor("output_norm.weight", DType::F32, {static_cast<int64_t>(e)}, ones(e));
