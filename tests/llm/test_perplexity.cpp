@@ -3,15 +3,20 @@
 // running PPL after each chunk and the final error restated here from the NLLs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <memory>
 #include <random>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
 #include "lib/core/error.h"
+#include "lib/llm/hellaswag.h"
 #include "lib/llm/kl_divergence.h"
 #include "lib/llm/log_prob_file.h"
 #include "lib/llm/model.h"
@@ -339,6 +344,90 @@ TEST(KlDivergence, MatchesTheReference) {
   LogProbReader third(dir / "base.kld");
   Session wide_session(Model::load(dir / "wide.gguf"), *cpu, n_ctx);
   EXPECT_THROW(kl_divergence(wide_session, third), Error);
+}
+
+// HellaSwag: each ending's mean log-probability (its tokens after those all four share, the
+// first from the shared tokens' last logits) against the reference's, token by token over the
+// whole sequence; the pick is the highest; acc_norm counts the gold picks.
+TEST(Hellaswag, MeanLogProbsAndPicksMatchTheReference) {
+  const TinyModel tiny = make_tiny_model(tiny_spec("llama", false), DType::F32, DType::F32, 5);
+  oxi::test::TempDir dir;
+  write_gguf(tiny, dir / "m.gguf");
+  const auto model = Model::load(dir / "m.gguf");
+  auto cpu = backends::make_cpu_backend(2);
+  Session session(model, *cpu, 256);
+  std::string text;
+  std::mt19937 rng(4);
+  const auto words = [&](size_t n) {
+    std::string w;
+    for (size_t i = 0; i < n; ++i)
+      w += (i ? " w" : "w") + std::to_string(260 + rng() % 40);
+    return w;
+  };
+  for (int t = 0; t < 6; ++t) {
+    text += words(3 + rng() % 4) + "\n" + std::to_string(t % 4) + "\n";
+    for (int e = 0; e < 4; ++e) text += words(1 + rng() % 4) + (t == 5 && e == 3 ? "" : "\n");
+  }
+  const std::vector<HellaswagTask> tasks = parse_hellaswag(text);
+  ASSERT_EQ(tasks.size(), 6u);
+  const HellaswagResult r = score_hellaswag(session, tasks);
+  ASSERT_EQ(r.picks.size(), 6u);
+  size_t correct = 0;
+  const tokenizer::Tokenizer& tok = model->tokenizer();
+  for (size_t t = 0; t < 6; ++t) {
+    std::array<std::vector<int32_t>, 4> seq;
+    for (size_t e = 0; e < 4; ++e)
+      seq[e] = tok.encode(tasks[t].context + " " + tasks[t].endings[e], true);
+    size_t shared = 0;
+    while (shared + 1 < std::min({seq[0].size(), seq[1].size(), seq[2].size(), seq[3].size()}) &&
+           seq[0][shared] == seq[1][shared] && seq[0][shared] == seq[2][shared] &&
+           seq[0][shared] == seq[3][shared])
+      ++shared;
+    std::array<double, 4> want{};
+    for (size_t e = 0; e < 4; ++e) {
+      ReferenceModel ref(tiny);
+      double sum = 0;
+      for (size_t j = 0; j + 1 < seq[e].size(); ++j) {
+        const std::vector<double> logits = ref.step(seq[e][j]);
+        if (j + 1 < shared) continue;
+        const double top = *std::max_element(logits.begin(), logits.end());
+        double z = 0;
+        for (double l : logits) z += std::exp(l - top);
+        sum += logits[seq[e][j + 1]] - top - std::log(z);
+      }
+      want[e] = sum / static_cast<double>(seq[e].size() - shared);
+      EXPECT_NEAR(r.mean_log_prob[t][e], want[e], 1e-4) << "task " << t << " ending " << e;
+    }
+    const size_t pick = std::max_element(want.begin(), want.end()) - want.begin();
+    EXPECT_EQ(r.picks[t], pick) << "task " << t;
+    correct += pick == tasks[t].gold;
+  }
+  EXPECT_EQ(r.correct, correct);
+  EXPECT_NEAR(r.accuracy(), correct / 6.0, 1e-12);
+  EXPECT_GT(std::set<size_t>(r.picks.begin(), r.picks.end()).size(), 1u);  // picks that tell
+
+  // The draw: a permutation of the tasks when all are taken, distinct ones when fewer.
+  const std::vector<HellaswagTask> all = select_hellaswag_tasks(tasks, 100);
+  ASSERT_EQ(all.size(), 6u);
+  std::set<std::string> contexts;
+  for (const auto& task : all) contexts.insert(task.context);
+  EXPECT_EQ(contexts.size(), 6u);
+  EXPECT_EQ(select_hellaswag_tasks(tasks, 3).size(), 3u);
+  // Wilson's interval holds the share.
+  const auto [lo, hi] = wilson_interval(0.5, 40);
+  EXPECT_LT(lo, 0.5);
+  EXPECT_GT(hi, 0.5);
+  EXPECT_NEAR(lo + hi, 1.0, 1e-12);  // symmetric at one half
+
+  EXPECT_THROW(parse_hellaswag("a\n0\nb\nc\nd"), Error);
+  try {
+    parse_hellaswag("ctx\n7\na\nb\nc\nd");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2: the gold ending's index must be 0, 1, 2 or 3"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

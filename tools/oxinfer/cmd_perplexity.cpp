@@ -3,7 +3,8 @@
 // and check a converted model on a reference text such as wikitext-2's wiki.test.raw. With
 // --kl-divergence-base FILE the base model's log-probabilities are saved in llama.cpp's file
 // format; --kl-divergence then compares another model (a quantization of it) with them
-// (lib/llm/kl_divergence.h), printing llama.cpp's statistics.
+// (lib/llm/kl_divergence.h), printing llama.cpp's statistics. --hellaswag scores llama.cpp's
+// HellaSwag task file instead (lib/llm/hellaswag.h).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +18,7 @@
 
 #include "lib/core/error.h"
 #include "lib/llm/engine.h"
+#include "lib/llm/hellaswag.h"
 #include "lib/llm/kl_divergence.h"
 #include "lib/llm/log_prob_file.h"
 #include "lib/llm/perplexity.h"
@@ -134,6 +136,46 @@ int run_kl_divergence(const ParsedArgs& args, const std::string& model, llm::Eng
   return 0;
 }
 
+// --hellaswag: FILE holds llama.cpp's HellaSwag tasks.
+int run_hellaswag(const std::string& file, const std::string& model, const llm::EngineOptions& eo,
+                  size_t count, bool json) {
+  const std::string text = file == "-" ? read_stdin() : read_text_file(file);
+  std::vector<llm::HellaswagTask> tasks;
+  try {
+    tasks = llm::select_hellaswag_tasks(llm::parse_hellaswag(text), count);
+  } catch (const Error& e) {
+    throw Error(file, e.what());
+  }
+  spdlog::info("hellaswag: {} tasks", tasks.size());
+  const std::unique_ptr<llm::Engine> engine = llm::Engine::load(model, eo);
+  if (!json) std::printf("\ntask\tacc_norm\t95%% confidence interval\n");
+  llm::HellaswagResult r;
+  try {
+    r = llm::score_hellaswag(engine->session(), tasks,
+                             [&](size_t i, const llm::HellaswagResult& so_far) {
+                               if (json) return true;
+                               const double p = so_far.accuracy();
+                               const auto [lo, hi] = llm::wilson_interval(p, i + 1);
+                               std::printf("%zu\t%3.8f%%\t[%3.4f%%, %3.4f%%]\n", i + 1, 100 * p,
+                                           100 * lo, 100 * hi);
+                               std::fflush(stdout);
+                               return true;
+                             });
+  } catch (const Error& e) {
+    throw Error(file, e.what());
+  }
+  if (json) {
+    const auto [lo, hi] = llm::wilson_interval(r.accuracy(), r.picks.size());
+    const nlohmann::ordered_json out = {{"tasks", r.picks.size()},
+                                        {"correct", r.correct},
+                                        {"acc_norm", 100 * r.accuracy()},
+                                        {"ci95", {100 * lo, 100 * hi}},
+                                        {"picks", r.picks}};
+    std::printf("%s\n", out.dump().c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_perplexity(const Argv& argv) {
@@ -151,6 +193,10 @@ int run_perplexity(const Argv& argv) {
   p.option("kl-divergence-base", "FILE",
            "save the model's log-probabilities to FILE (llama.cpp's format); with "
            "--kl-divergence, compare with the ones saved there");
+  p.flag("hellaswag",
+         "score llama.cpp's HellaSwag task file (-f: six lines a task) instead: acc_norm with "
+         "its 95 % interval after each task");
+  p.option("hellaswag-tasks", "N", "tasks drawn from the file as llama.cpp draws them (400)");
   p.flag("kl-divergence",
          "compare the model's next-token distributions with --kl-divergence-base's (the text "
          "and --ctx come from that file)");
@@ -182,6 +228,12 @@ int run_perplexity(const Argv& argv) {
   }
   const auto file = args.get("file");
   if (!file) throw UsageError("-f FILE is required");
+  if (args.flag("hellaswag")) {
+    const long long tasks = args.get_int("hellaswag-tasks", 400);
+    if (tasks < 1) throw UsageError("--hellaswag-tasks must be 1 or more");
+    return run_hellaswag(*file, *model, eo, static_cast<size_t>(tasks), json);
+  }
+  if (args.has("hellaswag-tasks")) throw UsageError("--hellaswag-tasks needs --hellaswag");
 
   const std::string text = *file == "-" ? read_stdin() : read_text_file(*file);
   const std::unique_ptr<llm::Engine> engine = llm::Engine::load(*model, eo);

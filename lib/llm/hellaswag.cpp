@@ -1,0 +1,111 @@
+#include "lib/llm/hellaswag.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "lib/core/error.h"
+#include "lib/llm/model.h"
+#include "lib/llm/perplexity.h"
+#include "lib/llm/session.h"
+#include "lib/tokenizer/tokenizer.h"
+
+namespace oxi::llm {
+
+std::vector<HellaswagTask> parse_hellaswag(std::string_view text) {
+  std::vector<std::string> lines;
+  while (!text.empty()) {
+    const size_t end = text.find('\n');
+    lines.emplace_back(text.substr(0, end));
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+  if (lines.empty() || lines.size() % 6 != 0)
+    throw Error("hellaswag", std::to_string(lines.size()) +
+                                 " lines: a task file has six lines a task (context, gold "
+                                 "index, four endings)");
+  std::vector<HellaswagTask> tasks(lines.size() / 6);
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    const std::string& gold = lines[6 * t + 1];
+    if (gold.size() != 1 || gold[0] < '0' || gold[0] > '3')
+      throw Error("hellaswag", "line " + std::to_string(6 * t + 2) + ": the gold ending's index "
+                               "must be 0, 1, 2 or 3, not '" + gold + "'");
+    tasks[t].context = lines[6 * t];
+    tasks[t].gold = static_cast<size_t>(gold[0] - '0');
+    for (size_t e = 0; e < 4; ++e) tasks[t].endings[e] = lines[6 * t + 2 + e];
+  }
+  return tasks;
+}
+
+std::vector<HellaswagTask> select_hellaswag_tasks(std::vector<HellaswagTask> tasks, size_t count) {
+  std::mt19937 rng(1);
+  std::vector<HellaswagTask> selected;
+  count = std::min(count, tasks.size());
+  for (size_t i = 0; i < count; ++i) {
+    std::uniform_int_distribution<size_t> pick(0, tasks.size() - 1);
+    const size_t at = pick(rng);
+    selected.push_back(std::move(tasks[at]));
+    tasks.erase(tasks.begin() + static_cast<std::ptrdiff_t>(at));
+  }
+  return selected;
+}
+
+HellaswagResult score_hellaswag(
+    Session& session, const std::vector<HellaswagTask>& tasks,
+    const std::function<bool(size_t, const HellaswagResult&)>& on_task) {
+  const tokenizer::Tokenizer& tok = session.model().tokenizer();
+  const size_t n_vocab = static_cast<size_t>(session.model().config().n_vocab);
+  HellaswagResult result;
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    const HellaswagTask& task = tasks[t];
+    std::array<std::vector<int32_t>, 4> seq;
+    for (size_t e = 0; e < 4; ++e)
+      seq[e] = tok.encode(task.context + " " + task.endings[e], tok.add_bos());
+    // The tokens all four share (at least one ending token each left to score).
+    size_t shared = 0, shortest = seq[0].size();
+    for (const auto& s : seq) shortest = std::min(shortest, s.size());
+    while (shared + 1 < shortest && seq[1][shared] == seq[0][shared] &&
+           seq[2][shared] == seq[0][shared] && seq[3][shared] == seq[0][shared])
+      ++shared;
+    if (shared == 0)
+      throw Error("hellaswag", "task " + std::to_string(t + 1) + ": its endings share no token");
+    for (const auto& s : seq)
+      if (s.size() > session.n_ctx())
+        throw Error("hellaswag", "task " + std::to_string(t + 1) + " has " +
+                                     std::to_string(s.size()) + " tokens, the context only " +
+                                     std::to_string(session.n_ctx()));
+    session.truncate(0);
+    const std::span<const float> last = session.eval(std::span<const int32_t>(seq[0]).first(shared));
+    const std::vector<float> first_logits(last.begin(), last.end());
+    std::array<double, 4> mean{};
+    for (size_t e = 0; e < 4; ++e) {
+      const std::vector<int32_t>& s = seq[e];
+      double sum = -negative_log_likelihood(first_logits, s[shared]);
+      size_t count = 1;
+      session.truncate(shared);
+      // The ending's tokens but its last (whose logits score nothing).
+      if (s.size() - 1 > shared) {
+        const std::span<const float> logits = session.eval(
+            std::span<const int32_t>(s).subspan(shared, s.size() - 1 - shared), true);
+        for (size_t j = shared; j + 1 < s.size(); ++j, ++count)
+          sum -= negative_log_likelihood(logits.subspan((j - shared) * n_vocab, n_vocab), s[j + 1]);
+      }
+      mean[e] = sum / static_cast<double>(count);
+    }
+    const size_t pick = static_cast<size_t>(std::max_element(mean.begin(), mean.end()) - mean.begin());
+    result.mean_log_prob.push_back(mean);
+    result.picks.push_back(pick);
+    result.correct += pick == task.gold;
+    if (on_task && !on_task(t, result)) break;
+  }
+  return result;
+}
+
+std::array<double, 2> wilson_interval(double p, size_t n) {
+  const double za = 1.95996398454;
+  const double z = za * za / static_cast<double>(n);
+  const double spread = z * std::sqrt(static_cast<double>(n) * (4.0 * p * (1 - p) + z)) / (2 * za);
+  return {(p + z * 0.5 - spread) / (1.0 + z), (p + z * 0.5 + spread) / (1.0 + z)};
+}
+
+}  // namespace oxi::llm
