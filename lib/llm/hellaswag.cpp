@@ -28,8 +28,10 @@ std::vector<HellaswagTask> parse_hellaswag(std::string_view text) {
   for (size_t t = 0; t < tasks.size(); ++t) {
     const std::string& gold = lines[6 * t + 1];
     if (gold.size() != 1 || gold[0] < '0' || gold[0] > '3')
-      throw Error("hellaswag", "line " + std::to_string(6 * t + 2) + ": the gold ending's index "
-                               "must be 0, 1, 2 or 3, not '" + gold + "'");
+      throw Error("hellaswag", "line " + std::to_string(6 * t + 2) +
+                                   ": the gold ending's index "
+                                   "must be 0, 1, 2 or 3, not '" +
+                                   gold + "'");
     tasks[t].context = lines[6 * t];
     tasks[t].gold = static_cast<size_t>(gold[0] - '0');
     for (size_t e = 0; e < 4; ++e) tasks[t].endings[e] = lines[6 * t + 2 + e];
@@ -75,7 +77,8 @@ HellaswagResult score_hellaswag(
                                      std::to_string(s.size()) + " tokens, the context only " +
                                      std::to_string(session.n_ctx()));
     session.truncate(0);
-    const std::span<const float> last = session.eval(std::span<const int32_t>(seq[0]).first(shared));
+    const std::span<const float> last =
+        session.eval(std::span<const int32_t>(seq[0]).first(shared));
     const std::vector<float> first_logits(last.begin(), last.end());
     std::array<double, 4> mean{};
     for (size_t e = 0; e < 4; ++e) {
@@ -85,14 +88,15 @@ HellaswagResult score_hellaswag(
       session.truncate(shared);
       // The ending's tokens but its last (whose logits score nothing).
       if (s.size() - 1 > shared) {
-        const std::span<const float> logits = session.eval(
-            std::span<const int32_t>(s).subspan(shared, s.size() - 1 - shared), true);
+        const std::span<const float> logits =
+            session.eval(std::span<const int32_t>(s).subspan(shared, s.size() - 1 - shared), true);
         for (size_t j = shared; j + 1 < s.size(); ++j, ++count)
           sum -= negative_log_likelihood(logits.subspan((j - shared) * n_vocab, n_vocab), s[j + 1]);
       }
       mean[e] = sum / static_cast<double>(count);
     }
-    const size_t pick = static_cast<size_t>(std::max_element(mean.begin(), mean.end()) - mean.begin());
+    const size_t pick =
+        static_cast<size_t>(std::max_element(mean.begin(), mean.end()) - mean.begin());
     result.mean_log_prob.push_back(mean);
     result.picks.push_back(pick);
     result.correct += pick == task.gold;

@@ -34,7 +34,7 @@ std::vector<HellaswagTask> select_hellaswag_tasks(std::vector<HellaswagTask> tas
 
 struct HellaswagResult {
   std::vector<std::array<double, 4>> mean_log_prob;  // per task, per ending
-  std::vector<size_t> picks;                          // per task: the ending with the highest
+  std::vector<size_t> picks;                         // per task: the ending with the highest
   size_t correct = 0;
   double accuracy() const { return picks.empty() ? 0 : double(correct) / picks.size(); }
 };

@@ -360,8 +360,7 @@ TEST(Hellaswag, MeanLogProbsAndPicksMatchTheReference) {
   std::mt19937 rng(4);
   const auto words = [&](size_t n) {
     std::string w;
-    for (size_t i = 0; i < n; ++i)
-      w += (i ? " w" : "w") + std::to_string(260 + rng() % 40);
+    for (size_t i = 0; i < n; ++i) w += (i ? " w" : "w") + std::to_string(260 + rng() % 40);
     return w;
   };
   for (int t = 0; t < 6; ++t) {

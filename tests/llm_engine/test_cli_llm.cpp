@@ -13,6 +13,7 @@
 
 #include "kernels/formats/quant.h"
 #include "lib/llm/engine.h"
+#include "lib/llm/hellaswag.h"
 #include "lib/llm/json_schema_grammar.h"
 #include "lib/llm/kl_divergence.h"
 #include "lib/llm/log_prob_file.h"
@@ -768,6 +769,49 @@ TEST_F(CliLlm, PerplexityPrintsTheRunningAndFinalEstimate) {
   EXPECT_EQ(small.exit_code, 1);
   EXPECT_NE(small.err.find(file + ": perplexity: the text has"), std::string::npos) << small.err;
   EXPECT_EQ(run_oxinfer({"perplexity", "-m", model_}).exit_code, 2);
+}
+
+// --hellaswag: llama.cpp's table (task, acc_norm, 95 % interval) with the values
+// score_hellaswag gives on the tasks drawn as select_hellaswag_tasks draws them; --json.
+TEST_F(CliLlm, HellaswagPrintsTheRunningAccuracy) {
+  std::string text;
+  for (int t = 0; t < 5; ++t) {
+    text.append(word_text(3 + t).substr(0, 20)).append("\n").append(std::to_string(t % 4));
+    for (int e = 0; e < 4; ++e) text.append("\n").append(word_text(5 + e + t).substr(0, 9 + 3 * e));
+    text.append("\n");
+  }
+  text.pop_back();
+  const std::string file = (dir_ / "hs.txt").string();
+  oxi::test::write_file_bytes(file, std::vector<uint8_t>(text.begin(), text.end()));
+  const CommandResult r = run_oxinfer({"perplexity", "-m", model_, "-f", file, "--hellaswag",
+                                       "--hellaswag-tasks", "4", "--threads", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto e = engine();
+  Session session(e->model_ptr(), e->backend(), 512);
+  const std::vector<HellaswagTask> tasks = select_hellaswag_tasks(parse_hellaswag(text), 4);
+  std::string want = "\ntask\tacc_norm\t95% confidence interval\n";
+  score_hellaswag(session, tasks, [&](size_t i, const HellaswagResult& so_far) {
+    const auto [lo, hi] = wilson_interval(so_far.accuracy(), i + 1);
+    char line[128];
+    std::snprintf(line, sizeof line, "%zu\t%3.8f%%\t[%3.4f%%, %3.4f%%]\n", i + 1,
+                  100 * so_far.accuracy(), 100 * lo, 100 * hi);
+    want += line;
+    return true;
+  });
+  EXPECT_EQ(r.out, want);
+  const CommandResult j =
+      run_oxinfer({"perplexity", "-m", model_, "-f", file, "--hellaswag", "--json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const nlohmann::json out = nlohmann::json::parse(j.out);
+  EXPECT_EQ(out["tasks"], 5);
+  EXPECT_EQ(out["picks"].size(), 5u);
+  const CommandResult bad = run_oxinfer({"perplexity", "-m", model_, "-f", file + ".x"});
+  EXPECT_NE(bad.exit_code, 0);
+  oxi::test::write_file_bytes(dir_ / "bad.txt", {'a', '\n', '9'});
+  const CommandResult odd =
+      run_oxinfer({"perplexity", "-m", model_, "-f", (dir_ / "bad.txt").string(), "--hellaswag"});
+  EXPECT_EQ(odd.exit_code, 1);
+  EXPECT_NE(odd.err.find("bad.txt: hellaswag: 2 lines"), std::string::npos) << odd.err;
 }
 
 // --kl-divergence-base saves llama.cpp's log-probability file while measuring perplexity (the

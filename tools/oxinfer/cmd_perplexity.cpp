@@ -151,16 +151,15 @@ int run_hellaswag(const std::string& file, const std::string& model, const llm::
   if (!json) std::printf("\ntask\tacc_norm\t95%% confidence interval\n");
   llm::HellaswagResult r;
   try {
-    r = llm::score_hellaswag(engine->session(), tasks,
-                             [&](size_t i, const llm::HellaswagResult& so_far) {
-                               if (json) return true;
-                               const double p = so_far.accuracy();
-                               const auto [lo, hi] = llm::wilson_interval(p, i + 1);
-                               std::printf("%zu\t%3.8f%%\t[%3.4f%%, %3.4f%%]\n", i + 1, 100 * p,
-                                           100 * lo, 100 * hi);
-                               std::fflush(stdout);
-                               return true;
-                             });
+    r = llm::score_hellaswag(
+        engine->session(), tasks, [&](size_t i, const llm::HellaswagResult& so_far) {
+          if (json) return true;
+          const double p = so_far.accuracy();
+          const auto [lo, hi] = llm::wilson_interval(p, i + 1);
+          std::printf("%zu\t%3.8f%%\t[%3.4f%%, %3.4f%%]\n", i + 1, 100 * p, 100 * lo, 100 * hi);
+          std::fflush(stdout);
+          return true;
+        });
   } catch (const Error& e) {
     throw Error(file, e.what());
   }
