@@ -178,7 +178,9 @@ int run_hellaswag(const std::string& file, const std::string& model, const llm::
 }  // namespace
 
 int run_perplexity(const Argv& argv) {
-  ArgParser p("perplexity", "oxinfer perplexity -m MODEL -f FILE [--ctx N] [--chunks N]",
+  ArgParser p("perplexity",
+              "oxinfer perplexity -m MODEL -f FILE [--ctx N] [--chunks N] "
+              "[--kl-divergence-base FILE [--kl-divergence]] [--hellaswag]",
               "Perplexity of MODEL over the text in FILE, as llama.cpp's perplexity: the tokens\n"
               "in chunks of --ctx, each from an empty cache (BOS first where the model adds "
               "one),\nthe second half of each chunk scored. Prints [1]PPL,[2]PPL,... (the "
@@ -192,13 +194,13 @@ int run_perplexity(const Argv& argv) {
   p.option("kl-divergence-base", "FILE",
            "save the model's log-probabilities to FILE (llama.cpp's format); with "
            "--kl-divergence, compare with the ones saved there");
+  p.flag("kl-divergence",
+         "compare the model's next-token distributions with --kl-divergence-base's (the text "
+         "and --ctx come from that file)");
   p.flag("hellaswag",
          "score llama.cpp's HellaSwag task file (-f: six lines a task) instead: acc_norm with "
          "its 95 % interval after each task");
   p.option("hellaswag-tasks", "N", "tasks drawn from the file as llama.cpp draws them (400)");
-  p.flag("kl-divergence",
-         "compare the model's next-token distributions with --kl-divergence-base's (the text "
-         "and --ctx come from that file)");
   add_cache_type_option(p);
   p.threads_option();
   p.option("quant", "q8|q4", "quantize an HF checkpoint's matrices at load");
