@@ -222,6 +222,8 @@ int run_perplexity(const Argv& argv) {
   if (const auto quant = args.get("quant")) eo.quant = llm::parse_load_quant(*quant);
   const bool json = args.flag("json");
   const auto base_file = args.get("kl-divergence-base");
+  if (args.flag("hellaswag") && base_file)
+    throw UsageError("--hellaswag cannot go with --kl-divergence-base");
   if (args.flag("kl-divergence")) {
     if (!base_file) throw UsageError("--kl-divergence needs --kl-divergence-base FILE");
     if (args.has("file")) throw UsageError("--kl-divergence reads its text from the base file");
