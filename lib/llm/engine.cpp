@@ -396,14 +396,21 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
         next_logits_.assign(logits.begin(), logits.end());
       }
     }
-    const std::vector<int32_t>* allowed =
-        choices ? &choices->allowed() : (grammar ? &grammar->allowed() : nullptr);
     // The repetition penalty looks at the context: prompt and reply so far (not the drafts).
-    const int32_t id =
-        sampler.sample(logits,
-                       std::span<const int32_t>(session_->tokens())
-                           .first(session_->n_past() - (drafted.size() - next_draft)),
-                       allowed);
+    const std::span<const int32_t> history =
+        std::span<const int32_t>(session_->tokens())
+            .first(session_->n_past() - (drafted.size() - next_draft));
+    int32_t id = -1;
+    if (grammar && sampler.greedy()) {
+      // The best token is the answer when the grammar allows it: one token checked instead
+      // of the vocabulary walked (a state the constraint has not met costs a walk).
+      id = sampler.sample(logits, history, nullptr);
+      if (!grammar->allows(id)) id = sampler.sample(logits, history, &grammar->allowed());
+    } else {
+      const std::vector<int32_t>* allowed =
+          choices ? &choices->allowed() : (grammar ? &grammar->allowed() : nullptr);
+      id = sampler.sample(logits, history, allowed);
+    }
     evaluate_last = true;
     if (grammar) grammar->accept(id);
 

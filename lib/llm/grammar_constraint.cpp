@@ -72,6 +72,13 @@ const std::vector<int32_t>& GrammarConstraint::allowed() {
   return allowed_;
 }
 
+bool GrammarConstraint::allows(int32_t token) const {
+  const std::span<const int32_t> ends = trie_->end_tokens();
+  if (std::find(ends.begin(), ends.end(), token) != ends.end()) return matcher_.can_end();
+  const std::string_view piece = trie_->piece(token);
+  return !piece.empty() && matcher_.accepts(piece);
+}
+
 void GrammarConstraint::accept(int32_t token) {
   const std::span<const int32_t> ends = trie_->end_tokens();
   if (std::find(ends.begin(), ends.end(), token) != ends.end()) return;

@@ -40,6 +40,8 @@ class GrammarConstraint {
   // The tokens allowed now (ascending ids). Throws oxi::Error when none is: the grammar needs
   // a character no token can give.
   const std::vector<int32_t>& allowed();
+  // Whether `token` may come next (what allowed() holds, for one token: no vocabulary walk).
+  bool allows(int32_t token) const;
   // Records the picked token (one of allowed()).
   void accept(int32_t token);
   // Only an end token may follow.

@@ -209,9 +209,7 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
   // left; of them only the typical filter and XTC may drop the best one (mirostat comes after
   // the temperature).
   const bool xtc = options_.xtc_probability > 0.0f;
-  if (options_.temperature <= 0.0f &&
-      (options_.mirostat != 0 || (options_.typical_p >= 1.0f && !xtc)))
-    return best.id;
+  if (greedy()) return best.id;
   if (options_.mirostat != 0) {
     for (Candidate& c : candidates_) c.logit /= options_.temperature;
     softmax(candidates_);

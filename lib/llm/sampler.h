@@ -95,6 +95,14 @@ class Sampler {
  public:
   explicit Sampler(const SamplerOptions& options);
 
+  // Whether sample() picks the best token left after bias and penalties, with no draw: then a
+  // pick from every token that is among `allowed` is also the pick from `allowed` alone.
+  bool greedy() const {
+    return options_.temperature <= 0.0f &&
+           (options_.mirostat != 0 ||
+            (options_.typical_p >= 1.0f && !(options_.xtc_probability > 0.0f)));
+  }
+
   // The next token. history: the tokens so far (prompt + reply), for the repetition penalty.
   // allowed: when given, only these ids may be picked (must not be empty).
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history,
