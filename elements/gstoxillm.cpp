@@ -80,6 +80,7 @@ enum {
   PROP_TOP_P,
   PROP_MIN_P,
   PROP_REPEAT_PENALTY,
+  PROP_REPEAT_LAST_N,
   PROP_FREQUENCY_PENALTY,
   PROP_PRESENCE_PENALTY,
   PROP_TYPICAL_P,
@@ -117,6 +118,7 @@ enum {
 #define DEFAULT_TOP_P 0.95f
 #define DEFAULT_MIN_P 0.05f
 #define DEFAULT_REPEAT_PENALTY 1.0f
+#define DEFAULT_REPEAT_LAST_N 64
 #define DEFAULT_FREQUENCY_PENALTY 0.0f
 #define DEFAULT_PRESENCE_PENALTY 0.0f
 #define DEFAULT_TYPICAL_P 1.0f
@@ -177,6 +179,7 @@ static const OxiPropertyField properties[] = {
     OXI_PROPERTY_FIELD(PROP_TOP_P, GstOxiLlm, top_p),
     OXI_PROPERTY_FIELD(PROP_MIN_P, GstOxiLlm, min_p),
     OXI_PROPERTY_FIELD(PROP_REPEAT_PENALTY, GstOxiLlm, repeat_penalty),
+    OXI_PROPERTY_FIELD(PROP_REPEAT_LAST_N, GstOxiLlm, repeat_last_n),
     OXI_PROPERTY_FIELD(PROP_FREQUENCY_PENALTY, GstOxiLlm, frequency_penalty),
     OXI_PROPERTY_FIELD(PROP_PRESENCE_PENALTY, GstOxiLlm, presence_penalty),
     OXI_PROPERTY_FIELD(PROP_TYPICAL_P, GstOxiLlm, typical_p),
@@ -330,8 +333,15 @@ static void gst_oxi_llm_class_init(GstOxiLlmClass* klass) {
   g_object_class_install_property(
       gobject_class, PROP_REPEAT_PENALTY,
       g_param_spec_float("repeat-penalty", "Repetition penalty",
-                         "Penalty for tokens among the last 64 of prompt and answer (1 = off)",
+                         "Penalty for tokens among the last repeat-last-n of prompt and answer "
+                         "(1 = off)",
                          0.01f, 100.0f, DEFAULT_REPEAT_PENALTY, playing));
+  g_object_class_install_property(
+      gobject_class, PROP_REPEAT_LAST_N,
+      g_param_spec_int("repeat-last-n", "Repeat last N",
+                       "Tokens of prompt and answer the penalties look at (-1 = all, as "
+                       "--repeat-last-n)",
+                       -1, G_MAXINT, DEFAULT_REPEAT_LAST_N, playing));
   g_object_class_install_property(
       gobject_class, PROP_FREQUENCY_PENALTY,
       g_param_spec_float("frequency-penalty", "Frequency penalty",
@@ -835,6 +845,7 @@ static GstFlowReturn gst_oxi_llm_answer(GstOxiLlm* self, const OxiLlmItem& item,
     options.sampling.top_p = self->top_p;
     options.sampling.min_p = self->min_p;
     options.sampling.repeat_penalty = self->repeat_penalty;
+    options.sampling.repeat_last_n = self->repeat_last_n;
     options.sampling.frequency_penalty = self->frequency_penalty;
     options.sampling.presence_penalty = self->presence_penalty;
     options.sampling.typical_p = self->typical_p;

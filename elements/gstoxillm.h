@@ -40,6 +40,7 @@ struct _GstOxiLlm {
   gfloat top_p;
   gfloat min_p;
   gfloat repeat_penalty;
+  gint repeat_last_n;
   gfloat frequency_penalty;
   gfloat presence_penalty;
   gfloat typical_p;

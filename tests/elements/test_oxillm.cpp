@@ -221,6 +221,20 @@ TEST_F(OxiLlm, SamplersEqualTheEngine) {
   const std::string mirostat = engine_answer("", "w264", 10, sampling);
   EXPECT_EQ(pull_answer(h).text, mirostat);
   EXPECT_NE(mirostat, filtered);
+
+  // repeat-last-n: how far back the repetition penalty looks.
+  g_object_set(h->element, "mirostat", 0, "top-n-sigma", -1.0f, "xtc-probability", 0.0f,
+               "repeat-penalty", 3.0f, "repeat-last-n", 2, "max-tokens", 24, nullptr);
+  oxi::llm::SamplerOptions penalized;
+  penalized.temperature = 0.9f;
+  penalized.seed = 11;
+  penalized.repeat_penalty = 3.0f;
+  penalized.repeat_last_n = 2;
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w264", 3 * GST_SECOND, GST_SECOND)), GST_FLOW_OK);
+  const std::string near = engine_answer("", "w264", 24, penalized);
+  EXPECT_EQ(pull_answer(h).text, near);
+  penalized.repeat_last_n = -1;
+  EXPECT_NE(engine_answer("", "w264", 24, penalized), near);
   gst_harness_teardown(h);
 }
 
@@ -488,6 +502,7 @@ TEST_F(OxiLlm, PropertiesHaveDefaultsAndRanges) {
                            "top-p",
                            "min-p",
                            "repeat-penalty",
+                           "repeat-last-n",
                            "frequency-penalty",
                            "presence-penalty",
                            "typical-p",
