@@ -96,6 +96,7 @@ enum {
   PROP_IGNORE_EOS,
   PROP_SEED,
   PROP_MAX_TOKENS,
+  PROP_STOP,
   PROP_THREADS,
   PROP_QUANT,
   PROP_MODE,
@@ -245,8 +246,10 @@ struct _GstOxiLlmState {
    * when it lands before send() starts (send clears it), so the piece callback checks this. */
   std::atomic<bool> cancel{false};
 
-  /* json-schema's grammar, made when the property is set (under the object lock) */
+  /* json-schema's grammar, made when the property is set, and the stop strings (under the
+   * object lock) */
   std::string json_schema_grammar;
+  std::vector<std::string> stop;
 
   /* accumulate mode, streaming thread only */
   std::string collected;
@@ -417,6 +420,14 @@ static void gst_oxi_llm_class_init(GstOxiLlmClass* klass) {
                            "max-tokens or the context's end (as --ignore-eos)",
                            DEFAULT_IGNORE_EOS, playing));
   g_object_class_install_property(
+      gobject_class, PROP_STOP,
+      gst_param_spec_array("stop", "Stop strings",
+                           "Texts that end an answer where they appear, not part of it (as "
+                           "--stop), e.g. stop=\"<\\\"###\\\", \\\"User:\\\">\"",
+                           g_param_spec_string("stop-string", "Stop string", "A stop string",
+                                               nullptr, G_PARAM_READWRITE),
+                           playing));
+  g_object_class_install_property(
       gobject_class, PROP_SEED,
       g_param_spec_int64("seed", "Seed",
                          "Sampling seed, the same for every answer (-1 = a random seed each "
@@ -543,6 +554,17 @@ static void gst_oxi_llm_set_property(GObject* object, guint prop_id, const GValu
       return;
     }
   }
+  if (prop_id == PROP_STOP) {
+    std::vector<std::string> stop;
+    for (guint i = 0; i < gst_value_array_get_size(value); ++i) {
+      const gchar* text = g_value_get_string(gst_value_array_get_value(value, i));
+      if (text != nullptr && *text != '\0') stop.emplace_back(text);
+    }
+    GST_OBJECT_LOCK(self);
+    self->state->stop = std::move(stop);
+    GST_OBJECT_UNLOCK(self);
+    return;
+  }
   std::string json_schema_grammar;
   if (prop_id == PROP_GRAMMAR || prop_id == PROP_JSON_SCHEMA || prop_id == PROP_LOGIT_BIAS) {
     const gchar* g = g_value_get_string(value);
@@ -573,6 +595,18 @@ static void gst_oxi_llm_set_property(GObject* object, guint prop_id, const GValu
 
 static void gst_oxi_llm_get_property(GObject* object, guint prop_id, GValue* value,
                                      GParamSpec* pspec) {
+  if (prop_id == PROP_STOP) {
+    GstOxiLlm* self = GST_OXI_LLM(object);
+    GST_OBJECT_LOCK(self);
+    for (const std::string& text : self->state->stop) {
+      GValue item = G_VALUE_INIT;
+      g_value_init(&item, G_TYPE_STRING);
+      g_value_set_string(&item, text.c_str());
+      gst_value_array_append_and_take_value(value, &item);
+    }
+    GST_OBJECT_UNLOCK(self);
+    return;
+  }
   if (!oxi_property_fields_get(object, properties, prop_id, value, pspec))
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
 }
@@ -861,6 +895,7 @@ static GstFlowReturn gst_oxi_llm_answer(GstOxiLlm* self, const OxiLlmItem& item,
         oxi::llm::parse_logit_bias_list(gst_oxi_llm_string(self->logit_bias));  // checked when set
     options.ignore_eos = self->ignore_eos;
     options.max_tokens = self->max_tokens;
+    options.stop = s->stop;
     options.grammar = gst_oxi_llm_string(self->grammar);
     const std::string json_schema_grammar = s->json_schema_grammar;
     GST_OBJECT_UNLOCK(self);

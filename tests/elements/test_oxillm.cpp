@@ -89,6 +89,17 @@ class OxiLlm : public ::testing::Test {
     gst_object_unref(e);
     return error ? error->message : "<no error>";
   }
+  static std::string engine_answer_stopping(const std::string& user, int max_tokens,
+                                            const std::vector<std::string>& stop) {
+    oxi::llm::EngineOptions eo;
+    eo.threads = 1;
+    auto engine = oxi::llm::Engine::load(model_.string(), eo);
+    oxi::llm::GenerateOptions g;
+    g.sampling = greedy();
+    g.max_tokens = max_tokens;
+    g.stop = stop;
+    return engine->send({{"user", user}}, g).text;
+  }
   static oxi::llm::SamplerOptions greedy() {
     oxi::llm::SamplerOptions s;
     s.temperature = 0;
@@ -235,6 +246,39 @@ TEST_F(OxiLlm, SamplersEqualTheEngine) {
   EXPECT_EQ(pull_answer(h).text, near);
   penalized.repeat_last_n = -1;
   EXPECT_NE(engine_answer("", "w264", 24, penalized), near);
+  gst_harness_teardown(h);
+}
+
+// stop: the answer ends where a stop string appears, as the engine's does; set from a launch
+// line's array syntax and read back.
+TEST_F(OxiLlm, StopStringsEndTheAnswer) {
+  const std::string free = engine_answer("", "w264", 20);
+  ASSERT_GT(free.size(), 10u);
+  const std::string cut = free.substr(free.size() / 2, 3);
+  GstHarness* h = harness("max-tokens=20");
+  // A launch line's array syntax, read back.
+  gst_util_set_object_arg(G_OBJECT(h->element), "stop", "<\"ab\", \"c d\">");
+  GValue read = G_VALUE_INIT;
+  g_value_init(&read, GST_TYPE_ARRAY);
+  g_object_get_property(G_OBJECT(h->element), "stop", &read);
+  ASSERT_EQ(gst_value_array_get_size(&read), 2u);
+  EXPECT_STREQ(g_value_get_string(gst_value_array_get_value(&read, 1)), "c d");
+  g_value_unset(&read);
+  // The answer's own text (the random model's bytes) as a stop string.
+  GValue stop = G_VALUE_INIT;
+  g_value_init(&stop, GST_TYPE_ARRAY);
+  for (const std::string& text : {cut, std::string("never-seen")}) {
+    GValue item = G_VALUE_INIT;
+    g_value_init(&item, G_TYPE_STRING);
+    g_value_set_string(&item, text.c_str());
+    gst_value_array_append_and_take_value(&stop, &item);
+  }
+  g_object_set_property(G_OBJECT(h->element), "stop", &stop);
+  g_value_unset(&stop);
+  ASSERT_EQ(gst_harness_push(h, text_buffer("w264", 0, GST_SECOND)), GST_FLOW_OK);
+  const std::string expected = engine_answer_stopping("w264", 20, {cut, "never-seen"});
+  EXPECT_EQ(expected, free.substr(0, free.find(cut)));
+  EXPECT_EQ(pull_answer(h).text, expected);
   gst_harness_teardown(h);
 }
 
@@ -510,6 +554,7 @@ TEST_F(OxiLlm, PropertiesHaveDefaultsAndRanges) {
                            "ignore-eos",
                            "seed",
                            "max-tokens",
+                           "stop",
                            "threads",
                            "quant",
                            "mode",
