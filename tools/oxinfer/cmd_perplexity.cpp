@@ -240,6 +240,10 @@ int run_perplexity(const Argv& argv) {
 
   const std::string text = *file == "-" ? read_stdin() : read_text_file(*file);
   const std::unique_ptr<llm::Engine> engine = llm::Engine::load(*model, eo);
+  const int trained = engine->model().config().n_ctx_train;
+  if (trained > 0 && ctx > trained)
+    spdlog::warn("the model was trained on {} positions; chunks of {} go beyond them", trained,
+                 ctx);
   const tokenizer::Tokenizer& tok = engine->model().tokenizer();
   const std::vector<int32_t> tokens = tok.encode(text, tok.add_bos());
 
