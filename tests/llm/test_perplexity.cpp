@@ -22,6 +22,7 @@
 #include "lib/llm/model.h"
 #include "lib/llm/perplexity.h"
 #include "lib/llm/session.h"
+#include "lib/llm/winogrande.h"
 #include "tests/common/test_data.h"
 #include "tests/llm/reference.h"
 #include "tests/llm/tiny_model.h"
@@ -427,6 +428,80 @@ TEST(Hellaswag, MeanLogProbsAndPicksMatchTheReference) {
               std::string::npos)
         << e.what();
   }
+}
+
+// Winogrande: each choice's score is the mean log-probability of the sentence's tokens after
+// the choice (but the last), or after the shared tokens when a rest is 3 tokens or fewer, as
+// restated here over the reference's logits token by token; the pick is the higher.
+TEST(Winogrande, ScoresAndPicksMatchTheReference) {
+  const TinyModel tiny = make_tiny_model(tiny_spec("llama", false), DType::F32, DType::F32, 5);
+  oxi::test::TempDir dir;
+  write_gguf(tiny, dir / "m.gguf");
+  const auto model = Model::load(dir / "m.gguf");
+  auto cpu = backends::make_cpu_backend(2);
+  Session session(model, *cpu, 256);
+  std::mt19937 rng(8);
+  const auto words = [&](size_t n) {
+    std::string w;
+    for (size_t i = 0; i < n; ++i) w += (i ? " w" : "w") + std::to_string(260 + rng() % 40);
+    return w;
+  };
+  std::string csv = "not a task\n";
+  for (int t = 0; t < 8; ++t) {
+    // Short rests (the choices scored too) in some tasks, long ones in others; a quoted
+    // sentence with a comma in one.
+    const std::string sentence = words(2) + " _" + (t % 3 == 0 ? "" : " " + words(1 + t % 5));
+    csv += std::to_string(t) + "," + (t == 4 ? "\"" + sentence + ", w261\"" : sentence) + "," +
+           words(1 + t % 2) + "," + words(1 + (t + 1) % 2) + "," + std::to_string(1 + t % 2) + "\n";
+  }
+  const std::vector<WinograndeTask> tasks = parse_winogrande(csv);
+  ASSERT_EQ(tasks.size(), 8u);
+  EXPECT_EQ(tasks[4].second.substr(tasks[4].second.size() - 6), ", w261");
+  const WinograndeResult r = score_winogrande(session, tasks);
+  ASSERT_EQ(r.picks.size(), 8u);
+  const tokenizer::Tokenizer& tok = model->tokenizer();
+  size_t correct = 0, skipped_choice = 0;
+  for (size_t t = 0; t < 8; ++t) {
+    std::array<std::vector<int32_t>, 2> seq;
+    std::array<size_t, 2> base{};
+    for (size_t c = 0; c < 2; ++c) {
+      seq[c] = tok.encode(tasks[t].first + tasks[t].choices[c] + tasks[t].second, true);
+      base[c] = tok.encode(tasks[t].first + tasks[t].choices[c], true).size();
+    }
+    size_t shared = 0;
+    while (shared + 1 < std::min(seq[0].size(), seq[1].size()) && seq[0][shared] == seq[1][shared])
+      ++shared;
+    const bool skip = seq[0].size() - shared > 3 && seq[1].size() - shared > 3;
+    skipped_choice += skip;
+    std::array<double, 2> want{};
+    for (size_t c = 0; c < 2; ++c) {
+      const size_t from = skip ? base[c] : shared;
+      const size_t last = seq[c].size() - from > 1 ? 1 : 0;
+      ReferenceModel ref(tiny);
+      double sum = 0;
+      size_t n = 0;
+      for (size_t j = 0; j + 1 + last < seq[c].size(); ++j) {
+        const std::vector<double> logits = ref.step(seq[c][j]);
+        if (j + 1 < from) continue;
+        const double top = *std::max_element(logits.begin(), logits.end());
+        double z = 0;
+        for (double l : logits) z += std::exp(l - top);
+        sum += logits[seq[c][j + 1]] - top - std::log(z);
+        ++n;
+      }
+      want[c] = sum / static_cast<double>(n);
+      EXPECT_NEAR(r.scores[t][c], want[c], 1e-4) << "task " << t << " choice " << c;
+    }
+    const int pick = want[0] > want[1] ? 1 : 2;
+    EXPECT_EQ(r.picks[t], pick) << "task " << t;
+    correct += pick == tasks[t].answer;
+  }
+  EXPECT_EQ(r.correct, correct);
+  EXPECT_GT(skipped_choice, 0u);  // both ways of scoring met
+  EXPECT_LT(skipped_choice, 8u);
+  EXPECT_EQ(select_winogrande_tasks(tasks, 3).size(), 3u);
+  EXPECT_EQ(select_winogrande_tasks(tasks, 0).size(), 8u);
+  EXPECT_THROW(parse_winogrande("a,b,c\n"), Error);
 }
 
 }  // namespace

@@ -4,9 +4,11 @@
 // --kl-divergence-base FILE the base model's log-probabilities are saved in llama.cpp's file
 // format; --kl-divergence then compares another model (a quantization of it) with them
 // (lib/llm/kl_divergence.h), printing llama.cpp's statistics. --hellaswag scores llama.cpp's
-// HellaSwag task file instead (lib/llm/hellaswag.h).
+// HellaSwag task file instead (lib/llm/hellaswag.h), --winogrande its Winogrande CSV
+// (lib/llm/winogrande.h).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -22,6 +24,7 @@
 #include "lib/llm/kl_divergence.h"
 #include "lib/llm/log_prob_file.h"
 #include "lib/llm/perplexity.h"
+#include "lib/llm/winogrande.h"
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/commands.h"
 #include "tools/oxinfer/llm_cli_options.h"
@@ -175,12 +178,53 @@ int run_hellaswag(const std::string& file, const std::string& model, const llm::
   return 0;
 }
 
+// --winogrande: FILE holds llama.cpp's Winogrande CSV.
+int run_winogrande(const std::string& file, const std::string& model, const llm::EngineOptions& eo,
+                   size_t count, bool json) {
+  const std::string text = file == "-" ? read_stdin() : read_text_file(file);
+  std::vector<llm::WinograndeTask> tasks;
+  try {
+    tasks = llm::select_winogrande_tasks(llm::parse_winogrande(text), count);
+  } catch (const Error& e) {
+    throw Error(file, e.what());
+  }
+  spdlog::info("winogrande: {} tasks", tasks.size());
+  const std::unique_ptr<llm::Engine> engine = llm::Engine::load(model, eo);
+  llm::WinograndeResult r;
+  try {
+    r = llm::score_winogrande(
+        engine->session(), tasks, [&](size_t i, const llm::WinograndeResult& so_far) {
+          if (json) return true;
+          std::printf("%zu\t%.4f\t%10.6f  %10.6f  %d  %d\n", i + 1, 100 * so_far.accuracy(),
+                      so_far.scores[i][0], so_far.scores[i][1], so_far.picks[i], tasks[i].answer);
+          std::fflush(stdout);
+          return true;
+        });
+  } catch (const Error& e) {
+    throw Error(file, e.what());
+  }
+  const size_t n = r.picks.size();
+  const double p = r.accuracy();
+  const double sigma = n > 1 ? 100 * std::sqrt(p * (1 - p) / static_cast<double>(n - 1)) : 0;
+  if (json) {
+    const nlohmann::ordered_json out = {{"tasks", n},
+                                        {"correct", r.correct},
+                                        {"score", 100 * p},
+                                        {"score_error", sigma},
+                                        {"picks", r.picks}};
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    std::printf("\nFinal Winogrande score(%zu tasks): %.4f +/- %.4f\n", n, 100 * p, sigma);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_perplexity(const Argv& argv) {
   ArgParser p("perplexity",
               "oxinfer perplexity -m MODEL -f FILE [--ctx N] [--chunks N] "
-              "[--kl-divergence-base FILE [--kl-divergence]] [--hellaswag]",
+              "[--kl-divergence-base FILE [--kl-divergence]] [--hellaswag | --winogrande]",
               "Perplexity of MODEL over the text in FILE, as llama.cpp's perplexity: the tokens\n"
               "in chunks of --ctx, each from an empty cache (BOS first where the model adds "
               "one),\nthe second half of each chunk scored. Prints [1]PPL,[2]PPL,... (the "
@@ -201,6 +245,10 @@ int run_perplexity(const Argv& argv) {
          "score llama.cpp's HellaSwag task file (-f: six lines a task) instead: acc_norm with "
          "its 95 % interval after each task");
   p.option("hellaswag-tasks", "N", "tasks drawn from the file as llama.cpp draws them (400)");
+  p.flag("winogrande",
+         "score llama.cpp's Winogrande CSV (-f) instead: the accuracy after each task and a final "
+         "score");
+  p.option("winogrande-tasks", "N", "tasks drawn from the file as llama.cpp draws them (0: all)");
   add_cache_type_option(p);
   p.threads_option();
   p.option("quant", "q8|q4", "quantize an HF checkpoint's matrices at load");
@@ -222,8 +270,10 @@ int run_perplexity(const Argv& argv) {
   if (const auto quant = args.get("quant")) eo.quant = llm::parse_load_quant(*quant);
   const bool json = args.flag("json");
   const auto base_file = args.get("kl-divergence-base");
-  if (args.flag("hellaswag") && base_file)
-    throw UsageError("--hellaswag cannot go with --kl-divergence-base");
+  if ((args.flag("hellaswag") || args.flag("winogrande")) && base_file)
+    throw UsageError("--hellaswag / --winogrande cannot go with --kl-divergence-base");
+  if (args.flag("hellaswag") && args.flag("winogrande"))
+    throw UsageError("--hellaswag and --winogrande cannot go together");
   if (args.flag("kl-divergence")) {
     if (!base_file) throw UsageError("--kl-divergence needs --kl-divergence-base FILE");
     if (args.has("file")) throw UsageError("--kl-divergence reads its text from the base file");
@@ -237,6 +287,12 @@ int run_perplexity(const Argv& argv) {
     return run_hellaswag(*file, *model, eo, static_cast<size_t>(tasks), json);
   }
   if (args.has("hellaswag-tasks")) throw UsageError("--hellaswag-tasks needs --hellaswag");
+  if (args.flag("winogrande")) {
+    const long long tasks = args.get_int("winogrande-tasks", 0);
+    if (tasks < 0) throw UsageError("--winogrande-tasks must not be negative");
+    return run_winogrande(*file, *model, eo, static_cast<size_t>(tasks), json);
+  }
+  if (args.has("winogrande-tasks")) throw UsageError("--winogrande-tasks needs --winogrande");
 
   const std::string text = *file == "-" ? read_stdin() : read_text_file(*file);
   const std::unique_ptr<llm::Engine> engine = llm::Engine::load(*model, eo);

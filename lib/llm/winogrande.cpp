@@ -1,0 +1,138 @@
+#include "lib/llm/winogrande.h"
+
+#include <algorithm>
+#include <random>
+#include <sstream>
+
+#include "lib/core/error.h"
+#include "lib/llm/model.h"
+#include "lib/llm/perplexity.h"
+#include "lib/llm/session.h"
+#include "lib/tokenizer/tokenizer.h"
+
+namespace oxi::llm {
+namespace {
+
+// The rest of the sentence this many tokens or fewer: the choice's tokens are scored too.
+constexpr size_t kMinTrailing = 3;
+
+}  // namespace
+
+std::vector<WinograndeTask> parse_winogrande(std::string_view csv) {
+  std::vector<WinograndeTask> tasks;
+  std::istringstream in{std::string(csv)};
+  for (std::string line; std::getline(in, line);) {
+    // The first four commas outside quotes.
+    std::array<size_t, 4> comma{};
+    size_t found = 0;
+    bool quoted = false;
+    for (size_t i = 0; i < line.size() && found < 4; ++i) {
+      if (line[i] == '"') quoted = !quoted;
+      if (!quoted && line[i] == ',') comma[found++] = i;
+    }
+    if (found != 4) continue;
+    std::string sentence = line.substr(comma[0] + 1, comma[1] - comma[0] - 1);
+    if (sentence.size() >= 2 && sentence.front() == '"' && sentence.back() == '"')
+      sentence = sentence.substr(1, sentence.size() - 2);
+    const size_t blank = sentence.find('_');
+    const std::string answer = line.substr(comma[3] + 1);
+    if (blank == std::string::npos || (answer.rfind('1', 0) != 0 && answer.rfind('2', 0) != 0))
+      continue;
+    WinograndeTask t;
+    t.first = sentence.substr(0, blank);
+    t.second = sentence.substr(blank + 1);
+    t.choices = {line.substr(comma[1] + 1, comma[2] - comma[1] - 1),
+                 line.substr(comma[2] + 1, comma[3] - comma[2] - 1)};
+    t.answer = answer[0] - '0';
+    tasks.push_back(std::move(t));
+  }
+  if (tasks.empty())
+    throw Error("winogrande",
+                "no task: expected CSV rows of index, sentence with _, choice 1, "
+                "choice 2, answer 1 or 2");
+  return tasks;
+}
+
+std::vector<WinograndeTask> select_winogrande_tasks(std::vector<WinograndeTask> tasks,
+                                                    size_t count) {
+  if (count == 0 || count >= tasks.size()) return tasks;
+  // llama.cpp's draw, float arithmetic included: an index into the tasks not drawn yet, the
+  // drawn one's place taken by the last of them.
+  std::mt19937 rng(1);
+  std::vector<size_t> left(tasks.size());
+  for (size_t i = 0; i < left.size(); ++i) left[i] = i;
+  const float scale = 1 / (1.f + static_cast<float>(std::mt19937::max()));
+  std::vector<WinograndeTask> selected;
+  for (size_t i = 0; i < count; ++i) {
+    const auto j =
+        static_cast<size_t>(scale * static_cast<float>(rng()) * static_cast<float>(left.size()));
+    selected.push_back(std::move(tasks[left[j]]));
+    left[j] = left.back();
+    left.pop_back();
+  }
+  return selected;
+}
+
+WinograndeResult score_winogrande(
+    Session& session, const std::vector<WinograndeTask>& tasks,
+    const std::function<bool(size_t, const WinograndeResult&)>& on_task) {
+  const tokenizer::Tokenizer& tok = session.model().tokenizer();
+  const size_t n_vocab = static_cast<size_t>(session.model().config().n_vocab);
+  WinograndeResult result;
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    const WinograndeTask& task = tasks[t];
+    std::array<std::vector<int32_t>, 2> seq;
+    std::array<size_t, 2> base{};
+    for (size_t c = 0; c < 2; ++c) {
+      seq[c] = tok.encode(task.first + task.choices[c] + task.second, tok.add_bos());
+      base[c] = tok.encode(task.first + task.choices[c], tok.add_bos()).size();
+    }
+    size_t shared = 0;
+    while (shared + 1 < std::min(seq[0].size(), seq[1].size()) && seq[0][shared] == seq[1][shared])
+      ++shared;
+    if (shared == 0)
+      throw Error("winogrande", "task " + std::to_string(t + 1) + ": its sentences share no token");
+    for (const auto& s : seq)
+      if (s.size() > session.n_ctx())
+        throw Error("winogrande", "task " + std::to_string(t + 1) + " has " +
+                                      std::to_string(s.size()) + " tokens, the context only " +
+                                      std::to_string(session.n_ctx()));
+    const bool skip_choice =
+        seq[0].size() - shared > kMinTrailing && seq[1].size() - shared > kMinTrailing;
+    session.truncate(0);
+    // Logits after each position from shared - 1 on: the shared tokens' last, then each
+    // sentence's own tokens.
+    const std::span<const float> last =
+        session.eval(std::span<const int32_t>(seq[0]).first(shared));
+    const std::vector<float> shared_logits(last.begin(), last.end());
+    std::array<double, 2> score{};
+    for (size_t c = 0; c < 2; ++c) {
+      const std::vector<int32_t>& s = seq[c];
+      const size_t from = std::clamp(skip_choice ? base[c] : shared, shared, s.size() - 1);
+      const size_t drop_last = s.size() - from > 1 ? 1 : 0;
+      session.truncate(shared);
+      std::vector<float> logits_after;  // position j's logits at (j - shared + 1) * n_vocab
+      logits_after.assign(shared_logits.begin(), shared_logits.end());
+      if (s.size() - 1 > shared) {
+        const std::span<const float> own =
+            session.eval(std::span<const int32_t>(s).subspan(shared, s.size() - 1 - shared), true);
+        logits_after.insert(logits_after.end(), own.begin(), own.end());
+      }
+      double sum = 0;
+      size_t n = 0;
+      for (size_t j = from - 1; j + 1 + drop_last < s.size(); ++j, ++n)
+        sum -= negative_log_likelihood(
+            std::span<const float>(logits_after).subspan((j + 1 - shared) * n_vocab, n_vocab),
+            s[j + 1]);
+      score[c] = n > 0 ? sum / static_cast<double>(n) : 0;
+    }
+    const int pick = score[0] > score[1] ? 1 : 2;
+    result.scores.push_back(score);
+    result.picks.push_back(pick);
+    result.correct += pick == task.answer;
+    if (on_task && !on_task(t, result)) break;
+  }
+  return result;
+}
+
+}  // namespace oxi::llm
