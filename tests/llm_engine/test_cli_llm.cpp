@@ -19,6 +19,7 @@
 #include "lib/llm/log_prob_file.h"
 #include "lib/llm/perplexity.h"
 #include "lib/llm/session.h"
+#include "lib/llm/winogrande.h"
 #include "tests/common/test_data.h"
 #include "tests/llm/tiny_model.h"
 #include "tests/llm_engine/engine_fixture.h"
@@ -812,6 +813,53 @@ TEST_F(CliLlm, HellaswagPrintsTheRunningAccuracy) {
       run_oxinfer({"perplexity", "-m", model_, "-f", (dir_ / "bad.txt").string(), "--hellaswag"});
   EXPECT_EQ(odd.exit_code, 1);
   EXPECT_NE(odd.err.find("bad.txt: hellaswag: 2 lines"), std::string::npos) << odd.err;
+}
+
+// --winogrande: a row per task (index, accuracy, both scores, the pick, the answer) and the
+// final score, as score_winogrande gives them; --json.
+TEST_F(CliLlm, WinograndePrintsEachTaskAndTheScore) {
+  std::string csv;
+  for (int t = 0; t < 4; ++t)
+    csv.append(std::to_string(t))
+        .append(",")
+        .append(word_text(3 + t).substr(0, 10))
+        .append(" _ ")
+        .append(word_text(5 + t).substr(0, 15))
+        .append(",")
+        .append(word_text(7 + t).substr(0, 4))
+        .append(",")
+        .append(word_text(9 + t).substr(0, 9))
+        .append(",")
+        .append(std::to_string(1 + t % 2))
+        .append("\n");
+  const std::string file = (dir_ / "wg.csv").string();
+  oxi::test::write_file_bytes(file, std::vector<uint8_t>(csv.begin(), csv.end()));
+  const CommandResult r =
+      run_oxinfer({"perplexity", "-m", model_, "-f", file, "--winogrande", "--threads", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto e = engine();
+  Session session(e->model_ptr(), e->backend(), 512);
+  const std::vector<WinograndeTask> tasks = parse_winogrande(csv);
+  const WinograndeResult want = score_winogrande(session, tasks);
+  std::string expected;
+  size_t correct = 0;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    correct += want.picks[i] == tasks[i].answer;
+    char line[160];
+    std::snprintf(line, sizeof line, "%zu\t%.4f\t%10.6f  %10.6f  %d  %d\n", i + 1,
+                  100.0 * correct / (i + 1), want.scores[i][0], want.scores[i][1], want.picks[i],
+                  tasks[i].answer);
+    expected += line;
+  }
+  EXPECT_EQ(r.out.substr(0, expected.size()), expected);
+  EXPECT_NE(r.out.find("Final Winogrande score(4 tasks): "), std::string::npos) << r.out;
+  const CommandResult j = run_oxinfer({"perplexity", "-m", model_, "-f", file, "--winogrande",
+                                       "--winogrande-tasks", "2", "--json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_EQ(nlohmann::json::parse(j.out)["tasks"], 2);
+  EXPECT_EQ(run_oxinfer({"perplexity", "-m", model_, "-f", file, "--winogrande", "--hellaswag"})
+                .exit_code,
+            2);
 }
 
 // --kl-divergence-base saves llama.cpp's log-probability file while measuring perplexity (the
