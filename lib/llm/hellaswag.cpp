@@ -5,8 +5,8 @@
 #include <random>
 
 #include "lib/core/error.h"
+#include "lib/llm/continuations.h"
 #include "lib/llm/model.h"
-#include "lib/llm/perplexity.h"
 #include "lib/llm/session.h"
 #include "lib/tokenizer/tokenizer.h"
 
@@ -56,44 +56,19 @@ HellaswagResult score_hellaswag(
     Session& session, const std::vector<HellaswagTask>& tasks,
     const std::function<bool(size_t, const HellaswagResult&)>& on_task) {
   const tokenizer::Tokenizer& tok = session.model().tokenizer();
-  const size_t n_vocab = static_cast<size_t>(session.model().config().n_vocab);
   HellaswagResult result;
   for (size_t t = 0; t < tasks.size(); ++t) {
     const HellaswagTask& task = tasks[t];
     std::array<std::vector<int32_t>, 4> seq;
     for (size_t e = 0; e < 4; ++e)
       seq[e] = tok.encode(task.context + " " + task.endings[e], tok.add_bos());
-    // The tokens all four share (at least one ending token each left to score).
-    size_t shared = 0, shortest = seq[0].size();
-    for (const auto& s : seq) shortest = std::min(shortest, s.size());
-    while (shared + 1 < shortest && seq[1][shared] == seq[0][shared] &&
-           seq[2][shared] == seq[0][shared] && seq[3][shared] == seq[0][shared])
-      ++shared;
-    if (shared == 0)
-      throw Error("hellaswag", "task " + std::to_string(t + 1) + ": its endings share no token");
-    for (const auto& s : seq)
-      if (s.size() > session.n_ctx())
-        throw Error("hellaswag", "task " + std::to_string(t + 1) + " has " +
-                                     std::to_string(s.size()) + " tokens, the context only " +
-                                     std::to_string(session.n_ctx()));
-    session.truncate(0);
-    const std::span<const float> last =
-        session.eval(std::span<const int32_t>(seq[0]).first(shared));
-    const std::vector<float> first_logits(last.begin(), last.end());
+    // Each ending's tokens after those all four share, the first from the shared ones' logits.
+    const Continuations c = score_continuations(session, seq, "hellaswag", t + 1, "endings");
     std::array<double, 4> mean{};
     for (size_t e = 0; e < 4; ++e) {
-      const std::vector<int32_t>& s = seq[e];
-      double sum = -negative_log_likelihood(first_logits, s[shared]);
-      size_t count = 1;
-      session.truncate(shared);
-      // The ending's tokens but its last (whose logits score nothing).
-      if (s.size() - 1 > shared) {
-        const std::span<const float> logits =
-            session.eval(std::span<const int32_t>(s).subspan(shared, s.size() - 1 - shared), true);
-        for (size_t j = shared; j + 1 < s.size(); ++j, ++count)
-          sum -= negative_log_likelihood(logits.subspan((j - shared) * n_vocab, n_vocab), s[j + 1]);
-      }
-      mean[e] = sum / static_cast<double>(count);
+      double sum = 0;
+      for (double lp : c.log_probs[e]) sum += lp;
+      mean[e] = sum / static_cast<double>(c.log_probs[e].size());
     }
     const size_t pick =
         static_cast<size_t>(std::max_element(mean.begin(), mean.end()) - mean.begin());

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "lib/core/error.h"
+#include "lib/llm/continuations.h"
 #include "lib/llm/model.h"
-#include "lib/llm/perplexity.h"
 #include "lib/llm/session.h"
 #include "lib/tokenizer/tokenizer.h"
 
@@ -77,7 +77,6 @@ WinograndeResult score_winogrande(
     Session& session, const std::vector<WinograndeTask>& tasks,
     const std::function<bool(size_t, const WinograndeResult&)>& on_task) {
   const tokenizer::Tokenizer& tok = session.model().tokenizer();
-  const size_t n_vocab = static_cast<size_t>(session.model().config().n_vocab);
   WinograndeResult result;
   for (size_t t = 0; t < tasks.size(); ++t) {
     const WinograndeTask& task = tasks[t];
@@ -87,43 +86,21 @@ WinograndeResult score_winogrande(
       seq[c] = tok.encode(task.first + task.choices[c] + task.second, tok.add_bos());
       base[c] = tok.encode(task.first + task.choices[c], tok.add_bos()).size();
     }
-    size_t shared = 0;
-    while (shared + 1 < std::min(seq[0].size(), seq[1].size()) && seq[0][shared] == seq[1][shared])
-      ++shared;
-    if (shared == 0)
-      throw Error("winogrande", "task " + std::to_string(t + 1) + ": its sentences share no token");
-    for (const auto& s : seq)
-      if (s.size() > session.n_ctx())
-        throw Error("winogrande", "task " + std::to_string(t + 1) + " has " +
-                                      std::to_string(s.size()) + " tokens, the context only " +
-                                      std::to_string(session.n_ctx()));
+    const Continuations cont = score_continuations(session, seq, "winogrande", t + 1, "sentences");
+    const size_t shared = cont.shared;
     const bool skip_choice =
         seq[0].size() - shared > kMinTrailing && seq[1].size() - shared > kMinTrailing;
-    session.truncate(0);
-    // Logits after each position from shared - 1 on: the shared tokens' last, then each
-    // sentence's own tokens.
-    const std::span<const float> last =
-        session.eval(std::span<const int32_t>(seq[0]).first(shared));
-    const std::vector<float> shared_logits(last.begin(), last.end());
     std::array<double, 2> score{};
     for (size_t c = 0; c < 2; ++c) {
       const std::vector<int32_t>& s = seq[c];
       const size_t from = std::clamp(skip_choice ? base[c] : shared, shared, s.size() - 1);
       const size_t drop_last = s.size() - from > 1 ? 1 : 0;
-      session.truncate(shared);
-      std::vector<float> logits_after;  // position j's logits at (j - shared + 1) * n_vocab
-      logits_after.assign(shared_logits.begin(), shared_logits.end());
-      if (s.size() - 1 > shared) {
-        const std::span<const float> own =
-            session.eval(std::span<const int32_t>(s).subspan(shared, s.size() - 1 - shared), true);
-        logits_after.insert(logits_after.end(), own.begin(), own.end());
-      }
+      // The tokens after `from - 1` up to the last (or the one before it): log_probs holds
+      // position j's at j - shared + 1.
       double sum = 0;
       size_t n = 0;
       for (size_t j = from - 1; j + 1 + drop_last < s.size(); ++j, ++n)
-        sum -= negative_log_likelihood(
-            std::span<const float>(logits_after).subspan((j + 1 - shared) * n_vocab, n_vocab),
-            s[j + 1]);
+        sum += cont.log_probs[c][j + 1 - shared];
       score[c] = n > 0 ? sum / static_cast<double>(n) : 0;
     }
     const int pick = score[0] > score[1] ? 1 : 2;
