@@ -60,6 +60,12 @@ size_t evaluate_chunks(Session& session, std::span<const int32_t> tokens, size_t
   return chunks;
 }
 
+size_t perplexity_chunks(size_t n_tokens, const PerplexityOptions& options) {
+  if (options.n_ctx < 4 || n_tokens < 2 * options.n_ctx) return 0;
+  const size_t chunks = n_tokens / options.n_ctx;
+  return options.max_chunks > 0 ? std::min(chunks, options.max_chunks) : chunks;
+}
+
 PerplexityResult perplexity(Session& session, std::span<const int32_t> tokens,
                             const PerplexityOptions& options,
                             const std::function<bool(size_t, double)>& on_chunk,
@@ -70,8 +76,7 @@ PerplexityResult perplexity(Session& session, std::span<const int32_t> tokens,
     throw Error("perplexity", "the text has " + std::to_string(tokens.size()) +
                                   " tokens; a context of " + std::to_string(n_ctx) +
                                   " needs at least " + std::to_string(2 * n_ctx));
-  size_t chunks = tokens.size() / n_ctx;
-  if (options.max_chunks > 0) chunks = std::min(chunks, options.max_chunks);
+  const size_t chunks = perplexity_chunks(tokens.size(), options);
   PerplexityResult result;
   double nll = 0, nll2 = 0;
   evaluate_chunks(

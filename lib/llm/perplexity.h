@@ -37,6 +37,10 @@ struct PerplexityResult {
   std::vector<double> running;  // PPL over the chunks so far, after each one
 };
 
+// The chunks perplexity() scores for a text of n_tokens: whole chunks of n_ctx, at most
+// max_chunks; 0 when the text has fewer than 2 x n_ctx tokens (or n_ctx is below 4).
+size_t perplexity_chunks(size_t n_tokens, const PerplexityOptions& options);
+
 // `session` evaluates the chunks (its cache is cleared first and holds the last chunk after);
 // its context must hold n_ctx positions. `on_chunk(index, running PPL)` after each chunk;
 // returning false stops there (the result covers the chunks done); on_logits sees each scored

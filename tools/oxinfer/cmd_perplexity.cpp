@@ -6,7 +6,6 @@
 // (lib/llm/kl_divergence.h), printing llama.cpp's statistics. --hellaswag scores llama.cpp's
 // HellaSwag task file instead (lib/llm/hellaswag.h), --winogrande its Winogrande CSV
 // (lib/llm/winogrande.h).
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -308,9 +307,8 @@ int run_perplexity(const Argv& argv) {
   options.max_chunks = static_cast<size_t>(chunks);
   // --kl-divergence-base: the scored positions' log-probabilities, as llama.cpp saves them.
   std::optional<llm::LogProbWriter> writer;
-  if (base_file && tokens.size() >= 2 * options.n_ctx) {
-    size_t n_chunk = tokens.size() / options.n_ctx;
-    if (options.max_chunks > 0) n_chunk = std::min(n_chunk, options.max_chunks);
+  if (const size_t n_chunk = llm::perplexity_chunks(tokens.size(), options);
+      base_file && n_chunk > 0) {
     writer.emplace(*base_file, options.n_ctx, tok.vocab_size(), n_chunk,
                    std::span<const int32_t>(tokens).first(n_chunk * options.n_ctx));
   }
