@@ -45,8 +45,7 @@ int run_generate(const Argv& argv) {
     throw UsageError("unexpected argument '" + args.positional()[0] + "' (the prompt is -p TEXT)");
   if (args.has("prompt") && args.has("file")) throw UsageError("give -p TEXT or -f FILE, not both");
   std::optional<std::string> prompt = args.get("prompt");
-  if (const auto file = args.get("file"))
-    prompt = *file == "-" ? read_stdin() : read_text_file(*file);
+  if (const auto file = args.get("file")) prompt = read_text_input(*file);
   if (!prompt) throw UsageError("-p TEXT or -f FILE is required");
   const bool raw = args.flag("raw");
   if (raw && args.has("system")) throw UsageError("--system needs chat mode (drop --raw)");

@@ -120,17 +120,14 @@ int run_kl_divergence(const ParsedArgs& args, const std::string& model, llm::Eng
   eo.n_ctx = base.n_ctx();
   const std::unique_ptr<llm::Engine> engine = llm::Engine::load(model, eo);
   size_t chunks = 0;
-  llm::KlDivergence k;
-  try {
-    k = llm::kl_divergence(engine->session(), base, max_chunks,
-                           [&](size_t i, const llm::KlDivergence& so_far) {
-                             chunks = i + 1;
-                             if (!json) print_kl_chunk(i, so_far);
-                             return true;
-                           });
-  } catch (const Error& e) {
-    throw Error(base_file, e.what());
-  }
+  const llm::KlDivergence k = naming_file(base_file, [&] {
+    return llm::kl_divergence(engine->session(), base, max_chunks,
+                              [&](size_t i, const llm::KlDivergence& so_far) {
+                                chunks = i + 1;
+                                if (!json) print_kl_chunk(i, so_far);
+                                return true;
+                              });
+  });
   if (json)
     std::printf("%s\n", kl_json(k, chunks, base.n_ctx()).dump().c_str());
   else
@@ -141,19 +138,14 @@ int run_kl_divergence(const ParsedArgs& args, const std::string& model, llm::Eng
 // --hellaswag: FILE holds llama.cpp's HellaSwag tasks.
 int run_hellaswag(const std::string& file, const std::string& model, const llm::EngineOptions& eo,
                   size_t count, bool json) {
-  const std::string text = file == "-" ? read_stdin() : read_text_file(file);
-  std::vector<llm::HellaswagTask> tasks;
-  try {
-    tasks = llm::select_hellaswag_tasks(llm::parse_hellaswag(text), count);
-  } catch (const Error& e) {
-    throw Error(file, e.what());
-  }
+  const std::string text = read_text_input(file);
+  const std::vector<llm::HellaswagTask> tasks = naming_file(
+      file, [&] { return llm::select_hellaswag_tasks(llm::parse_hellaswag(text), count); });
   spdlog::info("hellaswag: {} tasks", tasks.size());
   const std::unique_ptr<llm::Engine> engine = llm::Engine::load(model, eo);
   if (!json) std::printf("\ntask\tacc_norm\t95%% confidence interval\n");
-  llm::HellaswagResult r;
-  try {
-    r = llm::score_hellaswag(
+  const llm::HellaswagResult r = naming_file(file, [&] {
+    return llm::score_hellaswag(
         engine->session(), tasks, [&](size_t i, const llm::HellaswagResult& so_far) {
           if (json) return true;
           const double p = so_far.accuracy();
@@ -162,9 +154,7 @@ int run_hellaswag(const std::string& file, const std::string& model, const llm::
           std::fflush(stdout);
           return true;
         });
-  } catch (const Error& e) {
-    throw Error(file, e.what());
-  }
+  });
   if (json) {
     const auto [lo, hi] = llm::wilson_interval(r.accuracy(), r.picks.size());
     const nlohmann::ordered_json out = {{"tasks", r.picks.size()},
@@ -180,18 +170,13 @@ int run_hellaswag(const std::string& file, const std::string& model, const llm::
 // --winogrande: FILE holds llama.cpp's Winogrande CSV.
 int run_winogrande(const std::string& file, const std::string& model, const llm::EngineOptions& eo,
                    size_t count, bool json) {
-  const std::string text = file == "-" ? read_stdin() : read_text_file(file);
-  std::vector<llm::WinograndeTask> tasks;
-  try {
-    tasks = llm::select_winogrande_tasks(llm::parse_winogrande(text), count);
-  } catch (const Error& e) {
-    throw Error(file, e.what());
-  }
+  const std::string text = read_text_input(file);
+  const std::vector<llm::WinograndeTask> tasks = naming_file(
+      file, [&] { return llm::select_winogrande_tasks(llm::parse_winogrande(text), count); });
   spdlog::info("winogrande: {} tasks", tasks.size());
   const std::unique_ptr<llm::Engine> engine = llm::Engine::load(model, eo);
-  llm::WinograndeResult r;
-  try {
-    r = llm::score_winogrande(
+  const llm::WinograndeResult r = naming_file(file, [&] {
+    return llm::score_winogrande(
         engine->session(), tasks, [&](size_t i, const llm::WinograndeResult& so_far) {
           if (json) return true;
           std::printf("%zu\t%.4f\t%10.6f  %10.6f  %d  %d\n", i + 1, 100 * so_far.accuracy(),
@@ -199,9 +184,7 @@ int run_winogrande(const std::string& file, const std::string& model, const llm:
           std::fflush(stdout);
           return true;
         });
-  } catch (const Error& e) {
-    throw Error(file, e.what());
-  }
+  });
   const size_t n = r.picks.size();
   const double p = r.accuracy();
   const double sigma = n > 1 ? 100 * std::sqrt(p * (1 - p) / static_cast<double>(n - 1)) : 0;
@@ -293,7 +276,7 @@ int run_perplexity(const Argv& argv) {
   }
   if (args.has("winogrande-tasks")) throw UsageError("--winogrande-tasks needs --winogrande");
 
-  const std::string text = *file == "-" ? read_stdin() : read_text_file(*file);
+  const std::string text = read_text_input(*file);
   const std::unique_ptr<llm::Engine> engine = llm::Engine::load(*model, eo);
   const int trained = engine->model().config().n_ctx_train;
   if (trained > 0 && ctx > trained)

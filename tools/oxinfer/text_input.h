@@ -25,4 +25,19 @@ inline std::string read_stdin() {
   return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
 }
 
+// A FILE argument: standard input for "-", else the file's bytes.
+inline std::string read_text_input(const std::string& file) {
+  return file == "-" ? read_stdin() : read_text_file(file);
+}
+
+// f(), an oxi::Error from it naming `file` first ("FILE: what went wrong").
+template <class F>
+auto naming_file(const std::string& file, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    throw Error(file, e.what());
+  }
+}
+
 }  // namespace oxi::cli
