@@ -39,6 +39,23 @@ std::vector<int32_t> random_tokens(size_t n, int n_vocab, uint32_t seed) {
   return ids;
 }
 
+// The log-probabilities of the reference's logits (double precision).
+std::vector<double> log_softmax(const std::vector<double>& logits) {
+  const double top = *std::max_element(logits.begin(), logits.end());
+  double z = 0;
+  for (double l : logits) z += std::exp(l - top);
+  std::vector<double> out(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) out[i] = logits[i] - top - std::log(z);
+  return out;
+}
+
+// n of the tiny vocabulary's words ("w260".."w299"), space separated.
+std::string random_words(std::mt19937& rng, size_t n) {
+  std::string w;
+  for (size_t i = 0; i < n; ++i) w.append(i ? " w" : "w").append(std::to_string(260 + rng() % 40));
+  return w;
+}
+
 // What perplexity() should give: per chunk, the reference's logits token by token.
 struct Expected {
   std::vector<double> running;
@@ -56,11 +73,7 @@ Expected reference_perplexity(const TinyModel& tiny, const std::vector<int32_t>&
     for (size_t j = 0; j + 1 < n_ctx; ++j) {
       const std::vector<double> logits = ref.step(chunk[j]);
       if (j < n_ctx / 2) continue;
-      double top = logits[0];
-      for (double l : logits) top = std::max(top, l);
-      double z = 0;
-      for (double l : logits) z += std::exp(l - top);
-      const double nll = std::log(z) + top - logits[chunk[j + 1]];
+      const double nll = -log_softmax(logits)[chunk[j + 1]];
       sum += nll;
       sum2 += nll * nll;
       ++n;
@@ -288,14 +301,6 @@ TEST(KlDivergence, MatchesTheReference) {
     for (size_t j = 0; j + 1 < n_ctx; ++j) {
       const std::vector<double> la = a.step(chunk[j]), lb = b.step(chunk[j]);
       if (j < n_ctx / 2) continue;
-      const auto log_softmax = [](const std::vector<double>& l) {
-        const double top = *std::max_element(l.begin(), l.end());
-        double z = 0;
-        for (double v : l) z += std::exp(v - top);
-        std::vector<double> out(l.size());
-        for (size_t i = 0; i < l.size(); ++i) out[i] = l[i] - top - std::log(z);
-        return out;
-      };
       // The file's rounding: log-probabilities to 16-bit steps over the top 16 nats.
       std::vector<double> base = log_softmax(la);
       const double top = *std::max_element(base.begin(), base.end());
@@ -359,11 +364,7 @@ TEST(Hellaswag, MeanLogProbsAndPicksMatchTheReference) {
   Session session(model, *cpu, 256);
   std::string text;
   std::mt19937 rng(4);
-  const auto words = [&](size_t n) {
-    std::string w;
-    for (size_t i = 0; i < n; ++i) w += (i ? " w" : "w") + std::to_string(260 + rng() % 40);
-    return w;
-  };
+  const auto words = [&](size_t n) { return random_words(rng, n); };
   for (int t = 0; t < 6; ++t) {
     text += words(3 + rng() % 4) + "\n" + std::to_string(t % 4) + "\n";
     for (int e = 0; e < 4; ++e) text += words(1 + rng() % 4) + (t == 5 && e == 3 ? "" : "\n");
@@ -390,10 +391,7 @@ TEST(Hellaswag, MeanLogProbsAndPicksMatchTheReference) {
       for (size_t j = 0; j + 1 < seq[e].size(); ++j) {
         const std::vector<double> logits = ref.step(seq[e][j]);
         if (j + 1 < shared) continue;
-        const double top = *std::max_element(logits.begin(), logits.end());
-        double z = 0;
-        for (double l : logits) z += std::exp(l - top);
-        sum += logits[seq[e][j + 1]] - top - std::log(z);
+        sum += log_softmax(logits)[seq[e][j + 1]];
       }
       want[e] = sum / static_cast<double>(seq[e].size() - shared);
       EXPECT_NEAR(r.mean_log_prob[t][e], want[e], 1e-4) << "task " << t << " ending " << e;
@@ -441,11 +439,7 @@ TEST(Winogrande, ScoresAndPicksMatchTheReference) {
   auto cpu = backends::make_cpu_backend(2);
   Session session(model, *cpu, 256);
   std::mt19937 rng(8);
-  const auto words = [&](size_t n) {
-    std::string w;
-    for (size_t i = 0; i < n; ++i) w += (i ? " w" : "w") + std::to_string(260 + rng() % 40);
-    return w;
-  };
+  const auto words = [&](size_t n) { return random_words(rng, n); };
   std::string csv = "not a task\n";
   for (int t = 0; t < 8; ++t) {
     // Short rests (the choices scored too) in some tasks, long ones in others; a quoted
@@ -483,10 +477,7 @@ TEST(Winogrande, ScoresAndPicksMatchTheReference) {
       for (size_t j = 0; j + 1 + last < seq[c].size(); ++j) {
         const std::vector<double> logits = ref.step(seq[c][j]);
         if (j + 1 < from) continue;
-        const double top = *std::max_element(logits.begin(), logits.end());
-        double z = 0;
-        for (double l : logits) z += std::exp(l - top);
-        sum += logits[seq[c][j + 1]] - top - std::log(z);
+        sum += log_softmax(logits)[seq[c][j + 1]];
         ++n;
       }
       want[c] = sum / static_cast<double>(n);
