@@ -246,9 +246,10 @@ struct _GstOxiLlmState {
    * when it lands before send() starts (send clears it), so the piece callback checks this. */
   std::atomic<bool> cancel{false};
 
-  /* json-schema's grammar, made when the property is set, and the stop strings (under the
-   * object lock) */
+  /* json-schema's grammar and logit-bias's biases, made when the properties are set, and the
+   * stop strings (under the object lock) */
   std::string json_schema_grammar;
+  std::vector<oxi::llm::LogitBias> logit_bias;
   std::vector<std::string> stop;
 
   /* accumulate mode, streaming thread only */
@@ -566,6 +567,7 @@ static void gst_oxi_llm_set_property(GObject* object, guint prop_id, const GValu
     return;
   }
   std::string json_schema_grammar;
+  std::vector<oxi::llm::LogitBias> logit_bias;
   if (prop_id == PROP_GRAMMAR || prop_id == PROP_JSON_SCHEMA || prop_id == PROP_LOGIT_BIAS) {
     const gchar* g = g_value_get_string(value);
     if (g != nullptr && *g != '\0') {
@@ -575,7 +577,7 @@ static void gst_oxi_llm_set_property(GObject* object, guint prop_id, const GValu
         else if (prop_id == PROP_JSON_SCHEMA)
           json_schema_grammar = oxi::llm::json_schema_to_gbnf(g);
         else
-          (void)oxi::llm::parse_logit_bias_list(g, pspec->name);
+          logit_bias = oxi::llm::parse_logit_bias_list(g, pspec->name);
       } catch (const std::exception& e) {
         g_warning("oxillm: %s refused (%s); keeping the previous one", pspec->name, e.what());
         return;
@@ -586,9 +588,12 @@ static void gst_oxi_llm_set_property(GObject* object, guint prop_id, const GValu
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
     return;
   }
-  if (prop_id == PROP_JSON_SCHEMA) {
+  if (prop_id == PROP_JSON_SCHEMA || prop_id == PROP_LOGIT_BIAS) {
     GST_OBJECT_LOCK(self);
-    self->state->json_schema_grammar = std::move(json_schema_grammar);
+    if (prop_id == PROP_JSON_SCHEMA)
+      self->state->json_schema_grammar = std::move(json_schema_grammar);
+    else
+      self->state->logit_bias = std::move(logit_bias);
     GST_OBJECT_UNLOCK(self);
   }
 }
@@ -891,8 +896,7 @@ static GstFlowReturn gst_oxi_llm_answer(GstOxiLlm* self, const OxiLlmItem& item,
     options.sampling.mirostat_eta = self->mirostat_eta;
     options.sampling.seed =
         self->seed >= 0 ? static_cast<uint64_t>(self->seed) : std::random_device()();
-    options.sampling.logit_bias =
-        oxi::llm::parse_logit_bias_list(gst_oxi_llm_string(self->logit_bias));  // checked when set
+    options.sampling.logit_bias = s->logit_bias;
     options.ignore_eos = self->ignore_eos;
     options.max_tokens = self->max_tokens;
     options.stop = s->stop;
