@@ -134,6 +134,51 @@ TEST(Perplexity, MatchesTheReferenceChunkByChunk) {
   }
 }
 
+// --ppl-stride S: windows of n_ctx + S/2 tokens, S apart, each from an empty cache with its own
+// first token (no BOS, as llama.cpp's strided run), its last S tokens scored.
+TEST(Perplexity, StridedWindowsMatchTheReference) {
+  const TinyModel tiny = make_tiny_model(tiny_spec("llama", false), DType::F32, DType::F32, 6);
+  oxi::test::TempDir dir;
+  write_gguf(tiny, dir / "m.gguf");
+  const auto model = Model::load(dir / "m.gguf");
+  auto cpu = backends::make_cpu_backend(2);
+  const size_t n_ctx = 16, stride = 6, window = n_ctx + stride / 2;
+  const std::vector<int32_t> tokens = random_tokens(47, tiny.spec.n_vocab, 12);
+  Session session(model, *cpu, window);
+  const PerplexityOptions options{.n_ctx = n_ctx, .stride = stride};
+  const size_t windows = (tokens.size() - window + stride - 1) / stride;  // 5
+  ASSERT_EQ(perplexity_chunks(tokens.size(), options), windows);
+  const PerplexityResult r = perplexity(session, tokens, options);
+  ASSERT_EQ(r.chunks, windows);
+  EXPECT_EQ(r.scored, windows * stride);
+  double sum = 0, sum2 = 0;
+  size_t n = 0;
+  for (size_t w = 0; w < windows; ++w) {
+    ReferenceModel ref(tiny);
+    for (size_t j = 0; j + 1 < window; ++j) {
+      const std::vector<double> logits = ref.step(tokens[w * stride + j]);
+      if (j + 1 + stride < window) continue;  // the last `stride` tokens are scored
+      const double nll = -log_softmax(logits)[tokens[w * stride + j + 1]];
+      sum += nll;
+      sum2 += nll * nll;
+      ++n;
+    }
+    EXPECT_NEAR(r.running[w] / std::exp(sum / n), 1.0, 1e-4) << "window " << w;
+  }
+  ASSERT_EQ(n, r.scored);
+  const double mean = sum / n;
+  EXPECT_NEAR(r.ppl / std::exp(mean), 1.0, 1e-4);
+  EXPECT_NEAR(r.ppl_error / (std::sqrt((sum2 / n - mean * mean) / (n - 1)) * std::exp(mean)), 1.0,
+              1e-3);
+
+  // A stride not below its window, and a text no longer than one window, are refused.
+  EXPECT_EQ(perplexity_chunks(tokens.size(), {.n_ctx = 4, .stride = 8}), 0u);  // window 8
+  EXPECT_THROW(perplexity(session, tokens, {.n_ctx = 4, .stride = 8}), Error);
+  EXPECT_EQ(perplexity_chunks(window, options), 0u);
+  EXPECT_THROW(perplexity(session, std::span(tokens).first(window), options), Error);
+  EXPECT_EQ(perplexity_chunks(window + 1, options), 1u);
+}
+
 TEST(Perplexity, RefusesTooLittleTextOrContext) {
   const TinyModel tiny = make_tiny_model(tiny_spec("llama", false), DType::F32, DType::F32, 1);
   oxi::test::TempDir dir;

@@ -5,7 +5,7 @@
 // format; --kl-divergence then compares another model (a quantization of it) with them
 // (lib/llm/kl_divergence.h), printing llama.cpp's statistics. --hellaswag scores llama.cpp's
 // HellaSwag task file instead (lib/llm/hellaswag.h), --winogrande its Winogrande CSV
-// (lib/llm/winogrande.h).
+// (lib/llm/winogrande.h). --ppl-stride S scores overlapping windows instead of whole chunks.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -205,7 +205,7 @@ int run_winogrande(const std::string& file, const std::string& model, const llm:
 
 int run_perplexity(const Argv& argv) {
   ArgParser p("perplexity",
-              "oxinfer perplexity -m MODEL -f FILE [--ctx N] [--chunks N] "
+              "oxinfer perplexity -m MODEL -f FILE [--ctx N] [--chunks N] [--ppl-stride S] "
               "[--kl-divergence-base FILE [--kl-divergence]] [--hellaswag | --winogrande]",
               "Perplexity of MODEL over the text in FILE, as llama.cpp's perplexity: the tokens\n"
               "in chunks of --ctx, each from an empty cache (BOS first where the model adds "
@@ -216,6 +216,9 @@ int run_perplexity(const Argv& argv) {
   p.option("file", "FILE", "the text (- = stdin); at least 2 x --ctx tokens", "f");
   p.option("ctx", "N", "tokens per chunk (default 512)", "c");
   p.option("chunks", "N", "score at most N chunks (default: all)");
+  p.option("ppl-stride", "S",
+           "strided perplexity: windows of --ctx + S/2 tokens starting S apart, each window's "
+           "last S tokens scored (no BOS put in, as llama.cpp's)");
   p.flag("json", "print one JSON object: ppl, ppl_error, chunks, tokens_scored, ...");
   p.option("kl-divergence-base", "FILE",
            "save the model's log-probabilities to FILE (llama.cpp's format); with "
@@ -245,6 +248,8 @@ int run_perplexity(const Argv& argv) {
   if (chunks < 0) throw UsageError("--chunks must not be negative");
   const long long threads = args.get_int("threads", 0);
   if (threads < 0 || threads > 4096) throw UsageError("--threads must be 0..4096");
+  const long long stride = args.get_int("ppl-stride", 0);
+  if (stride < 0 || stride > 1 << 20) throw UsageError("--ppl-stride must be 0..1048576");
   llm::EngineOptions eo;
   eo.threads = static_cast<int>(threads);
   eo.n_ctx = static_cast<size_t>(ctx);
@@ -254,6 +259,8 @@ int run_perplexity(const Argv& argv) {
   const auto base_file = args.get("kl-divergence-base");
   if ((args.flag("hellaswag") || args.flag("winogrande")) && base_file)
     throw UsageError("--hellaswag / --winogrande cannot go with --kl-divergence-base");
+  if (stride > 0 && (base_file || args.flag("hellaswag") || args.flag("winogrande")))
+    throw UsageError("--ppl-stride goes with plain perplexity only");
   if (args.flag("hellaswag") && args.flag("winogrande"))
     throw UsageError("--hellaswag and --winogrande cannot go together");
   if (args.flag("kl-divergence")) {
@@ -276,18 +283,26 @@ int run_perplexity(const Argv& argv) {
   }
   if (args.has("winogrande-tasks")) throw UsageError("--winogrande-tasks needs --winogrande");
 
-  const std::string text = read_text_input(*file);
-  const std::unique_ptr<llm::Engine> engine = llm::Engine::load(*model, eo);
-  const int trained = engine->model().config().n_ctx_train;
-  if (trained > 0 && ctx > trained)
-    spdlog::warn("the model was trained on {} positions; chunks of {} go beyond them", trained,
-                 ctx);
-  const tokenizer::Tokenizer& tok = engine->model().tokenizer();
-  const std::vector<int32_t> tokens = tok.encode(text, tok.add_bos());
-
   llm::PerplexityOptions options;
   options.n_ctx = static_cast<size_t>(ctx);
   options.max_chunks = static_cast<size_t>(chunks);
+  options.stride = static_cast<size_t>(stride);
+  if (options.stride >= options.window())
+    throw UsageError(std::string("--ppl-stride ")
+                         .append(std::to_string(stride))
+                         .append(" must be below its window, --ctx + S/2 = ")
+                         .append(std::to_string(options.window())));
+  eo.n_ctx = options.window();  // llama.cpp's strided run widens its context by S/2 too
+
+  const std::string text = read_text_input(*file);
+  const std::unique_ptr<llm::Engine> engine = llm::Engine::load(*model, eo);
+  const int trained = engine->model().config().n_ctx_train;
+  if (trained > 0 && options.window() > static_cast<size_t>(trained))
+    spdlog::warn("the model was trained on {} positions; chunks of {} go beyond them", trained,
+                 options.window());
+  const tokenizer::Tokenizer& tok = engine->model().tokenizer();
+  const std::vector<int32_t> tokens = tok.encode(text, tok.add_bos());
+
   // --kl-divergence-base: the scored positions' log-probabilities, as llama.cpp saves them.
   std::optional<llm::LogProbWriter> writer;
   if (const size_t n_chunk = llm::perplexity_chunks(tokens.size(), options);
@@ -295,7 +310,8 @@ int run_perplexity(const Argv& argv) {
     writer.emplace(*base_file, options.n_ctx, tok.vocab_size(), n_chunk,
                    std::span<const int32_t>(tokens).first(n_chunk * options.n_ctx));
   }
-  spdlog::info("perplexity: {} tokens, chunks of {}", tokens.size(), options.n_ctx);
+  spdlog::info("perplexity: {} tokens, chunks of {} (stride {})", tokens.size(), options.window(),
+               options.stride);
   const auto start = std::chrono::steady_clock::now();
   llm::PerplexityResult r;
   try {
@@ -328,6 +344,7 @@ int run_perplexity(const Argv& argv) {
                                         {"mean_nll", r.mean_nll},
                                         {"chunks", r.chunks},
                                         {"ctx", options.n_ctx},
+                                        {"stride", options.stride},
                                         {"tokens", tokens.size()},
                                         {"tokens_scored", r.scored},
                                         {"chunk_ppl", r.running},
