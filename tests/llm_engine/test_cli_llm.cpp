@@ -766,6 +766,27 @@ TEST_F(CliLlm, PerplexityPrintsTheRunningAndFinalEstimate) {
   for (const char* key : {"ppl", "ppl_error", "mean_nll", "seconds"})
     EXPECT_TRUE(out[key].is_number()) << key;
 
+  // --ppl-stride: windows of ctx + S/2 (the session holds them), the same running values.
+  const CommandResult strided = run_oxinfer({"perplexity", "-m", model_, "-f", file, "--ctx",
+                                             "16", "--ppl-stride", "8", "--json", "--threads", "2"});
+  ASSERT_EQ(strided.exit_code, 0) << strided.err;
+  Session wide(e->model_ptr(), e->backend(), 20);
+  const PerplexityResult windows = perplexity(wide, tokens, {.n_ctx = 16, .stride = 8});
+  const nlohmann::json s = nlohmann::json::parse(strided.out);
+  EXPECT_EQ(s["stride"], 8);
+  EXPECT_EQ(s["chunks"], windows.chunks);
+  EXPECT_EQ(s["tokens_scored"], windows.chunks * 8);
+  EXPECT_NEAR(s["ppl"].get<double>() / windows.ppl, 1.0, 1e-9);
+  EXPECT_NE(windows.ppl, want.ppl);
+  EXPECT_EQ(run_oxinfer({"perplexity", "-m", model_, "-f", file, "--ctx", "4", "--ppl-stride",
+                         "8"})
+                .exit_code,
+            2);  // the stride is not below its window (4 + 8/2)
+  EXPECT_EQ(run_oxinfer({"perplexity", "-m", model_, "-f", file, "--ppl-stride", "8",
+                         "--hellaswag"})
+                .exit_code,
+            2);
+
   const CommandResult small = run_oxinfer({"perplexity", "-m", model_, "-f", file, "--ctx", "512"});
   EXPECT_EQ(small.exit_code, 1);
   EXPECT_NE(small.err.find(file + ": perplexity: the text has"), std::string::npos) << small.err;
