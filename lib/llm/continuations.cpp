@@ -10,6 +10,16 @@
 
 namespace oxi::llm {
 
+std::vector<double> Continuations::means() const {
+  std::vector<double> mean;
+  for (const std::vector<double>& lp : log_probs) {
+    double sum = 0;
+    for (double v : lp) sum += v;
+    mean.push_back(sum / static_cast<double>(lp.size()));
+  }
+  return mean;
+}
+
 Continuations score_continuations(Session& session, std::span<const std::vector<int32_t>> sequences,
                                   std::string_view what, size_t task, std::string_view items) {
   const std::string where = "task " + std::to_string(task);

@@ -18,6 +18,9 @@ struct Continuations {
   // Per sequence s: log p(s[j + 1] | s[0..j]) for j = shared - 1 .. s.size() - 2, at j - shared
   // + 1.
   std::vector<std::vector<double>> log_probs;
+
+  // Per sequence, the mean of its log-probabilities (what the scorers compare).
+  std::vector<double> means() const;
 };
 
 // Throws oxi::Error "WHAT: task TASK: ..." (1-based) when the sequences share no token (ITEMS

@@ -64,12 +64,9 @@ HellaswagResult score_hellaswag(
       seq[e] = tok.encode(task.context + " " + task.endings[e], tok.add_bos());
     // Each ending's tokens after those all four share, the first from the shared ones' logits.
     const Continuations c = score_continuations(session, seq, "hellaswag", t + 1, "endings");
+    const std::vector<double> means = c.means();
     std::array<double, 4> mean{};
-    for (size_t e = 0; e < 4; ++e) {
-      double sum = 0;
-      for (double lp : c.log_probs[e]) sum += lp;
-      mean[e] = sum / static_cast<double>(c.log_probs[e].size());
-    }
+    std::copy_n(means.begin(), 4, mean.begin());
     const size_t pick =
         static_cast<size_t>(std::max_element(mean.begin(), mean.end()) - mean.begin());
     result.mean_log_prob.push_back(mean);

@@ -1,13 +1,13 @@
 #include "lib/llm/winogrande.h"
 
 #include <algorithm>
-#include <random>
 #include <sstream>
 
 #include "lib/core/error.h"
 #include "lib/llm/continuations.h"
 #include "lib/llm/model.h"
 #include "lib/llm/session.h"
+#include "lib/llm/task_draw.h"
 #include "lib/tokenizer/tokenizer.h"
 
 namespace oxi::llm {
@@ -56,20 +56,8 @@ std::vector<WinograndeTask> parse_winogrande(std::string_view csv) {
 std::vector<WinograndeTask> select_winogrande_tasks(std::vector<WinograndeTask> tasks,
                                                     size_t count) {
   if (count == 0 || count >= tasks.size()) return tasks;
-  // llama.cpp's draw, float arithmetic included: an index into the tasks not drawn yet, the
-  // drawn one's place taken by the last of them.
-  std::mt19937 rng(1);
-  std::vector<size_t> left(tasks.size());
-  for (size_t i = 0; i < left.size(); ++i) left[i] = i;
-  const float scale = 1 / (1.f + static_cast<float>(std::mt19937::max()));
   std::vector<WinograndeTask> selected;
-  for (size_t i = 0; i < count; ++i) {
-    const auto j =
-        static_cast<size_t>(scale * static_cast<float>(rng()) * static_cast<float>(left.size()));
-    selected.push_back(std::move(tasks[left[j]]));
-    left[j] = left.back();
-    left.pop_back();
-  }
+  for (size_t i : draw_task_indices(tasks.size(), count)) selected.push_back(std::move(tasks[i]));
   return selected;
 }
 

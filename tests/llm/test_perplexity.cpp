@@ -20,8 +20,10 @@
 #include "lib/llm/kl_divergence.h"
 #include "lib/llm/log_prob_file.h"
 #include "lib/llm/model.h"
+#include "lib/llm/multiple_choice.h"
 #include "lib/llm/perplexity.h"
 #include "lib/llm/session.h"
+#include "lib/llm/task_draw.h"
 #include "lib/llm/winogrande.h"
 #include "tests/common/test_data.h"
 #include "tests/llm/reference.h"
@@ -538,6 +540,160 @@ TEST(Winogrande, ScoresAndPicksMatchTheReference) {
   EXPECT_EQ(select_winogrande_tasks(tasks, 3).size(), 3u);
   EXPECT_EQ(select_winogrande_tasks(tasks, 0).size(), 8u);
   EXPECT_THROW(parse_winogrande("a,b,c\n"), Error);
+}
+
+}  // namespace
+}  // namespace oxi::llm::test
+
+namespace oxi::llm::test {
+namespace {
+
+// llama.cpp's multiple-choice file, restated: uint32 n_task, n_task uint32 offsets, then per
+// task the question and two answer sets (uint32 count, the strings, int32 labels), strings as
+// uint32 length + bytes, all little-endian.
+struct McFileWriter {
+  std::string bytes;
+  void u32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>(v >> (8 * i) & 0xff));
+  }
+  void str(const std::string& s) {
+    u32(static_cast<uint32_t>(s.size()));
+    bytes += s;
+  }
+  static std::string file(const std::vector<MultipleChoiceTask>& tasks) {
+    McFileWriter body;
+    std::vector<uint32_t> offsets;
+    const size_t header = 4 + 4 * tasks.size();
+    for (const MultipleChoiceTask& t : tasks) {
+      offsets.push_back(static_cast<uint32_t>(header + body.bytes.size()));
+      body.str(t.question);
+      for (int set = 0; set < 2; ++set) {  // the second set: one answer, labelled 1
+        const std::vector<std::string> answers =
+            set == 0 ? t.answers : std::vector<std::string>{"x"};
+        body.u32(static_cast<uint32_t>(answers.size()));
+        for (const std::string& a : answers) body.str(a);
+        for (size_t i = 0; i < answers.size(); ++i) body.u32(set == 0 ? t.labels[i] : 1);
+      }
+    }
+    McFileWriter out;
+    out.u32(static_cast<uint32_t>(tasks.size()));
+    for (uint32_t o : offsets) out.u32(o);
+    return out.bytes + body.bytes;
+  }
+};
+
+std::string read_error(std::string_view bytes, size_t count) {
+  try {
+    read_multiple_choice(bytes, count);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+// llama.cpp's draw, values worked by hand from std::mt19937(1)'s first outputs (1791095845,
+// 4282876139, 3093770124): floor(u / 2^32 x tasks left), the pick's place taken by the last.
+TEST(TaskDraw, IsLlamaCppsDraw) {
+  EXPECT_EQ(draw_task_indices(10, 3), (std::vector<size_t>{4, 8, 5}));
+  std::vector<size_t> all = draw_task_indices(7, 7);
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, (std::vector<size_t>{0, 1, 2, 3, 4, 5, 6}));
+}
+
+// --multiple-choice: the file read in order or by the drawn offsets; each answer's mean
+// log-probability after the tokens all share against the reference's logits token by token;
+// the pick the highest; correct where its label is 1; broken files are errors naming the task.
+TEST(MultipleChoice, ReadsLlamaCppsFileAndScoresAgainstTheReference) {
+  const TinyModel tiny = make_tiny_model(tiny_spec("llama", false), DType::F32, DType::F32, 7);
+  oxi::test::TempDir dir;
+  write_gguf(tiny, dir / "m.gguf");
+  const auto model = Model::load(dir / "m.gguf");
+  auto cpu = backends::make_cpu_backend(2);
+  Session session(model, *cpu, 256);
+  std::mt19937 rng(9);
+  std::vector<MultipleChoiceTask> tasks(7);
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    tasks[t].question = random_words(rng, 2 + rng() % 4);
+    const size_t n = 2 + t % 4;  // 2 to 5 answers
+    for (size_t a = 0; a < n; ++a) {
+      tasks[t].answers.push_back(random_words(rng, 1 + rng() % 3));
+      tasks[t].labels.push_back(a == t % n ? 1 : 0);
+    }
+  }
+  const std::string file = McFileWriter::file(tasks);
+  const std::vector<MultipleChoiceTask> all = read_multiple_choice(file, 0);
+  ASSERT_EQ(all.size(), tasks.size());
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    EXPECT_EQ(all[t].question, tasks[t].question);
+    EXPECT_EQ(all[t].answers, tasks[t].answers);
+    EXPECT_EQ(all[t].labels, tasks[t].labels);
+  }
+  EXPECT_EQ(read_multiple_choice(file, 7).size(), 7u);
+  EXPECT_EQ(multiple_choice_task_count(file), 7u);
+  const std::vector<MultipleChoiceTask> drawn = read_multiple_choice(file, 3);
+  const std::vector<size_t> picked = draw_task_indices(7, 3);
+  ASSERT_EQ(drawn.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(drawn[i].question, tasks[picked[i]].question);
+
+  const MultipleChoiceResult r = score_multiple_choice(session, all);
+  ASSERT_EQ(r.picks.size(), tasks.size());
+  const tokenizer::Tokenizer& tok = model->tokenizer();
+  size_t correct = 0, answers = 0;
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    std::vector<std::vector<int32_t>> seq;
+    for (const std::string& a : tasks[t].answers)
+      seq.push_back(tok.encode(tasks[t].question + " " + a, true));
+    size_t shortest = seq[0].size();
+    for (const auto& q : seq) shortest = std::min(shortest, q.size());
+    size_t shared = 0;
+    while (shared + 1 < shortest &&
+           std::all_of(seq.begin(), seq.end(), [&](const auto& q) { return q[shared] == seq[0][shared]; }))
+      ++shared;
+    std::vector<double> want;
+    for (size_t a = 0; a < seq.size(); ++a) {
+      ReferenceModel ref(tiny);
+      double sum = 0;
+      for (size_t j = 0; j + 1 < seq[a].size(); ++j) {
+        const std::vector<double> logits = ref.step(seq[a][j]);
+        if (j + 1 >= shared) sum += log_softmax(logits)[seq[a][j + 1]];
+      }
+      want.push_back(sum / static_cast<double>(seq[a].size() - shared));
+      EXPECT_NEAR(r.mean_log_prob[t][a], want[a], 1e-4) << "task " << t << " answer " << a;
+    }
+    const size_t pick = std::max_element(want.begin(), want.end()) - want.begin();
+    EXPECT_EQ(r.picks[t], pick) << "task " << t;
+    correct += tasks[t].labels[pick] == 1;
+    answers += tasks[t].answers.size();
+  }
+  EXPECT_EQ(r.correct, correct);
+  EXPECT_EQ(r.answers, answers);
+  EXPECT_GT(std::set<size_t>(r.picks.begin(), r.picks.end()).size(), 1u);  // picks that tell
+
+  // Every cut of the file is an error (or, cut after the tasks the draw reads, fewer tasks),
+  // never a crash; the errors name the task.
+  for (size_t cut = 0; cut < file.size(); ++cut)
+    EXPECT_NE(read_error(std::string_view(file).substr(0, cut), 0), "<no error>") << cut;
+  EXPECT_NE(read_error("", 0).find("no tasks"), std::string::npos);
+  EXPECT_NE(read_error(std::string_view(file).substr(0, file.size() - 1), 0).find("task 7 of 7"),
+            std::string::npos);
+  std::vector<MultipleChoiceTask> empty_answer = tasks;
+  empty_answer[2].answers[1].clear();
+  EXPECT_NE(read_error(McFileWriter::file(empty_answer), 0).find("task 3 of 7: an empty answer"),
+            std::string::npos);
+  std::string many = file;
+  const size_t count_at = 4 + 4 * 7 + 4 + tasks[0].question.size();  // task 1's answer count
+  many[count_at] = 101;
+  EXPECT_NE(read_error(many, 0).find("task 1 of 7: 101 answers (at most 100)"), std::string::npos)
+      << read_error(many, 0);
+  std::string far = file;
+  far[4] = far[5] = far[6] = far[7] = '\x7f';  // task 1's offset
+  for (size_t count = 1; count < 7; ++count) {  // read at its offset where the draw takes it
+    const std::vector<size_t> take = draw_task_indices(7, count);
+    if (std::find(take.begin(), take.end(), 0) != take.end())
+      EXPECT_NE(read_error(far, count).find("task 1: its offset"), std::string::npos) << count;
+    else
+      EXPECT_EQ(read_error(far, count), "<no error>") << count;
+  }
 }
 
 }  // namespace

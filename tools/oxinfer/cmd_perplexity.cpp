@@ -5,7 +5,8 @@
 // format; --kl-divergence then compares another model (a quantization of it) with them
 // (lib/llm/kl_divergence.h), printing llama.cpp's statistics. --hellaswag scores llama.cpp's
 // HellaSwag task file instead (lib/llm/hellaswag.h), --winogrande its Winogrande CSV
-// (lib/llm/winogrande.h). --ppl-stride S scores overlapping windows instead of whole chunks.
+// (lib/llm/winogrande.h), --multiple-choice its binary file of questions and answers
+// (lib/llm/multiple_choice.h). --ppl-stride S scores overlapping windows instead of whole chunks.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include "lib/llm/hellaswag.h"
 #include "lib/llm/kl_divergence.h"
 #include "lib/llm/log_prob_file.h"
+#include "lib/llm/multiple_choice.h"
 #include "lib/llm/perplexity.h"
 #include "lib/llm/winogrande.h"
 #include "tools/oxinfer/args.h"
@@ -201,12 +203,56 @@ int run_winogrande(const std::string& file, const std::string& model, const llm:
   return 0;
 }
 
+// --multiple-choice: FILE holds llama.cpp's binary multiple-choice tasks.
+int run_multiple_choice(const std::string& file, const std::string& model,
+                        const llm::EngineOptions& eo, size_t count, bool json) {
+  const std::string bytes = read_text_input(file);
+  const std::vector<llm::MultipleChoiceTask> tasks =
+      naming_file(file, [&] { return llm::read_multiple_choice(bytes, count); });
+  spdlog::info("multiple choice: {} tasks", tasks.size());
+  const std::unique_ptr<llm::Engine> engine = llm::Engine::load(model, eo);
+  if (!json) std::printf("\ntask\tacc_norm\n");
+  const llm::MultipleChoiceResult r = naming_file(file, [&] {
+    return llm::score_multiple_choice(
+        engine->session(), tasks, [&](size_t i, const llm::MultipleChoiceResult& so_far) {
+          if (!json) {
+            std::printf("%zu\t%.8f\n", i + 1, 100 * so_far.accuracy());
+            std::fflush(stdout);
+          }
+          return true;
+        });
+  });
+  // llama.cpp's final shares and their errors, in float as it computes them.
+  const size_t n = r.picks.size();
+  const auto share_error = [n](float p) {
+    return n > 1 ? std::sqrt(p * (1 - p) / static_cast<float>(n - 1)) : 0.f;
+  };
+  const float p = static_cast<float>(r.correct) / static_cast<float>(n);
+  const float chance = static_cast<float>(n) / static_cast<float>(r.answers);
+  if (json) {
+    const nlohmann::ordered_json out = {{"tasks", n},
+                                        {"correct", r.correct},
+                                        {"accuracy", 100 * p},
+                                        {"accuracy_error", 100 * share_error(p)},
+                                        {"random_chance", 100 * chance},
+                                        {"random_chance_error", 100 * share_error(chance)},
+                                        {"picks", r.picks}};
+    std::printf("%s\n", out.dump().c_str());
+  } else if (n >= 100 || count == 0 || count >= llm::multiple_choice_task_count(bytes)) {
+    // (llama.cpp gives no final shares for fewer than 100 tasks drawn from more)
+    std::printf("\nFinal result: %.4f +/- %.4f\n", 100 * p, 100 * share_error(p));
+    std::printf("Random chance: %.4f +/- %.4f\n", 100 * chance, 100 * share_error(chance));
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_perplexity(const Argv& argv) {
   ArgParser p("perplexity",
               "oxinfer perplexity -m MODEL -f FILE [--ctx N] [--chunks N] [--ppl-stride S] "
-              "[--kl-divergence-base FILE [--kl-divergence]] [--hellaswag | --winogrande]",
+              "[--kl-divergence-base FILE [--kl-divergence]] [--hellaswag | --winogrande | "
+              "--multiple-choice]",
               "Perplexity of MODEL over the text in FILE, as llama.cpp's perplexity: the tokens\n"
               "in chunks of --ctx, each from an empty cache (BOS first where the model adds "
               "one),\nthe second half of each chunk scored. Prints [1]PPL,[2]PPL,... (the "
@@ -234,6 +280,11 @@ int run_perplexity(const Argv& argv) {
          "score llama.cpp's Winogrande CSV (-f) instead: the accuracy after each task and a final "
          "score");
   p.option("winogrande-tasks", "N", "tasks drawn from the file as llama.cpp draws them (0: all)");
+  p.flag("multiple-choice",
+         "score llama.cpp's binary multiple-choice file (-f: ARC, MMLU, TruthfulQA) instead: the "
+         "accuracy after each task and a final result");
+  p.option("multiple-choice-tasks", "N",
+           "tasks drawn from the file as llama.cpp draws them (0: all)");
   add_cache_type_option(p);
   p.threads_option();
   p.option("quant", "q8|q4", "quantize an HF checkpoint's matrices at load");
@@ -257,12 +308,15 @@ int run_perplexity(const Argv& argv) {
   if (const auto quant = args.get("quant")) eo.quant = llm::parse_load_quant(*quant);
   const bool json = args.flag("json");
   const auto base_file = args.get("kl-divergence-base");
-  if ((args.flag("hellaswag") || args.flag("winogrande")) && base_file)
-    throw UsageError("--hellaswag / --winogrande cannot go with --kl-divergence-base");
-  if (stride > 0 && (base_file || args.flag("hellaswag") || args.flag("winogrande")))
+  const int tasks_modes = args.flag("hellaswag") + args.flag("winogrande") +
+                          args.flag("multiple-choice");
+  if (tasks_modes > 0 && base_file)
+    throw UsageError(
+        "--hellaswag / --winogrande / --multiple-choice cannot go with --kl-divergence-base");
+  if (stride > 0 && (base_file || tasks_modes > 0))
     throw UsageError("--ppl-stride goes with plain perplexity only");
-  if (args.flag("hellaswag") && args.flag("winogrande"))
-    throw UsageError("--hellaswag and --winogrande cannot go together");
+  if (tasks_modes > 1)
+    throw UsageError("--hellaswag, --winogrande and --multiple-choice cannot go together");
   if (args.flag("kl-divergence")) {
     if (!base_file) throw UsageError("--kl-divergence needs --kl-divergence-base FILE");
     if (args.has("file")) throw UsageError("--kl-divergence reads its text from the base file");
@@ -282,6 +336,13 @@ int run_perplexity(const Argv& argv) {
     return run_winogrande(*file, *model, eo, static_cast<size_t>(tasks), json);
   }
   if (args.has("winogrande-tasks")) throw UsageError("--winogrande-tasks needs --winogrande");
+  if (args.flag("multiple-choice")) {
+    const long long tasks = args.get_int("multiple-choice-tasks", 0);
+    if (tasks < 0) throw UsageError("--multiple-choice-tasks must not be negative");
+    return run_multiple_choice(*file, *model, eo, static_cast<size_t>(tasks), json);
+  }
+  if (args.has("multiple-choice-tasks"))
+    throw UsageError("--multiple-choice-tasks needs --multiple-choice");
 
   llm::PerplexityOptions options;
   options.n_ctx = static_cast<size_t>(ctx);
