@@ -16,7 +16,9 @@ namespace {
 // llama.cpp's bound on a task's answers ("good enough for any practical purpose").
 constexpr uint32_t kMaxAnswers = 100;
 
-[[noreturn]] void fail(const std::string& what) { throw Error("multiple choice", what); }
+[[noreturn]] void fail(const std::string& what) {
+  throw Error("multiple choice", what);
+}
 
 // Reads the file's little-endian fields from a byte offset on; `where` names the task.
 class FieldReader {
@@ -56,8 +58,7 @@ class FieldReader {
     std::vector<std::string> more_answers;  // the set with several correct answers: not scored
     std::vector<int32_t> more_labels;
     answer_set(more_answers, more_labels);
-    if (t.question.empty() || t.answers.empty())
-      fail(where_ + ": an empty question or no answers");
+    if (t.question.empty() || t.answers.empty()) fail(where_ + ": an empty question or no answers");
     if (std::any_of(t.answers.begin(), t.answers.end(), [](const auto& a) { return a.empty(); }))
       fail(where_ + ": an empty answer");
     return t;

@@ -19,7 +19,8 @@ double negative_log_likelihood(std::span<const float> logits, int32_t target) {
 }
 
 size_t evaluate_windows(Session& session, std::span<const int32_t> tokens, const Windows& w,
-                        const ScoredLogits& on_logits, const std::function<bool(size_t)>& on_chunk) {
+                        const ScoredLogits& on_logits,
+                        const std::function<bool(size_t)>& on_chunk) {
   if (w.length < 2 || w.first_scored + 1 >= w.length)
     throw Error("perplexity", "a window of " + std::to_string(w.length) +
                                   " tokens scoring from position " +
@@ -66,9 +67,9 @@ size_t evaluate_chunks(Session& session, std::span<const int32_t> tokens, size_t
                        size_t chunks, const ScoredLogits& on_logits,
                        const std::function<bool(size_t)>& on_chunk) {
   if (n_ctx < 4) throw Error("perplexity", "the context must hold at least 4 tokens");
-  return evaluate_windows(session, tokens,
-                          {.count = chunks, .step = n_ctx, .length = n_ctx, .first_scored = n_ctx / 2},
-                          on_logits, on_chunk);
+  return evaluate_windows(
+      session, tokens, {.count = chunks, .step = n_ctx, .length = n_ctx, .first_scored = n_ctx / 2},
+      on_logits, on_chunk);
 }
 
 size_t perplexity_chunks(size_t n_tokens, const PerplexityOptions& options) {
@@ -106,15 +107,13 @@ PerplexityResult perplexity(Session& session, std::span<const int32_t> tokens,
   const size_t chunks = perplexity_chunks(tokens.size(), options);
   // Whole chunks score their second half after BOS; windows their last `stride` tokens.
   const Windows windows =
-      options.stride > 0 ? Windows{.count = chunks,
-                                   .step = options.stride,
-                                   .length = window,
-                                   .first_scored = window - options.stride - 1,
-                                   .bos = false}
-                         : Windows{.count = chunks,
-                                   .step = n_ctx,
-                                   .length = n_ctx,
-                                   .first_scored = n_ctx / 2};
+      options.stride > 0
+          ? Windows{.count = chunks,
+                    .step = options.stride,
+                    .length = window,
+                    .first_scored = window - options.stride - 1,
+                    .bos = false}
+          : Windows{.count = chunks, .step = n_ctx, .length = n_ctx, .first_scored = n_ctx / 2};
   PerplexityResult result;
   double nll = 0, nll2 = 0;
   evaluate_windows(

@@ -26,6 +26,7 @@
 #include "lib/llm/task_draw.h"
 #include "lib/llm/winogrande.h"
 #include "tests/common/test_data.h"
+#include "tests/llm/multiple_choice_file.h"
 #include "tests/llm/reference.h"
 #include "tests/llm/tiny_model.h"
 
@@ -548,40 +549,6 @@ TEST(Winogrande, ScoresAndPicksMatchTheReference) {
 namespace oxi::llm::test {
 namespace {
 
-// llama.cpp's multiple-choice file, restated: uint32 n_task, n_task uint32 offsets, then per
-// task the question and two answer sets (uint32 count, the strings, int32 labels), strings as
-// uint32 length + bytes, all little-endian.
-struct McFileWriter {
-  std::string bytes;
-  void u32(uint32_t v) {
-    for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>(v >> (8 * i) & 0xff));
-  }
-  void str(const std::string& s) {
-    u32(static_cast<uint32_t>(s.size()));
-    bytes += s;
-  }
-  static std::string file(const std::vector<MultipleChoiceTask>& tasks) {
-    McFileWriter body;
-    std::vector<uint32_t> offsets;
-    const size_t header = 4 + 4 * tasks.size();
-    for (const MultipleChoiceTask& t : tasks) {
-      offsets.push_back(static_cast<uint32_t>(header + body.bytes.size()));
-      body.str(t.question);
-      for (int set = 0; set < 2; ++set) {  // the second set: one answer, labelled 1
-        const std::vector<std::string> answers =
-            set == 0 ? t.answers : std::vector<std::string>{"x"};
-        body.u32(static_cast<uint32_t>(answers.size()));
-        for (const std::string& a : answers) body.str(a);
-        for (size_t i = 0; i < answers.size(); ++i) body.u32(set == 0 ? t.labels[i] : 1);
-      }
-    }
-    McFileWriter out;
-    out.u32(static_cast<uint32_t>(tasks.size()));
-    for (uint32_t o : offsets) out.u32(o);
-    return out.bytes + body.bytes;
-  }
-};
-
 std::string read_error(std::string_view bytes, size_t count) {
   try {
     read_multiple_choice(bytes, count);
@@ -620,7 +587,7 @@ TEST(MultipleChoice, ReadsLlamaCppsFileAndScoresAgainstTheReference) {
       tasks[t].labels.push_back(a == t % n ? 1 : 0);
     }
   }
-  const std::string file = McFileWriter::file(tasks);
+  const std::string file = multiple_choice_file(tasks);
   const std::vector<MultipleChoiceTask> all = read_multiple_choice(file, 0);
   ASSERT_EQ(all.size(), tasks.size());
   for (size_t t = 0; t < tasks.size(); ++t) {
@@ -646,8 +613,9 @@ TEST(MultipleChoice, ReadsLlamaCppsFileAndScoresAgainstTheReference) {
     size_t shortest = seq[0].size();
     for (const auto& q : seq) shortest = std::min(shortest, q.size());
     size_t shared = 0;
-    while (shared + 1 < shortest &&
-           std::all_of(seq.begin(), seq.end(), [&](const auto& q) { return q[shared] == seq[0][shared]; }))
+    while (shared + 1 < shortest && std::all_of(seq.begin(), seq.end(), [&](const auto& q) {
+             return q[shared] == seq[0][shared];
+           }))
       ++shared;
     std::vector<double> want;
     for (size_t a = 0; a < seq.size(); ++a) {
@@ -678,7 +646,7 @@ TEST(MultipleChoice, ReadsLlamaCppsFileAndScoresAgainstTheReference) {
             std::string::npos);
   std::vector<MultipleChoiceTask> empty_answer = tasks;
   empty_answer[2].answers[1].clear();
-  EXPECT_NE(read_error(McFileWriter::file(empty_answer), 0).find("task 3 of 7: an empty answer"),
+  EXPECT_NE(read_error(multiple_choice_file(empty_answer), 0).find("task 3 of 7: an empty answer"),
             std::string::npos);
   std::string many = file;
   const size_t count_at = 4 + 4 * 7 + 4 + tasks[0].question.size();  // task 1's answer count
@@ -686,7 +654,7 @@ TEST(MultipleChoice, ReadsLlamaCppsFileAndScoresAgainstTheReference) {
   EXPECT_NE(read_error(many, 0).find("task 1 of 7: 101 answers (at most 100)"), std::string::npos)
       << read_error(many, 0);
   std::string far = file;
-  far[4] = far[5] = far[6] = far[7] = '\x7f';  // task 1's offset
+  far[4] = far[5] = far[6] = far[7] = '\x7f';   // task 1's offset
   for (size_t count = 1; count < 7; ++count) {  // read at its offset where the draw takes it
     const std::vector<size_t> take = draw_task_indices(7, count);
     if (std::find(take.begin(), take.end(), 0) != take.end())

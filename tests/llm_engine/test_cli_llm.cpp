@@ -17,10 +17,12 @@
 #include "lib/llm/json_schema_grammar.h"
 #include "lib/llm/kl_divergence.h"
 #include "lib/llm/log_prob_file.h"
+#include "lib/llm/multiple_choice.h"
 #include "lib/llm/perplexity.h"
 #include "lib/llm/session.h"
 #include "lib/llm/winogrande.h"
 #include "tests/common/test_data.h"
+#include "tests/llm/multiple_choice_file.h"
 #include "tests/llm/tiny_model.h"
 #include "tests/llm_engine/engine_fixture.h"
 
@@ -767,8 +769,8 @@ TEST_F(CliLlm, PerplexityPrintsTheRunningAndFinalEstimate) {
     EXPECT_TRUE(out[key].is_number()) << key;
 
   // --ppl-stride: windows of ctx + S/2 (the session holds them), the same running values.
-  const CommandResult strided = run_oxinfer({"perplexity", "-m", model_, "-f", file, "--ctx",
-                                             "16", "--ppl-stride", "8", "--json", "--threads", "2"});
+  const CommandResult strided = run_oxinfer({"perplexity", "-m", model_, "-f", file, "--ctx", "16",
+                                             "--ppl-stride", "8", "--json", "--threads", "2"});
   ASSERT_EQ(strided.exit_code, 0) << strided.err;
   Session wide(e->model_ptr(), e->backend(), 20);
   const PerplexityResult windows = perplexity(wide, tokens, {.n_ctx = 16, .stride = 8});
@@ -778,14 +780,13 @@ TEST_F(CliLlm, PerplexityPrintsTheRunningAndFinalEstimate) {
   EXPECT_EQ(s["tokens_scored"], windows.chunks * 8);
   EXPECT_NEAR(s["ppl"].get<double>() / windows.ppl, 1.0, 1e-9);
   EXPECT_NE(windows.ppl, want.ppl);
-  EXPECT_EQ(run_oxinfer({"perplexity", "-m", model_, "-f", file, "--ctx", "4", "--ppl-stride",
-                         "8"})
+  EXPECT_EQ(run_oxinfer({"perplexity", "-m", model_, "-f", file, "--ctx", "4", "--ppl-stride", "8"})
                 .exit_code,
             2);  // the stride is not below its window (4 + 8/2)
-  EXPECT_EQ(run_oxinfer({"perplexity", "-m", model_, "-f", file, "--ppl-stride", "8",
-                         "--hellaswag"})
-                .exit_code,
-            2);
+  EXPECT_EQ(
+      run_oxinfer({"perplexity", "-m", model_, "-f", file, "--ppl-stride", "8", "--hellaswag"})
+          .exit_code,
+      2);
 
   const CommandResult small = run_oxinfer({"perplexity", "-m", model_, "-f", file, "--ctx", "512"});
   EXPECT_EQ(small.exit_code, 1);
@@ -881,6 +882,67 @@ TEST_F(CliLlm, WinograndePrintsEachTaskAndTheScore) {
   EXPECT_EQ(run_oxinfer({"perplexity", "-m", model_, "-f", file, "--winogrande", "--hellaswag"})
                 .exit_code,
             2);
+}
+
+// --multiple-choice: llama.cpp's table (task, accuracy so far) with score_multiple_choice's
+// values, its final result and random chance (all tasks taken); --json; a cut file is an error
+// naming it.
+TEST_F(CliLlm, MultipleChoicePrintsTheRunningAccuracy) {
+  std::vector<MultipleChoiceTask> tasks(5);
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    tasks[t].question = word_text(3 + t).substr(0, 15);
+    for (size_t a = 0; a < 2 + t % 3; ++a) {
+      tasks[t].answers.push_back(word_text(5 + a + t).substr(0, 4 + 5 * (a % 2)));
+      tasks[t].labels.push_back(a == t % 2 ? 1 : 0);
+    }
+  }
+  const std::string bytes = multiple_choice_file(tasks);
+  const std::string file = (dir_ / "mc.bin").string();
+  oxi::test::write_file_bytes(file, std::vector<uint8_t>(bytes.begin(), bytes.end()));
+  const CommandResult r =
+      run_oxinfer({"perplexity", "-m", model_, "-f", file, "--multiple-choice", "--threads", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto e = engine();
+  Session session(e->model_ptr(), e->backend(), 512);
+  const MultipleChoiceResult want = score_multiple_choice(session, tasks);
+  std::string expected = "\ntask\tacc_norm\n";
+  size_t correct = 0;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    correct += tasks[i].labels[want.picks[i]] == 1;
+    char line[64];
+    std::snprintf(line, sizeof line, "%zu\t%.8f\n", i + 1, 100.0 * correct / (i + 1));
+    expected += line;
+  }
+  const float p = static_cast<float>(correct) / 5, chance = 5.f / static_cast<float>(want.answers);
+  char final_lines[160];
+  std::snprintf(final_lines, sizeof final_lines,
+                "\nFinal result: %.4f +/- %.4f\nRandom chance: %.4f +/- %.4f\n", 100 * p,
+                100 * std::sqrt(p * (1 - p) / 4), 100 * chance,
+                100 * std::sqrt(chance * (1 - chance) / 4));
+  EXPECT_EQ(r.out, expected + final_lines);
+  const CommandResult j = run_oxinfer({"perplexity", "-m", model_, "-f", file, "--multiple-choice",
+                                       "--multiple-choice-tasks", "2", "--json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const nlohmann::json out = nlohmann::json::parse(j.out);
+  EXPECT_EQ(out["tasks"], 2);
+  EXPECT_EQ(out["picks"].size(), 2u);
+  // Two drawn from five, fewer than 100: no final lines (llama.cpp's rule).
+  const CommandResult drawn = run_oxinfer({"perplexity", "-m", model_, "-f", file,
+                                           "--multiple-choice", "--multiple-choice-tasks", "2"});
+  ASSERT_EQ(drawn.exit_code, 0) << drawn.err;
+  EXPECT_EQ(drawn.out.find("Final result"), std::string::npos) << drawn.out;
+  oxi::test::write_file_bytes(dir_ / "cut.bin",
+                              std::vector<uint8_t>(bytes.begin(), bytes.end() - 3));
+  const CommandResult cut = run_oxinfer(
+      {"perplexity", "-m", model_, "-f", (dir_ / "cut.bin").string(), "--multiple-choice"});
+  EXPECT_EQ(cut.exit_code, 1);
+  EXPECT_NE(cut.err.find("cut.bin: multiple choice: task 5 of 5: the file ends inside"),
+            std::string::npos)
+      << cut.err;
+  EXPECT_EQ(
+      run_oxinfer({"perplexity", "-m", model_, "-f", file, "--multiple-choice", "--winogrande"})
+          .exit_code,
+      2);
 }
 
 // --kl-divergence-base saves llama.cpp's log-probability file while measuring perplexity (the

@@ -308,8 +308,8 @@ int run_perplexity(const Argv& argv) {
   if (const auto quant = args.get("quant")) eo.quant = llm::parse_load_quant(*quant);
   const bool json = args.flag("json");
   const auto base_file = args.get("kl-divergence-base");
-  const int tasks_modes = args.flag("hellaswag") + args.flag("winogrande") +
-                          args.flag("multiple-choice");
+  const int tasks_modes =
+      args.flag("hellaswag") + args.flag("winogrande") + args.flag("multiple-choice");
   if (tasks_modes > 0 && base_file)
     throw UsageError(
         "--hellaswag / --winogrande / --multiple-choice cannot go with --kl-divergence-base");
