@@ -324,19 +324,68 @@ class Converter {
     }
   }
 
-  // The definition a $ref names, and its name in it.
+  // The schema a $ref names and a name for its rule: a JSON pointer into this schema after '#'
+  // ("#", "#/$defs/NAME", "#/properties/a/items/0"), its tokens' %XX (URI fragment) and ~1 ~0
+  // (RFC 6901) escapes undone.
   std::pair<const json*, std::string> definition(const std::string& target,
                                                  const std::string& where) const {
-    std::string key;
-    for (const char* prefix : {"#/$defs/", "#/definitions/"})
-      if (target.starts_with(prefix)) key = target.substr(std::string_view(prefix).size());
-    if (key.empty() || key.find('/') != std::string::npos)
-      fail(where, "$ref '" + target + "': only #/$defs/NAME and #/definitions/NAME are supported");
-    const char* section = target.starts_with("#/$defs/") ? "$defs" : "definitions";
-    const auto defs = root_.find(section);
-    if (defs == root_.end() || !defs->is_object() || !defs->contains(key))
-      fail(where, "$ref '" + target + "' names no definition");
-    return {&(*defs)[key], key};
+    const auto refuse = [&](const std::string& why) {
+      fail(where, std::string("$ref '").append(target).append("': ").append(why));
+    };
+    if (!target.starts_with("#")) refuse("only references within the schema (#/...) are supported");
+    std::string_view rest = std::string_view(target).substr(1);
+    if (!rest.empty() && rest.front() != '/')
+      refuse("anchors are not supported, only JSON pointers (#/...)");
+    const json* at = &root_;
+    std::string name = "root";
+    while (!rest.empty()) {
+      rest.remove_prefix(1);
+      const size_t end = std::min(rest.find('/'), rest.size());
+      const std::string token = pointer_token(rest.substr(0, end), refuse);
+      rest.remove_prefix(end);
+      if (at->is_object() && at->contains(token)) {
+        at = &(*at)[token];
+      } else if (at->is_array() && !token.empty() && token.size() < 10 &&
+                 token.find_first_not_of("0123456789") == std::string::npos &&
+                 (token == "0" || token[0] != '0') && std::stoul(token) < at->size()) {
+        at = &(*at)[std::stoul(token)];
+      } else {
+        refuse("names no definition ('" + token + "' is not in it)");
+      }
+      name = token;
+    }
+    return {at, name};
+  }
+  template <class Refuse>
+  static std::string pointer_token(std::string_view raw, const Refuse& refuse) {
+    std::string decoded;
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i] != '%') {
+        decoded += raw[i];
+        continue;
+      }
+      const auto hex = [&](size_t k) -> int {
+        const char c = k < raw.size() ? raw[k] : '\0';
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        refuse("a % escape is not two hex digits");
+        return 0;
+      };
+      decoded += static_cast<char>(hex(i + 1) * 16 + hex(i + 2));
+      i += 2;
+    }
+    std::string token;
+    for (size_t i = 0; i < decoded.size(); ++i) {
+      if (decoded[i] != '~') {
+        token += decoded[i];
+      } else if (i + 1 < decoded.size() && (decoded[i + 1] == '0' || decoded[i + 1] == '1')) {
+        token += decoded[++i] == '0' ? '~' : '/';
+      } else {
+        refuse("~ not followed by 0 or 1");
+      }
+    }
+    return token;
   }
   SchemaRefResolver resolver() const {
     return [this](const std::string& target) -> const json& {

@@ -30,12 +30,21 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-// The schema a $ref names, else the schema itself.
+// The schema a $ref names (through a chain of them), else the schema itself: "#" and a JSON
+// pointer, read by nlohmann's json_pointer once the URI's %XX escapes are undone.
 const json& resolve(const json& root, const json& schema) {
   if (!schema.is_object() || !schema.contains("$ref")) return schema;
   const std::string ref = schema["$ref"];
-  const std::string prefix = ref.starts_with("#/$defs/") ? "#/$defs/" : "#/definitions/";
-  return root[prefix == "#/$defs/" ? "$defs" : "definitions"][ref.substr(prefix.size())];
+  std::string pointer;
+  for (size_t i = 1; i < ref.size(); ++i) {
+    if (ref[i] != '%') {
+      pointer += ref[i];
+      continue;
+    }
+    pointer += static_cast<char>(std::stoi(ref.substr(i + 1, 2), nullptr, 16));
+    i += 2;
+  }
+  return resolve(root, root.at(json::json_pointer(pointer)));
 }
 
 size_t code_points(const std::string& s) {
@@ -322,6 +331,16 @@ const char* const kSchemas[] = {
         "a": {"oneOf": [{"type": "string", "maxLength": 0}, {"type": "boolean"}]}},
         "required": ["a"]})",
     R"({"type": "array", "items": {"type": "integer"}})",
+    // $ref as a JSON pointer: the root itself, into properties and arrays, ~1 ~0 and %XX escapes,
+    // a chain of references.
+    R"({"type": "object", "properties": {"v": {"type": "integer"}, "kids": {"type": "array",
+        "items": {"$ref": "#"}, "maxItems": 2}}, "required": ["v"]})",
+    R"({"type": "object", "properties": {"a/b": {"type": "string", "maxLength": 2}, "m~n":
+        {"type": "array", "prefixItems": [{"type": "boolean"}, {"type": "integer", "minimum": 1,
+        "maximum": 3}]}, "c": {"$ref": "#/properties/a~1b"}, "d": {"$ref":
+        "#/properties/m~0n/prefixItems/0"}, "e": {"$ref": "#/%24defs/x"}, "f": {"$ref":
+        "#/$defs/y"}}, "required": ["c", "d"], "$defs": {"x": {"enum": ["p", 7]}, "y": {"$ref":
+        "#/$defs/x"}}})",
     R"({"type": "array", "items": {"type": "string", "minLength": 2}, "minItems": 2})",
     R"({"type": "object", "properties": {"age": {"type": "integer", "minimum": 0,
         "maximum": 120}, "t": {"type": "integer", "exclusiveMinimum": -15.5,
@@ -646,7 +665,20 @@ TEST(JsonSchemaGrammar, WhatIsNotSupportedIsAnErrorSayingWhere) {
   EXPECT_NE(error(R"({"type": "integer", "minimum": 3, "maximum": 2})").find("leave no integer"),
             std::string::npos);
   EXPECT_NE(error(R"({"$ref": "#/$defs/missing"})").find("names no definition"), std::string::npos);
-  EXPECT_NE(error(R"({"$ref": "http://x/y"})").find("only #/$defs/NAME"), std::string::npos);
+  EXPECT_NE(error(R"({"$ref": "http://x/y"})").find("only references within the schema"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"$ref": "#node"})").find("anchors are not supported"), std::string::npos);
+  EXPECT_NE(error(R"({"properties": {"a": {}}, "$ref": "#/properties/b"})")
+                .find("$ref '#/properties/b': names no definition ('b' is not in it)"),
+            std::string::npos);
+  EXPECT_NE(
+      error(R"({"prefixItems": [{}], "$ref": "#/prefixItems/1"})").find("names no definition"),
+      std::string::npos);
+  EXPECT_NE(
+      error(R"({"prefixItems": [{}], "$ref": "#/prefixItems/00"})").find("names no definition"),
+      std::string::npos);
+  EXPECT_NE(error(R"({"$ref": "#/a%2"})").find("not two hex digits"), std::string::npos);
+  EXPECT_NE(error(R"({"$ref": "#/a~2"})").find("~ not followed by 0 or 1"), std::string::npos);
   EXPECT_NE(error(R"({"type": "object", "properties": {"a": {}}, "required": ["b"]})")
                 .find("required property 'b' is not in properties"),
             std::string::npos);
