@@ -155,6 +155,10 @@ TEST(GbnfFuzz, SchemasAndPatternsConvertToGrammarsThatParse) {
           {"properties": {"i": {"type": "string"}, "j": {"anyOf": [{"type": "null"},
           {"type": "integer", "minimum": 2}]}}, "required": ["i"]}, {"properties": {"j":
           {"anyOf": [{"type": "number"}, {"type": "string"}]}}}], "type": "object"})",
+      R"({"type": "object", "properties": {"a~b": {"type": "array", "prefixItems": [{"type":
+          "integer"}, {"$ref": "#/properties/a~0b/prefixItems/0"}]}, "k": {"type": "array",
+          "items": {"$ref": "#"}, "maxItems": 1}, "c": {"$ref": "#/%24defs/d"}}, "$defs": {"d":
+          {"$ref": "#/properties/a~0b"}}})",
   };
   const std::string syntax = R"({}[]:,"\^$|()*+?.-0129azAZ )";
   std::mt19937 rng(13);
