@@ -15,7 +15,8 @@
  * flush cancels the answer being generated and drops the queued ones.
  *
  * The weights are loaded once per process (elements naming the same model and `quant` share
- * them, as do elements with the same `model-instance-id`); each element has its own KV cache,
+ * them, as do elements with the same `model-instance-id`, and elements naming the same
+ * `draft-model`; `loaded-models` counts them); each element has its own KV cache,
  * which keeps the last answer's prompt: the next one evaluates only the tokens after those it
  * shares with it (system prompt, template header), with the same result.
  * Loading happens in the READY to PAUSED transition. `context-size` bounds an answer's tokens
@@ -46,6 +47,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -108,6 +110,7 @@ enum {
   PROP_DRAFT_MODEL,
   PROP_DRAFT_MAX,
   PROP_DRAFT_P_MIN,
+  PROP_LOADED_MODELS,
 };
 
 /* Sampling defaults are oxinfer generate's, so an element answers like the CLI does. */
@@ -504,6 +507,14 @@ static void gst_oxi_llm_class_init(GstOxiLlmClass* klass) {
       g_param_spec_float("draft-p-min", "Draft minimum probability",
                          "A draft stops before a token below this probability", 0.0f, 1.0f,
                          DEFAULT_DRAFT_P_MIN, ready));
+  g_object_class_install_property(
+      gobject_class, PROP_LOADED_MODELS,
+      g_param_spec_uint("loaded-models", "Loaded models",
+                        "Number of LLM models (draft models included) this process holds loaded "
+                        "(one per file and quant, or per model-instance-id, shared by every "
+                        "oxillm)",
+                        0, G_MAXUINT, 0,
+                        static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_set_static_metadata(
       element_class, "oxinfer LLM", "Filter/Text",
@@ -612,12 +623,35 @@ static void gst_oxi_llm_get_property(GObject* object, guint prop_id, GValue* val
     GST_OBJECT_UNLOCK(self);
     return;
   }
+  if (prop_id == PROP_LOADED_MODELS) {
+    g_value_set_uint(value,
+                     static_cast<guint>(oxi::ModelCache<oxi::llm::Model>::instance().live_count()));
+    return;
+  }
   if (!oxi_property_fields_get(object, properties, prop_id, value, pspec))
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
 }
 
 static std::string gst_oxi_llm_string(const gchar* s) {
   return s ? std::string(s) : std::string();
+}
+
+/* The model a spec names (a file, an HF directory, a repo id) and its resolved path, loaded once
+ * per process under `key`, or by its file and quantization where key is empty: elements naming
+ * the same file share it (their models and their draft models alike). */
+static std::pair<std::shared_ptr<const oxi::llm::Model>, std::filesystem::path>
+gst_oxi_llm_shared_model(const std::string& spec, const std::string& quant,
+                         const std::string& key) {
+  oxi::llm::LoadOptions options;
+  if (!quant.empty()) options.quant = oxi::llm::parse_load_quant(quant);
+  const std::filesystem::path path =
+      oxi::hub::resolve_model(spec, oxi::hub::HubOptions::from_environment());
+  std::error_code ec;
+  const std::filesystem::path canonical = std::filesystem::weakly_canonical(path, ec);
+  const std::string by_file = "llm:" + (ec ? path : canonical).string() + ":" + quant;
+  return {oxi::ModelCache<oxi::llm::Model>::instance().get(
+              key.empty() ? by_file : key, [&] { return oxi::llm::Model::load(path, options); }),
+          path};
 }
 
 /* Loads (or finds) the shared model and makes this element's engine. Runs in READY->PAUSED on
@@ -657,16 +691,11 @@ static gboolean gst_oxi_llm_load(GstOxiLlm* self) {
     }
   } else {
     try {
-      oxi::llm::LoadOptions options;
-      if (!quant.empty()) options.quant = oxi::llm::parse_load_quant(quant);
-      const std::filesystem::path path =
-          oxi::hub::resolve_model(spec, oxi::hub::HubOptions::from_environment());
-      std::error_code ec;
-      const std::filesystem::path canonical = std::filesystem::weakly_canonical(path, ec);
-      const std::string key =
-          instance.empty() ? "llm:" + (ec ? path : canonical).string() + ":" + quant : instance_key;
-      self->state->model = cache.get(key, [&] { return oxi::llm::Model::load(path, options); });
+      std::filesystem::path path;
+      std::tie(self->state->model, path) =
+          gst_oxi_llm_shared_model(spec, quant, instance.empty() ? std::string() : instance_key);
       // One id, one model: a second element naming another model under it is a mistake.
+      std::error_code ec;
       const bool same = std::filesystem::equivalent(self->state->model->path(), path, ec);
       if (!instance.empty() && !ec && !same) {
         throw oxi::Error(spec, "model-instance-id '" + instance + "' already holds " +
@@ -682,6 +711,9 @@ static gboolean gst_oxi_llm_load(GstOxiLlm* self) {
   }
 
   try {
+    if (!engine_options.draft_model.empty())
+      engine_options.loaded_draft =
+          gst_oxi_llm_shared_model(engine_options.draft_model, quant, std::string()).first;
     self->state->engine = std::make_unique<oxi::llm::Engine>(self->state->model, engine_options);
   } catch (const std::exception& e) {
     self->state->model.reset();

@@ -96,18 +96,20 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& options)
     : model_(std::move(model)), backend_(backends::make_cpu_backend(options.threads)) {
   session_ = std::make_unique<Session>(model_, *backend_, options.n_ctx, options.kv_type);
   const tokenizer::Tokenizer& tok = model_->tokenizer();
-  if (!options.draft_model.empty()) {
+  if (!options.draft_model.empty() || options.loaded_draft) {
     if (options.draft_max < 1 || options.draft_min < 0 || options.draft_min > options.draft_max ||
         !(options.draft_p_min >= 0 && options.draft_p_min <= 1))
       throw Error("draft model",
                   "draft_max must be 1 or more, draft_min 0..draft_max, "
                   "draft_p_min 0..1");
-    const hub::HubOptions hub_options = options.hub.value_or(hub::HubOptions::from_environment());
-    LoadOptions load_options;
-    load_options.quant = options.quant;
-    draft_ = std::make_unique<DraftModel>(
-        Model::load(hub::resolve_model(options.draft_model, hub_options), load_options), *backend_,
-        session_->n_ctx(), tok);
+    std::shared_ptr<const Model> draft = options.loaded_draft;
+    if (!draft) {
+      const hub::HubOptions hub_options = options.hub.value_or(hub::HubOptions::from_environment());
+      LoadOptions load_options;
+      load_options.quant = options.quant;
+      draft = Model::load(hub::resolve_model(options.draft_model, hub_options), load_options);
+    }
+    draft_ = std::make_unique<DraftModel>(std::move(draft), *backend_, session_->n_ctx(), tok);
     draft_max_ = options.draft_max;
     draft_min_ = options.draft_min;
     draft_p_min_ = options.draft_p_min;

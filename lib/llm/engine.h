@@ -53,6 +53,9 @@ struct EngineOptions {
   // them in one batch and keeps those its own sampling picks: the same reply, fewer passes.
   // Drafts shorter than draft_min are not used. Empty: off.
   std::string draft_model;
+  // The draft model already loaded (shared between engines, as the element's model cache shares
+  // it); used instead of loading draft_model.
+  std::shared_ptr<const Model> loaded_draft;
   int draft_max = 16;
   int draft_min = 0;
   float draft_p_min = 0.8f;

@@ -486,6 +486,26 @@ TEST_F(OxiLlm, DraftModelGivesTheSameAnswers) {
   EXPECT_EQ(pull_answer(h).text, engine_answer("", "w264", 20));
   gst_harness_teardown(h);
 
+  // Two elements with one draft file: the draft is loaded once, beside the model.
+  const fs::path small = *dir_ / "draft.gguf";
+  oxi::llm::test::write_gguf(
+      oxi::llm::test::make_tiny_model(oxi::llm::test::tiny_spec("llama", false),
+                                      oxi::kernels::DType::F32, oxi::kernels::DType::F32, 3),
+      small);
+  const std::string with_draft =
+      "max-tokens=6 draft-max=3 draft-p-min=0 draft-model=\"" + small.string() + "\"";
+  GstHarness* one = harness(with_draft.c_str());
+  GstHarness* two = harness(with_draft.c_str());
+  ASSERT_EQ(gst_harness_push(one, text_buffer("w265", 0, GST_SECOND)), GST_FLOW_OK);
+  ASSERT_EQ(gst_harness_push(two, text_buffer("w265", 0, GST_SECOND)), GST_FLOW_OK);
+  EXPECT_EQ(pull_answer(one).text, engine_answer("", "w265", 6));
+  EXPECT_EQ(pull_answer(two).text, engine_answer("", "w265", 6));
+  guint loaded = 0;
+  g_object_get(one->element, "loaded-models", &loaded, nullptr);
+  EXPECT_EQ(loaded, 2u);  // the model and the draft, each once
+  gst_harness_teardown(two);
+  gst_harness_teardown(one);
+
   oxi::llm::test::TinySpec wide = oxi::llm::test::tiny_spec("llama", false);
   wide.n_vocab = 320;
   const fs::path draft = *dir_ / "wide.gguf";
