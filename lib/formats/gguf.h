@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -127,17 +128,29 @@ class Writer {
   // `shape` in PyTorch order; `data` must be row_bytes(dtype, numel) bytes (already encoded).
   Writer& add_tensor(std::string name, kernels::DType dtype, std::vector<int64_t> shape,
                      std::vector<std::byte> data);
+  // A tensor whose bytes `produce` makes when the file is written, one tensor at a time, so
+  // that a file larger than memory can be written (oxinfer quantize). produce() must return
+  // row_bytes(dtype, numel) bytes; it may throw, and write() then leaves no file.
+  using TensorBytes = std::function<std::vector<std::byte>()>;
+  Writer& add_tensor(std::string name, kernels::DType dtype, std::vector<int64_t> shape,
+                     TensorBytes produce);
   void set_alignment(size_t alignment);
   std::vector<std::byte> to_bytes() const;
-  void write(const std::filesystem::path& path) const;  // throws oxi::Error on I/O failure
+  // Streams the file to PATH.part and renames it PATH when whole; throws oxi::Error on I/O
+  // failure (no PATH written, PATH.part removed).
+  void write(const std::filesystem::path& path) const;
 
  private:
   struct PendingTensor {
     std::string name;
     kernels::DType dtype;
     std::vector<int64_t> shape;
-    std::vector<std::byte> data;
+    size_t bytes = 0;
+    std::vector<std::byte> data;  // or, where empty and produce is set, made when written
+    TensorBytes produce;
   };
+  std::vector<std::byte> header() const;
+  std::vector<std::byte> tensor_bytes(const PendingTensor& t) const;
   std::vector<std::pair<std::string, Value>> metadata_;
   std::vector<PendingTensor> tensors_;
   size_t alignment_ = 32;

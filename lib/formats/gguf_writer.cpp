@@ -1,12 +1,12 @@
 // gguf::Writer: serializes metadata and tensors as a GGUF v3 file, tensors aligned to
 // `general.alignment`.
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <type_traits>
 #include <utility>
 
 #include "lib/core/error.h"
-#include "lib/formats/file_io.h"
 #include "lib/formats/ggml_types.h"
 #include "lib/formats/gguf.h"
 
@@ -232,6 +232,21 @@ Writer& Writer::set_i32_array(std::string key, std::vector<int32_t> v) {
 
 Writer& Writer::add_tensor(std::string name, kernels::DType dtype, std::vector<int64_t> shape,
                            std::vector<std::byte> data) {
+  const size_t size = data.size();
+  add_tensor(std::move(name), dtype, std::move(shape), TensorBytes{});
+  PendingTensor& t = tensors_.back();
+  if (size != t.bytes) {
+    const std::string message = "tensor '" + t.name + "': data is " + std::to_string(size) +
+                                " bytes, expected " + std::to_string(t.bytes);
+    tensors_.pop_back();
+    throw Error(kContext, message);
+  }
+  t.data = std::move(data);
+  return *this;
+}
+
+Writer& Writer::add_tensor(std::string name, kernels::DType dtype, std::vector<int64_t> shape,
+                           TensorBytes produce) {
   const std::string what = "tensor '" + name + "'";
   if (!formats::ggml_type_info(static_cast<uint32_t>(dtype))) {
     throw Error(kContext, what + ": unknown dtype");
@@ -246,15 +261,21 @@ Writer& Writer::add_tensor(std::string name, kernels::DType dtype, std::vector<i
   if (!shape.empty() && shape.back() % formats::ggml_type_info(dtype).block_elems != 0) {
     throw Error(kContext, what + ": rows are not a whole number of blocks");
   }
-  if (!expected || *expected != data.size()) {
-    throw Error(kContext, what + ": data is " + std::to_string(data.size()) + " bytes, expected " +
-                              (expected ? std::to_string(*expected) : "?"));
-  }
+  if (!expected) throw Error(kContext, what + ": its size overflows");
   for (const PendingTensor& t : tensors_) {
     if (t.name == name) throw Error(kContext, "duplicate " + what);
   }
-  tensors_.push_back({std::move(name), dtype, std::move(shape), std::move(data)});
+  tensors_.push_back({std::move(name), dtype, std::move(shape), *expected, {}, std::move(produce)});
   return *this;
+}
+
+std::vector<std::byte> Writer::tensor_bytes(const PendingTensor& t) const {
+  if (!t.produce || t.bytes == 0) return t.data;
+  std::vector<std::byte> bytes = t.produce();
+  if (bytes.size() != t.bytes)
+    throw Error(kContext, "tensor '" + t.name + "': produced " + std::to_string(bytes.size()) +
+                              " bytes, expected " + std::to_string(t.bytes));
+  return bytes;
 }
 
 void Writer::set_alignment(size_t alignment) {
@@ -266,7 +287,7 @@ void Writer::set_alignment(size_t alignment) {
   set_u32("general.alignment", static_cast<uint32_t>(alignment));
 }
 
-std::vector<std::byte> Writer::to_bytes() const {
+std::vector<std::byte> Writer::header() const {
   Out out;
   out.bytes.insert(out.bytes.end(),
                    {std::byte{'G'}, std::byte{'G'}, std::byte{'U'}, std::byte{'F'}});
@@ -285,18 +306,48 @@ std::vector<std::byte> Writer::to_bytes() const {
     for (size_t d = t.shape.size(); d-- > 0;) out.pod<uint64_t>(static_cast<uint64_t>(t.shape[d]));
     out.pod<uint32_t>(static_cast<uint32_t>(t.dtype));
     out.pod<uint64_t>(offset);
-    offset += (t.data.size() + alignment_ - 1) / alignment_ * alignment_;
+    offset += (t.bytes + alignment_ - 1) / alignment_ * alignment_;
   }
   out.pad_to(alignment_);
+  return std::move(out.bytes);
+}
+
+std::vector<std::byte> Writer::to_bytes() const {
+  Out out;
+  out.bytes = header();
   for (const PendingTensor& t : tensors_) {
-    out.raw(t.data);
+    out.raw(tensor_bytes(t));
     out.pad_to(alignment_);
   }
   return std::move(out.bytes);
 }
 
 void Writer::write(const std::filesystem::path& path) const {
-  write_file(path, to_bytes());
+  std::filesystem::path part = path;
+  part += ".part";
+  try {
+    std::ofstream f(part, std::ios::binary | std::ios::trunc);
+    if (!f) throw Error(part.string(), "cannot open for writing");
+    const auto put = [&](const std::vector<std::byte>& bytes) {
+      f.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
+    };
+    put(header());
+    for (const PendingTensor& t : tensors_) {
+      put(tensor_bytes(t));
+      put(std::vector<std::byte>((alignment_ - t.bytes % alignment_) % alignment_));
+      if (!f) throw Error(part.string(), "write failed");
+    }
+    if (!f.flush()) throw Error(part.string(), "write failed");
+    f.close();
+    std::error_code ec;
+    std::filesystem::rename(part, path, ec);
+    if (ec) throw Error(path.string(), "cannot write: " + ec.message());
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(part, ignored);
+    throw;
+  }
 }
 
 }  // namespace oxi::gguf

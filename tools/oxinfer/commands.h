@@ -18,6 +18,7 @@ int run_tokenize(const Argv& argv);    // cmd_tokenize.cpp
 int run_generate(const Argv& argv);    // cmd_generate.cpp
 int run_chat(const Argv& argv);        // cmd_chat.cpp
 int run_perplexity(const Argv& argv);  // cmd_perplexity.cpp
+int run_quantize(const Argv& argv);    // cmd_quantize.cpp
 int run_transcribe(const Argv& argv);  // cmd_transcribe.cpp
 int run_run(const Argv& argv);         // cmd_run.cpp
 int run_vad(const Argv& argv);         // cmd_vad.cpp

@@ -33,6 +33,8 @@ constexpr Command kCommands[] = {
     {"chat", "chat with an LLM on the terminal (or one turn with --prompt)", oxi::cli::run_chat},
     {"perplexity", "a model's perplexity over a text, as llama.cpp's perplexity tool",
      oxi::cli::run_perplexity},
+    {"quantize", "re-encode a GGUF model in a llama.cpp file type (Q4_K_M, Q8_0, ...)",
+     oxi::cli::run_quantize},
     {"transcribe", "speech to text or subtitles with a Whisper model (any audio/video file)",
      oxi::cli::run_transcribe},
     {"run", "run a ready GStreamer pipeline from pipelines/ (key=value parameters, --list)",
