@@ -101,6 +101,47 @@ TEST(Gguf, CustomAlignmentAndFileIo) {
   EXPECT_THROW(w.set_alignment(48), Error);
 }
 
+// Tensors produced while the file is written: the same bytes as given ones, in memory and in
+// the file; a producer's wrong size or failure leaves no file (nor its .part).
+TEST(Gguf, ProducedTensorsStreamIntoTheFile) {
+  test::TempDir dir;
+  const std::vector<std::byte> q = test::pattern_bytes(68, 3);
+  gguf::Writer given = sample_writer();
+  given.add_tensor("late", DType::Q8_0, {2, 32}, q);
+  gguf::Writer produced = sample_writer();
+  int calls = 0;
+  produced.add_tensor("late", DType::Q8_0, {2, 32}, [&] {
+    ++calls;
+    return q;
+  });
+  EXPECT_EQ(calls, 0);
+  produced.write(dir / "p.gguf");
+  EXPECT_EQ(calls, 1);
+  EXPECT_FALSE(std::filesystem::exists(dir / "p.gguf.part"));
+  const std::vector<std::byte> want = given.to_bytes();
+  EXPECT_EQ(test::read_file_bytes(dir / "p.gguf"),
+            std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(want.data()),
+                                 reinterpret_cast<const uint8_t*>(want.data()) + want.size()));
+  EXPECT_EQ(produced.to_bytes(), want);
+
+  gguf::Writer short_one = sample_writer();
+  short_one.add_tensor("late", DType::Q8_0, {2, 32}, [&] { return test::pattern_bytes(67, 3); });
+  try {
+    short_one.write(dir / "s.gguf");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "tensor 'late': produced 67 bytes, expected 68")) << e.what();
+  }
+  gguf::Writer failing = sample_writer();
+  failing.add_tensor("late", DType::Q8_0, {2, 32},
+                     []() -> std::vector<std::byte> { throw Error("x", "cannot make it"); });
+  EXPECT_THROW(failing.write(dir / "f.gguf"), Error);
+  for (const char* name : {"s.gguf", "s.gguf.part", "f.gguf", "f.gguf.part"})
+    EXPECT_FALSE(std::filesystem::exists(dir / name)) << name;
+  EXPECT_THROW(given.add_tensor("bad", DType::Q8_0, {2, 32}, test::pattern_bytes(60, 1)), Error);
+  EXPECT_NO_THROW(given.add_tensor("bad", DType::Q8_0, {2, 32}, q));  // the failed one not kept
+}
+
 TEST(Gguf, ReadsVersion2AndRejectsVersion1) {
   auto bytes = sample_writer().to_bytes();
   bytes[4] = std::byte{2};

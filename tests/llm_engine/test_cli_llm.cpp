@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/formats/quant.h"
+#include "lib/formats/gguf.h"
 #include "lib/llm/engine.h"
 #include "lib/llm/hellaswag.h"
 #include "lib/llm/json_schema_grammar.h"
@@ -943,6 +944,41 @@ TEST_F(CliLlm, MultipleChoicePrintsTheRunningAccuracy) {
       run_oxinfer({"perplexity", "-m", model_, "-f", file, "--multiple-choice", "--winogrande"})
           .exit_code,
       2);
+}
+
+// quantize: llama-quantize's arguments (IN [OUT] TYPE [THREADS]); a line per tensor, the
+// sizes; the file the plan describes, which generate then runs; --dry-run writes nothing; OUT
+// defaults to ggml-model-TYPE.gguf beside IN; an unknown type is an error listing the types.
+TEST_F(CliLlm, QuantizeWritesTheFileTypeAndItRuns) {
+  const std::string out = (dir_ / "q8.gguf").string();
+  const CommandResult r = run_oxinfer({"quantize", model_, out, "Q8_0", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const gguf::Reader q(out);
+  EXPECT_EQ(q.get_u32("general.file_type"), 7u);
+  EXPECT_EQ(q.tensor("blk.0.attn_q.weight").dtype, kernels::DType::Q8_0);
+  EXPECT_EQ(q.tensor("blk.0.attn_norm.weight").dtype, kernels::DType::F32);
+  size_t lines = 0;
+  for (size_t at = 0; (at = r.out.find("\n[", at)) != std::string::npos; ++at) ++lines;
+  EXPECT_EQ(lines, q.tensors().size()) << r.out;
+  EXPECT_NE(r.out.find("blk.0.attn_q.weight - [64, 64], type =    f32, converting to q8_0"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("quant size  = "), std::string::npos);
+  const CommandResult g = run_oxinfer(
+      {"generate", "-m", out, "--raw", "-p", "w260", "--temp", "0", "-n", "4", "--threads", "2"});
+  EXPECT_EQ(g.exit_code, 0) << g.err;
+
+  const CommandResult dry = run_oxinfer({"quantize", "--dry-run", model_, "Q4_0"});
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_NE(dry.out.find("converting to q4_0"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "ggml-model-Q4_0.gguf"));
+  ASSERT_EQ(run_oxinfer({"quantize", model_, "q4_0"}).exit_code, 0);
+  EXPECT_EQ(gguf::Reader(dir_ / "ggml-model-Q4_0.gguf").get_u32("general.file_type"), 2u);
+
+  const CommandResult bad = run_oxinfer({"quantize", model_, out, "Q9"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("unknown type 'Q9'; supported: Q4_0, Q4_1"), std::string::npos) << bad.err;
+  EXPECT_EQ(run_oxinfer({"quantize", model_}).exit_code, 2);
 }
 
 // --kl-divergence-base saves llama.cpp's log-probability file while measuring perplexity (the
