@@ -664,8 +664,9 @@ TEST_F(CliLlm, BenchLlmDepth) {
   // the decode split runs after the same context
   EXPECT_EQ(j.at("decode_split_context").get<int>(), 40);
 
-  const CommandResult text = run_oxinfer({"bench", "llm", "-m", model_, "--threads", "2", "--pp",
-                                          "8", "--tg", "4", "--reps", "1", "--depth", "16"});
+  // llama-bench's short names: -p, -n, -r, -d.
+  const CommandResult text = run_oxinfer(
+      {"bench", "llm", "-m", model_, "-t", "2", "-p", "8", "-n", "4", "-r", "1", "-d", "16"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("pp8 @ d16"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("tg4 @ d16"), std::string::npos) << text.out;

@@ -229,10 +229,11 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   p.option("model", "MODEL", "a .gguf file, an HF directory, or org/name[:QUANT]", "m");
   p.threads_option();
   p.flag("json", "print one JSON object");
-  p.option("pp", "N", "prompt tokens (default 512; 0 = skip)");
-  p.option("tg", "N", "generated tokens (default 128; 0 = skip)");
-  p.option("reps", "N", "repetitions, averaged (default 3)");
-  p.option("depth", "N", "tokens already in the context before pp and tg (default 0)");
+  // The short names are llama-bench's (-p, -n, -r, -d).
+  p.option("pp", "N", "prompt tokens (default 512; 0 = skip)", "p");
+  p.option("tg", "N", "generated tokens (default 128; 0 = skip)", "n");
+  p.option("reps", "N", "repetitions, averaged (default 3)", "r");
+  p.option("depth", "N", "tokens already in the context before pp and tg (default 0)", "d");
   p.option("quant", "q8|q4", "quantize an HF checkpoint's matrices at load");
   add_cache_type_option(p);
   const ParsedArgs args = p.parse(argv);
