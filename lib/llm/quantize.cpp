@@ -104,7 +104,7 @@ Category category_of(const std::string& name) {
 // the kinds it keeps as they are.
 bool may_quantize(const TensorView& t, const QuantizeOptions& options) {
   const std::string& name = t.name;
-  if (t.shape.size() < 2) return false;
+  if (t.shape.size() < 2 || t.numel() == 0) return false;
   if (name.size() < 6 || name.compare(name.size() - 6, 6, "weight") != 0) return false;
   if (options.leave_output && name == "output.weight") return false;
   for (const char* kept :

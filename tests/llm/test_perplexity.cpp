@@ -25,6 +25,7 @@
 #include "lib/llm/session.h"
 #include "lib/llm/task_draw.h"
 #include "lib/llm/winogrande.h"
+#include "tests/common/byte_edits.h"
 #include "tests/common/test_data.h"
 #include "tests/llm/multiple_choice_file.h"
 #include "tests/llm/reference.h"
@@ -662,6 +663,39 @@ TEST(MultipleChoice, ReadsLlamaCppsFileAndScoresAgainstTheReference) {
     else
       EXPECT_EQ(read_error(far, count), "<no error>") << count;
   }
+}
+
+// Edited multiple-choice files (bit flips, random bytes, bumped counts and lengths, cuts),
+// read whole and by the draw: each reads or is an oxi::Error, never a crash or a huge
+// allocation.
+TEST(MultipleChoice, EditedFilesReadOrFailCleanly) {
+  std::mt19937 rng(21);
+  std::vector<MultipleChoiceTask> tasks(5);
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    tasks[t].question = random_words(rng, 3);
+    for (size_t a = 0; a < 3; ++a) {
+      tasks[t].answers.push_back(random_words(rng, 2));
+      tasks[t].labels.push_back(a == 1);
+    }
+  }
+  const std::string seed = multiple_choice_file(tasks);
+  const std::vector<char> bytes(seed.begin(), seed.end());
+  size_t read = 0, refused = 0;
+  for (int i = 0; i < 4000; ++i) {
+    const std::vector<char> edited = oxi::test::edit_bytes(bytes, rng);
+    const std::string_view view(edited.data(), edited.size());
+    for (size_t count : {size_t{0}, size_t{2}}) {
+      try {
+        const std::vector<MultipleChoiceTask> got = read_multiple_choice(view, count);
+        for (const MultipleChoiceTask& t : got) ASSERT_EQ(t.answers.size(), t.labels.size());
+        ++read;
+      } catch (const Error&) {
+        ++refused;
+      }
+    }
+  }
+  EXPECT_GT(read, 100u);
+  EXPECT_GT(refused, 1000u);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "lib/llm/model.h"
 #include "lib/llm/quantize.h"
 #include "lib/llm/session.h"
+#include "tests/common/byte_edits.h"
 #include "tests/common/test_data.h"
 #include "tests/llm/tiny_model.h"
 
@@ -261,6 +262,33 @@ TEST_F(Quantize, RefusesWhatItCannotDo) {
             std::string::npos);
   EXPECT_NE(message(dir_ / "missing.gguf", options_for("Q8_0")).find("missing.gguf"),
             std::string::npos);
+}
+
+// Edited model files (metadata and tensor infos: bumped counts, flipped bits, cuts): planned
+// and quantized, or an oxi::Error, never a crash.
+TEST_F(Quantize, EditedFilesQuantizeOrFailCleanly) {
+  TinySpec small = tiny_spec("llama", false);
+  write_gguf(make_tiny_model(small, DType::F32, DType::F32, 6), dir_ / "small.gguf");
+  const std::vector<uint8_t> seed = oxi::test::read_file_bytes(dir_ / "small.gguf");
+  const size_t header = std::min<size_t>(seed.size(), 6000);  // metadata and tensor infos
+  std::mt19937 rng(8);
+  size_t done = 0, refused = 0;
+  for (int i = 0; i < 300; ++i) {
+    std::vector<uint8_t> edited(seed.begin(), seed.begin() + static_cast<std::ptrdiff_t>(header));
+    edited = oxi::test::edit_bytes(edited, rng);
+    edited.insert(edited.end(), seed.begin() + static_cast<std::ptrdiff_t>(header), seed.end());
+    oxi::test::write_file_bytes(dir_ / "edited.gguf", edited);
+    try {
+      quantize_model(dir_ / "edited.gguf", dir_ / "out.gguf",
+                     options_for(i % 2 ? "Q4_K_M" : "Q8_0"));
+      ++done;
+    } catch (const Error&) {
+      ++refused;
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "out.gguf.part"));
+  }
+  EXPECT_GT(done, 10u);
+  EXPECT_GT(refused, 10u);
 }
 
 }  // namespace
