@@ -19,6 +19,7 @@ int run_generate(const Argv& argv);    // cmd_generate.cpp
 int run_chat(const Argv& argv);        // cmd_chat.cpp
 int run_perplexity(const Argv& argv);  // cmd_perplexity.cpp
 int run_quantize(const Argv& argv);    // cmd_quantize.cpp
+int run_serve(const Argv& argv);       // cmd_serve.cpp
 int run_transcribe(const Argv& argv);  // cmd_transcribe.cpp
 int run_run(const Argv& argv);         // cmd_run.cpp
 int run_vad(const Argv& argv);         // cmd_vad.cpp

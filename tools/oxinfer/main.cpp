@@ -35,6 +35,8 @@ constexpr Command kCommands[] = {
      oxi::cli::run_perplexity},
     {"quantize", "re-encode a GGUF model in a llama.cpp file type (Q4_K_M, Q8_0, ...)",
      oxi::cli::run_quantize},
+    {"serve", "an OpenAI-compatible HTTP server for an LLM (as llama-server)",
+     oxi::cli::run_serve},
     {"transcribe", "speech to text or subtitles with a Whisper model (any audio/video file)",
      oxi::cli::run_transcribe},
     {"run", "run a ready GStreamer pipeline from pipelines/ (key=value parameters, --list)",

@@ -1,0 +1,238 @@
+#include "lib/llm/openai_api.h"
+
+#include <limits>
+
+#include "lib/core/error.h"
+#include "lib/llm/json_schema_grammar.h"
+
+namespace oxi::llm::openai {
+namespace {
+
+[[noreturn]] void bad(const std::string& what) {
+  throw Error("request", what);
+}
+
+double number(const Json& body, const char* key) {
+  const Json& v = body.at(key);
+  if (!v.is_number()) bad(std::string(key) + " must be a number");
+  return v.get<double>();
+}
+
+// A field's value when present and not null.
+const Json* field(const Json& body, const char* key) {
+  const auto it = body.find(key);
+  return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+// A message's content: a string, or the text of a list of content parts.
+std::string content_text(const Json& content, size_t index) {
+  if (content.is_string()) return content.get<std::string>();
+  if (content.is_null()) return "";
+  if (!content.is_array())
+    bad("messages[" + std::to_string(index) + "].content must be a string or a list of parts");
+  std::string text;
+  for (const Json& part : content) {
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+        !part["text"].is_string())
+      bad("messages[" + std::to_string(index) + "].content: only text parts are supported");
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+Json parse_body(std::string_view body) {
+  Json j;
+  try {
+    j = Json::parse(body);
+  } catch (const Json::exception& e) {
+    bad(std::string("the body is not JSON: ") + e.what());
+  }
+  if (!j.is_object()) bad("the body must be a JSON object");
+  return j;
+}
+
+// The fields both kinds of request share.
+void parse_options(const Json& body, Request& r, uint64_t random_seed) {
+  GenerateOptions& o = r.options;
+  SamplerOptions& s = o.sampling;
+  for (const char* key : {"max_tokens", "max_completion_tokens", "n_predict"})
+    if (const Json* v = field(body, key)) {
+      if (!v->is_number_integer()) bad(std::string(key) + " must be an integer");
+      const int64_t n = v->get<int64_t>();
+      o.max_tokens = n < 0 || n > std::numeric_limits<int>::max() ? -1 : static_cast<int>(n);
+    }
+  if (field(body, "temperature")) s.temperature = static_cast<float>(number(body, "temperature"));
+  if (field(body, "top_p")) s.top_p = static_cast<float>(number(body, "top_p"));
+  if (field(body, "top_k")) s.top_k = static_cast<int>(number(body, "top_k"));
+  if (field(body, "min_p")) s.min_p = static_cast<float>(number(body, "min_p"));
+  if (field(body, "presence_penalty"))
+    s.presence_penalty = static_cast<float>(number(body, "presence_penalty"));
+  if (field(body, "frequency_penalty"))
+    s.frequency_penalty = static_cast<float>(number(body, "frequency_penalty"));
+  if (field(body, "repeat_penalty"))
+    s.repeat_penalty = static_cast<float>(number(body, "repeat_penalty"));
+  if (field(body, "repeat_last_n"))
+    s.repeat_last_n = static_cast<int>(number(body, "repeat_last_n"));
+  s.seed = random_seed;
+  if (const Json* seed = field(body, "seed")) {
+    if (!seed->is_number_integer()) bad("seed must be an integer");
+    s.seed = seed->is_number_unsigned() ? seed->get<uint64_t>()
+                                        : static_cast<uint64_t>(seed->get<int64_t>());
+  }
+  if (const Json* stop = field(body, "stop")) {
+    o.stop.clear();
+    if (stop->is_string()) {
+      o.stop.push_back(stop->get<std::string>());
+    } else if (stop->is_array()) {
+      for (const Json& s : *stop) {
+        if (!s.is_string()) bad("stop must be a string or a list of strings");
+        o.stop.push_back(s.get<std::string>());
+      }
+    } else {
+      bad("stop must be a string or a list of strings");
+    }
+  }
+  if (const Json* bias = field(body, "logit_bias")) {
+    if (!bias->is_object()) bad("logit_bias must be an object of token ids and biases");
+    for (const auto& [id, value] : bias->items()) {
+      if (!value.is_number()) bad("logit_bias['" + id + "'] must be a number");
+      int32_t token = 0;
+      try {
+        size_t used = 0;
+        token = std::stoi(id, &used);
+        if (used != id.size()) throw std::invalid_argument(id);
+      } catch (const std::exception&) {
+        bad("logit_bias: '" + id + "' is not a token id");
+      }
+      s.logit_bias.push_back({token, value.get<float>()});
+    }
+  }
+  if (const Json* grammar = field(body, "grammar")) {
+    if (!grammar->is_string()) bad("grammar must be a GBNF text");
+    o.grammar = grammar->get<std::string>();
+  }
+  if (const Json* format = field(body, "response_format")) {
+    const std::string type = format->is_object() ? format->value("type", "") : "";
+    if (type == "json_object") {
+      o.grammar = json_schema_to_gbnf(R"({"type": "object"})");
+    } else if (type == "json_schema") {
+      const Json* spec = field(*format, "json_schema");
+      const Json* schema = spec && spec->is_object() ? field(*spec, "schema") : nullptr;
+      if (!schema) bad("response_format json_schema needs json_schema.schema");
+      o.grammar = json_schema_to_gbnf(schema->dump());
+    } else if (type != "text") {
+      bad("response_format.type must be text, json_object or json_schema");
+    }
+  }
+  if (const Json* n = field(body, "n"); n && (!n->is_number_integer() || n->get<int64_t>() != 1))
+    bad("n: one choice a request is supported");
+  if (const Json* stream = field(body, "stream")) {
+    if (!stream->is_boolean()) bad("stream must be true or false");
+    r.stream = stream->get<bool>();
+  }
+}
+
+Json usage(const TurnStats& stats) {
+  const size_t prompt = stats.prompt_ids.size();
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", stats.generated_tokens},
+          {"total_tokens", prompt + stats.generated_tokens}};
+}
+
+}  // namespace
+
+Request parse_chat_request(std::string_view body, const GenerateOptions& defaults,
+                           uint64_t random_seed) {
+  const Json j = parse_body(body);
+  Request r;
+  r.options = defaults;
+  const Json* messages = field(j, "messages");
+  if (!messages || !messages->is_array() || messages->empty())
+    bad("messages must be a non-empty list");
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const Json& m = (*messages)[i];
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+      bad("messages[" + std::to_string(i) + "] needs a role");
+    r.messages.push_back(
+        {m["role"].get<std::string>(), content_text(m.value("content", Json()), i)});
+  }
+  parse_options(j, r, random_seed);
+  return r;
+}
+
+Request parse_completion_request(std::string_view body, const GenerateOptions& defaults,
+                                 uint64_t random_seed) {
+  const Json j = parse_body(body);
+  Request r;
+  r.options = defaults;
+  const Json* prompt = field(j, "prompt");
+  if (!prompt || !prompt->is_string()) bad("prompt must be a string");
+  r.prompt = prompt->get<std::string>();
+  parse_options(j, r, random_seed);
+  return r;
+}
+
+const char* finish_reason(StopReason reason) {
+  return reason == StopReason::max_tokens || reason == StopReason::context_full ? "length" : "stop";
+}
+
+Json chat_response(const Identity& who, const TurnStats& stats) {
+  return {{"id", who.id},
+          {"object", "chat.completion"},
+          {"created", who.created},
+          {"model", who.model},
+          {"choices", Json::array({{{"index", 0},
+                                    {"message", {{"role", "assistant"}, {"content", stats.text}}},
+                                    {"finish_reason", finish_reason(stats.stop_reason)}}})},
+          {"usage", usage(stats)}};
+}
+
+Json chat_chunk(const Identity& who, const Json& delta, const TurnStats* final_stats) {
+  Json choice = {
+      {"index", 0},
+      {"delta", delta},
+      {"finish_reason", final_stats ? Json(finish_reason(final_stats->stop_reason)) : Json()}};
+  Json chunk = {{"id", who.id},
+                {"object", "chat.completion.chunk"},
+                {"created", who.created},
+                {"model", who.model},
+                {"choices", Json::array({choice})}};
+  if (final_stats) chunk["usage"] = usage(*final_stats);
+  return chunk;
+}
+
+Json completion_response(const Identity& who, const TurnStats& stats) {
+  return {{"id", who.id},
+          {"object", "text_completion"},
+          {"created", who.created},
+          {"model", who.model},
+          {"choices", Json::array({{{"index", 0},
+                                    {"text", stats.text},
+                                    {"finish_reason", finish_reason(stats.stop_reason)}}})},
+          {"usage", usage(stats)}};
+}
+
+Json completion_chunk(const Identity& who, std::string_view text, const TurnStats* final_stats) {
+  Json chunk = {
+      {"id", who.id},
+      {"object", "text_completion"},
+      {"created", who.created},
+      {"model", who.model},
+      {"choices",
+       Json::array({{{"index", 0},
+                     {"text", text},
+                     {"finish_reason",
+                      final_stats ? Json(finish_reason(final_stats->stop_reason)) : Json()}}})}};
+  if (final_stats) chunk["usage"] = usage(*final_stats);
+  return chunk;
+}
+
+Json error_body(int status, std::string_view message) {
+  const char* type = status == 401   ? "authentication_error"
+                     : status == 404 ? "not_found_error"
+                     : status >= 500 ? "server_error"
+                                     : "invalid_request_error";
+  return {{"error", {{"message", message}, {"type", type}, {"code", status}}}};
+}
+
+}  // namespace oxi::llm::openai

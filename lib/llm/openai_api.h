@@ -1,0 +1,65 @@
+// The OpenAI-compatible chat and text completion requests and responses `oxinfer serve` speaks
+// (as llama.cpp's llama-server does): a request body parsed into messages / a prompt and
+// GenerateOptions, and the reply, its streamed chunks and errors as the JSON clients expect.
+// No networking here; tools/oxinfer/http_server.h carries them.
+//
+// Request fields taken (others are ignored, as OpenAI's clients send many): messages (role and
+// content, a string or a list of {"type": "text", "text"} parts), prompt (completions),
+// max_tokens / max_completion_tokens / n_predict, temperature, top_p, top_k, min_p,
+// presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n, seed, stop (a string or a
+// list), logit_bias ({"token id": bias}), grammar (GBNF), response_format ({"type":
+// "json_object"} or {"type": "json_schema", "json_schema": {"schema": ...}}), stream, n (1).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/llm/engine.h"
+
+namespace oxi::llm::openai {
+
+using Json = nlohmann::ordered_json;
+
+struct Request {
+  std::vector<ChatMessage> messages;  // chat completions
+  std::string prompt;                 // text completions
+  GenerateOptions options;
+  bool stream = false;
+};
+
+// Fields absent from the body keep `defaults`' values (the server's command-line sampling),
+// but the seed: a request without one gets `random_seed`. Throws oxi::Error("request", ...)
+// naming the field for a body that is not such a request (status 400).
+Request parse_chat_request(std::string_view body, const GenerateOptions& defaults,
+                           uint64_t random_seed);
+Request parse_completion_request(std::string_view body, const GenerateOptions& defaults,
+                                 uint64_t random_seed);
+
+// "stop" (an end token, a stop string, a choice) or "length" (max_tokens, a full context).
+const char* finish_reason(StopReason reason);
+
+// One response's identity: its id ("chatcmpl-..." / "cmpl-..."), creation time, model name.
+struct Identity {
+  std::string id;
+  int64_t created = 0;
+  std::string model;
+};
+
+// chat.completion: the assistant message, finish_reason and usage (prompt tokens: the whole
+// context the reply followed, cached or not).
+Json chat_response(const Identity& who, const TurnStats& stats);
+// chat.completion.chunk: the first has delta {"role": "assistant"}, then {"content": piece},
+// the last an empty delta and the finish_reason (and usage).
+Json chat_chunk(const Identity& who, const Json& delta, const TurnStats* final_stats);
+// text_completion and its streamed chunks (choices[0].text).
+Json completion_response(const Identity& who, const TurnStats& stats);
+Json completion_chunk(const Identity& who, std::string_view text, const TurnStats* final_stats);
+// {"error": {"message", "type", "code"}}, as OpenAI's API reports errors.
+Json error_body(int status, std::string_view message);
+
+}  // namespace oxi::llm::openai

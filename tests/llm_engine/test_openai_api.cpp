@@ -1,0 +1,155 @@
+// lib/llm/openai_api.h: OpenAI-style request bodies into messages / prompt and GenerateOptions
+// (each field, the server's defaults where a field is absent, errors naming the field), and
+// the responses, chunks and errors in the shapes OpenAI's clients read.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "lib/core/error.h"
+#include "lib/llm/json_schema_grammar.h"
+#include "lib/llm/openai_api.h"
+
+namespace oxi::llm::openai {
+namespace {
+
+std::string error_of(const std::string& body, bool chat = true) {
+  try {
+    chat ? parse_chat_request(body, {}, 1) : parse_completion_request(body, {}, 1);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+TEST(OpenAiApi, ChatRequestFieldsBecomeOptions) {
+  GenerateOptions defaults;
+  defaults.sampling.temperature = 0.3f;
+  defaults.sampling.top_k = 7;
+  defaults.max_tokens = 99;
+  defaults.stop = {"END"};
+  const Request r = parse_chat_request(
+      R"({"model": "x", "messages": [{"role": "system", "content": "be brief"},
+          {"role": "user", "content": [{"type": "text", "text": "hel"}, {"type": "text",
+          "text": "lo"}]}, {"role": "assistant", "content": null}],
+          "max_tokens": 12, "top_p": 0.5, "min_p": 0.1, "presence_penalty": 0.25,
+          "frequency_penalty": 0.5, "repeat_penalty": 1.1, "repeat_last_n": 32, "seed": 42,
+          "stop": ["\n\n", "###"], "logit_bias": {"15": -100, "7": 2.5}, "stream": true,
+          "n": 1, "user": "ignored"})",
+      defaults, 1234);
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[1].content, "hello");
+  EXPECT_EQ(r.messages[2].content, "");
+  EXPECT_EQ(r.options.max_tokens, 12);
+  EXPECT_FLOAT_EQ(r.options.sampling.temperature, 0.3f);  // the server's default kept
+  EXPECT_EQ(r.options.sampling.top_k, 7);
+  EXPECT_FLOAT_EQ(r.options.sampling.top_p, 0.5f);
+  EXPECT_FLOAT_EQ(r.options.sampling.min_p, 0.1f);
+  EXPECT_FLOAT_EQ(r.options.sampling.presence_penalty, 0.25f);
+  EXPECT_FLOAT_EQ(r.options.sampling.frequency_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(r.options.sampling.repeat_penalty, 1.1f);
+  EXPECT_EQ(r.options.sampling.repeat_last_n, 32);
+  EXPECT_EQ(r.options.sampling.seed, 42u);
+  EXPECT_EQ(r.options.stop, (std::vector<std::string>{"\n\n", "###"}));
+  ASSERT_EQ(r.options.sampling.logit_bias.size(), 2u);
+  EXPECT_EQ(r.options.sampling.logit_bias[0].id, 15);
+  EXPECT_FLOAT_EQ(r.options.sampling.logit_bias[0].bias, -100.0f);
+  EXPECT_TRUE(r.stream);
+
+  // Absent fields: the defaults, the random seed given; max_completion_tokens and n_predict.
+  const Request plain = parse_chat_request(R"({"messages": [{"role": "user", "content": "hi"}],
+          "temperature": 0, "max_completion_tokens": 5, "stop": "x"})",
+                                           defaults, 1234);
+  EXPECT_EQ(plain.options.sampling.seed, 1234u);
+  EXPECT_FLOAT_EQ(plain.options.sampling.temperature, 0.0f);
+  EXPECT_EQ(plain.options.max_tokens, 5);
+  EXPECT_EQ(plain.options.stop, (std::vector<std::string>{"x"}));
+  EXPECT_FALSE(plain.stream);
+  EXPECT_EQ(parse_chat_request(R"({"messages": [{"role": "user"}], "n_predict": -1})", defaults, 1)
+                .options.max_tokens,
+            -1);
+}
+
+TEST(OpenAiApi, ResponseFormatAndGrammarBecomeTheGrammar) {
+  const auto grammar = [](const std::string& extra) {
+    return parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}], )" + extra + "}",
+                              {}, 1)
+        .options.grammar;
+  };
+  EXPECT_EQ(grammar(R"("response_format": {"type": "json_object"})"),
+            json_schema_to_gbnf(R"({"type": "object"})"));
+  const std::string schema = R"({"type": "object", "properties": {"a": {"type": "integer"}}})";
+  EXPECT_EQ(grammar(R"("response_format": {"type": "json_schema", "json_schema": {"name": "n",
+      "schema": )" + schema +
+                    "}}"),
+            json_schema_to_gbnf(schema));
+  EXPECT_EQ(grammar(R"("response_format": {"type": "text"})"), "");
+  EXPECT_EQ(grammar(R"("grammar": "root ::= \"yes\"")"), "root ::= \"yes\"");
+}
+
+TEST(OpenAiApi, MalformedRequestsNameTheField) {
+  EXPECT_NE(error_of("{").find("not JSON"), std::string::npos);
+  EXPECT_NE(error_of("[]").find("a JSON object"), std::string::npos);
+  EXPECT_NE(error_of(R"({"messages": []})").find("messages must be a non-empty list"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"messages": [{"content": "x"}]})").find("messages[0] needs a role"),
+            std::string::npos);
+  const std::string user = R"("messages": [{"role": "user", "content": "x"}])";
+  EXPECT_NE(
+      error_of("{" + user + R"(, "temperature": "hot"})").find("temperature must be a number"),
+      std::string::npos);
+  EXPECT_NE(error_of("{" + user + R"(, "max_tokens": 1.5})").find("max_tokens must be an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of("{" + user + R"(, "stop": [1]})").find("stop must be"), std::string::npos);
+  EXPECT_NE(error_of("{" + user + R"(, "logit_bias": {"x1": 1}})").find("'x1' is not a token id"),
+            std::string::npos);
+  EXPECT_NE(error_of("{" + user + R"(, "n": 2})").find("n: one choice"), std::string::npos);
+  EXPECT_NE(error_of("{" + user + R"(, "response_format": {"type": "xml"}})")
+                .find("response_format.type"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})")
+                .find("only text parts"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"prompt": 3})", false).find("prompt must be a string"), std::string::npos);
+  EXPECT_EQ(error_of(R"({"prompt": "once"})", false), "<no error>");
+}
+
+TEST(OpenAiApi, ResponsesChunksAndErrors) {
+  TurnStats stats;
+  stats.text = "Hi there";
+  stats.stop_reason = StopReason::max_tokens;
+  stats.prompt_ids = {1, 2, 3, 4};
+  stats.generated_tokens = 2;
+  const Identity who{"chatcmpl-7", 1700000000, "tiny"};
+  const Json r = chat_response(who, stats);
+  EXPECT_EQ(r["object"], "chat.completion");
+  EXPECT_EQ(r["id"], "chatcmpl-7");
+  EXPECT_EQ(r["model"], "tiny");
+  EXPECT_EQ(r["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(r["choices"][0]["message"]["content"], "Hi there");
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(r["usage"]["prompt_tokens"], 4);
+  EXPECT_EQ(r["usage"]["completion_tokens"], 2);
+  EXPECT_EQ(r["usage"]["total_tokens"], 6);
+  const Json first = chat_chunk(who, {{"role", "assistant"}}, nullptr);
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
+  EXPECT_FALSE(first.contains("usage"));
+  stats.stop_reason = StopReason::stop_string;
+  const Json last = chat_chunk(who, Json::object(), &stats);
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(last["usage"]["total_tokens"], 6);
+  EXPECT_EQ(completion_response(who, stats)["choices"][0]["text"], "Hi there");
+  EXPECT_EQ(completion_response(who, stats)["object"], "text_completion");
+  EXPECT_EQ(completion_chunk(who, "ab", nullptr)["choices"][0]["text"], "ab");
+  for (StopReason s : {StopReason::eos, StopReason::stop_string, StopReason::choice})
+    EXPECT_STREQ(finish_reason(s), "stop");
+  EXPECT_STREQ(finish_reason(StopReason::context_full), "length");
+  const Json e = error_body(400, "bad thing");
+  EXPECT_EQ(e["error"]["message"], "bad thing");
+  EXPECT_EQ(e["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(error_body(401, "")["error"]["type"], "authentication_error");
+}
+
+}  // namespace
+}  // namespace oxi::llm::openai

@@ -1,0 +1,164 @@
+// oxinfer serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY]: an OpenAI-compatible
+// HTTP server for one model, as llama.cpp's llama-server: POST /v1/chat/completions and
+// /v1/completions (streamed as server-sent events with "stream": true), GET /v1/models and
+// /health. The generate options (--temp, --top-k, --max-tokens, --ctx, ...) are the defaults a
+// request's own fields override (lib/llm/openai_api.h). Requests are answered one at a time;
+// each starts a new conversation on the one engine, whose KV cache keeps the longest start it
+// shares with the last request (a system prompt, earlier turns), as llama-server reuses its
+// slot's cache.
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "lib/core/error.h"
+#include "lib/llm/engine.h"
+#include "lib/llm/openai_api.h"
+#include "tools/oxinfer/args.h"
+#include "tools/oxinfer/commands.h"
+#include "tools/oxinfer/http_server.h"
+#include "tools/oxinfer/llm_cli_options.h"
+
+namespace oxi::cli {
+namespace {
+
+namespace openai = llm::openai;
+
+volatile std::sig_atomic_t g_stop = 0;
+extern "C" void on_stop_signal(int) {
+  g_stop = 1;
+}
+
+class Server {
+ public:
+  Server(llm::Engine& engine, llm::GenerateOptions defaults, std::string model_name,
+         std::string api_key, std::string system)
+      : engine_(engine),
+        defaults_(std::move(defaults)),
+        model_(std::move(model_name)),
+        api_key_(std::move(api_key)),
+        system_(std::move(system)) {}
+
+  void handle(const HttpRequest& req, HttpResponse& res) {
+    if (req.method == "OPTIONS") return res.send(200, "text/plain", "");  // CORS preflight
+    if (req.path == "/health") return send_json(res, 200, {{"status", "ok"}});
+    if (!api_key_.empty() && req.header("authorization") != "Bearer " + api_key_)
+      return send_error(res, 401, "invalid or missing API key");
+    if (req.path == "/v1/models" || req.path == "/models") {
+      if (req.method != "GET") return send_error(res, 405, "use GET");
+      return send_json(res, 200,
+                       {{"object", "list"},
+                        {"data", openai::Json::array({{{"id", model_},
+                                                       {"object", "model"},
+                                                       {"created", created_},
+                                                       {"owned_by", "oxinfer"}}})}});
+    }
+    const bool chat = req.path == "/v1/chat/completions" || req.path == "/chat/completions";
+    const bool text = req.path == "/v1/completions" || req.path == "/completions";
+    if (!chat && !text) return send_error(res, 404, "no such endpoint: " + req.path);
+    if (req.method != "POST") return send_error(res, 405, "use POST");
+    try {
+      answer(req, res, chat);
+    } catch (const Error& e) {
+      if (!res.started()) return send_error(res, 400, e.what());
+      spdlog::warn("serve: {}", e.what());
+    } catch (const std::exception& e) {
+      if (!res.started()) return send_error(res, 500, e.what());
+      spdlog::error("serve: {}", e.what());
+    }
+  }
+
+ private:
+  void answer(const HttpRequest& req, HttpResponse& res, bool chat) {
+    const uint64_t seed = (uint64_t{random_()} << 32) | random_();
+    openai::Request r = chat ? openai::parse_chat_request(req.body, defaults_, seed)
+                             : openai::parse_completion_request(req.body, defaults_, seed);
+    if (chat && !system_.empty() &&
+        std::none_of(r.messages.begin(), r.messages.end(),
+                     [](const ChatMessage& m) { return m.role == "system"; }))
+      r.messages.insert(r.messages.begin(), {"system", system_});
+    const openai::Identity who{(chat ? "chatcmpl-" : "cmpl-") + std::to_string(++count_),
+                               static_cast<int64_t>(std::time(nullptr)), model_};
+    engine_.new_conversation();
+    llm::PieceCallback on_piece;
+    if (r.stream) {
+      res.begin_stream(200, "text/event-stream");
+      if (chat) event(res, openai::chat_chunk(who, {{"role", "assistant"}}, nullptr));
+      on_piece = [&](std::string_view piece) {  // a client gone cancels the turn
+        return event(res, chat ? openai::chat_chunk(who, {{"content", piece}}, nullptr)
+                               : openai::completion_chunk(who, piece, nullptr));
+      };
+    }
+    const llm::TurnStats stats = chat ? engine_.send(r.messages, r.options, on_piece)
+                                      : engine_.send_raw(r.prompt, r.options, on_piece);
+    spdlog::info("serve: {} prompt tokens ({} cached), {} generated, {}", stats.prompt_ids.size(),
+                 stats.cached_tokens, stats.generated_tokens, llm::to_string(stats.stop_reason));
+    if (!r.stream)
+      return send_json(
+          res, 200,
+          chat ? openai::chat_response(who, stats) : openai::completion_response(who, stats));
+    event(res, chat ? openai::chat_chunk(who, openai::Json::object(), &stats)
+                    : openai::completion_chunk(who, "", &stats));
+    res.write("data: [DONE]\n\n");
+  }
+
+  static bool event(HttpResponse& res, const openai::Json& j) {
+    return res.write("data: " + j.dump() + "\n\n");
+  }
+  static void send_json(HttpResponse& res, int status, const openai::Json& j) {
+    res.send(status, "application/json", j.dump());
+  }
+  static void send_error(HttpResponse& res, int status, const std::string& message) {
+    send_json(res, status, openai::error_body(status, message));
+  }
+
+  llm::Engine& engine_;
+  llm::GenerateOptions defaults_;
+  std::string model_, api_key_, system_;
+  int64_t created_ = static_cast<int64_t>(std::time(nullptr));
+  size_t count_ = 0;
+  std::random_device random_;
+};
+
+}  // namespace
+
+int run_serve(const Argv& argv) {
+  ArgParser p("serve", "oxinfer serve -m MODEL [--host H] [--port N] [--api-key KEY]",
+              "An OpenAI-compatible HTTP server for MODEL (as llama-server): POST\n"
+              "/v1/chat/completions and /v1/completions (\"stream\": true for server-sent\n"
+              "events), GET /v1/models and /health. The sampling options below are the defaults\n"
+              "requests override; requests are answered one at a time.");
+  add_llm_options(p);
+  p.option("host", "HOST", "address to listen on (default 127.0.0.1: this machine only)");
+  p.option("port", "N", "port to listen on (default 8080; 0 = any free one)");
+  p.option("api-key", "KEY", "require 'Authorization: Bearer KEY' (but on /health)");
+  p.option("alias", "NAME", "the model's name in responses (default: the file's name)");
+  const ParsedArgs args = p.parse(argv);
+  if (!args.positional().empty())
+    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+  if (args.has("choices")) throw UsageError("--choices is not a server option");
+  const long long port = args.get_int("port", 8080);
+  if (port < 0 || port > 65535) throw UsageError("--port must be 0..65535");
+  llm::GenerateOptions defaults = generate_options(args);
+  if (!args.has("max-tokens")) defaults.max_tokens = -1;  // llama-server: until the end
+  const std::unique_ptr<llm::Engine> engine = load_engine(args);
+  const std::string model =
+      args.get_or("alias", std::filesystem::path(*args.get("model")).filename().string());
+  HttpServer http(args.get_or("host", "127.0.0.1"), static_cast<uint16_t>(port));
+  Server server(*engine, defaults, model, args.get_or("api-key", ""), args.get_or("system", ""));
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  std::printf("oxinfer serve: %s on http://%s:%u\n", model.c_str(),
+              args.get_or("host", "127.0.0.1").c_str(), http.port());
+  std::fflush(stdout);
+  http.serve([&](const HttpRequest& req, HttpResponse& res) { server.handle(req, res); },
+             [] { return g_stop != 0; });
+  spdlog::info("serve: stopped");
+  return 0;
+}
+
+}  // namespace oxi::cli

@@ -1,0 +1,212 @@
+#include "tools/oxinfer/http_server.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "lib/core/error.h"
+
+namespace oxi::cli {
+namespace {
+
+constexpr size_t kMaxHeaderBytes = 64 * 1024;
+constexpr size_t kMaxBodyBytes = 16 * 1024 * 1024;
+constexpr int kReadTimeoutMs = 10000;  // a client that stops sending mid-request
+
+const char* reason(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 413:
+      return "Payload Too Large";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Status";
+  }
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Reads more of the request into `buffer`; false at the end of the stream, an error or a
+// client that sends nothing for kReadTimeoutMs.
+bool read_more(int fd, std::string& buffer) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, kReadTimeoutMs) <= 0) return false;
+  char chunk[16384];
+  const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+  if (n <= 0) return false;
+  buffer.append(chunk, static_cast<size_t>(n));
+  return true;
+}
+
+}  // namespace
+
+std::string HttpRequest::header(const std::string& lower_name) const {
+  const auto it = headers.find(lower_name);
+  return it == headers.end() ? std::string() : it->second;
+}
+
+bool HttpResponse::write_all(std::string_view data) {
+  while (!failed_ && !data.empty()) {
+    const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      failed_ = true;
+      break;
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return !failed_;
+}
+
+void HttpResponse::send(int status, std::string_view content_type, std::string_view body) {
+  if (started_) return;
+  started_ = true;
+  std::string head = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\n";
+  head.append("Content-Type: ").append(content_type).append("\r\n");
+  head.append("Content-Length: ").append(std::to_string(body.size())).append("\r\n");
+  head.append("Access-Control-Allow-Origin: *\r\nConnection: close\r\n\r\n");
+  if (write_all(head)) write_all(body);
+}
+
+void HttpResponse::begin_stream(int status, std::string_view content_type) {
+  if (started_) return;
+  started_ = true;
+  std::string head = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\n";
+  head.append("Content-Type: ").append(content_type).append("\r\n");
+  head.append("Cache-Control: no-cache\r\nAccess-Control-Allow-Origin: *\r\n");
+  head.append("Connection: close\r\n\r\n");
+  write_all(head);
+}
+
+bool HttpResponse::write(std::string_view data) {
+  return write_all(data);
+}
+
+HttpServer::HttpServer(const std::string& host, uint16_t port) {
+  const std::string where = host + ":" + std::to_string(port);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || !found)
+    throw Error(where, "cannot resolve the host");
+  fd_ = ::socket(found->ai_family, found->ai_socktype, found->ai_protocol);
+  const int yes = 1;
+  if (fd_ >= 0) ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  const bool bound =
+      fd_ >= 0 && ::bind(fd_, found->ai_addr, found->ai_addrlen) == 0 && ::listen(fd_, 16) == 0;
+  const int error = errno;
+  ::freeaddrinfo(found);
+  if (!bound) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    throw Error(where, std::string("cannot listen: ") + std::strerror(error));
+  }
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+  port_ = ntohs(addr.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
+                                           : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+}
+
+HttpServer::~HttpServer() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void HttpServer::serve(const HttpHandler& handler, const std::function<bool()>& stop) {
+  while (!stop()) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 200) <= 0) continue;
+    const int client = ::accept(fd_, nullptr, nullptr);
+    if (client < 0) continue;
+    handle(client, handler);
+    ::close(client);
+  }
+}
+
+void HttpServer::handle(int fd, const HttpHandler& handler) {
+  HttpResponse response(fd);
+  std::string buffer;
+  size_t header_end = std::string::npos;
+  while ((header_end = buffer.find("\r\n\r\n")) == std::string::npos) {
+    if (buffer.size() > kMaxHeaderBytes) {
+      response.send(431, "text/plain", "request headers too large\n");
+      return;
+    }
+    if (!read_more(fd, buffer)) return;
+  }
+  HttpRequest request;
+  const std::string head = buffer.substr(0, header_end);
+  size_t line_end = head.find("\r\n");
+  const std::string request_line = head.substr(0, line_end);
+  const size_t sp1 = request_line.find(' '), sp2 = request_line.rfind(' ');
+  if (sp1 == std::string::npos || sp2 == sp1) {
+    response.send(400, "text/plain", "malformed request line\n");
+    return;
+  }
+  request.method = request_line.substr(0, sp1);
+  request.path = request_line.substr(sp1 + 1, sp2 - sp1 - 1);
+  if (const size_t q = request.path.find('?'); q != std::string::npos) request.path.resize(q);
+  while (line_end != std::string::npos && line_end < head.size()) {
+    const size_t next = head.find("\r\n", line_end + 2);
+    const std::string line = head.substr(line_end + 2, next - line_end - 2);
+    line_end = next;
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string value = line.substr(colon + 1);
+    const size_t first = value.find_first_not_of(" \t");
+    value = first == std::string::npos ? "" : value.substr(first);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.pop_back();
+    request.headers[lower(line.substr(0, colon))] = value;
+  }
+  if (!request.header("transfer-encoding").empty()) {
+    response.send(400, "text/plain", "chunked request bodies are not supported\n");
+    return;
+  }
+  size_t length = 0;
+  if (const std::string cl = request.header("content-length"); !cl.empty()) {
+    if (cl.size() > 12 || cl.find_first_not_of("0123456789") != std::string::npos) {
+      response.send(400, "text/plain", "bad Content-Length\n");
+      return;
+    }
+    length = std::stoull(cl);
+  }
+  if (length > kMaxBodyBytes) {
+    response.send(413, "text/plain", "request body too large\n");
+    return;
+  }
+  request.body = buffer.substr(header_end + 4);
+  while (request.body.size() < length)
+    if (!read_more(fd, request.body)) return;
+  request.body.resize(length);
+  handler(request, response);
+  if (!response.started()) response.send(500, "text/plain", "no response\n");
+}
+
+}  // namespace oxi::cli
