@@ -235,4 +235,8 @@ Json error_body(int status, std::string_view message) {
   return {{"error", {{"message", message}, {"type", type}, {"code", status}}}};
 }
 
+std::string dump(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 }  // namespace oxi::llm::openai

@@ -62,4 +62,8 @@ Json completion_chunk(const Identity& who, std::string_view text, const TurnStat
 // {"error": {"message", "type", "code"}}, as OpenAI's API reports errors.
 Json error_body(int status, std::string_view message);
 
+// The JSON text of a response: bytes that are not UTF-8 (a model's reply can end inside a
+// character, or be made of stray bytes) become U+FFFD instead of an error.
+std::string dump(const Json& j);
+
 }  // namespace oxi::llm::openai

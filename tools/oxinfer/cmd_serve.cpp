@@ -107,10 +107,10 @@ class Server {
   }
 
   static bool event(HttpResponse& res, const openai::Json& j) {
-    return res.write("data: " + j.dump() + "\n\n");
+    return res.write("data: " + openai::dump(j) + "\n\n");
   }
   static void send_json(HttpResponse& res, int status, const openai::Json& j) {
-    res.send(status, "application/json", j.dump());
+    res.send(status, "application/json", openai::dump(j));
   }
   static void send_error(HttpResponse& res, int status, const std::string& message) {
     send_json(res, status, openai::error_body(status, message));

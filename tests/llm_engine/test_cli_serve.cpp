@@ -1,0 +1,233 @@
+// `oxinfer serve` as a client sees it: the built binary started on a free port, requests over
+// a loopback socket. The greedy chat and text replies equal the engine's for the same messages
+// and options; the streamed events join into the same reply; models, health, errors (404, 400,
+// 405), an API key, and a request cut short that the server survives.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/llm/engine.h"
+#include "tests/common/test_data.h"
+#include "tests/llm_engine/engine_fixture.h"
+
+namespace oxi::llm::test {
+namespace {
+
+using Json = nlohmann::json;
+
+// A running `oxinfer serve ARGS --port 0`, its port read from the line it prints; SIGTERM at
+// the end.
+class ServeProcess {
+ public:
+  explicit ServeProcess(std::vector<std::string> args) {
+    int out[2];
+    if (::pipe(out) != 0) return;
+    const std::string binary = oxinfer_binary().string();
+    args.insert(args.begin(), {binary, "serve"});
+    args.insert(args.end(), {"--port", "0", "-q"});
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(out[1], 1);
+      ::close(out[0]);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(binary.c_str(), argv.data());
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    std::string line;
+    char c;
+    while (line.find('\n') == std::string::npos && ::read(out[0], &c, 1) == 1) line += c;
+    ::close(out[0]);
+    const size_t colon = line.rfind(':');
+    if (line.find("http://127.0.0.1:") != std::string::npos && colon != std::string::npos)
+      port_ = std::stoi(line.substr(colon + 1));
+  }
+  ~ServeProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+  }
+  int port() const { return port_; }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+struct Reply {
+  int status = 0;
+  std::string headers, body;
+};
+
+// A connection to the server (-1 if none).
+int connect_to(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// One request on a new connection; the reply read to the server's close.
+Reply request(int port, const std::string& raw) {
+  Reply r;
+  const int fd = connect_to(port);
+  if (fd < 0) return r;
+  ::send(fd, raw.data(), raw.size(), MSG_NOSIGNAL);
+  std::string all;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+    all.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  const size_t end = all.find("\r\n\r\n");
+  if (all.rfind("HTTP/1.1 ", 0) != 0 || end == std::string::npos) return r;
+  r.status = std::stoi(all.substr(9, 3));
+  r.headers = all.substr(0, end);
+  r.body = all.substr(end + 4);
+  return r;
+}
+
+Reply post(int port, const std::string& path, const std::string& body,
+           const std::string& extra_headers = "") {
+  return request(port, "POST " + path +
+                           " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+                           extra_headers + "Content-Length: " + std::to_string(body.size()) +
+                           "\r\n\r\n" + body);
+}
+Reply get(int port, const std::string& path, const std::string& extra_headers = "") {
+  return request(port, "GET " + path + " HTTP/1.1\r\nHost: x\r\n" + extra_headers + "\r\n");
+}
+
+class CliServe : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = (dir_ / "tiny.gguf").string();
+    write_tiny_llama(model_);
+  }
+  oxi::test::TempDir dir_;
+  std::string model_;
+};
+
+TEST_F(CliServe, ChatAndCompletionsAnswerAsTheEngine) {
+  ServeProcess server({"-m", model_, "--threads", "2", "--alias", "tiny"});
+  ASSERT_GT(server.port(), 0);
+  const int port = server.port();
+
+  EXPECT_EQ(Json::parse(get(port, "/health").body)["status"], "ok");
+  const Json models = Json::parse(get(port, "/v1/models").body);
+  EXPECT_EQ(models["data"][0]["id"], "tiny");
+
+  // Greedy chat: the engine's reply to the same messages.
+  const std::string messages =
+      R"([{"role": "system", "content": "w270"}, {"role": "user", "content": "w264 w265"}])";
+  const Reply chat =
+      post(port, "/v1/chat/completions",
+           R"({"messages": )" + messages + R"(, "temperature": 0, "max_tokens": 9})");
+  ASSERT_EQ(chat.status, 200) << chat.body;
+  EXPECT_NE(chat.headers.find("Content-Type: application/json"), std::string::npos);
+  const Json c = Json::parse(chat.body);
+  EngineOptions eo;
+  eo.threads = 2;
+  const auto engine = Engine::load(model_, eo);
+  GenerateOptions g;
+  g.sampling.temperature = 0;
+  g.max_tokens = 9;
+  const TurnStats want = engine->send({{"system", "w270"}, {"user", "w264 w265"}}, g);
+  // A random model's reply is stray bytes: JSON carries them as U+FFFD (openai::dump).
+  const auto as_json_text = [](const std::string& text) {
+    return Json::parse(Json(text).dump(-1, ' ', false, Json::error_handler_t::replace))
+        .get<std::string>();
+  };
+  EXPECT_EQ(c["choices"][0]["message"]["content"], as_json_text(want.text));
+  EXPECT_EQ(c["choices"][0]["finish_reason"],
+            want.stop_reason == StopReason::eos ? "stop" : "length");
+  EXPECT_EQ(c["usage"]["prompt_tokens"], want.prompt_ids.size());
+  EXPECT_EQ(c["usage"]["completion_tokens"], want.generated_tokens);
+  EXPECT_EQ(c["model"], "tiny");
+
+  // Streamed: events whose pieces join into the same reply, then [DONE].
+  const Reply streamed = post(
+      port, "/v1/chat/completions",
+      R"({"messages": )" + messages + R"(, "temperature": 0, "max_tokens": 9, "stream": true})");
+  ASSERT_EQ(streamed.status, 200);
+  EXPECT_NE(streamed.headers.find("text/event-stream"), std::string::npos);
+  std::string joined, finish;
+  size_t events = 0;
+  bool done = false;
+  for (size_t at = 0; (at = streamed.body.find("data: ", at)) != std::string::npos;) {
+    const size_t end = streamed.body.find("\n\n", at);
+    const std::string data = streamed.body.substr(at + 6, end - at - 6);
+    at = end;
+    if (data == "[DONE]") {
+      done = true;
+      continue;
+    }
+    const Json e = Json::parse(data);
+    ++events;
+    if (e["choices"][0]["delta"].contains("content"))
+      joined += e["choices"][0]["delta"]["content"].get<std::string>();
+    if (!e["choices"][0]["finish_reason"].is_null()) finish = e["choices"][0]["finish_reason"];
+  }
+  EXPECT_TRUE(done);
+  EXPECT_GE(events, 3u);
+  EXPECT_EQ(joined, as_json_text(want.text));
+  EXPECT_EQ(finish, c["choices"][0]["finish_reason"]);
+
+  // Text completion: the engine's raw continuation.
+  const Reply text = post(port, "/v1/completions",
+                          R"({"prompt": "w260 w261", "temperature": 0, "max_tokens": 6})");
+  ASSERT_EQ(text.status, 200) << text.body;
+  engine->reset();
+  GenerateOptions six = g;
+  six.max_tokens = 6;
+  EXPECT_EQ(Json::parse(text.body)["choices"][0]["text"],
+            as_json_text(engine->send_raw("w260 w261", six).text));
+
+  // Errors: the endpoint, the body, the method; a request cut short; the server goes on.
+  EXPECT_EQ(get(port, "/v2/nothing").status, 404);
+  const Reply bad = post(port, "/v1/chat/completions", R"({"messages": "hi"})");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(Json::parse(bad.body)["error"]["message"].get<std::string>().find("messages"),
+            std::string::npos);
+  EXPECT_EQ(get(port, "/v1/chat/completions").status, 405);
+  const int cut = connect_to(port);
+  const std::string partial = "POST /v1/completions HTTP/1.1\r\nContent-Length: 100\r\n\r\n{\"pro";
+  ::send(cut, partial.data(), partial.size(), MSG_NOSIGNAL);
+  ::close(cut);
+  EXPECT_EQ(post(port, "/v1/completions", R"({"prompt": "w260", "max_tokens": 1})").status, 200);
+}
+
+TEST_F(CliServe, ApiKeyGuardsAllButHealth) {
+  ServeProcess server({"-m", model_, "--threads", "2", "--api-key", "s3cret"});
+  ASSERT_GT(server.port(), 0);
+  EXPECT_EQ(get(server.port(), "/health").status, 200);
+  EXPECT_EQ(get(server.port(), "/v1/models").status, 401);
+  EXPECT_EQ(get(server.port(), "/v1/models", "Authorization: Bearer nope\r\n").status, 401);
+  EXPECT_EQ(get(server.port(), "/v1/models", "Authorization: Bearer s3cret\r\n").status, 200);
+  EXPECT_EQ(post(server.port(), "/v1/completions", R"({"prompt": "w260", "max_tokens": 1})",
+                 "Authorization: Bearer s3cret\r\n")
+                .status,
+            200);
+}
+
+}  // namespace
+}  // namespace oxi::llm::test
