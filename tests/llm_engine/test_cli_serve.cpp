@@ -11,6 +11,7 @@
 
 #include <arpa/inet.h>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -227,6 +228,37 @@ TEST_F(CliServe, ApiKeyGuardsAllButHealth) {
                  "Authorization: Bearer s3cret\r\n")
                 .status,
             200);
+}
+
+// Requests the server refuses before they reach the model (a request line without a path,
+// headers over 64 KB, a body over 16 MB, a chunked body, a bad Content-Length, random bytes),
+// each answered or dropped, and the server answering after all of them.
+TEST_F(CliServe, MalformedRequestsAreRefusedAndTheServerGoesOn) {
+  ServeProcess server({"-m", model_, "--threads", "2"});
+  ASSERT_GT(server.port(), 0);
+  const int port = server.port();
+  EXPECT_EQ(request(port, "NONSENSE\r\n\r\n").status, 400);
+  EXPECT_EQ(
+      request(port, "GET /health HTTP/1.1\r\nX: " + std::string(70000, 'a') + "\r\n\r\n").status,
+      431);
+  EXPECT_EQ(
+      request(port, "POST /v1/completions HTTP/1.1\r\nContent-Length: 99999999\r\n\r\n").status,
+      413);
+  EXPECT_EQ(
+      request(port, "POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n").status,
+      400);
+  EXPECT_EQ(request(port, "POST /v1/completions HTTP/1.1\r\nContent-Length: -4\r\n\r\n").status,
+            400);
+  std::mt19937 rng(3);
+  for (int i = 0; i < 20; ++i) {
+    std::string junk(1 + rng() % 300, '\0');
+    for (char& c : junk) c = static_cast<char>(rng());
+    const int fd = connect_to(port);
+    ::send(fd, junk.data(), junk.size(), MSG_NOSIGNAL);
+    ::close(fd);
+  }
+  EXPECT_EQ(get(port, "/health").status, 200);
+  EXPECT_EQ(post(port, "/v1/completions", R"({"prompt": "w260", "max_tokens": 2})").status, 200);
 }
 
 }  // namespace

@@ -161,6 +161,10 @@ void HttpServer::handle(int fd, const HttpHandler& handler) {
     }
     if (!read_more(fd, buffer)) return;
   }
+  if (header_end > kMaxHeaderBytes) {
+    response.send(431, "text/plain", "request headers too large\n");
+    return;
+  }
   HttpRequest request;
   const std::string head = buffer.substr(0, header_end);
   size_t line_end = head.find("\r\n");
