@@ -134,6 +134,9 @@ TEST_F(CliServe, ChatAndCompletionsAnswerAsTheEngine) {
   const int port = server.port();
 
   EXPECT_EQ(Json::parse(get(port, "/health").body)["status"], "ok");
+  const Reply preflight = request(port, "OPTIONS /v1/chat/completions HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(preflight.status, 200);
+  EXPECT_NE(preflight.headers.find("Access-Control-Allow-Headers: *"), std::string::npos);
   const Json models = Json::parse(get(port, "/v1/models").body);
   EXPECT_EQ(models["data"][0]["id"], "tiny");
 

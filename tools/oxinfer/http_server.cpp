@@ -20,6 +20,10 @@ namespace {
 constexpr size_t kMaxHeaderBytes = 64 * 1024;
 constexpr size_t kMaxBodyBytes = 16 * 1024 * 1024;
 constexpr int kReadTimeoutMs = 10000;  // a client that stops sending mid-request
+// Browsers' pages may call the server (its preflight OPTIONS requests get these too).
+constexpr const char* kCorsHeaders =
+    "Access-Control-Allow-Origin: *\r\nAccess-Control-Allow-Methods: GET, POST, OPTIONS\r\n"
+    "Access-Control-Allow-Headers: *\r\n";
 
 const char* reason(int status) {
   switch (status) {
@@ -89,7 +93,7 @@ void HttpResponse::send(int status, std::string_view content_type, std::string_v
   std::string head = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\n";
   head.append("Content-Type: ").append(content_type).append("\r\n");
   head.append("Content-Length: ").append(std::to_string(body.size())).append("\r\n");
-  head.append("Access-Control-Allow-Origin: *\r\nConnection: close\r\n\r\n");
+  head.append(kCorsHeaders).append("Connection: close\r\n\r\n");
   if (write_all(head)) write_all(body);
 }
 
@@ -98,7 +102,7 @@ void HttpResponse::begin_stream(int status, std::string_view content_type) {
   started_ = true;
   std::string head = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\n";
   head.append("Content-Type: ").append(content_type).append("\r\n");
-  head.append("Cache-Control: no-cache\r\nAccess-Control-Allow-Origin: *\r\n");
+  head.append("Cache-Control: no-cache\r\n").append(kCorsHeaders);
   head.append("Connection: close\r\n\r\n");
   write_all(head);
 }
