@@ -5,10 +5,7 @@
 #include <random>
 
 #include "lib/core/error.h"
-#include "lib/llm/continuations.h"
-#include "lib/llm/model.h"
-#include "lib/llm/session.h"
-#include "lib/tokenizer/tokenizer.h"
+#include "lib/llm/multiple_choice.h"
 
 namespace oxi::llm {
 
@@ -55,25 +52,26 @@ std::vector<HellaswagTask> select_hellaswag_tasks(std::vector<HellaswagTask> tas
 HellaswagResult score_hellaswag(
     Session& session, const std::vector<HellaswagTask>& tasks,
     const std::function<bool(size_t, const HellaswagResult&)>& on_task) {
-  const tokenizer::Tokenizer& tok = session.model().tokenizer();
-  HellaswagResult result;
-  for (size_t t = 0; t < tasks.size(); ++t) {
-    const HellaswagTask& task = tasks[t];
-    std::array<std::vector<int32_t>, 4> seq;
-    for (size_t e = 0; e < 4; ++e)
-      seq[e] = tok.encode(task.context + " " + task.endings[e], tok.add_bos());
-    // Each ending's tokens after those all four share, the first from the shared ones' logits.
-    const Continuations c = score_continuations(session, seq, "hellaswag", t + 1, "endings");
-    const std::vector<double> means = c.means();
-    std::array<double, 4> mean{};
-    std::copy_n(means.begin(), 4, mean.begin());
-    const size_t pick =
-        static_cast<size_t>(std::max_element(mean.begin(), mean.end()) - mean.begin());
-    result.mean_log_prob.push_back(mean);
-    result.picks.push_back(pick);
-    result.correct += pick == task.gold;
-    if (on_task && !on_task(t, result)) break;
+  // A HellaSwag task is a multiple-choice one: the context, four endings, the gold one correct.
+  std::vector<MultipleChoiceTask> choices;
+  for (const HellaswagTask& task : tasks) {
+    MultipleChoiceTask& c = choices.emplace_back();
+    c.question = task.context;
+    c.answers.assign(task.endings.begin(), task.endings.end());
+    for (size_t e = 0; e < 4; ++e) c.labels.push_back(e == task.gold ? 1 : 0);
   }
+  HellaswagResult result;
+  score_multiple_choice(
+      session, choices,
+      [&](size_t t, const MultipleChoiceResult& so_far) {
+        std::array<double, 4> mean{};
+        std::copy_n(so_far.mean_log_prob[t].begin(), 4, mean.begin());
+        result.mean_log_prob.push_back(mean);
+        result.picks.push_back(so_far.picks[t]);
+        result.correct = so_far.correct;
+        return !on_task || on_task(t, result);
+      },
+      "hellaswag", "endings");
   return result;
 }
 

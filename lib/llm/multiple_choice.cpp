@@ -116,7 +116,8 @@ std::vector<MultipleChoiceTask> read_multiple_choice(std::string_view bytes, siz
 
 MultipleChoiceResult score_multiple_choice(
     Session& session, const std::vector<MultipleChoiceTask>& tasks,
-    const std::function<bool(size_t, const MultipleChoiceResult&)>& on_task) {
+    const std::function<bool(size_t, const MultipleChoiceResult&)>& on_task, std::string_view what,
+    std::string_view items) {
   const tokenizer::Tokenizer& tok = session.model().tokenizer();
   MultipleChoiceResult result;
   for (size_t t = 0; t < tasks.size(); ++t) {
@@ -125,7 +126,7 @@ MultipleChoiceResult score_multiple_choice(
     for (const std::string& answer : task.answers)
       seq.push_back(tok.encode(task.question + " " + answer, tok.add_bos()));
     // Each answer's tokens after those all share, the first from the shared ones' logits.
-    const Continuations c = score_continuations(session, seq, "multiple choice", t + 1, "answers");
+    const Continuations c = score_continuations(session, seq, what, t + 1, items);
     std::vector<double> mean = c.means();
     const size_t pick =
         static_cast<size_t>(std::max_element(mean.begin(), mean.end()) - mean.begin());

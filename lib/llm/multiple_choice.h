@@ -49,8 +49,11 @@ struct MultipleChoiceResult {
 // Each answer tokenized after "question " (BOS as the model adds it), as llama.cpp joins them.
 // on_task(index, result so far) after each task; false stops. Throws oxi::Error when a task
 // does not fit the session's context.
+// `what` and `items` name the tasks and their answers in errors (HellaSwag scores its endings
+// through this too).
 MultipleChoiceResult score_multiple_choice(
     Session& session, const std::vector<MultipleChoiceTask>& tasks,
-    const std::function<bool(size_t, const MultipleChoiceResult&)>& on_task = {});
+    const std::function<bool(size_t, const MultipleChoiceResult&)>& on_task = {},
+    std::string_view what = "multiple choice", std::string_view items = "answers");
 
 }  // namespace oxi::llm
