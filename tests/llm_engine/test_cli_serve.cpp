@@ -18,6 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/llm/engine.h"
+#include "lib/llm/model.h"
+#include "lib/tokenizer/tokenizer.h"
 #include "tests/common/test_data.h"
 #include "tests/llm_engine/engine_fixture.h"
 
@@ -205,6 +207,27 @@ TEST_F(CliServe, ChatAndCompletionsAnswerAsTheEngine) {
   six.max_tokens = 6;
   EXPECT_EQ(Json::parse(text.body)["choices"][0]["text"],
             as_json_text(engine->send_raw("w260 w261", six).text));
+
+  // llama-server's /tokenize and /detokenize: the model's tokenizer.
+  const tokenizer::Tokenizer& tok = engine->model().tokenizer();
+  const Json ids = Json::parse(
+      post(port, "/tokenize", R"({"content": "w260 w261 w299", "add_special": true})").body);
+  EXPECT_EQ(ids["tokens"].get<std::vector<int32_t>>(), tok.encode("w260 w261 w299", true, true));
+  const Json pieces =
+      Json::parse(post(port, "/tokenize", R"({"content": "w262", "with_pieces": true})").body);
+  // (a byte token's piece is its bytes, as llama-server gives them)
+  const std::string piece = tok.token_piece(tok.encode("w262", false)[0]);
+  const Json& got = pieces["tokens"][0]["piece"];
+  EXPECT_EQ(got.is_string() ? got.get<std::string>() : [&] {
+    std::string b;
+    for (const Json& x : got) b.push_back(static_cast<char>(x.get<int>()));
+    return b;
+  }(), piece);
+  const std::string back = Json::parse(
+      post(port, "/detokenize", R"({"tokens": )" + ids["tokens"].dump() + "}").body)["content"];
+  EXPECT_EQ(back, tok.decode(ids["tokens"].get<std::vector<int32_t>>()));
+  EXPECT_EQ(post(port, "/detokenize", R"({"tokens": [999999]})").status, 400);
+  EXPECT_EQ(post(port, "/tokenize", R"({"text": "x"})").status, 400);
 
   // Errors: the endpoint, the body, the method; a request cut short; the server goes on.
   EXPECT_EQ(get(port, "/v2/nothing").status, 404);

@@ -2,7 +2,8 @@
 // HTTP server for one model, as llama.cpp's llama-server: POST /v1/chat/completions and
 // /v1/completions (streamed as server-sent events with "stream": true), GET /v1/models and
 // /health. The generate options (--temp, --top-k, --max-tokens, --ctx, ...) are the defaults a
-// request's own fields override (lib/llm/openai_api.h). Requests are answered one at a time;
+// request's own fields override (lib/llm/openai_api.h). POST /tokenize and /detokenize are
+// llama-server's own. Requests are answered one at a time;
 // each starts a new conversation on the one engine, whose KV cache keeps the longest start it
 // shares with the last request (a system prompt, earlier turns), as llama-server reuses its
 // slot's cache.
@@ -16,8 +17,11 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/core/error.h"
+#include "lib/formats/utf8.h"
 #include "lib/llm/engine.h"
+#include "lib/llm/model.h"
 #include "lib/llm/openai_api.h"
+#include "lib/tokenizer/tokenizer.h"
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/commands.h"
 #include "tools/oxinfer/http_server.h"
@@ -56,6 +60,15 @@ class Server {
                                                        {"object", "model"},
                                                        {"created", created_},
                                                        {"owned_by", "oxinfer"}}})}});
+    }
+    if (req.path == "/tokenize" || req.path == "/detokenize") {
+      if (req.method != "POST") return send_error(res, 405, "use POST");
+      try {
+        return send_json(res, 200,
+                         req.path == "/tokenize" ? tokenize(req.body) : detokenize(req.body));
+      } catch (const Error& e) {
+        return send_error(res, 400, e.what());
+      }
     }
     const bool chat = req.path == "/v1/chat/completions" || req.path == "/chat/completions";
     const bool text = req.path == "/v1/completions" || req.path == "/completions";
@@ -104,6 +117,46 @@ class Server {
     event(res, chat ? openai::chat_chunk(who, openai::Json::object(), &stats)
                     : openai::completion_chunk(who, "", &stats));
     res.write("data: [DONE]\n\n");
+  }
+
+  // llama-server's /tokenize: {"content", "add_special" (false), "with_pieces" (false)}.
+  openai::Json tokenize(const std::string& body) const {
+    const openai::Json j = openai::Json::parse(body, nullptr, false);
+    if (!j.is_object() || !j.contains("content") || !j["content"].is_string())
+      throw Error("request", "content must be a string");
+    const tokenizer::Tokenizer& tok = engine_.model().tokenizer();
+    const bool special = j.value("add_special", false) == true;
+    const std::vector<int32_t> ids =
+        tok.encode(j["content"].get<std::string>(), special, /*parse_special=*/true);
+    openai::Json tokens = openai::Json::array();
+    for (int32_t id : ids) {
+      if (j.value("with_pieces", false) == true) {
+        // As llama-server: a piece that is not whole UTF-8 (a byte token) as its bytes.
+        const std::string piece = tok.token_piece(id);
+        openai::Json bytes = openai::Json::array();
+        for (unsigned char b : piece) bytes.push_back(b);
+        tokens.push_back(
+            {{"id", id}, {"piece", formats::is_valid_utf8(piece) ? openai::Json(piece) : bytes}});
+      } else {
+        tokens.push_back(id);
+      }
+    }
+    return {{"tokens", tokens}};
+  }
+  // llama-server's /detokenize: {"tokens": [ids]} -> {"content"}.
+  openai::Json detokenize(const std::string& body) const {
+    const openai::Json j = openai::Json::parse(body, nullptr, false);
+    if (!j.is_object() || !j.contains("tokens") || !j["tokens"].is_array())
+      throw Error("request", "tokens must be a list of token ids");
+    const tokenizer::Tokenizer& tok = engine_.model().tokenizer();
+    std::vector<int32_t> ids;
+    for (const openai::Json& t : j["tokens"]) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
+          t.get<int64_t>() >= static_cast<int64_t>(tok.vocab_size()))
+        throw Error("request", "tokens: " + t.dump() + " is not a token id of this model");
+      ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+    }
+    return {{"content", tok.decode(ids)}};
   }
 
   static bool event(HttpResponse& res, const openai::Json& j) {
