@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -285,6 +286,36 @@ TEST_F(CliServe, MalformedRequestsAreRefusedAndTheServerGoesOn) {
   }
   EXPECT_EQ(get(port, "/health").status, 200);
   EXPECT_EQ(post(port, "/v1/completions", R"({"prompt": "w260", "max_tokens": 2})").status, 200);
+}
+
+// A connection that has not finished its request (the server waits up to 10 s for the rest)
+// does not hold up others: /health and a completion are answered meanwhile (each connection
+// has its thread; the client gives up after 5 s).
+TEST_F(CliServe, ASlowClientDoesNotHoldUpOthers) {
+  ServeProcess server({"-m", model_, "--threads", "2"});
+  ASSERT_GT(server.port(), 0);
+  const int slow = connect_to(server.port());
+  const std::string partial = "POST /v1/completions HTTP/1.1\r\nContent-Le";
+  ::send(slow, partial.data(), partial.size(), MSG_NOSIGNAL);
+  const auto with_timeout = [&](const std::string& raw) {
+    const int fd = connect_to(server.port());
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::send(fd, raw.data(), raw.size(), MSG_NOSIGNAL);
+    std::string all;
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+      all.append(buf, static_cast<size_t>(n));
+    ::close(fd);
+    return all;
+  };
+  EXPECT_EQ(with_timeout("GET /health HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
+  const std::string body = R"({"prompt": "w260", "max_tokens": 2})";
+  EXPECT_EQ(with_timeout("POST /v1/completions HTTP/1.1\r\nContent-Length: " +
+                         std::to_string(body.size()) + "\r\n\r\n" + body)
+                .rfind("HTTP/1.1 200", 0),
+            0u);
+  ::close(slow);
 }
 
 }  // namespace

@@ -3,14 +3,17 @@
 // /v1/completions (streamed as server-sent events with "stream": true), GET /v1/models and
 // /health. The generate options (--temp, --top-k, --max-tokens, --ctx, ...) are the defaults a
 // request's own fields override (lib/llm/openai_api.h). POST /tokenize and /detokenize are
-// llama-server's own. Requests are answered one at a time;
-// each starts a new conversation on the one engine, whose KV cache keeps the longest start it
+// llama-server's own. Each connection has a thread; the completions take the one engine in
+// turn, while /health, /v1/models and the tokenizer answer at once. Requests are answered one at a
+// time; each starts a new conversation on the one engine, whose KV cache keeps the longest start it
 // shares with the last request (a system prompt, earlier turns), as llama-server reuses its
 // slot's cache.
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <mutex>
 #include <random>
 #include <string>
 
@@ -74,6 +77,8 @@ class Server {
     const bool text = req.path == "/v1/completions" || req.path == "/completions";
     if (!chat && !text) return send_error(res, 404, "no such endpoint: " + req.path);
     if (req.method != "POST") return send_error(res, 405, "use POST");
+    std::lock_guard lock(engine_mutex_);  // one completion at a time on the one engine
+    if (stopping_) return send_error(res, 503, "the server is stopping");
     try {
       answer(req, res, chat);
     } catch (const Error& e) {
@@ -86,6 +91,7 @@ class Server {
   }
 
  private:
+  // Under engine_mutex_: parses, generates and answers (or streams) one completion.
   void answer(const HttpRequest& req, HttpResponse& res, bool chat) {
     const uint64_t seed = (uint64_t{random_()} << 32) | random_();
     openai::Request r = chat ? openai::parse_chat_request(req.body, defaults_, seed)
@@ -169,7 +175,17 @@ class Server {
     send_json(res, status, openai::error_body(status, message));
   }
 
+ public:
+  // Stops the running completion and refuses those waiting (the server is shutting down).
+  void stop() {
+    stopping_ = true;
+    engine_.cancel();
+  }
+
+ private:
   llm::Engine& engine_;
+  std::mutex engine_mutex_;
+  std::atomic<bool> stopping_{false};
   llm::GenerateOptions defaults_;
   std::string model_, api_key_, system_;
   int64_t created_ = static_cast<int64_t>(std::time(nullptr));
@@ -209,7 +225,11 @@ int run_serve(const Argv& argv) {
               args.get_or("host", "127.0.0.1").c_str(), http.port());
   std::fflush(stdout);
   http.serve([&](const HttpRequest& req, HttpResponse& res) { server.handle(req, res); },
-             [] { return g_stop != 0; });
+             [&] {
+               if (g_stop == 0) return false;
+               server.stop();
+               return true;
+             });
   spdlog::info("serve: stopped");
   return 0;
 }

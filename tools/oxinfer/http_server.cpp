@@ -9,8 +9,11 @@
 
 #include <cctype>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "lib/core/error.h"
 
@@ -143,15 +146,36 @@ HttpServer::~HttpServer() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void HttpServer::serve(const HttpHandler& handler, const std::function<bool()>& stop) {
+void HttpServer::serve(const HttpHandler& handler, const std::function<bool()>& stop,
+                       size_t max_connections) {
+  std::mutex mutex;
+  std::condition_variable done;
+  size_t active = 0;
   while (!stop()) {
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, 200) <= 0) continue;
     const int client = ::accept(fd_, nullptr, nullptr);
     if (client < 0) continue;
-    handle(client, handler);
-    ::close(client);
+    {
+      std::lock_guard lock(mutex);
+      if (active >= max_connections) {
+        HttpResponse busy(client);
+        busy.send(503, "text/plain", "too many connections\n");
+        ::close(client);
+        continue;
+      }
+      ++active;
+    }
+    std::thread([&, client] {
+      handle(client, handler);
+      ::close(client);
+      std::lock_guard lock(mutex);
+      --active;
+      done.notify_all();
+    }).detach();
   }
+  std::unique_lock lock(mutex);
+  done.wait(lock, [&] { return active == 0; });
 }
 
 void HttpServer::handle(int fd, const HttpHandler& handler) {

@@ -1,6 +1,8 @@
 // A minimal HTTP/1.1 server for `oxinfer serve`: one request a connection (Connection: close),
-// handled one at a time on the calling thread, which is what one engine can serve. Requests
-// larger than their limits are answered 413 / 431 without reaching the handler.
+// each connection on a thread of its own (at most max_connections at once; more are answered
+// 503), so that quick requests (/health) are answered while a long one runs; the handler
+// serializes what must not run together (the engine). Requests larger than their limits are
+// answered 413 / 431 without reaching the handler.
 //
 //   HttpServer server("127.0.0.1", 8080);
 //   server.serve([](const HttpRequest& req, HttpResponse& res) { res.send(200, "text/plain", "ok");
@@ -53,11 +55,13 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   uint16_t port() const { return port_; }
-  // Accepts and handles connections until `stop` returns true (checked at least every 200 ms).
-  void serve(const HttpHandler& handler, const std::function<bool()>& stop);
+  // Accepts and handles connections until `stop` returns true (checked at least every 200 ms),
+  // then waits for the connections being handled.
+  void serve(const HttpHandler& handler, const std::function<bool()>& stop,
+             size_t max_connections = 32);
 
  private:
-  void handle(int fd, const HttpHandler& handler);
+  static void handle(int fd, const HttpHandler& handler);
   int fd_ = -1;
   uint16_t port_ = 0;
 };
