@@ -111,6 +111,10 @@ void parse_options(const Json& body, Request& r, uint64_t random_seed) {
     if (!grammar->is_string()) bad("grammar must be a GBNF text");
     o.grammar = grammar->get<std::string>();
   }
+  if (const Json* schema = field(body, "json_schema")) {
+    if (!schema->is_object() && !schema->is_boolean()) bad("json_schema must be a JSON Schema");
+    o.grammar = json_schema_to_gbnf(schema->dump());
+  }
   if (const Json* format = field(body, "response_format")) {
     const std::string type = format->is_object() ? format->value("type", "") : "";
     if (type == "json_object") {
@@ -225,6 +229,21 @@ Json completion_chunk(const Identity& who, std::string_view text, const TurnStat
                       final_stats ? Json(finish_reason(final_stats->stop_reason)) : Json()}}})}};
   if (final_stats) chunk["usage"] = usage(*final_stats);
   return chunk;
+}
+
+Json native_completion(std::string_view model, std::string_view content,
+                       const TurnStats* final_stats) {
+  Json j = {{"content", content}, {"stop", final_stats != nullptr}};
+  if (final_stats) {
+    const StopReason r = final_stats->stop_reason;
+    j["stop_type"] = r == StopReason::stop_string                                   ? "word"
+                     : r == StopReason::max_tokens || r == StopReason::context_full ? "limit"
+                                                                                    : "eos";
+    j["model"] = model;
+    j["tokens_predicted"] = final_stats->generated_tokens;
+    j["tokens_evaluated"] = final_stats->prompt_ids.size();
+  }
+  return j;
 }
 
 Json error_body(int status, std::string_view message) {

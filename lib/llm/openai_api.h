@@ -8,7 +8,8 @@
 // max_tokens / max_completion_tokens / n_predict, temperature, top_p, top_k, min_p,
 // presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n, seed, stop (a string or a
 // list), logit_bias ({"token id": bias}), grammar (GBNF), response_format ({"type":
-// "json_object"} or {"type": "json_schema", "json_schema": {"schema": ...}}), stream, n (1).
+// "json_object"} or {"type": "json_schema", "json_schema": {"schema": ...}}), json_schema (a
+// schema, llama-server's own field), stream, n (1).
 #pragma once
 
 #include <cstdint>
@@ -59,6 +60,11 @@ Json chat_chunk(const Identity& who, const Json& delta, const TurnStats* final_s
 // text_completion and its streamed chunks (choices[0].text).
 Json completion_response(const Identity& who, const TurnStats& stats);
 Json completion_chunk(const Identity& who, std::string_view text, const TurnStats* final_stats);
+// llama-server's own /completion: {"content", "stop": false} while streaming; the whole reply
+// (or the last, empty piece) with "stop": true, "stop_type" ("eos", "word", "limit"),
+// tokens_predicted / tokens_evaluated and the model.
+Json native_completion(std::string_view model, std::string_view content,
+                       const TurnStats* final_stats);
 // {"error": {"message", "type", "code"}}, as OpenAI's API reports errors.
 Json error_body(int status, std::string_view message);
 

@@ -209,6 +209,30 @@ TEST_F(CliServe, ChatAndCompletionsAnswerAsTheEngine) {
   EXPECT_EQ(Json::parse(text.body)["choices"][0]["text"],
             as_json_text(engine->send_raw("w260 w261", six).text));
 
+  // llama-server's own /completion: the same continuation; streamed, pieces then "stop".
+  const Json native = Json::parse(
+      post(port, "/completion", R"({"prompt": "w260 w261", "temperature": 0, "n_predict": 6})")
+          .body);
+  EXPECT_EQ(native["content"], Json::parse(text.body)["choices"][0]["text"]);
+  EXPECT_EQ(native["stop"], true);
+  EXPECT_EQ(native["stop_type"], "limit");
+  EXPECT_EQ(native["tokens_predicted"], 6);
+  const Reply native_stream =
+      post(port, "/completion",
+           R"({"prompt": "w260 w261", "temperature": 0, "n_predict": 6, "stream": true})");
+  std::string native_joined;
+  bool stopped = false;
+  for (size_t at = 0; (at = native_stream.body.find("data: ", at)) != std::string::npos;) {
+    const size_t end = native_stream.body.find("\n\n", at);
+    const Json e = Json::parse(native_stream.body.substr(at + 6, end - at - 6));
+    at = end;
+    native_joined += e["content"].get<std::string>();
+    stopped = e["stop"].get<bool>();
+  }
+  EXPECT_TRUE(stopped);
+  EXPECT_EQ(native_joined, native["content"]);
+  EXPECT_EQ(native_stream.body.find("[DONE]"), std::string::npos);
+
   // llama-server's /tokenize and /detokenize: the model's tokenizer.
   const tokenizer::Tokenizer& tok = engine->model().tokenizer();
   const Json ids = Json::parse(

@@ -85,6 +85,7 @@ TEST(OpenAiApi, ResponseFormatAndGrammarBecomeTheGrammar) {
             json_schema_to_gbnf(schema));
   EXPECT_EQ(grammar(R"("response_format": {"type": "text"})"), "");
   EXPECT_EQ(grammar(R"("grammar": "root ::= \"yes\"")"), "root ::= \"yes\"");
+  EXPECT_EQ(grammar(R"("json_schema": )" + schema), json_schema_to_gbnf(schema));  // llama-server's
 }
 
 TEST(OpenAiApi, MalformedRequestsNameTheField) {
@@ -145,6 +146,15 @@ TEST(OpenAiApi, ResponsesChunksAndErrors) {
   for (StopReason s : {StopReason::eos, StopReason::stop_string, StopReason::choice})
     EXPECT_STREQ(finish_reason(s), "stop");
   EXPECT_STREQ(finish_reason(StopReason::context_full), "length");
+  const Json piece = native_completion("tiny", "ab", nullptr);
+  EXPECT_EQ(piece["content"], "ab");
+  EXPECT_EQ(piece["stop"], false);
+  EXPECT_FALSE(piece.contains("stop_type"));
+  const Json whole = native_completion("tiny", "Hi there", &stats);  // a stop string ended it
+  EXPECT_EQ(whole["stop"], true);
+  EXPECT_EQ(whole["stop_type"], "word");
+  EXPECT_EQ(whole["tokens_predicted"], 2);
+  EXPECT_EQ(whole["tokens_evaluated"], 4);
   const Json e = error_body(400, "bad thing");
   EXPECT_EQ(e["error"]["message"], "bad thing");
   EXPECT_EQ(e["error"]["type"], "invalid_request_error");

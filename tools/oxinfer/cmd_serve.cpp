@@ -3,7 +3,8 @@
 // /v1/completions (streamed as server-sent events with "stream": true), GET /v1/models and
 // /health. The generate options (--temp, --top-k, --max-tokens, --ctx, ...) are the defaults a
 // request's own fields override (lib/llm/openai_api.h). POST /tokenize and /detokenize are
-// llama-server's own. Each connection has a thread; the completions take the one engine in
+// llama-server's own, as is POST /completion ({"prompt", "n_predict", ...} -> {"content",
+// "stop", "stop_type", ...}). Each connection has a thread; the completions take the one engine in
 // turn, while /health, /v1/models and the tokenizer answer at once. Requests are answered one at a
 // time; each starts a new conversation on the one engine, whose KV cache keeps the longest start it
 // shares with the last request (a system prompt, earlier turns), as llama-server reuses its
@@ -73,14 +74,20 @@ class Server {
         return send_error(res, 400, e.what());
       }
     }
-    const bool chat = req.path == "/v1/chat/completions" || req.path == "/chat/completions";
-    const bool text = req.path == "/v1/completions" || req.path == "/completions";
-    if (!chat && !text) return send_error(res, 404, "no such endpoint: " + req.path);
+    Kind kind;
+    if (req.path == "/v1/chat/completions" || req.path == "/chat/completions")
+      kind = Kind::chat;
+    else if (req.path == "/v1/completions" || req.path == "/completions")
+      kind = Kind::text;
+    else if (req.path == "/completion")
+      kind = Kind::native;
+    else
+      return send_error(res, 404, "no such endpoint: " + req.path);
     if (req.method != "POST") return send_error(res, 405, "use POST");
     std::lock_guard lock(engine_mutex_);  // one completion at a time on the one engine
     if (stopping_) return send_error(res, 503, "the server is stopping");
     try {
-      answer(req, res, chat);
+      answer(req, res, kind);
     } catch (const Error& e) {
       if (!res.started()) return send_error(res, 400, e.what());
       spdlog::warn("serve: {}", e.what());
@@ -91,8 +98,12 @@ class Server {
   }
 
  private:
+  // OpenAI's chat and text completions, llama-server's own /completion.
+  enum class Kind { chat, text, native };
+
   // Under engine_mutex_: parses, generates and answers (or streams) one completion.
-  void answer(const HttpRequest& req, HttpResponse& res, bool chat) {
+  void answer(const HttpRequest& req, HttpResponse& res, Kind kind) {
+    const bool chat = kind == Kind::chat;
     const uint64_t seed = (uint64_t{random_()} << 32) | random_();
     openai::Request r = chat ? openai::parse_chat_request(req.body, defaults_, seed)
                              : openai::parse_completion_request(req.body, defaults_, seed);
@@ -102,14 +113,24 @@ class Server {
       r.messages.insert(r.messages.begin(), {"system", system_});
     const openai::Identity who{(chat ? "chatcmpl-" : "cmpl-") + std::to_string(++count_),
                                static_cast<int64_t>(std::time(nullptr)), model_};
+    // Each streamed piece, and the closing event, as the endpoint writes them.
+    const auto piece_event = [&](std::string_view piece) {
+      return kind == Kind::chat   ? openai::chat_chunk(who, {{"content", piece}}, nullptr)
+             : kind == Kind::text ? openai::completion_chunk(who, piece, nullptr)
+                                  : openai::native_completion(model_, piece, nullptr);
+    };
+    const auto final_event = [&](const llm::TurnStats& stats) {
+      return kind == Kind::chat   ? openai::chat_chunk(who, openai::Json::object(), &stats)
+             : kind == Kind::text ? openai::completion_chunk(who, "", &stats)
+                                  : openai::native_completion(model_, "", &stats);
+    };
     engine_.new_conversation();
     llm::PieceCallback on_piece;
     if (r.stream) {
       res.begin_stream(200, "text/event-stream");
       if (chat) event(res, openai::chat_chunk(who, {{"role", "assistant"}}, nullptr));
       on_piece = [&](std::string_view piece) {  // a client gone cancels the turn
-        return event(res, chat ? openai::chat_chunk(who, {{"content", piece}}, nullptr)
-                               : openai::completion_chunk(who, piece, nullptr));
+        return event(res, piece_event(piece));
       };
     }
     const llm::TurnStats stats = chat ? engine_.send(r.messages, r.options, on_piece)
@@ -117,12 +138,13 @@ class Server {
     spdlog::info("serve: {} prompt tokens ({} cached), {} generated, {}", stats.prompt_ids.size(),
                  stats.cached_tokens, stats.generated_tokens, llm::to_string(stats.stop_reason));
     if (!r.stream)
-      return send_json(
-          res, 200,
-          chat ? openai::chat_response(who, stats) : openai::completion_response(who, stats));
-    event(res, chat ? openai::chat_chunk(who, openai::Json::object(), &stats)
-                    : openai::completion_chunk(who, "", &stats));
-    res.write("data: [DONE]\n\n");
+      return send_json(res, 200,
+                       kind == Kind::chat ? openai::chat_response(who, stats)
+                       : kind == Kind::text
+                           ? openai::completion_response(who, stats)
+                           : openai::native_completion(model_, stats.text, &stats));
+    event(res, final_event(stats));
+    if (kind != Kind::native) res.write("data: [DONE]\n\n");  // OpenAI's end of stream
   }
 
   // llama-server's /tokenize: {"content", "add_special" (false), "with_pieces" (false)}.
