@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -23,6 +24,7 @@ namespace {
 constexpr size_t kMaxHeaderBytes = 64 * 1024;
 constexpr size_t kMaxBodyBytes = 16 * 1024 * 1024;
 constexpr int kReadTimeoutMs = 10000;  // a client that stops sending mid-request
+constexpr int kSendTimeoutS = 30;      // a client that stops reading the reply
 // Browsers' pages may call the server (its preflight OPTIONS requests get these too).
 constexpr const char* kCorsHeaders =
     "Access-Control-Allow-Origin: *\r\nAccess-Control-Allow-Methods: GET, POST, OPTIONS\r\n"
@@ -179,6 +181,10 @@ void HttpServer::serve(const HttpHandler& handler, const std::function<bool()>& 
 }
 
 void HttpServer::handle(int fd, const HttpHandler& handler) {
+  // A client that stops reading fails the writes after a while (and so cancels its turn)
+  // instead of holding the engine, and the server's shutdown, forever.
+  const timeval send_timeout{kSendTimeoutS, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
   HttpResponse response(fd);
   std::string buffer;
   size_t header_end = std::string::npos;
