@@ -976,6 +976,12 @@ TEST_F(CliLlm, QuantizeWritesTheFileTypeAndItRuns) {
   ASSERT_EQ(run_oxinfer({"quantize", model_, "q4_0"}).exit_code, 0);
   EXPECT_EQ(gguf::Reader(dir_ / "ggml-model-Q4_0.gguf").get_u32("general.file_type"), 2u);
 
+  // A type by its id after OUT, without THREADS (llama-quantize's reading).
+  const std::string by_id = (dir_ / "by_id.gguf").string();
+  ASSERT_EQ(run_oxinfer({"quantize", model_, by_id, "7"}).exit_code, 0);
+  EXPECT_EQ(gguf::Reader(by_id).get_u32("general.file_type"), 7u);
+  EXPECT_EQ(run_oxinfer({"quantize", model_, "q8_0", "two"}).exit_code, 2);
+
   const CommandResult bad = run_oxinfer({"quantize", model_, out, "Q9"});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("unknown type 'Q9'; supported: Q4_0, Q4_1"), std::string::npos) << bad.err;

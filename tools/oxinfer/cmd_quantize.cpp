@@ -70,17 +70,30 @@ int run_quantize(const Argv& argv) {
   p.flag("dry-run", "print each tensor's type and the sizes, write nothing");
   p.threads_option();
   const ParsedArgs args = p.parse(argv);
-  std::vector<std::string> pos = args.positional();
-  // THREADS last, as llama-quantize takes it, when the argument before it is a type.
+  const std::vector<std::string>& pos = args.positional();
+  // llama-quantize's reading: IN, then TYPE if the next argument is one (OUT by default), else
+  // OUT and TYPE; THREADS may follow.
+  if (pos.size() < 2) throw UsageError("expected IN.gguf [OUT.gguf] TYPE [THREADS] (see --help)");
+  const auto is_type = [](const std::string& a) {
+    try {
+      llm::find_quantize_file_type(a);
+      return true;
+    } catch (const Error&) {
+      return false;
+    }
+  };
+  const size_t type_at = is_type(pos[1]) ? 1 : 2;
+  if (pos.size() <= type_at || pos.size() > type_at + 2)
+    throw UsageError("expected IN.gguf [OUT.gguf] TYPE [THREADS] (see --help)");
   long long threads = args.get_int("threads", 0);
-  if (pos.size() >= 3 && pos.back().find_first_not_of("0123456789") == std::string::npos) {
-    threads = std::stoll(pos.back().substr(0, 6));
-    pos.pop_back();
+  if (pos.size() == type_at + 2) {
+    const std::string& t = pos.back();
+    if (t.empty() || t.size() > 4 || t.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError("THREADS must be a number, not '" + t + "'");
+    threads = std::stoll(t);
   }
-  if (pos.size() < 2 || pos.size() > 3)
-    throw UsageError("expected IN.gguf [OUT.gguf] TYPE (see --help)");
   llm::QuantizeOptions options;
-  options.type = pos.back();
+  options.type = pos[type_at];
   const llm::QuantizeFileType& type = llm::find_quantize_file_type(options.type);
   options.pure = args.flag("pure");
   options.allow_requantize = args.flag("allow-requantize");
@@ -93,8 +106,8 @@ int run_quantize(const Argv& argv) {
   options.threads = static_cast<int>(threads);
   const std::filesystem::path in = pos[0];
   const std::filesystem::path out =
-      pos.size() == 3 ? std::filesystem::path(pos[1])
-                      : in.parent_path() / ("ggml-model-" + std::string(type.name) + ".gguf");
+      type_at == 2 ? std::filesystem::path(pos[1])
+                   : in.parent_path() / ("ggml-model-" + std::string(type.name) + ".gguf");
 
   llm::QuantizePlan plan;
   size_t index = 0;
