@@ -671,6 +671,20 @@ TEST_F(CliLlm, BenchLlmDepth) {
   EXPECT_NE(text.out.find("pp8 @ d16"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("tg4 @ d16"), std::string::npos) << text.out;
 
+  // -o md: llama-bench's table, a row per test (the tiny model's file type is guessed: f32).
+  const CommandResult md = run_oxinfer(
+      {"bench", "llm", "-m", model_, "-t", "2", "-p", "8", "-n", "4", "-r", "1", "-o", "md"});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_EQ(md.out.rfind("| model                          |       size |     params | backend    |"
+                         " threads |            test |                  t/s |\n",
+                         0),
+            0u)
+      << md.out;
+  EXPECT_NE(md.out.find("| llama 0.0B all F32 (guessed)"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| CPU        |       2 |             pp8 |"), std::string::npos);
+  EXPECT_NE(md.out.find("|             tg4 |"), std::string::npos);
+  EXPECT_EQ(run_oxinfer({"bench", "llm", "-m", model_, "-o", "csv"}).exit_code, 2);
+
   const CommandResult bad = run_oxinfer({"bench", "llm", "-m", model_, "--depth", "-1"});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find("--depth"), std::string::npos) << bad.err;

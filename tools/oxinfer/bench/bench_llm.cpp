@@ -21,6 +21,7 @@
 #include "lib/hub/hub.h"
 #include "lib/llm/engine.h"
 #include "tools/oxinfer/args.h"
+#include "tools/oxinfer/bench/llama_bench_table.h"
 #include "tools/oxinfer/bench/machine_limits.h"
 #include "tools/oxinfer/bench/process_memory.h"
 #include "tools/oxinfer/bench/stopwatch.h"
@@ -229,7 +230,8 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   p.option("model", "MODEL", "a .gguf file, an HF directory, or org/name[:QUANT]", "m");
   p.threads_option();
   p.flag("json", "print one JSON object");
-  // The short names are llama-bench's (-p, -n, -r, -d).
+  p.option("output", "md|json", "md: llama-bench's markdown table; json: as --json", "o");
+  // The short names are llama-bench's (-p, -n, -r, -d, -o).
   p.option("pp", "N", "prompt tokens (default 512; 0 = skip)", "p");
   p.option("tg", "N", "generated tokens (default 128; 0 = skip)", "n");
   p.option("reps", "N", "repetitions, averaged (default 3)", "r");
@@ -250,7 +252,10 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   if (reps < 1) throw UsageError("--reps must be at least 1");
   const long long depth = args.get_int("depth", 0);
   if (depth < 0 || depth > (1 << 24)) throw UsageError("--depth must be between 0 and 16777216");
-  const bool json = args.flag("json");
+  const std::string output = args.get_or("output", args.flag("json") ? "json" : "text");
+  if (output != "md" && output != "json" && output != "text")
+    throw UsageError("-o must be md or json, not '" + output + "'");
+  const bool json = output == "json", markdown = output == "md";
   const std::optional<kernels::DType> cache_type = cache_type_option(args);
 
   const double baseline = static_cast<double>(bench::resident_bytes());  // libraries, no model
@@ -264,12 +269,12 @@ int run_bench_llm(const std::vector<std::string>& argv) {
 
   // llama-bench's label for runs after a context: "pp512 @ d4096"
   const std::string depth_label = depth > 0 ? " @ d" + std::to_string(depth) : "";
-  if (!json) {
+  if (!json && !markdown) {
     std::printf("model %s (%s, %d layers), threads %lld\n", path.filename().string().c_str(),
                 model->config().arch.c_str(), model->config().n_layer, threads);
     std::fflush(stdout);
   }
-  if (!json) {
+  if (!json && !markdown) {
     std::printf(
         "running pp%lld / tg%lld x %lld%s (after every %zu generated tokens read-bandwidth "
         "passes and a pass reading the weights in decode's regions)...\n",
@@ -328,7 +333,14 @@ int run_bench_llm(const std::vector<std::string>& argv) {
   const backends::MatvecStreaming streaming =
       layouts.empty() ? backends::MatvecStreaming{} : backends::matvec_streaming(layouts[0].dtype);
 
-  if (json) {
+  if (markdown) {
+    std::vector<bench::LlamaBenchRow> rows;
+    if (pp > 0)
+      rows.push_back({"pp" + std::to_string(pp) + depth_label, r.pp_tok_s, r.pp_tok_s_sd});
+    if (tg > 0)
+      rows.push_back({"tg" + std::to_string(tg) + depth_label, r.tg_tok_s, r.tg_tok_s_sd});
+    bench::print_llama_bench_table(path, model->config().arch, threads, rows);
+  } else if (json) {
     nlohmann::json products_by_kind = nlohmann::json::array();
     for (const bench::DecodeSplit::Kind& k : split.kinds) {
       products_by_kind.push_back({{"kind", k.name},
