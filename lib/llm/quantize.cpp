@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <regex>
 
 #include "backends/cpu/cpu_backend.h"
 #include "kernels/formats/quant.h"
@@ -288,6 +289,20 @@ QuantizePlan plan_quantization(const gguf::Reader& in, const QuantizeOptions& op
     mix.n_attention_wv += category_of(t->name) == Category::kAttnV;
   }
 
+  std::vector<std::pair<std::regex, DType>> overrides;
+  for (const auto& [pattern, type] : options.tensor_types) {
+    try {
+      overrides.emplace_back(std::regex(pattern), type);
+    } catch (const std::regex_error& e) {
+      throw Error("quantize", "--tensor-type pattern '" + pattern + "': " + e.what());
+    }
+  }
+  const auto override_for = [&](const std::string& name) -> std::optional<DType> {
+    for (const auto& [pattern, type] : overrides)
+      if (std::regex_search(name, pattern)) return type;
+    return std::nullopt;
+  };
+
   for (const TensorView* t : order) {
     QuantizedTensor q{t->name, t->shape, t->dtype, t->dtype, t->data.size(), t->data.size()};
     if (may_quantize(*t, options)) {
@@ -300,7 +315,11 @@ QuantizePlan plan_quantization(const gguf::Reader& in, const QuantizeOptions& op
       } else {
         q.to = default_type;
         if (kernels::info(default_type).quantized) {
-          if (mixes) q.to = mix.choose(q.to, c, ncols);
+          // As llama.cpp: an overridden tensor skips the mix, its layer counters too.
+          if (const std::optional<DType> manual = override_for(t->name))
+            q.to = *manual;
+          else if (mixes)
+            q.to = mix.choose(q.to, c, ncols);
           q.to = fallback(q.to, ncols);
         }
       }

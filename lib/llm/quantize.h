@@ -22,6 +22,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernels/formats/dtype.h"
@@ -54,7 +55,11 @@ struct QuantizeOptions {
   bool leave_output = false;      // --leave-output-tensor: output.weight as it is
   std::optional<kernels::DType> output_tensor_type;    // --output-tensor-type
   std::optional<kernels::DType> token_embedding_type;  // --token-embedding-type
-  int threads = 0;                                     // 0: the machine's
+  // --tensor-type PATTERN=TYPE: tensors whose name the ECMAScript regex PATTERN finds a match
+  // in get TYPE instead of the mix's choice (the first pattern that matches; llama.cpp's
+  // manual overrides, quantized file types only).
+  std::vector<std::pair<std::string, kernels::DType>> tensor_types;
+  int threads = 0;  // 0: the machine's
 };
 
 struct QuantizedTensor {

@@ -148,6 +148,31 @@ TEST_F(Quantize, TypesFollowLlamaCppsMixes) {
             DType::F16);
 }
 
+// --tensor-type PATTERN=TYPE: the first pattern found in a name sets its type; as llama.cpp,
+// an overridden tensor skips the mix and its layer counter, so the attn_v after blk.3's is
+// counted as the fourth (no use_more_bits layer) and the one after as the fifth (one).
+TEST_F(Quantize, TensorTypeOverridesSkipTheMix) {
+  const gguf::Reader in(dir_ / "f32.gguf");
+  const auto with = [&](std::vector<std::pair<std::string, DType>> overrides) {
+    return planned(in,
+                   options_for("Q4_K_M", [&](QuantizeOptions& o) { o.tensor_types = overrides; }));
+  };
+  const std::map<std::string, DType> all_v = with({{"attn_v", DType::Q8_0}, {"attn", DType::F16}});
+  for (int i = 0; i < spec_.n_layer; ++i) {
+    const std::string blk = "blk." + std::to_string(i) + ".";
+    EXPECT_EQ(all_v.at(blk + "attn_v.weight"), DType::Q8_0) << i;  // the first pattern wins
+    EXPECT_EQ(all_v.at(blk + "attn_q.weight"), DType::F16) << i;
+    EXPECT_EQ(all_v.at(blk + "ffn_down.weight"),
+              more_bits(i, spec_.n_layer) ? DType::Q6_K : DType::Q4_K)
+        << i;
+  }
+  const std::map<std::string, DType> one = with({{R"(blk\.3\.attn_v)", DType::Q8_0}});
+  EXPECT_EQ(one.at("blk.3.attn_v.weight"), DType::Q8_0);
+  EXPECT_EQ(one.at("blk.4.attn_v.weight"), DType::Q4_K);  // counted as i = 3
+  EXPECT_EQ(one.at("blk.5.attn_v.weight"), DType::Q6_K);  // counted as i = 4
+  EXPECT_THROW(with({{"(", DType::Q8_0}}), Error);
+}
+
 // Rows that are not whole K-quant blocks fall back as llama.cpp's tensor_type_fallback does;
 // a model without output.weight (tied) gives token_embd the output's type.
 TEST_F(Quantize, ShortRowsFallBackAndTiedEmbeddingsGetTheOutputsType) {

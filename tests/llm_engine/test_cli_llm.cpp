@@ -990,6 +990,18 @@ TEST_F(CliLlm, QuantizeWritesTheFileTypeAndItRuns) {
   ASSERT_EQ(run_oxinfer({"quantize", model_, "q4_0"}).exit_code, 0);
   EXPECT_EQ(gguf::Reader(dir_ / "ggml-model-Q4_0.gguf").get_u32("general.file_type"), 2u);
 
+  // --tensor-type PATTERN=TYPE (repeatable).
+  const CommandResult manual = run_oxinfer({"quantize", "--dry-run", "--tensor-type",
+                                            "attn_q=f16", "--tensor-type", "ffn_up=q4_0", model_,
+                                            "Q8_0"});
+  ASSERT_EQ(manual.exit_code, 0) << manual.err;
+  EXPECT_NE(manual.out.find("blk.1.attn_q.weight - [64, 64], type =    f32, converting to f16"),
+            std::string::npos)
+      << manual.out;
+  EXPECT_NE(manual.out.find("blk.1.ffn_up.weight - [64, 128], type =    f32, converting to q4_0"),
+            std::string::npos);
+  EXPECT_EQ(run_oxinfer({"quantize", "--tensor-type", "attn_q", model_, "Q8_0"}).exit_code, 2);
+
   // A type by its id after OUT, without THREADS (llama-quantize's reading).
   const std::string by_id = (dir_ / "by_id.gguf").string();
   ASSERT_EQ(run_oxinfer({"quantize", model_, by_id, "7"}).exit_code, 0);

@@ -67,6 +67,8 @@ int run_quantize(const Argv& argv) {
   p.flag("pure", "no mix: every matrix the type's default");
   p.option("output-tensor-type", "T", "output.weight's type (q8_0, f16, ...)");
   p.option("token-embedding-type", "T", "token_embd.weight's type");
+  p.option("tensor-type", "PATTERN=T",
+           "tensors whose name matches the regex PATTERN get type T (repeatable; first match)");
   p.flag("dry-run", "print each tensor's type and the sizes, write nothing");
   p.threads_option();
   const ParsedArgs args = p.parse(argv);
@@ -102,6 +104,15 @@ int run_quantize(const Argv& argv) {
     options.output_tensor_type = tensor_type_option(args, "output-tensor-type");
   if (args.has("token-embedding-type"))
     options.token_embedding_type = tensor_type_option(args, "token-embedding-type");
+  for (const std::string& spec : args.get_all("tensor-type")) {
+    const size_t eq = spec.find('=');
+    const auto t =
+        eq == std::string::npos ? std::nullopt : kernels::parse_dtype(spec.substr(eq + 1));
+    if (eq == 0 || !t || !kernels::row_encoder(*t))
+      throw UsageError("--tensor-type " + spec +
+                       ": expected PATTERN=TYPE with a type this build can encode");
+    options.tensor_types.emplace_back(spec.substr(0, eq), *t);
+  }
   if (threads < 0 || threads > 4096) throw UsageError("--threads must be 0..4096");
   options.threads = static_cast<int>(threads);
   const std::filesystem::path in = pos[0];
