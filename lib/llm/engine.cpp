@@ -20,6 +20,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A sampled reply under a grammar looks for its top-k allowed tokens among the 8 k likeliest
+// tokens (a state not met before); where fewer are allowed there, the vocabulary is walked.
+constexpr size_t kGrammarLeadFactor = 8;
+
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
@@ -408,6 +412,16 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
       // of the vocabulary walked (a state the constraint has not met costs a walk).
       id = sampler.sample(logits, history, nullptr);
       if (!grammar->allows(id)) id = sampler.sample(logits, history, &grammar->allowed());
+    } else if (grammar && sampler.deciding_count() > 0 && !grammar->knows_allowed()) {
+      // A state not met before, under a top-k draw: only the k likeliest allowed tokens can be
+      // drawn, and they are found among the likeliest tokens, checked one by one, instead of
+      // the vocabulary walked (the same draw: Sampler::deciding_count).
+      const size_t k = sampler.deciding_count();
+      std::vector<int32_t> leading;
+      for (int32_t t : sampler.leading_tokens(logits, history, kGrammarLeadFactor * k))
+        if (leading.size() < k && grammar->allows(t)) leading.push_back(t);
+      std::sort(leading.begin(), leading.end());
+      id = sampler.sample(logits, history, leading.size() == k ? &leading : &grammar->allowed());
     } else {
       const std::vector<int32_t>* allowed =
           choices ? &choices->allowed() : (grammar ? &grammar->allowed() : nullptr);

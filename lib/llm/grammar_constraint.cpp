@@ -72,6 +72,10 @@ const std::vector<int32_t>& GrammarConstraint::allowed() {
   return allowed_;
 }
 
+bool GrammarConstraint::knows_allowed() const {
+  return allowed_current_ || seen_.count(matcher_.state_key()) > 0;
+}
+
 bool GrammarConstraint::allows(int32_t token) const {
   const std::span<const int32_t> ends = trie_->end_tokens();
   if (std::find(ends.begin(), ends.end(), token) != ends.end()) return matcher_.can_end();

@@ -42,6 +42,8 @@ class GrammarConstraint {
   const std::vector<int32_t>& allowed();
   // Whether `token` may come next (what allowed() holds, for one token: no vocabulary walk).
   bool allows(int32_t token) const;
+  // Whether allowed() is at hand without a walk (this state met before).
+  bool knows_allowed() const;
   // Records the picked token (one of allowed()).
   void accept(int32_t token);
   // Only an end token may follow.

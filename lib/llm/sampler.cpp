@@ -170,8 +170,7 @@ void Sampler::check_logit_bias(size_t n_vocab) const {
                                  " tokens)");
 }
 
-int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history,
-                        const std::vector<int32_t>* allowed) {
+void Sampler::adjust(std::span<const float> logits, std::span<const int32_t> history) {
   if (logits.empty()) throw Error("sampler", "no logits to sample from");
   check_logit_bias(logits.size());
   scratch_.assign(logits.begin(), logits.end());
@@ -184,6 +183,27 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     apply_penalties(
         scratch_, recent,
         {options_.repeat_penalty, options_.frequency_penalty, options_.presence_penalty});
+}
+
+std::vector<int32_t> Sampler::leading_tokens(std::span<const float> logits,
+                                             std::span<const int32_t> history, size_t n) {
+  adjust(logits, history);
+  std::vector<Candidate> all(scratch_.size());
+  for (size_t i = 0; i < scratch_.size(); ++i)
+    all[i] = {static_cast<int32_t>(i),
+              std::isnan(scratch_[i]) ? -std::numeric_limits<float>::infinity() : scratch_[i]};
+  n = std::min(n, all.size());
+  std::nth_element(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n), all.end(), higher);
+  all.resize(n);
+  std::sort(all.begin(), all.end(), higher);
+  std::vector<int32_t> ids;
+  for (const Candidate& c : all) ids.push_back(c.id);
+  return ids;
+}
+
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history,
+                        const std::vector<int32_t>* allowed) {
+  adjust(logits, history);
 
   candidates_.clear();
   if (allowed != nullptr) {

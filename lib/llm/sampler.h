@@ -108,6 +108,19 @@ class Sampler {
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history,
                  const std::vector<int32_t>* allowed = nullptr);
 
+  // How many of the likeliest allowed tokens decide a draw: top_k when no filter before it
+  // looks at the others (top-n-sigma, mirostat off), else 0 (all of them). Then sample() with
+  // `allowed` holding those k is sample() with every allowed token: the same pick, the same draws.
+  size_t deciding_count() const {
+    return options_.top_k > 0 && options_.mirostat == 0 && options_.top_n_sigma <= 0.0f
+               ? static_cast<size_t>(options_.top_k)
+               : 0;
+  }
+  // The `n` likeliest tokens in sample()'s order before its filters (logit bias and penalties
+  // applied, NaN as -inf; highest first, ties by lower id).
+  std::vector<int32_t> leading_tokens(std::span<const float> logits,
+                                      std::span<const int32_t> history, size_t n);
+
   // Throws oxi::Error for a logit bias whose token is not among n_vocab (sample() checks
   // against its logits; a caller may check before it has any).
   void check_logit_bias(size_t n_vocab) const;
@@ -117,6 +130,8 @@ class Sampler {
   float mirostat_mu() const { return mu_; }
 
  private:
+  // scratch_ = logits with the bias and the penalties applied (sample()'s first steps).
+  void adjust(std::span<const float> logits, std::span<const int32_t> history);
   size_t draw();  // an index into candidates_ (p set), by one uniform draw
   int32_t mirostat_step();
 
