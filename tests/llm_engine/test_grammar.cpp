@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <regex>
 #include <set>
@@ -400,51 +401,70 @@ TEST_F(GrammarReply, SampledRepliesAreAlwaysAnswers) {
 
 // A top-k draw under a grammar (where the engine checks the likeliest tokens one by one in a
 // state it has not met instead of walking the vocabulary): each pick is the one a sampler with
-// the same options and seed makes from every allowed token, restated here by trying each.
+// the same options and seed makes from every allowed token, restated here by trying each. Two
+// grammars: the answers (few tokens allowed: the vocabulary is walked) and words of [a-z0-9 ]
+// (most allowed: the likeliest tokens hold the k).
 TEST_F(GrammarReply, SampledTopKPicksAsFromEveryAllowedToken) {
   Engine* engine = engine_.get();
-  const std::set<std::string> language = answer_language();
   const tokenizer::Tokenizer& tok = engine->model().tokenizer();
   const std::vector<int32_t> ends = engine->model().eos_ids();
-  std::set<std::string> seen;
-  for (uint64_t seed = 0; seed < 12; ++seed) {
-    GenerateOptions g;
-    g.sampling.temperature = 1.5f;
-    g.sampling.top_k = 3 + static_cast<int>(seed % 3);
-    g.sampling.top_p = 0.9f;
-    g.sampling.min_p = 0.01f;
-    g.sampling.repeat_penalty = 1.3f;
-    g.sampling.seed = seed;
-    g.max_tokens = 40;
-    g.grammar = kAnswerGrammar;
-    engine->reset();
-    const TurnStats s = engine->send_raw("w260 w270", g);
-    ASSERT_EQ(s.stop_reason, StopReason::eos) << s.text;
-    seen.insert(s.text);
+  const std::set<std::string> answers = answer_language();
+  struct Case {
+    std::string grammar;
+    std::function<bool(const std::string&)> prefix, complete;
+  };
+  const auto words = [](const std::string& t) {
+    return t.size() <= 30 && std::all_of(t.begin(), t.end(), [](char c) {
+             return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == ' ';
+           });
+  };
+  const Case cases[] = {
+      {kAnswerGrammar, [&](const std::string& t) { return is_prefix_of_some(answers, t); },
+       [&](const std::string& t) { return answers.count(t) > 0; }},
+      {"root ::= [a-z0-9 ]{1,30}", words,
+       [&](const std::string& t) { return !t.empty() && words(t); }},
+  };
+  for (const Case& c : cases) {
+    std::set<std::string> seen;
+    for (uint64_t seed = 0; seed < 12; ++seed) {
+      GenerateOptions g;
+      g.sampling.temperature = 1.5f;
+      g.sampling.top_k = 3 + static_cast<int>(seed % 3);
+      g.sampling.top_p = 0.9f;
+      g.sampling.min_p = 0.01f;
+      g.sampling.repeat_penalty = 1.3f;
+      g.sampling.seed = seed;
+      g.max_tokens = 40;
+      g.grammar = c.grammar;
+      engine->reset();
+      const TurnStats s = engine->send_raw("w260 w270", g);
+      seen.insert(s.text);
 
-    Sampler reference(g.sampling);
-    Session session(engine->model_ptr(), engine->backend(), 64);
-    std::vector<int32_t> context = s.prompt_ids;
-    std::span<const float> logits = session.eval(s.prompt_ids);
-    std::string text;
-    for (size_t step = 0; step < s.generated_ids.size(); ++step) {
-      std::vector<int32_t> allowed;
-      for (int32_t id = 0; id < static_cast<int32_t>(tok.vocab_size()); ++id) {
-        const bool end = std::find(ends.begin(), ends.end(), id) != ends.end();
-        if (end ? language.count(text) > 0
-                : !tok.is_control(id) && !tok.token_piece(id).empty() &&
-                      is_prefix_of_some(language, text + tok.token_piece(id)))
-          allowed.push_back(id);
+      Sampler reference(g.sampling);
+      Session session(engine->model_ptr(), engine->backend(), 64);
+      std::vector<int32_t> context = s.prompt_ids;
+      std::span<const float> logits = session.eval(s.prompt_ids);
+      std::string text;
+      for (size_t step = 0; step < s.generated_ids.size(); ++step) {
+        std::vector<int32_t> allowed;
+        for (int32_t id = 0; id < static_cast<int32_t>(tok.vocab_size()); ++id) {
+          const bool end = std::find(ends.begin(), ends.end(), id) != ends.end();
+          if (end ? c.complete(text)
+                  : !tok.is_control(id) && !tok.token_piece(id).empty() &&
+                        c.prefix(text + tok.token_piece(id)))
+            allowed.push_back(id);
+        }
+        const int32_t want = reference.sample(logits, context, &allowed);
+        ASSERT_EQ(s.generated_ids[step], want) << c.grammar << " seed " << seed << " step " << step;
+        if (std::find(ends.begin(), ends.end(), want) != ends.end()) break;
+        text += tok.token_piece(want);
+        context.push_back(want);
+        logits = session.eval(std::span<const int32_t>(&want, 1));
       }
-      const int32_t want = reference.sample(logits, context, &allowed);
-      ASSERT_EQ(s.generated_ids[step], want) << "seed " << seed << " step " << step;
-      if (std::find(ends.begin(), ends.end(), want) != ends.end()) break;
-      text += tok.token_piece(want);
-      context.push_back(want);
-      logits = session.eval(std::span<const int32_t>(&want, 1));
+      EXPECT_EQ(text, s.text);
     }
+    EXPECT_GT(seen.size(), 3u) << c.grammar;
   }
-  EXPECT_GT(seen.size(), 3u);
 }
 
 // The engine keeps a grammar's constraint (and the vocabulary's trie) from one turn to the next:
