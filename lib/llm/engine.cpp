@@ -1,6 +1,7 @@
 #include "lib/llm/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -19,6 +20,30 @@ namespace oxi::llm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Token `id`'s log-probability in `logits` (log-softmax in double precision) and the `top`
+// likeliest tokens' (ties by lower id).
+TokenLogprob token_logprob(std::span<const float> logits, int32_t id, size_t top) {
+  const float best = *std::max_element(logits.begin(), logits.end());
+  double sum = 0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l) - best);
+  const double log_z = best + std::log(sum);
+  TokenLogprob t;
+  t.id = id;
+  t.logprob = static_cast<float>(logits[static_cast<size_t>(id)] - log_z);
+  std::vector<int32_t> ids(logits.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+  top = std::min(top, ids.size());
+  std::partial_sort(
+      ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(top), ids.end(),
+      [&](int32_t a, int32_t b) {
+        return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)] ||
+               (logits[static_cast<size_t>(a)] == logits[static_cast<size_t>(b)] && a < b);
+      });
+  for (size_t i = 0; i < top; ++i)
+    t.top.emplace_back(ids[i], static_cast<float>(logits[static_cast<size_t>(ids[i])] - log_z));
+  return t;
+}
 
 // A sampled reply under a grammar looks for its top-k allowed tokens among the 8 k likeliest
 // tokens (a state not met before); where fewer are allowed there, the vocabulary is walked.
@@ -429,12 +454,18 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
     }
     evaluate_last = true;
     if (grammar) grammar->accept(id);
+    // The token joins the reply (a choice's token may not: its text may be complete already).
+    const auto generated = [&] {
+      stats.generated_ids.push_back(id);
+      if (options.logprobs >= 0)
+        stats.logprobs.push_back(token_logprob(logits, id, static_cast<size_t>(options.logprobs)));
+    };
 
     if (choices) {
       const size_t before = choices->position();
       choices->accept(id);
       if (choices->position() > before) {
-        stats.generated_ids.push_back(id);
+        generated();
         decoder.push(id);
       }
       if (choices->done()) {
@@ -444,7 +475,7 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
       }
       continue;
     }
-    stats.generated_ids.push_back(id);
+    generated();
     if (is_end_token(id)) {
       stats.stop_reason = StopReason::eos;
       break;

@@ -23,6 +23,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "backends/backend.h"
@@ -81,6 +82,17 @@ struct GenerateOptions {
   // continue it can be picked, an end token only where the reply is complete. Empty: none.
   // Not with choices.
   std::string grammar;
+  // >= 0: each generated token's log-probability under the model (its logits' softmax, before
+  // bias, penalties and filters) and those of the `logprobs` likeliest tokens there, in
+  // TurnStats::logprobs (OpenAI's logprobs / top_logprobs). < 0: not recorded.
+  int logprobs = -1;
+};
+
+// A generated token's log-probability and the likeliest alternatives (GenerateOptions::logprobs).
+struct TokenLogprob {
+  int32_t id = 0;
+  float logprob = 0;
+  std::vector<std::pair<int32_t, float>> top;  // (id, log-probability), likeliest first
 };
 
 enum class StopReason {
@@ -104,11 +116,12 @@ struct TurnStats {
   std::optional<size_t> choice;     // index into GenerateOptions::choices
   std::vector<int32_t> prompt_ids;  // the whole context before generation
   std::vector<int32_t> generated_ids;
-  size_t dropped_messages = 0;  // send(): the oldest history messages that left the context
-  size_t context_shifts = 0;    // GenerateOptions::context_shift: times the context shifted
-  size_t shifted_tokens = 0;    // tokens those shifts dropped
-  size_t draft_tokens = 0;      // EngineOptions::draft_model: tokens the draft proposed
-  size_t draft_accepted = 0;    // ... and the model's sampling then picked
+  std::vector<TokenLogprob> logprobs;  // per generated id, when GenerateOptions::logprobs >= 0
+  size_t dropped_messages = 0;         // send(): the oldest history messages that left the context
+  size_t context_shifts = 0;           // GenerateOptions::context_shift: times the context shifted
+  size_t shifted_tokens = 0;           // tokens those shifts dropped
+  size_t draft_tokens = 0;             // EngineOptions::draft_model: tokens the draft proposed
+  size_t draft_accepted = 0;           // ... and the model's sampling then picked
 
   double prompt_tok_s() const { return prompt_ms > 0 ? 1e3 * prompt_tokens / prompt_ms : 0; }
   double generation_tok_s() const {

@@ -52,7 +52,7 @@ Json parse_body(std::string_view body) {
 }
 
 // The fields both kinds of request share.
-void parse_options(const Json& body, Request& r, uint64_t random_seed) {
+void parse_options(const Json& body, Request& r, uint64_t random_seed, bool chat) {
   GenerateOptions& o = r.options;
   SamplerOptions& s = o.sampling;
   for (const char* key : {"max_tokens", "max_completion_tokens", "n_predict"})
@@ -128,12 +128,74 @@ void parse_options(const Json& body, Request& r, uint64_t random_seed) {
       bad("response_format.type must be text, json_object or json_schema");
     }
   }
+  // logprobs: chat's true plus top_logprobs (0-20); the legacy completions' number.
+  if (const Json* lp = field(body, "logprobs")) {
+    if (chat) {
+      if (!lp->is_boolean()) bad("logprobs must be true or false");
+      if (lp->get<bool>()) o.logprobs = 0;
+    } else {
+      if (!lp->is_number_integer() || lp->get<int64_t>() < 0 || lp->get<int64_t>() > 20)
+        bad("logprobs must be an integer 0..20");
+      o.logprobs = static_cast<int>(lp->get<int64_t>());
+    }
+  }
+  if (const Json* top = field(body, "top_logprobs")) {
+    if (!top->is_number_integer() || top->get<int64_t>() < 0 || top->get<int64_t>() > 20)
+      bad("top_logprobs must be an integer 0..20");
+    if (o.logprobs < 0) bad("top_logprobs needs logprobs: true");
+    o.logprobs = static_cast<int>(top->get<int64_t>());
+  }
   if (const Json* n = field(body, "n"); n && (!n->is_number_integer() || n->get<int64_t>() != 1))
     bad("n: one choice a request is supported");
   if (const Json* stream = field(body, "stream")) {
     if (!stream->is_boolean()) bad("stream must be true or false");
     r.stream = stream->get<bool>();
   }
+}
+
+Json bytes_of(const std::string& text) {
+  Json b = Json::array();
+  for (unsigned char c : text) b.push_back(c);
+  return b;
+}
+
+// chat's choices[0].logprobs: {"content": [{token, logprob, bytes, top_logprobs}]}.
+Json chat_logprobs(const TurnStats& stats, const PieceText& piece) {
+  Json content = Json::array();
+  for (const TokenLogprob& t : stats.logprobs) {
+    Json top = Json::array();
+    for (const auto& [id, lp] : t.top) {
+      const std::string text = piece(id);
+      top.push_back({{"token", text}, {"logprob", lp}, {"bytes", bytes_of(text)}});
+    }
+    const std::string text = piece(t.id);
+    content.push_back({{"token", text},
+                       {"logprob", t.logprob},
+                       {"bytes", bytes_of(text)},
+                       {"top_logprobs", top}});
+  }
+  return {{"content", content}};
+}
+
+// The legacy completions' logprobs: parallel lists and each token's offset in the text.
+Json completion_logprobs(const TurnStats& stats, const PieceText& piece) {
+  Json tokens = Json::array(), token_logprobs = Json::array(), top = Json::array(),
+       offsets = Json::array();
+  size_t offset = 0;
+  for (const TokenLogprob& t : stats.logprobs) {
+    const std::string text = piece(t.id);
+    tokens.push_back(text);
+    token_logprobs.push_back(t.logprob);
+    Json alternatives = Json::object();
+    for (const auto& [id, lp] : t.top) alternatives[piece(id)] = lp;
+    top.push_back(alternatives);
+    offsets.push_back(offset);
+    offset += text.size();
+  }
+  return {{"tokens", tokens},
+          {"token_logprobs", token_logprobs},
+          {"top_logprobs", top},
+          {"text_offset", offsets}};
 }
 
 Json usage(const TurnStats& stats) {
@@ -160,7 +222,7 @@ Request parse_chat_request(std::string_view body, const GenerateOptions& default
     r.messages.push_back(
         {m["role"].get<std::string>(), content_text(m.value("content", Json()), i)});
   }
-  parse_options(j, r, random_seed);
+  parse_options(j, r, random_seed, /*chat=*/true);
   return r;
 }
 
@@ -172,7 +234,7 @@ Request parse_completion_request(std::string_view body, const GenerateOptions& d
   const Json* prompt = field(j, "prompt");
   if (!prompt || !prompt->is_string()) bad("prompt must be a string");
   r.prompt = prompt->get<std::string>();
-  parse_options(j, r, random_seed);
+  parse_options(j, r, random_seed, /*chat=*/false);
   return r;
 }
 
@@ -180,13 +242,14 @@ const char* finish_reason(StopReason reason) {
   return reason == StopReason::max_tokens || reason == StopReason::context_full ? "length" : "stop";
 }
 
-Json chat_response(const Identity& who, const TurnStats& stats) {
+Json chat_response(const Identity& who, const TurnStats& stats, const PieceText* piece) {
   return {{"id", who.id},
           {"object", "chat.completion"},
           {"created", who.created},
           {"model", who.model},
           {"choices", Json::array({{{"index", 0},
                                     {"message", {{"role", "assistant"}, {"content", stats.text}}},
+                                    {"logprobs", piece ? chat_logprobs(stats, *piece) : Json()},
                                     {"finish_reason", finish_reason(stats.stop_reason)}}})},
           {"usage", usage(stats)}};
 }
@@ -205,15 +268,17 @@ Json chat_chunk(const Identity& who, const Json& delta, const TurnStats* final_s
   return chunk;
 }
 
-Json completion_response(const Identity& who, const TurnStats& stats) {
-  return {{"id", who.id},
-          {"object", "text_completion"},
-          {"created", who.created},
-          {"model", who.model},
-          {"choices", Json::array({{{"index", 0},
-                                    {"text", stats.text},
-                                    {"finish_reason", finish_reason(stats.stop_reason)}}})},
-          {"usage", usage(stats)}};
+Json completion_response(const Identity& who, const TurnStats& stats, const PieceText* piece) {
+  return {
+      {"id", who.id},
+      {"object", "text_completion"},
+      {"created", who.created},
+      {"model", who.model},
+      {"choices", Json::array({{{"index", 0},
+                                {"text", stats.text},
+                                {"logprobs", piece ? completion_logprobs(stats, *piece) : Json()},
+                                {"finish_reason", finish_reason(stats.stop_reason)}}})},
+      {"usage", usage(stats)}};
 }
 
 Json completion_chunk(const Identity& who, std::string_view text, const TurnStats* final_stats) {

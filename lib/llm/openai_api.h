@@ -7,12 +7,14 @@
 // content, a string or a list of {"type": "text", "text"} parts), prompt (completions),
 // max_tokens / max_completion_tokens / n_predict, temperature, top_p, top_k, min_p,
 // presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n, seed, stop (a string or a
-// list), logit_bias ({"token id": bias}), grammar (GBNF), response_format ({"type":
+// list), logit_bias ({"token id": bias}), logprobs (chat: true with top_logprobs 0-20;
+// completions: the number of alternatives), grammar (GBNF), response_format ({"type":
 // "json_object"} or {"type": "json_schema", "json_schema": {"schema": ...}}), json_schema (a
 // schema, llama-server's own field), stream, n (1).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,14 +53,21 @@ struct Identity {
   std::string model;
 };
 
+// A token's text (Tokenizer::token_piece), for logprobs.
+using PieceText = std::function<std::string(int32_t)>;
+
 // chat.completion: the assistant message, finish_reason and usage (prompt tokens: the whole
-// context the reply followed, cached or not).
-Json chat_response(const Identity& who, const TurnStats& stats);
+// context the reply followed, cached or not); with `piece` given (the request asked for
+// logprobs), choices[0].logprobs.content from stats.logprobs (token, logprob, bytes,
+// top_logprobs), else null.
+Json chat_response(const Identity& who, const TurnStats& stats, const PieceText* piece = nullptr);
 // chat.completion.chunk: the first has delta {"role": "assistant"}, then {"content": piece},
 // the last an empty delta and the finish_reason (and usage).
 Json chat_chunk(const Identity& who, const Json& delta, const TurnStats* final_stats);
-// text_completion and its streamed chunks (choices[0].text).
-Json completion_response(const Identity& who, const TurnStats& stats);
+// text_completion and its streamed chunks (choices[0].text); with `piece`, the legacy
+// logprobs object (tokens, token_logprobs, top_logprobs, text_offset).
+Json completion_response(const Identity& who, const TurnStats& stats,
+                         const PieceText* piece = nullptr);
 Json completion_chunk(const Identity& who, std::string_view text, const TurnStats* final_stats);
 // llama-server's own /completion: {"content", "stop": false} while streaming; the whole reply
 // (or the last, empty piece) with "stop": true, "stop_type" ("eos", "word", "limit"),

@@ -171,6 +171,21 @@ TEST_F(CliServe, ChatAndCompletionsAnswerAsTheEngine) {
   EXPECT_EQ(c["usage"]["completion_tokens"], want.generated_tokens);
   EXPECT_EQ(c["model"], "tiny");
 
+  // logprobs: one entry a generated token; greedy, each is its step's likeliest.
+  const Json lp = Json::parse(
+      post(port, "/v1/chat/completions",
+           R"({"messages": )" + messages +
+               R"(, "temperature": 0, "max_tokens": 9, "logprobs": true, "top_logprobs": 2})")
+          .body);
+  const Json& content = lp["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), want.generated_ids.size());
+  for (const Json& t : content) {
+    EXPECT_LE(t["logprob"].get<double>(), 0.0);
+    ASSERT_EQ(t["top_logprobs"].size(), 2u);
+    EXPECT_DOUBLE_EQ(t["logprob"].get<double>(), t["top_logprobs"][0]["logprob"].get<double>());
+  }
+  EXPECT_TRUE(c["choices"][0]["logprobs"].is_null());
+
   // Streamed: events whose pieces join into the same reply, then [DONE].
   const Reply streamed = post(
       port, "/v1/chat/completions",

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -12,6 +13,7 @@
 
 #include "lib/core/error.h"
 #include "lib/llm/engine.h"
+#include "lib/llm/session.h"
 #include "tests/common/test_data.h"
 #include "tests/llm_engine/engine_fixture.h"
 
@@ -95,6 +97,46 @@ TEST_F(EngineTest, GreedyGenerationIsDeterministic) {
   EXPECT_GT(a.prompt_tokens, 0u);
   EXPECT_GE(a.prompt_ms, 0.0);
   EXPECT_GT(a.generation_tok_s(), 0.0);
+}
+
+// GenerateOptions::logprobs: each generated token's log-probability under the model and the
+// likeliest alternatives', restated from a session's logits (double-precision log-softmax);
+// the same reply as without them.
+TEST_F(EngineTest, LogprobsAreTheModelsLogSoftmax) {
+  GenerateOptions g = greedy(6);
+  g.sampling.temperature = 1.0f;
+  g.sampling.seed = 5;
+  const TurnStats plain = engine()->send_raw("w260 w261", g);
+  g.logprobs = 4;
+  const auto e = engine();
+  const TurnStats s = e->send_raw("w260 w261", g);
+  EXPECT_EQ(s.generated_ids, plain.generated_ids);
+  ASSERT_EQ(s.logprobs.size(), s.generated_ids.size());
+  Session session(e->model_ptr(), e->backend(), 64);
+  std::span<const float> logits = session.eval(s.prompt_ids);
+  for (size_t i = 0; i < s.generated_ids.size(); ++i) {
+    const double top = *std::max_element(logits.begin(), logits.end());
+    double z = 0;
+    for (float l : logits) z += std::exp(l - top);
+    const auto log_p = [&](int32_t id) {
+      return logits[static_cast<size_t>(id)] - top - std::log(z);
+    };
+    const TokenLogprob& t = s.logprobs[i];
+    EXPECT_EQ(t.id, s.generated_ids[i]);
+    EXPECT_NEAR(t.logprob, log_p(t.id), 1e-4) << i;
+    ASSERT_EQ(t.top.size(), 4u);
+    const int32_t best =
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    EXPECT_EQ(t.top[0].first, best);
+    for (size_t j = 0; j < 4; ++j) {
+      EXPECT_NEAR(t.top[j].second, log_p(t.top[j].first), 1e-4);
+      if (j > 0) {
+        EXPECT_GE(t.top[j - 1].second, t.top[j].second);
+      }
+    }
+    logits = session.eval(std::span<const int32_t>(&s.generated_ids[i], 1));
+  }
+  EXPECT_TRUE(plain.logprobs.empty());
 }
 
 TEST_F(EngineTest, RawPromptIsTheTextWithTheModelsBos) {

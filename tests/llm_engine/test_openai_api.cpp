@@ -70,6 +70,44 @@ TEST(OpenAiApi, ChatRequestFieldsBecomeOptions) {
             -1);
 }
 
+// logprobs: chat's true and top_logprobs, the legacy completions' number; the responses' shapes.
+TEST(OpenAiApi, LogprobsRequestsAndResponses) {
+  const std::string user = R"("messages": [{"role": "user", "content": "x"}])";
+  EXPECT_EQ(parse_chat_request("{" + user + "}", {}, 1).options.logprobs, -1);
+  EXPECT_EQ(parse_chat_request("{" + user + R"(, "logprobs": true})", {}, 1).options.logprobs, 0);
+  EXPECT_EQ(parse_chat_request("{" + user + R"(, "logprobs": true, "top_logprobs": 3})", {}, 1)
+                .options.logprobs,
+            3);
+  EXPECT_EQ(parse_chat_request("{" + user + R"(, "logprobs": false})", {}, 1).options.logprobs, -1);
+  EXPECT_NE(error_of("{" + user + R"(, "top_logprobs": 3})").find("needs logprobs: true"),
+            std::string::npos);
+  EXPECT_NE(error_of("{" + user + R"(, "logprobs": true, "top_logprobs": 21})").find("0..20"),
+            std::string::npos);
+  EXPECT_EQ(parse_completion_request(R"({"prompt": "a", "logprobs": 2})", {}, 1).options.logprobs,
+            2);
+
+  TurnStats stats;
+  stats.text = "ab";
+  stats.generated_tokens = 2;
+  stats.logprobs = {{7, -0.5f, {{7, -0.5f}, {9, -1.5f}}}, {8, -0.25f, {{8, -0.25f}, {3, -2.0f}}}};
+  const PieceText piece = [](int32_t id) {
+    return id == 7 ? std::string("a") : id == 8 ? "b" : "?";
+  };
+  const Identity who{"x", 1, "m"};
+  const Json chat = chat_response(who, stats, &piece)["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(chat.size(), 2u);
+  EXPECT_EQ(chat[0]["token"], "a");
+  EXPECT_FLOAT_EQ(chat[0]["logprob"].get<float>(), -0.5f);
+  EXPECT_EQ(chat[0]["bytes"], Json::array({97}));
+  EXPECT_EQ(chat[1]["top_logprobs"][1]["token"], "?");
+  EXPECT_FLOAT_EQ(chat[1]["top_logprobs"][1]["logprob"].get<float>(), -2.0f);
+  EXPECT_TRUE(chat_response(who, stats)["choices"][0]["logprobs"].is_null());
+  const Json text = completion_response(who, stats, &piece)["choices"][0]["logprobs"];
+  EXPECT_EQ(text["tokens"], Json::array({"a", "b"}));
+  EXPECT_EQ(text["text_offset"], Json::array({0, 1}));
+  EXPECT_FLOAT_EQ(text["top_logprobs"][0]["?"].get<float>(), -1.5f);
+}
+
 TEST(OpenAiApi, ResponseFormatAndGrammarBecomeTheGrammar) {
   const auto grammar = [](const std::string& extra) {
     return parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}], )" + extra + "}",

@@ -137,11 +137,15 @@ class Server {
                                       : engine_.send_raw(r.prompt, r.options, on_piece);
     spdlog::info("serve: {} prompt tokens ({} cached), {} generated, {}", stats.prompt_ids.size(),
                  stats.cached_tokens, stats.generated_tokens, llm::to_string(stats.stop_reason));
+    const openai::PieceText piece = [this](int32_t id) {
+      return engine_.model().tokenizer().token_piece(id);
+    };
+    const openai::PieceText* logprobs = r.options.logprobs >= 0 ? &piece : nullptr;
     if (!r.stream)
       return send_json(res, 200,
-                       kind == Kind::chat ? openai::chat_response(who, stats)
+                       kind == Kind::chat ? openai::chat_response(who, stats, logprobs)
                        : kind == Kind::text
-                           ? openai::completion_response(who, stats)
+                           ? openai::completion_response(who, stats, logprobs)
                            : openai::native_completion(model_, stats.text, &stats));
     event(res, final_event(stats));
     if (kind != Kind::native) res.write("data: [DONE]\n\n");  // OpenAI's end of stream
