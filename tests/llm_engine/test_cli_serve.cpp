@@ -92,16 +92,27 @@ int connect_to(int port) {
 }
 
 // One request on a new connection; the reply read to the server's close.
-Reply request(int port, const std::string& raw) {
-  Reply r;
+// `raw` sent on a new connection, what comes back until the server closes it (or nothing has
+// come for `timeout_s` seconds, when above 0).
+std::string exchange(int port, const std::string& raw, int timeout_s = 0) {
   const int fd = connect_to(port);
-  if (fd < 0) return r;
+  if (fd < 0) return "";
+  if (timeout_s > 0) {
+    timeval tv{timeout_s, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
   ::send(fd, raw.data(), raw.size(), MSG_NOSIGNAL);
   std::string all;
   char buf[4096];
   for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
     all.append(buf, static_cast<size_t>(n));
   ::close(fd);
+  return all;
+}
+
+Reply request(int port, const std::string& raw) {
+  Reply r;
+  const std::string all = exchange(port, raw);
   const size_t end = all.find("\r\n\r\n");
   if (all.rfind("HTTP/1.1 ", 0) != 0 || end == std::string::npos) return r;
   r.status = std::stoi(all.substr(9, 3));
@@ -336,18 +347,7 @@ TEST_F(CliServe, ASlowClientDoesNotHoldUpOthers) {
   const int slow = connect_to(server.port());
   const std::string partial = "POST /v1/completions HTTP/1.1\r\nContent-Le";
   ::send(slow, partial.data(), partial.size(), MSG_NOSIGNAL);
-  const auto with_timeout = [&](const std::string& raw) {
-    const int fd = connect_to(server.port());
-    timeval tv{5, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ::send(fd, raw.data(), raw.size(), MSG_NOSIGNAL);
-    std::string all;
-    char buf[4096];
-    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
-      all.append(buf, static_cast<size_t>(n));
-    ::close(fd);
-    return all;
-  };
+  const auto with_timeout = [&](const std::string& raw) { return exchange(server.port(), raw, 5); };
   EXPECT_EQ(with_timeout("GET /health HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
   const std::string body = R"({"prompt": "w260", "max_tokens": 2})";
   EXPECT_EQ(with_timeout("POST /v1/completions HTTP/1.1\r\nContent-Length: " +
