@@ -222,6 +222,10 @@ Request parse_chat_request(std::string_view body, const GenerateOptions& default
     r.messages.push_back(
         {m["role"].get<std::string>(), content_text(m.value("content", Json()), i)});
   }
+  // As llama-server without its Jinja tool support: a reply that cannot call the tools a
+  // client offers is an error, not a silent plain answer.
+  if (const Json* tools = field(j, "tools"); tools && !(tools->is_array() && tools->empty()))
+    bad("tools: tool and function calls are not supported");
   parse_options(j, r, random_seed, /*chat=*/true);
   return r;
 }

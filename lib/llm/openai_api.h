@@ -10,7 +10,8 @@
 // list), logit_bias ({"token id": bias}), logprobs (chat: true with top_logprobs 0-20;
 // completions: the number of alternatives), grammar (GBNF), response_format ({"type":
 // "json_object"} or {"type": "json_schema", "json_schema": {"schema": ...}}), json_schema (a
-// schema, llama-server's own field), stream, n (1).
+// schema, llama-server's own field), stream, n (1). A non-empty tools list is refused (tool
+// calls are not supported).
 #pragma once
 
 #include <cstdint>

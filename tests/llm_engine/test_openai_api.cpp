@@ -143,6 +143,11 @@ TEST(OpenAiApi, MalformedRequestsNameTheField) {
   EXPECT_NE(error_of("{" + user + R"(, "logit_bias": {"x1": 1}})").find("'x1' is not a token id"),
             std::string::npos);
   EXPECT_NE(error_of("{" + user + R"(, "n": 2})").find("n: one choice"), std::string::npos);
+  EXPECT_NE(
+      error_of("{" + user + R"(, "tools": [{"type": "function", "function": {"name": "f"}}]})")
+          .find("tools: tool and function calls are not supported"),
+      std::string::npos);
+  EXPECT_EQ(error_of("{" + user + R"(, "tools": []})"), "<no error>");
   EXPECT_NE(error_of("{" + user + R"(, "response_format": {"type": "xml"}})")
                 .find("response_format.type"),
             std::string::npos);
