@@ -5,10 +5,9 @@
 // request's own fields override (lib/llm/openai_api.h). POST /tokenize and /detokenize are
 // llama-server's own, as is POST /completion ({"prompt", "n_predict", ...} -> {"content",
 // "stop", "stop_type", ...}). Each connection has a thread; the completions take the one engine in
-// turn, while /health, /v1/models and the tokenizer answer at once. Requests are answered one at a
-// time; each starts a new conversation on the one engine, whose KV cache keeps the longest start it
-// shares with the last request (a system prompt, earlier turns), as llama-server reuses its
-// slot's cache.
+// turn, while /health, /v1/models and the tokenizer answer at once. Each completion starts a new
+// conversation on the engine, whose KV cache keeps the longest start it shares with the last
+// request (a system prompt, earlier turns), as llama-server reuses its slot's cache.
 #include <atomic>
 #include <csignal>
 #include <cstdio>
