@@ -36,6 +36,21 @@ namespace {
 
 using kernels::DType;
 
+// A tiny random model (matrices in `matrices`, vectors f32) written as GGUF and loaded, with a
+// CPU backend: what each test below scores.
+struct LoadedTiny {
+  LoadedTiny(const std::string& arch, DType matrices, uint32_t seed, int threads = 2)
+      : tiny(make_tiny_model(tiny_spec(arch, false), matrices, DType::F32, seed)) {
+    write_gguf(tiny, dir / "m.gguf");
+    model = Model::load(dir / "m.gguf");
+    cpu = backends::make_cpu_backend(threads);
+  }
+  TinyModel tiny;
+  oxi::test::TempDir dir;
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<backends::Backend> cpu;
+};
+
 std::vector<int32_t> random_tokens(size_t n, int n_vocab, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<int32_t> ids(n);
@@ -101,17 +116,13 @@ TEST(Perplexity, MatchesTheReferenceChunkByChunk) {
   for (const Case& k : {Case{"llama", DType::F32, 1e-4}, Case{"qwen2", DType::F16, 1e-4},
                         Case{"llama", DType::Q8_0, 2e-2}}) {
     SCOPED_TRACE(std::string(k.arch) + " " + std::string(kernels::name(k.matrices)));
-    const TinyModel tiny = make_tiny_model(tiny_spec(k.arch, false), k.matrices, DType::F32, 5);
-    oxi::test::TempDir dir;
-    write_gguf(tiny, dir / "m.gguf");
-    const auto model = Model::load(dir / "m.gguf");
-    auto cpu = backends::make_cpu_backend(2);
+    const LoadedTiny loaded(k.arch, k.matrices, 5);
     const size_t n_ctx = 20;
-    const std::vector<int32_t> tokens = random_tokens(3 * n_ctx + 7, tiny.spec.n_vocab, 11);
-    Session session(model, *cpu, n_ctx);
-    const bool f16_cache = Session::default_kv_type(*model) == DType::F16;
+    const std::vector<int32_t> tokens = random_tokens(3 * n_ctx + 7, loaded.tiny.spec.n_vocab, 11);
+    Session session(loaded.model, *loaded.cpu, n_ctx);
+    const bool f16_cache = Session::default_kv_type(*loaded.model) == DType::F16;
     const PerplexityResult r = perplexity(session, tokens, {.n_ctx = n_ctx});
-    const Expected want = reference_perplexity(tiny, tokens, n_ctx, 3, 1, f16_cache);
+    const Expected want = reference_perplexity(loaded.tiny, tokens, n_ctx, 3, 1, f16_cache);
     ASSERT_EQ(r.chunks, 3u);
     EXPECT_EQ(r.scored, 3 * (n_ctx - n_ctx / 2 - 1));
     ASSERT_EQ(r.running.size(), 3u);
@@ -141,14 +152,10 @@ TEST(Perplexity, MatchesTheReferenceChunkByChunk) {
 // --ppl-stride S: windows of n_ctx + S/2 tokens, S apart, each from an empty cache with its own
 // first token (no BOS, as llama.cpp's strided run), its last S tokens scored.
 TEST(Perplexity, StridedWindowsMatchTheReference) {
-  const TinyModel tiny = make_tiny_model(tiny_spec("llama", false), DType::F32, DType::F32, 6);
-  oxi::test::TempDir dir;
-  write_gguf(tiny, dir / "m.gguf");
-  const auto model = Model::load(dir / "m.gguf");
-  auto cpu = backends::make_cpu_backend(2);
+  const LoadedTiny loaded("llama", DType::F32, 6);
   const size_t n_ctx = 16, stride = 6, window = n_ctx + stride / 2;
-  const std::vector<int32_t> tokens = random_tokens(47, tiny.spec.n_vocab, 12);
-  Session session(model, *cpu, window);
+  const std::vector<int32_t> tokens = random_tokens(47, loaded.tiny.spec.n_vocab, 12);
+  Session session(loaded.model, *loaded.cpu, window);
   const PerplexityOptions options{.n_ctx = n_ctx, .stride = stride};
   const size_t windows = (tokens.size() - window + stride - 1) / stride;  // 5
   ASSERT_EQ(perplexity_chunks(tokens.size(), options), windows);
@@ -158,7 +165,7 @@ TEST(Perplexity, StridedWindowsMatchTheReference) {
   double sum = 0, sum2 = 0;
   size_t n = 0;
   for (size_t w = 0; w < windows; ++w) {
-    ReferenceModel ref(tiny);
+    ReferenceModel ref(loaded.tiny);
     for (size_t j = 0; j + 1 < window; ++j) {
       const std::vector<double> logits = ref.step(tokens[w * stride + j]);
       if (j + 1 + stride < window) continue;  // the last `stride` tokens are scored
@@ -184,12 +191,8 @@ TEST(Perplexity, StridedWindowsMatchTheReference) {
 }
 
 TEST(Perplexity, RefusesTooLittleTextOrContext) {
-  const TinyModel tiny = make_tiny_model(tiny_spec("llama", false), DType::F32, DType::F32, 1);
-  oxi::test::TempDir dir;
-  write_gguf(tiny, dir / "m.gguf");
-  const auto model = Model::load(dir / "m.gguf");
-  auto cpu = backends::make_cpu_backend(1);
-  Session session(model, *cpu, 16);
+  const LoadedTiny loaded("llama", DType::F32, 1, 1);
+  Session session(loaded.model, *loaded.cpu, 16);
   const std::vector<int32_t> tokens = random_tokens(31, 300, 2);
   const auto message = [&](std::span<const int32_t> t, size_t n_ctx) {
     try {
@@ -405,12 +408,8 @@ TEST(KlDivergence, MatchesTheReference) {
 // first from the shared tokens' last logits) against the reference's, token by token over the
 // whole sequence; the pick is the highest; acc_norm counts the gold picks.
 TEST(Hellaswag, MeanLogProbsAndPicksMatchTheReference) {
-  const TinyModel tiny = make_tiny_model(tiny_spec("llama", false), DType::F32, DType::F32, 5);
-  oxi::test::TempDir dir;
-  write_gguf(tiny, dir / "m.gguf");
-  const auto model = Model::load(dir / "m.gguf");
-  auto cpu = backends::make_cpu_backend(2);
-  Session session(model, *cpu, 256);
+  const LoadedTiny loaded("llama", DType::F32, 5);
+  Session session(loaded.model, *loaded.cpu, 256);
   std::string text;
   std::mt19937 rng(4);
   const auto words = [&](size_t n) { return random_words(rng, n); };
@@ -423,7 +422,7 @@ TEST(Hellaswag, MeanLogProbsAndPicksMatchTheReference) {
   const HellaswagResult r = score_hellaswag(session, tasks);
   ASSERT_EQ(r.picks.size(), 6u);
   size_t correct = 0;
-  const tokenizer::Tokenizer& tok = model->tokenizer();
+  const tokenizer::Tokenizer& tok = loaded.model->tokenizer();
   for (size_t t = 0; t < 6; ++t) {
     std::array<std::vector<int32_t>, 4> seq;
     for (size_t e = 0; e < 4; ++e)
@@ -435,7 +434,7 @@ TEST(Hellaswag, MeanLogProbsAndPicksMatchTheReference) {
       ++shared;
     std::array<double, 4> want{};
     for (size_t e = 0; e < 4; ++e) {
-      ReferenceModel ref(tiny);
+      ReferenceModel ref(loaded.tiny);
       double sum = 0;
       for (size_t j = 0; j + 1 < seq[e].size(); ++j) {
         const std::vector<double> logits = ref.step(seq[e][j]);
@@ -481,12 +480,8 @@ TEST(Hellaswag, MeanLogProbsAndPicksMatchTheReference) {
 // the choice (but the last), or after the shared tokens when a rest is 3 tokens or fewer, as
 // restated here over the reference's logits token by token; the pick is the higher.
 TEST(Winogrande, ScoresAndPicksMatchTheReference) {
-  const TinyModel tiny = make_tiny_model(tiny_spec("llama", false), DType::F32, DType::F32, 5);
-  oxi::test::TempDir dir;
-  write_gguf(tiny, dir / "m.gguf");
-  const auto model = Model::load(dir / "m.gguf");
-  auto cpu = backends::make_cpu_backend(2);
-  Session session(model, *cpu, 256);
+  const LoadedTiny loaded("llama", DType::F32, 5);
+  Session session(loaded.model, *loaded.cpu, 256);
   std::mt19937 rng(8);
   const auto words = [&](size_t n) { return random_words(rng, n); };
   std::string csv = "not a task\n";
@@ -502,7 +497,7 @@ TEST(Winogrande, ScoresAndPicksMatchTheReference) {
   EXPECT_EQ(tasks[4].second.substr(tasks[4].second.size() - 6), ", w261");
   const WinograndeResult r = score_winogrande(session, tasks);
   ASSERT_EQ(r.picks.size(), 8u);
-  const tokenizer::Tokenizer& tok = model->tokenizer();
+  const tokenizer::Tokenizer& tok = loaded.model->tokenizer();
   size_t correct = 0, skipped_choice = 0;
   for (size_t t = 0; t < 8; ++t) {
     std::array<std::vector<int32_t>, 2> seq;
@@ -520,7 +515,7 @@ TEST(Winogrande, ScoresAndPicksMatchTheReference) {
     for (size_t c = 0; c < 2; ++c) {
       const size_t from = skip ? base[c] : shared;
       const size_t last = seq[c].size() - from > 1 ? 1 : 0;
-      ReferenceModel ref(tiny);
+      ReferenceModel ref(loaded.tiny);
       double sum = 0;
       size_t n = 0;
       for (size_t j = 0; j + 1 + last < seq[c].size(); ++j) {
@@ -572,12 +567,8 @@ TEST(TaskDraw, IsLlamaCppsDraw) {
 // log-probability after the tokens all share against the reference's logits token by token;
 // the pick the highest; correct where its label is 1; broken files are errors naming the task.
 TEST(MultipleChoice, ReadsLlamaCppsFileAndScoresAgainstTheReference) {
-  const TinyModel tiny = make_tiny_model(tiny_spec("llama", false), DType::F32, DType::F32, 7);
-  oxi::test::TempDir dir;
-  write_gguf(tiny, dir / "m.gguf");
-  const auto model = Model::load(dir / "m.gguf");
-  auto cpu = backends::make_cpu_backend(2);
-  Session session(model, *cpu, 256);
+  const LoadedTiny loaded("llama", DType::F32, 7);
+  Session session(loaded.model, *loaded.cpu, 256);
   std::mt19937 rng(9);
   std::vector<MultipleChoiceTask> tasks(7);
   for (size_t t = 0; t < tasks.size(); ++t) {
@@ -605,7 +596,7 @@ TEST(MultipleChoice, ReadsLlamaCppsFileAndScoresAgainstTheReference) {
 
   const MultipleChoiceResult r = score_multiple_choice(session, all);
   ASSERT_EQ(r.picks.size(), tasks.size());
-  const tokenizer::Tokenizer& tok = model->tokenizer();
+  const tokenizer::Tokenizer& tok = loaded.model->tokenizer();
   size_t correct = 0, answers = 0;
   for (size_t t = 0; t < tasks.size(); ++t) {
     std::vector<std::vector<int32_t>> seq;
@@ -620,7 +611,7 @@ TEST(MultipleChoice, ReadsLlamaCppsFileAndScoresAgainstTheReference) {
       ++shared;
     std::vector<double> want;
     for (size_t a = 0; a < seq.size(); ++a) {
-      ReferenceModel ref(tiny);
+      ReferenceModel ref(loaded.tiny);
       double sum = 0;
       for (size_t j = 0; j + 1 < seq[a].size(); ++j) {
         const std::vector<double> logits = ref.step(seq[a][j]);
