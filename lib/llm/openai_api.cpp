@@ -205,41 +205,46 @@ Json usage(const TurnStats& stats) {
           {"total_tokens", prompt + stats.generated_tokens}};
 }
 
+// Either kind of request: messages (chat) or a prompt, then the fields both share.
+Request parse_request(std::string_view body, const GenerateOptions& defaults, uint64_t random_seed,
+                      bool chat) {
+  const Json j = parse_body(body);
+  Request r;
+  r.options = defaults;
+  if (chat) {
+    const Json* messages = field(j, "messages");
+    if (!messages || !messages->is_array() || messages->empty())
+      bad("messages must be a non-empty list");
+    for (size_t i = 0; i < messages->size(); ++i) {
+      const Json& m = (*messages)[i];
+      if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+        bad("messages[" + std::to_string(i) + "] needs a role");
+      r.messages.push_back(
+          {m["role"].get<std::string>(), content_text(m.value("content", Json()), i)});
+    }
+    // As llama-server without its Jinja tool support: a reply that cannot call the tools a
+    // client offers is an error, not a silent plain answer.
+    if (const Json* tools = field(j, "tools"); tools && !(tools->is_array() && tools->empty()))
+      bad("tools: tool and function calls are not supported");
+  } else {
+    const Json* prompt = field(j, "prompt");
+    if (!prompt || !prompt->is_string()) bad("prompt must be a string");
+    r.prompt = prompt->get<std::string>();
+  }
+  parse_options(j, r, random_seed, chat);
+  return r;
+}
+
 }  // namespace
 
 Request parse_chat_request(std::string_view body, const GenerateOptions& defaults,
                            uint64_t random_seed) {
-  const Json j = parse_body(body);
-  Request r;
-  r.options = defaults;
-  const Json* messages = field(j, "messages");
-  if (!messages || !messages->is_array() || messages->empty())
-    bad("messages must be a non-empty list");
-  for (size_t i = 0; i < messages->size(); ++i) {
-    const Json& m = (*messages)[i];
-    if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
-      bad("messages[" + std::to_string(i) + "] needs a role");
-    r.messages.push_back(
-        {m["role"].get<std::string>(), content_text(m.value("content", Json()), i)});
-  }
-  // As llama-server without its Jinja tool support: a reply that cannot call the tools a
-  // client offers is an error, not a silent plain answer.
-  if (const Json* tools = field(j, "tools"); tools && !(tools->is_array() && tools->empty()))
-    bad("tools: tool and function calls are not supported");
-  parse_options(j, r, random_seed, /*chat=*/true);
-  return r;
+  return parse_request(body, defaults, random_seed, /*chat=*/true);
 }
 
 Request parse_completion_request(std::string_view body, const GenerateOptions& defaults,
                                  uint64_t random_seed) {
-  const Json j = parse_body(body);
-  Request r;
-  r.options = defaults;
-  const Json* prompt = field(j, "prompt");
-  if (!prompt || !prompt->is_string()) bad("prompt must be a string");
-  r.prompt = prompt->get<std::string>();
-  parse_options(j, r, random_seed, /*chat=*/false);
-  return r;
+  return parse_request(body, defaults, random_seed, /*chat=*/false);
 }
 
 const char* finish_reason(StopReason reason) {
