@@ -230,13 +230,19 @@ std::span<const QuantizeFileType> quantize_file_types() {
   return kFileTypes;
 }
 
-const QuantizeFileType& find_quantize_file_type(std::string_view name_or_id) {
+const QuantizeFileType* lookup_quantize_file_type(std::string_view name_or_id) {
   std::string wanted = upper(name_or_id);
   for (const auto& [alias, full] :
        {std::pair{"Q3_K", "Q3_K_M"}, {"Q4_K", "Q4_K_M"}, {"Q5_K", "Q5_K_M"}})
     if (wanted == alias) wanted = full;
   for (const QuantizeFileType& t : kFileTypes)
-    if (wanted == t.name || wanted == std::to_string(t.id)) return t;
+    if (wanted == t.name || wanted == std::to_string(t.id)) return &t;
+  return nullptr;
+}
+
+const QuantizeFileType& find_quantize_file_type(std::string_view name_or_id) {
+  if (const QuantizeFileType* t = lookup_quantize_file_type(name_or_id)) return *t;
+  const std::string wanted = upper(name_or_id);
   std::string names;
   for (const QuantizeFileType& t : kFileTypes)
     names.append(names.empty() ? "" : ", ").append(t.name);
@@ -345,9 +351,10 @@ QuantizePlan plan_quantization(const gguf::Reader& in, const QuantizeOptions& op
   return plan;
 }
 
-QuantizePlan quantize_model(const std::filesystem::path& in, const std::filesystem::path& out,
-                            const QuantizeOptions& options,
-                            const std::function<void(const QuantizedTensor&)>& on_tensor) {
+QuantizePlan quantize_model(
+    const std::filesystem::path& in, const std::filesystem::path& out,
+    const QuantizeOptions& options,
+    const std::function<void(const QuantizedTensor&, size_t, size_t)>& on_tensor) {
   const gguf::Reader reader(in);
   QuantizePlan plan = plan_quantization(reader, options);
   std::error_code ec;
@@ -362,9 +369,10 @@ QuantizePlan quantize_model(const std::filesystem::path& in, const std::filesyst
   writer.set_u32("general.file_type", plan.file_type->id);
 
   const std::unique_ptr<backends::Backend> backend = backends::make_cpu_backend(options.threads);
-  for (const QuantizedTensor& q : plan.tensors) {
+  for (size_t index = 0; index < plan.tensors.size(); ++index) {
+    const QuantizedTensor& q = plan.tensors[index];
     const TensorView& view = reader.tensor(q.name);
-    writer.add_tensor(q.name, q.to, q.shape, [&view, &q, &backend, &on_tensor] {
+    writer.add_tensor(q.name, q.to, q.shape, [&view, &q, &backend, &on_tensor, &plan, index] {
       std::vector<std::byte> bytes;
       if (q.to == q.from) {
         bytes.assign(view.data.begin(), view.data.end());
@@ -384,7 +392,7 @@ QuantizePlan quantize_model(const std::filesystem::path& in, const std::filesyst
           }
         });
       }
-      if (on_tensor) on_tensor(q);
+      if (on_tensor) on_tensor(q, index, plan.tensors.size());
       return bytes;
     });
   }

@@ -47,6 +47,8 @@ std::span<const QuantizeFileType> quantize_file_types();
 // numeric id; throws oxi::Error listing the names for anything else or a type that needs what
 // is not here (an importance matrix, IQ1/IQ2/IQ3 encoders).
 const QuantizeFileType& find_quantize_file_type(std::string_view name_or_id);
+// The same lookup without the error: nullptr for anything not a supported file type.
+const QuantizeFileType* lookup_quantize_file_type(std::string_view name_or_id);
 
 struct QuantizeOptions {
   std::string type = "Q4_K_M";    // a file type (find_quantize_file_type)
@@ -80,10 +82,11 @@ struct QuantizePlan {
 // a mixture-of-experts file).
 QuantizePlan plan_quantization(const gguf::Reader& in, const QuantizeOptions& options);
 
-// Writes `out` (through OUT.part, renamed when whole; nothing left on an error). on_tensor sees
-// each tensor as it is written.
-QuantizePlan quantize_model(const std::filesystem::path& in, const std::filesystem::path& out,
-                            const QuantizeOptions& options,
-                            const std::function<void(const QuantizedTensor&)>& on_tensor = {});
+// Writes `out` (through OUT.part, renamed when whole; nothing left on an error).
+// on_tensor(tensor, index, count) sees each tensor as it is written (index from 0).
+QuantizePlan quantize_model(
+    const std::filesystem::path& in, const std::filesystem::path& out,
+    const QuantizeOptions& options,
+    const std::function<void(const QuantizedTensor&, size_t, size_t)>& on_tensor = {});
 
 }  // namespace oxi::llm

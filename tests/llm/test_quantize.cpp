@@ -201,14 +201,19 @@ TEST_F(Quantize, ShortRowsFallBackAndTiedEmbeddingsGetTheOutputsType) {
 // llama.cpp's order; it loads, and answers as the input does within Q8_0's error.
 TEST_F(Quantize, WritesAFileThatLoadsAndAnswersAsTheInput) {
   const std::filesystem::path out = dir_ / "q8.gguf";
-  size_t seen = 0;
+  size_t seen = 0, told = 0;
   const QuantizePlan plan = quantize_model(
       dir_ / "f32.gguf", out, options_for("Q8_0", [](QuantizeOptions& o) { o.threads = 2; }),
-      [&](const QuantizedTensor&) { ++seen; });
+      [&](const QuantizedTensor&, size_t index, size_t count) {
+        EXPECT_EQ(index, seen);  // in order, from 0
+        told = count;
+        ++seen;
+      });
   EXPECT_FALSE(std::filesystem::exists(dir_ / "q8.gguf.part"));
   const gguf::Reader in(dir_ / "f32.gguf"), q(out);
   ASSERT_EQ(q.tensors().size(), in.tensors().size());
   EXPECT_EQ(seen, in.tensors().size());
+  EXPECT_EQ(told, in.tensors().size());
   EXPECT_EQ(q.get_u32("general.file_type"), 7u);
   EXPECT_EQ(q.get_u32("general.quantization_version"), 2u);
   for (const auto& [key, value] : in.metadata())

@@ -76,15 +76,7 @@ int run_quantize(const Argv& argv) {
   // llama-quantize's reading: IN, then TYPE if the next argument is one (OUT by default), else
   // OUT and TYPE; THREADS may follow.
   if (pos.size() < 2) throw UsageError("expected IN.gguf [OUT.gguf] TYPE [THREADS] (see --help)");
-  const auto is_type = [](const std::string& a) {
-    try {
-      llm::find_quantize_file_type(a);
-      return true;
-    } catch (const Error&) {
-      return false;
-    }
-  };
-  const size_t type_at = is_type(pos[1]) ? 1 : 2;
+  const size_t type_at = llm::lookup_quantize_file_type(pos[1]) ? 1 : 2;
   if (pos.size() <= type_at || pos.size() > type_at + 2)
     throw UsageError("expected IN.gguf [OUT.gguf] TYPE [THREADS] (see --help)");
   long long threads = args.get_int("threads", 0);
@@ -121,17 +113,17 @@ int run_quantize(const Argv& argv) {
                    : in.parent_path() / ("ggml-model-" + std::string(type.name) + ".gguf");
 
   llm::QuantizePlan plan;
-  size_t index = 0;
   if (args.flag("dry-run")) {
     plan = llm::plan_quantization(gguf::Reader(in), options);
-    for (const llm::QuantizedTensor& q : plan.tensors)
-      print_tensor(++index, plan.tensors.size(), q);
+    for (size_t i = 0; i < plan.tensors.size(); ++i)
+      print_tensor(i + 1, plan.tensors.size(), plan.tensors[i]);
   } else {
     std::printf("quantizing '%s' to '%s' as %s\n", in.string().c_str(), out.string().c_str(),
                 std::string(type.name).c_str());
-    size_t count = gguf::Reader(in).tensors().size();
-    plan = llm::quantize_model(
-        in, out, options, [&](const llm::QuantizedTensor& q) { print_tensor(++index, count, q); });
+    plan = llm::quantize_model(in, out, options,
+                               [](const llm::QuantizedTensor& q, size_t index, size_t count) {
+                                 print_tensor(index + 1, count, q);
+                               });
   }
   std::printf("model size  = %8.2f MiB\nquant size  = %8.2f MiB\n", mib(plan.bytes_in),
               mib(plan.bytes_out));
