@@ -69,6 +69,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kNamed = 
 
 ChatTemplate::ChatTemplate(std::string_view source, std::string bos_token, std::string eos_token)
     : template_(std::make_shared<const jinja::Template>(source)),
+      source_(source),
       bos_(std::move(bos_token)),
       eos_(std::move(eos_token)) {}
 
@@ -90,15 +91,22 @@ std::vector<std::string_view> ChatTemplate::names() {
 }
 
 std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages,
-                                bool add_generation_prompt) const {
+                                bool add_generation_prompt, const jinja::Json& extra) const {
   jinja::Json msgs = jinja::Json::array();
-  for (const ChatMessage& m : messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
+  for (const ChatMessage& m : messages) {
+    jinja::Json msg = {{"role", m.role}, {"content", m.content}};
+    if (m.fields.is_object())
+      for (const auto& [key, value] : m.fields.items()) msg[key] = value;
+    msgs.push_back(std::move(msg));
+  }
   // What transformers' apply_chat_template passes without tools or documents: both as None,
   // so `tools is defined` holds there too (functionary's template branches on it).
-  const jinja::Json context = {
+  jinja::Json context = {
       {"messages", std::move(msgs)}, {"tools", nullptr},
       {"documents", nullptr},        {"add_generation_prompt", add_generation_prompt},
       {"bos_token", bos_},           {"eos_token", eos_}};
+  if (extra.is_object())
+    for (const auto& [key, value] : extra.items()) context[key] = value;
   return template_->render(context);
 }
 

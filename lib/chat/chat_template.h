@@ -15,8 +15,13 @@
 namespace oxi {
 
 struct ChatMessage {
-  std::string role;  // "system", "user", "assistant"
+  std::string role;  // "system", "user", "assistant", "tool"
   std::string content;
+  // The message's other fields as a client gave them (an assistant's tool_calls, a tool
+  // result's tool_call_id and name, ...), passed to the template beside role and content as
+  // transformers passes a message dict; a "content" here (null for an assistant message that
+  // only calls tools) replaces the one above. null: none.
+  jinja::Json fields = nullptr;
 };
 
 class ChatTemplate {
@@ -27,12 +32,17 @@ class ChatTemplate {
   static ChatTemplate named(std::string_view name, std::string bos_token, std::string eos_token);
   static std::vector<std::string_view> names();
 
-  // Throws oxi::Error when the template raises (e.g. roles out of order).
-  std::string apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+  // Throws oxi::Error when the template raises (e.g. roles out of order). `extra`: more
+  // variables for the template (an object: tools, documents, ... as apply_chat_template's
+  // keyword arguments), over the defaults (tools and documents None).
+  std::string apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                    const jinja::Json& extra = nullptr) const;
+  // The template's Jinja text (a fallback's for a named one).
+  const std::string& source() const { return source_; }
 
  private:
   std::shared_ptr<const jinja::Template> template_;
-  std::string bos_, eos_;
+  std::string source_, bos_, eos_;
 };
 
 }  // namespace oxi

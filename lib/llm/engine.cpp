@@ -190,15 +190,17 @@ std::vector<int32_t> Engine::tokenize_prompt(const std::string& text) const {
   return tok.encode(text, add_bos, /*parse_special=*/true);
 }
 
-std::string Engine::render(const std::vector<ChatMessage>& messages) const {
-  return render_after(history_, messages);
+std::string Engine::render(const std::vector<ChatMessage>& messages,
+                           const jinja::Json& template_variables) const {
+  return render_after(history_, messages, template_variables);
 }
 
 std::string Engine::render_after(const std::vector<ChatMessage>& history,
-                                 const std::vector<ChatMessage>& messages) const {
+                                 const std::vector<ChatMessage>& messages,
+                                 const jinja::Json& template_variables) const {
   std::vector<ChatMessage> all = history;
   all.insert(all.end(), messages.begin(), messages.end());
-  return template_->apply(all, /*add_generation_prompt=*/true);
+  return template_->apply(all, /*add_generation_prompt=*/true, template_variables);
 }
 
 TurnStats Engine::send(const std::vector<ChatMessage>& messages, const GenerateOptions& options,
@@ -210,7 +212,7 @@ TurnStats Engine::send(const std::vector<ChatMessage>& messages, const GenerateO
   // shift discards half of what follows the kept tokens, but exact: no RoPE re-rotation of
   // cached keys).
   std::vector<ChatMessage> history = history_;
-  std::vector<int32_t> prompt = tokenize_prompt(render_after(history, messages));
+  std::vector<int32_t> prompt = tokenize_prompt(render_after(history, messages, options.template_variables));
   const size_t n_ctx = session_->n_ctx();
   const size_t reply_room = options.max_tokens >= 0
                                 ? std::min(static_cast<size_t>(options.max_tokens), n_ctx / 4)
@@ -221,7 +223,7 @@ TurnStats Engine::send(const std::vector<ChatMessage>& messages, const GenerateO
       const size_t before = history.size();
       if (!drop_oldest_exchange(history)) break;
       dropped += before - history.size();
-      prompt = tokenize_prompt(render_after(history, messages));
+      prompt = tokenize_prompt(render_after(history, messages, options.template_variables));
     }
   }
   TurnStats stats = run_turn(std::move(prompt), options, /*strip_leading_space=*/true, on_piece);

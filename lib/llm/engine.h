@@ -86,6 +86,9 @@ struct GenerateOptions {
   // bias, penalties and filters) and those of the `logprobs` likeliest tokens there, in
   // TurnStats::logprobs (OpenAI's logprobs / top_logprobs). < 0: not recorded.
   int logprobs = -1;
+  // Chat mode (send): more variables for the chat template, an object (ChatTemplate::apply's
+  // `extra`: the tools a reply may call, ...). null: none.
+  jinja::Json template_variables = nullptr;
 };
 
 // A generated token's log-probability and the likeliest alternatives (GenerateOptions::logprobs).
@@ -154,8 +157,12 @@ class Engine {
   TurnStats send_raw(std::string_view text, const GenerateOptions& options,
                      const PieceCallback& on_piece = {});
 
-  // The prompt text send(messages) would render (the history plus these, generation prompt).
-  std::string render(const std::vector<ChatMessage>& messages) const;
+  // The prompt text send(messages) would render (the history plus these, generation prompt;
+  // `template_variables` as GenerateOptions').
+  std::string render(const std::vector<ChatMessage>& messages,
+                     const jinja::Json& template_variables = nullptr) const;
+  // The template that renders chat prompts.
+  const ChatTemplate& chat_template() const { return *template_; }
   // Which template renders chat prompts ("model" or a fallback's name / a file).
   const std::string& template_name() const { return template_name_; }
 
@@ -193,7 +200,8 @@ class Engine {
                                              std::vector<int32_t>& drafted,
                                              std::vector<float>& drafted_logits);
   std::string render_after(const std::vector<ChatMessage>& history,
-                           const std::vector<ChatMessage>& messages) const;
+                           const std::vector<ChatMessage>& messages,
+                           const jinja::Json& template_variables) const;
   bool is_end_token(int32_t id) const;
   // options.sampling plus ignore_eos' biases; throws oxi::Error for ignore_eos with choices.
   SamplerOptions sampling_options(const GenerateOptions& options) const;

@@ -143,9 +143,16 @@ class Converter {
  public:
   explicit Converter(const json& root) : root_(root) {}
 
-  std::string convert() {
+  // The rules, the schema's own named `root_rule`.
+  std::string convert(const std::string& root_rule) {
     const std::string body = visit(root_, "root");
-    define("root", body);
+    if (root_rule == "root") {
+      define("root", body);
+    } else {
+      if (rules_.count(root_rule) || kPrimitives.count(root_rule))
+        throw Error("json schema", "the rule name '" + root_rule + "' is taken");
+      rules_[root_rule] = body;
+    }
     std::string out;
     for (const auto& [name, body_text] : rules_) out += name + " ::= " + body_text + "\n";
     return out;
@@ -624,7 +631,7 @@ class Converter {
 
 }  // namespace
 
-std::string json_schema_to_gbnf(std::string_view schema) {
+std::string json_schema_to_gbnf(std::string_view schema, const std::string& root_rule) {
   json parsed;
   try {
     parsed = json::parse(schema);
@@ -633,14 +640,15 @@ std::string json_schema_to_gbnf(std::string_view schema) {
   }
   std::string grammar;
   try {
-    grammar = Converter(parsed).convert();
+    grammar = Converter(parsed).convert(root_rule);
   } catch (const json::exception& e) {  // a keyword's value of a type the converter did not check
     throw Error("json schema", std::string("unexpected value: ") + e.what());
   }
   // A schema that refers to itself before any JSON text ({"anyOf": [{"$ref": "#"}...]}) makes
   // a left-recursive grammar: refused here, saying why, rather than by whoever parses it.
   try {
-    (void)gbnf::Grammar::parse(grammar);
+    // A grammar for another's use has no root of its own: checked with one that refers to it.
+    (void)gbnf::Grammar::parse(root_rule == "root" ? grammar : grammar + "root ::= " + root_rule + "\n");
   } catch (const Error& e) {
     throw Error("json schema", std::string("its grammar is refused (a $ref that comes back to "
                                            "itself before any JSON text?): ") +

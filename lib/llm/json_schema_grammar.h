@@ -28,6 +28,9 @@
 namespace oxi::llm {
 
 // Throws oxi::Error for text that is not JSON and for what the header says is not supported.
-std::string json_schema_to_gbnf(std::string_view schema);
+// `root_rule`: the name of the rule for the whole schema; another than "root" leaves the
+// grammar without a root, for a grammar that embeds it (tool_calls.h). Rules of its own are
+// named from "root-..." and "ref-..." paths and the JSON primitives (value, string, space, ...).
+std::string json_schema_to_gbnf(std::string_view schema, const std::string& root_rule = "root");
 
 }  // namespace oxi::llm

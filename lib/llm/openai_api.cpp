@@ -40,6 +40,70 @@ std::string content_text(const Json& content, size_t index) {
   return text;
 }
 
+// A message's fields beyond role and content, for the template: an assistant's tool calls with
+// their arguments text as the object it holds; a null content as None.
+Json message_fields(const Json& m, size_t index) {
+  Json fields = Json::object();
+  for (const auto& [key, value] : m.items())
+    if (key != "role" && (key != "content" || value.is_null())) fields[key] = value;
+  if (const auto calls = fields.find("tool_calls"); calls != fields.end()) {
+    if (!calls->is_array())
+      bad("messages[" + std::to_string(index) + "].tool_calls must be a list");
+    for (Json& call : *calls) {
+      Json* arguments = call.is_object() && call.contains("function") && call["function"].is_object()
+                            ? &call["function"]["arguments"]
+                            : nullptr;
+      if (!arguments || !arguments->is_string()) continue;
+      Json parsed = Json::parse(arguments->get<std::string>(), nullptr, false);
+      if (!parsed.is_discarded()) *arguments = std::move(parsed);
+    }
+  }
+  return fields.empty() ? Json() : fields;
+}
+
+// tools, tool_choice and parallel_tool_calls: the offer, or none (no tools, or an empty list).
+std::optional<ToolOffer> parse_tools(const Json& body) {
+  const Json* tools = field(body, "tools");
+  if (!tools) return std::nullopt;
+  if (!tools->is_array()) bad("tools must be a list");
+  if (tools->empty()) return std::nullopt;
+  ToolOffer offer;
+  offer.tools = *tools;
+  for (size_t i = 0; i < tools->size(); ++i) {
+    const Json& t = (*tools)[i];
+    const Json* f = t.is_object() ? field(t, "function") : nullptr;
+    if (!t.is_object() || t.value("type", "") != "function" || !f || !f->is_object() ||
+        !f->contains("name") || !(*f)["name"].is_string())
+      bad("tools[" + std::to_string(i) + "] must be {\"type\": \"function\", \"function\": {\"name\", ...}}");
+  }
+  if (const Json* choice = field(body, "tool_choice")) {
+    if (choice->is_string() && *choice == "auto") {
+      offer.choice = ToolChoice::automatic;
+    } else if (choice->is_string() && *choice == "none") {
+      offer.choice = ToolChoice::none;
+    } else if (choice->is_string() && *choice == "required") {
+      offer.choice = ToolChoice::required;
+    } else if (choice->is_object() && choice->value("type", "") == "function" &&
+               choice->contains("function") && (*choice)["function"].is_object() &&
+               (*choice)["function"].value("name", Json()).is_string()) {
+      const Json name = (*choice)["function"]["name"];
+      Json named = Json::array();
+      for (const Json& t : *tools)
+        if (t["function"]["name"] == name) named.push_back(t);
+      if (named.empty()) bad("tool_choice names no tool on offer: " + name.get<std::string>());
+      offer.tools = std::move(named);
+      offer.choice = ToolChoice::required;
+    } else {
+      bad("tool_choice must be auto, none, required or {\"type\": \"function\", \"function\": {\"name\"}}");
+    }
+  }
+  if (const Json* parallel = field(body, "parallel_tool_calls")) {
+    if (!parallel->is_boolean()) bad("parallel_tool_calls must be true or false");
+    offer.parallel = parallel->get<bool>();
+  }
+  return offer;
+}
+
 Json parse_body(std::string_view body) {
   Json j;
   try {
@@ -219,13 +283,10 @@ Request parse_request(std::string_view body, const GenerateOptions& defaults, ui
       const Json& m = (*messages)[i];
       if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
         bad("messages[" + std::to_string(i) + "] needs a role");
-      r.messages.push_back(
-          {m["role"].get<std::string>(), content_text(m.value("content", Json()), i)});
+      r.messages.push_back({m["role"].get<std::string>(),
+                            content_text(m.value("content", Json()), i), message_fields(m, i)});
     }
-    // As llama-server without its Jinja tool support: a reply that cannot call the tools a
-    // client offers is an error, not a silent plain answer.
-    if (const Json* tools = field(j, "tools"); tools && !(tools->is_array() && tools->empty()))
-      bad("tools: tool and function calls are not supported");
+    r.tools = parse_tools(j);
   } else {
     const Json* prompt = field(j, "prompt");
     if (!prompt || !prompt->is_string()) bad("prompt must be a string");
@@ -247,27 +308,60 @@ Request parse_completion_request(std::string_view body, const GenerateOptions& d
   return parse_request(body, defaults, random_seed, /*chat=*/false);
 }
 
-const char* finish_reason(StopReason reason) {
+const char* finish_reason(StopReason reason, const ToolReply* reply) {
+  if (reply && !reply->calls.empty()) return "tool_calls";
   return reason == StopReason::max_tokens || reason == StopReason::context_full ? "length" : "stop";
 }
 
-Json chat_response(const Identity& who, const TurnStats& stats, const PieceText* piece) {
+Json chat_response(const Identity& who, const TurnStats& stats, const PieceText* piece,
+                   const ToolReply* reply) {
+  Json message = {{"role", "assistant"}, {"content", stats.text}};
+  if (reply) {
+    message["content"] =
+        reply->content.empty() && !reply->calls.empty() ? Json() : Json(reply->content);
+    if (!reply->calls.empty()) message["tool_calls"] = tool_calls_delta(*reply)["tool_calls"];
+    if (message.contains("tool_calls"))
+      for (Json& call : message["tool_calls"]) call.erase("index");
+  }
   return {{"id", who.id},
           {"object", "chat.completion"},
           {"created", who.created},
           {"model", who.model},
           {"choices", Json::array({{{"index", 0},
-                                    {"message", {{"role", "assistant"}, {"content", stats.text}}},
+                                    {"message", message},
                                     {"logprobs", piece ? chat_logprobs(stats, *piece) : Json()},
-                                    {"finish_reason", finish_reason(stats.stop_reason)}}})},
+                                    {"finish_reason", finish_reason(stats.stop_reason, reply)}}})},
           {"usage", usage(stats)}};
 }
 
-Json chat_chunk(const Identity& who, const Json& delta, const TurnStats* final_stats) {
-  Json choice = {
-      {"index", 0},
-      {"delta", delta},
-      {"finish_reason", final_stats ? Json(finish_reason(final_stats->stop_reason)) : Json()}};
+Json tool_calls_delta(const ToolReply& reply) {
+  Json calls = Json::array();
+  for (size_t i = 0; i < reply.calls.size(); ++i) {
+    const ToolCall& c = reply.calls[i];
+    calls.push_back({{"index", i},
+                     {"id", c.id},
+                     {"type", "function"},
+                     {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  }
+  return {{"tool_calls", calls}};
+}
+
+void name_tool_calls(ToolReply& reply, const std::function<uint32_t()>& random) {
+  static constexpr std::string_view kChars =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  for (ToolCall& c : reply.calls) {
+    if (!c.id.empty()) continue;
+    c.id = "call_";
+    for (int i = 0; i < 24; ++i) c.id += kChars[random() % kChars.size()];
+  }
+}
+
+Json chat_chunk(const Identity& who, const Json& delta, const TurnStats* final_stats,
+                const ToolReply* reply) {
+  Json choice = {{"index", 0},
+                 {"delta", delta},
+                 {"finish_reason",
+                  final_stats ? Json(finish_reason(final_stats->stop_reason, reply)) : Json()}};
   Json chunk = {{"id", who.id},
                 {"object", "chat.completion.chunk"},
                 {"created", who.created},

@@ -10,8 +10,12 @@
 // list), logit_bias ({"token id": bias}), logprobs (chat: true with top_logprobs 0-20;
 // completions: the number of alternatives), grammar (GBNF), response_format ({"type":
 // "json_object"} or {"type": "json_schema", "json_schema": {"schema": ...}}), json_schema (a
-// schema, llama-server's own field), stream, n (1). A non-empty tools list is refused (tool
-// calls are not supported).
+// schema, llama-server's own field), stream, n (1), and for tool calls (tool_calls.h) tools,
+// tool_choice ("auto", "none", "required" or {"type": "function", "function": {"name"}}: that
+// one, required) and parallel_tool_calls; messages' other fields (an assistant's tool_calls, a
+// tool result's tool_call_id, name) go to the template as ChatMessage::fields, each call's
+// arguments text as the object it holds (templates write arguments with tojson, as
+// transformers' documents them: a dict).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/llm/engine.h"
+#include "lib/llm/tool_calls.h"
 
 namespace oxi::llm::openai {
 
@@ -34,6 +39,7 @@ struct Request {
   std::string prompt;                 // text completions
   GenerateOptions options;
   bool stream = false;
+  std::optional<ToolOffer> tools;  // chat: a non-empty tools list
 };
 
 // Fields absent from the body keep `defaults`' values (the server's command-line sampling),
@@ -44,8 +50,9 @@ Request parse_chat_request(std::string_view body, const GenerateOptions& default
 Request parse_completion_request(std::string_view body, const GenerateOptions& defaults,
                                  uint64_t random_seed);
 
-// "stop" (an end token, a stop string, a choice) or "length" (max_tokens, a full context).
-const char* finish_reason(StopReason reason);
+// "stop" (an end token, a stop string, a choice) or "length" (max_tokens, a full context);
+// "tool_calls" for a reply that calls tools.
+const char* finish_reason(StopReason reason, const ToolReply* reply = nullptr);
 
 // One response's identity: its id ("chatcmpl-..." / "cmpl-..."), creation time, model name.
 struct Identity {
@@ -60,11 +67,19 @@ using PieceText = std::function<std::string(int32_t)>;
 // chat.completion: the assistant message, finish_reason and usage (prompt tokens: the whole
 // context the reply followed, cached or not); with `piece` given (the request asked for
 // logprobs), choices[0].logprobs.content from stats.logprobs (token, logprob, bytes,
-// top_logprobs), else null.
-Json chat_response(const Identity& who, const TurnStats& stats, const PieceText* piece = nullptr);
-// chat.completion.chunk: the first has delta {"role": "assistant"}, then {"content": piece},
-// the last an empty delta and the finish_reason (and usage).
-Json chat_chunk(const Identity& who, const Json& delta, const TurnStats* final_stats);
+// top_logprobs), else null. With `reply` (tools were offered) the message is its content (null
+// when empty beside calls) and tool_calls ({"id", "type": "function", "function": {"name",
+// "arguments"}}), the ids as given (tool_call_ids() names those without).
+Json chat_response(const Identity& who, const TurnStats& stats, const PieceText* piece = nullptr,
+                   const ToolReply* reply = nullptr);
+// chat.completion.chunk: the first has delta {"role": "assistant"}, then {"content": piece}
+// (tool_calls_delta() for calls), the last an empty delta and the finish_reason (and usage).
+Json chat_chunk(const Identity& who, const Json& delta, const TurnStats* final_stats,
+                const ToolReply* reply = nullptr);
+// A streamed delta with all of a reply's calls, each with its index.
+Json tool_calls_delta(const ToolReply& reply);
+// Calls the model gave no id get "call_" and 24 letters and digits drawn from `random`.
+void name_tool_calls(ToolReply& reply, const std::function<uint32_t()>& random);
 // text_completion and its streamed chunks (choices[0].text); with `piece`, the legacy
 // logprobs object (tokens, token_logprobs, top_logprobs, text_offset).
 Json completion_response(const Identity& who, const TurnStats& stats,

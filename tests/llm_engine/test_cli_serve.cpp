@@ -20,6 +20,7 @@
 
 #include "lib/llm/engine.h"
 #include "lib/llm/model.h"
+#include "lib/llm/tool_calls.h"
 #include "lib/tokenizer/tokenizer.h"
 #include "tests/common/test_data.h"
 #include "tests/llm_engine/engine_fixture.h"
@@ -292,6 +293,128 @@ TEST_F(CliServe, ChatAndCompletionsAnswerAsTheEngine) {
   ::send(cut, partial.data(), partial.size(), MSG_NOSIGNAL);
   ::close(cut);
   EXPECT_EQ(post(port, "/v1/completions", R"({"prompt": "w260", "max_tokens": 1})").status, 200);
+}
+
+// The data of each server-sent event of a streamed reply, [DONE] included.
+std::vector<std::string> events_of(const std::string& body) {
+  std::vector<std::string> out;
+  for (size_t at = 0; (at = body.find("data: ", at)) != std::string::npos;) {
+    const size_t end = body.find("\n\n", at);
+    out.push_back(body.substr(at + 6, end - at - 6));
+    at = end;
+  }
+  return out;
+}
+
+// Tools offered to a model whose template writes Hermes' <tool_call> form: with tool_choice
+// "required" the reply is a call (as the engine gives it for the same turn), streamed as one
+// tool_calls delta; the next turn carries the call and its result back to the template, and
+// with tool_choice "none" the reply is plain content, the engine's for the same messages.
+TEST_F(CliServe, ToolCallsAsOpenAiClientsReadThem) {
+  const std::string tmpl =
+      "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}{% if m.tool_calls %}"
+      "{% for c in m.tool_calls %}<tool_call>\n{\"name\": \"{{ c.function.name }}\", "
+      "\"arguments\": {{ c.function.arguments | tojson }}}\n</tool_call>{% endfor %}{% endif %}"
+      "{% if m.tool_call_id %}[{{ m.tool_call_id }}]{% endif %}<|im_end|>\n{% endfor %}"
+      "{% if tools %}{% for t in tools %}{{ t.function.name }};{% endfor %}{% endif %}"
+      "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+  const std::string tmpl_file = (dir_ / "hermes.jinja").string();
+  {
+    std::FILE* f = std::fopen(tmpl_file.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fputs(tmpl.c_str(), f);
+    std::fclose(f);
+  }
+  ServeProcess server({"-m", model_, "--threads", "1", "--template", tmpl_file, "--ctx", "1024"});
+  ASSERT_GT(server.port(), 0);
+  const int port = server.port();
+  const Json tools = Json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 5}},
+                     "required": ["city"], "additionalProperties": false}}}])");
+  const std::string user = R"([{"role": "user", "content": "weather?"}])";
+  const std::string ask = R"({"messages": )" + user + R"(, "tools": )" + tools.dump() +
+                          R"(, "tool_choice": "required", "temperature": 0, "max_tokens": 300)";
+  const Reply called = post(port, "/v1/chat/completions", ask + "}");
+  ASSERT_EQ(called.status, 200) << called.body;
+  const Json c = Json::parse(called.body);
+  const Json& message = c["choices"][0]["message"];
+  EXPECT_TRUE(message["content"].is_null()) << called.body;
+  ASSERT_EQ(message["tool_calls"].size(), 1u) << called.body;
+  const Json& call = message["tool_calls"][0];
+  EXPECT_EQ(call["type"], "function");
+  EXPECT_EQ(call["id"].get<std::string>().rfind("call_", 0), 0u);
+  EXPECT_EQ(c["choices"][0]["finish_reason"], "tool_calls");
+
+  EngineOptions eo;
+  eo.threads = 1;
+  eo.n_ctx = 1024;
+  eo.chat_template = tmpl_file;
+  const auto engine = Engine::load(model_, eo);
+  ToolOffer offer;
+  offer.tools = tools;
+  offer.choice = ToolChoice::required;
+  const ToolTurn turn = offer_tools(engine->chat_template(), {{"user", "weather?"}}, offer);
+  GenerateOptions g;
+  g.sampling.temperature = 0;
+  g.max_tokens = 300;
+  g.grammar = turn.grammar;
+  g.template_variables = turn.template_variables;
+  const ToolReply want = parse_tool_reply(engine->send(turn.messages, g).text, turn.format);
+  ASSERT_EQ(want.calls.size(), 1u);
+  EXPECT_EQ(call["function"]["name"], want.calls[0].name);
+  EXPECT_EQ(call["function"]["arguments"], want.calls[0].arguments);
+
+  // Streamed: the role, one delta with the whole call, the finish reason, [DONE]; no content.
+  const Reply streamed = post(port, "/v1/chat/completions", ask + R"(, "stream": true})");
+  ASSERT_EQ(streamed.status, 200);
+  const std::vector<std::string> events = events_of(streamed.body);
+  ASSERT_EQ(events.size(), 4u) << streamed.body;
+  EXPECT_EQ(Json::parse(events[0])["choices"][0]["delta"], Json({{"role", "assistant"}}));
+  const Json delta = Json::parse(events[1])["choices"][0]["delta"];
+  ASSERT_EQ(delta["tool_calls"].size(), 1u);
+  EXPECT_EQ(delta["tool_calls"][0]["index"], 0);
+  EXPECT_EQ(delta["tool_calls"][0]["function"], call["function"]);
+  EXPECT_EQ(Json::parse(events[2])["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_EQ(events[3], "[DONE]");
+
+  // The call and its result go back: the template sees the call's arguments as an object and
+  // the result's tool_call_id; "none" answers in words.
+  const Json back = {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {call}}};
+  const Json result = {{"role", "tool"}, {"tool_call_id", call["id"]}, {"content", "sunny"}};
+  Json followup = {{"messages", Json::parse(user)},
+                   {"tools", tools},
+                   {"tool_choice", "none"},
+                   {"temperature", 0},
+                   {"max_tokens", 6}};
+  followup["messages"].push_back(back);
+  followup["messages"].push_back(result);
+  const Reply answered = post(port, "/v1/chat/completions", followup.dump());
+  ASSERT_EQ(answered.status, 200) << answered.body;
+  const Json a = Json::parse(answered.body);
+  EXPECT_FALSE(a["choices"][0]["message"].contains("tool_calls"));
+  Json fields_call = call;
+  fields_call["function"]["arguments"] = Json::parse(want.calls[0].arguments);
+  GenerateOptions plain;
+  plain.sampling.temperature = 0;
+  plain.max_tokens = 6;
+  plain.template_variables = {{"tools", tools}};
+  const std::vector<ChatMessage> history = {
+      {"user", "weather?"},
+      {"assistant", "", {{"content", nullptr}, {"tool_calls", {fields_call}}}},
+      {"tool", "sunny", {{"tool_call_id", call["id"]}}}};
+  const std::string prompt = engine->chat_template().apply(history, true, plain.template_variables);
+  EXPECT_NE(prompt.find("\"arguments\": {\"city\""), std::string::npos) << prompt;
+  EXPECT_NE(prompt.find("sunny[" + call["id"].get<std::string>() + "]"), std::string::npos);
+  engine->new_conversation();
+  const TurnStats words = engine->send(history, plain);
+  EXPECT_EQ(a["usage"]["prompt_tokens"], words.prompt_ids.size());
+  EXPECT_EQ(Json::parse(Json(words.text).dump(-1, ' ', false, Json::error_handler_t::replace)),
+            a["choices"][0]["message"]["content"]);
+
+  // A grammar of the client's own cannot be held together with the tools' one.
+  const Reply both = post(port, "/v1/chat/completions", ask + R"(, "grammar": "root ::= \"x\""})");
+  EXPECT_EQ(both.status, 400);
+  EXPECT_NE(both.body.find("cannot be given with tools"), std::string::npos);
 }
 
 TEST_F(CliServe, ApiKeyGuardsAllButHealth) {

@@ -143,11 +143,23 @@ TEST(OpenAiApi, MalformedRequestsNameTheField) {
   EXPECT_NE(error_of("{" + user + R"(, "logit_bias": {"x1": 1}})").find("'x1' is not a token id"),
             std::string::npos);
   EXPECT_NE(error_of("{" + user + R"(, "n": 2})").find("n: one choice"), std::string::npos);
-  EXPECT_NE(
-      error_of("{" + user + R"(, "tools": [{"type": "function", "function": {"name": "f"}}]})")
-          .find("tools: tool and function calls are not supported"),
-      std::string::npos);
+  const std::string tool = R"({"type": "function", "function": {"name": "f"}})";
+  EXPECT_EQ(error_of("{" + user + R"(, "tools": [)" + tool + "]}"), "<no error>");
   EXPECT_EQ(error_of("{" + user + R"(, "tools": []})"), "<no error>");
+  EXPECT_NE(error_of("{" + user + R"(, "tools": {}})").find("tools must be a list"),
+            std::string::npos);
+  EXPECT_NE(error_of("{" + user + R"(, "tools": [{"type": "function"}]})").find("tools[0] must be"),
+            std::string::npos);
+  EXPECT_NE(error_of("{" + user + R"(, "tools": [)" + tool + R"(], "tool_choice": "always"})")
+                .find("tool_choice must be"),
+            std::string::npos);
+  EXPECT_NE(error_of("{" + user + R"(, "tools": [)" + tool +
+                     R"(], "tool_choice": {"type": "function", "function": {"name": "g"}}})")
+                .find("tool_choice names no tool on offer: g"),
+            std::string::npos);
+  EXPECT_NE(error_of("{" + user + R"(, "tools": [)" + tool + R"(], "parallel_tool_calls": 1})")
+                .find("parallel_tool_calls must be"),
+            std::string::npos);
   EXPECT_NE(error_of("{" + user + R"(, "response_format": {"type": "xml"}})")
                 .find("response_format.type"),
             std::string::npos);
@@ -156,6 +168,91 @@ TEST(OpenAiApi, MalformedRequestsNameTheField) {
             std::string::npos);
   EXPECT_NE(error_of(R"({"prompt": 3})", false).find("prompt must be a string"), std::string::npos);
   EXPECT_EQ(error_of(R"({"prompt": "once"})", false), "<no error>");
+}
+
+TEST(OpenAiApi, ToolsToolChoiceAndToolMessages) {
+  const std::string f = R"({"type": "function", "function": {"name": "f", "parameters":
+                             {"type": "object", "properties": {"a": {"type": "integer"}}}}})";
+  const std::string g = R"({"type": "function", "function": {"name": "g"}})";
+  const std::string messages = R"("messages": [
+      {"role": "user", "content": "call f"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+        "function": {"name": "f", "arguments": "{\"a\": 1}"}}, {"id": "call_2", "type": "function",
+        "function": {"name": "f", "arguments": "not json"}}]},
+      {"role": "tool", "tool_call_id": "call_1", "name": "f", "content": "42"}])";
+  const Request r = parse_chat_request("{" + messages + R"(, "tools": [)" + f + ", " + g + "]}",
+                                       {}, 1);
+  ASSERT_TRUE(r.tools.has_value());
+  EXPECT_EQ(r.tools->tools.size(), 2u);
+  EXPECT_EQ(r.tools->choice, ToolChoice::automatic);
+  EXPECT_FALSE(r.tools->parallel);  // llama-server's default
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_TRUE(r.messages[0].fields.is_null());
+  EXPECT_EQ(r.messages[1].role, "assistant");
+  EXPECT_EQ(r.messages[1].content, "");
+  EXPECT_TRUE(r.messages[1].fields.contains("content"));  // null: the template sees None
+  EXPECT_TRUE(r.messages[1].fields["content"].is_null());
+  // Arguments text that holds JSON reaches the template as that object; other text stays.
+  EXPECT_EQ(r.messages[1].fields["tool_calls"][0]["function"]["arguments"], Json({{"a", 1}}));
+  EXPECT_EQ(r.messages[1].fields["tool_calls"][1]["function"]["arguments"], "not json");
+  EXPECT_EQ(r.messages[1].fields["tool_calls"][0]["id"], "call_1");
+  EXPECT_EQ(r.messages[2].content, "42");
+  EXPECT_EQ(r.messages[2].fields, Json({{"tool_call_id", "call_1"}, {"name", "f"}}));
+
+  const Request named = parse_chat_request(
+      "{" + messages + R"(, "tools": [)" + f + ", " + g +
+          R"(], "tool_choice": {"type": "function", "function": {"name": "g"}},
+              "parallel_tool_calls": true})",
+      {}, 1);
+  ASSERT_TRUE(named.tools.has_value());
+  EXPECT_EQ(named.tools->choice, ToolChoice::required);
+  ASSERT_EQ(named.tools->tools.size(), 1u);
+  EXPECT_EQ(named.tools->tools[0]["function"]["name"], "g");
+  EXPECT_TRUE(named.tools->parallel);
+  for (const auto& [text, choice] : {std::pair{"auto", ToolChoice::automatic},
+                                     {"none", ToolChoice::none},
+                                     {"required", ToolChoice::required}}) {
+    const Request c = parse_chat_request(
+        "{" + messages + R"(, "tools": [)" + g + R"(], "tool_choice": ")" + text + "\"}", {}, 1);
+    EXPECT_EQ(c.tools->choice, choice) << text;
+  }
+  EXPECT_FALSE(parse_chat_request("{" + messages + "}", {}, 1).tools.has_value());
+}
+
+TEST(OpenAiApi, ToolCallResponsesAndChunks) {
+  TurnStats stats;
+  stats.text = "<tool_call>...</tool_call>";
+  stats.stop_reason = StopReason::eos;
+  const Identity who{"chatcmpl-8", 1700000000, "tiny"};
+  ToolReply reply{"", {{"f", R"({"a":1})", "call_x"}, {"g", "{}", ""}}};
+  name_tool_calls(reply, [n = 0u]() mutable { return n++; });
+  EXPECT_EQ(reply.calls[0].id, "call_x");  // the model's own id stays
+  ASSERT_EQ(reply.calls[1].id.size(), 5u + 24u);
+  EXPECT_EQ(reply.calls[1].id.substr(0, 5), "call_");
+  EXPECT_EQ(reply.calls[1].id.substr(5, 3), "abc");
+  const Json r = chat_response(who, stats, nullptr, &reply);
+  const Json& message = r["choices"][0]["message"];
+  EXPECT_TRUE(message["content"].is_null());
+  ASSERT_EQ(message["tool_calls"].size(), 2u);
+  EXPECT_EQ(message["tool_calls"][0],
+            Json({{"id", "call_x"},
+                  {"type", "function"},
+                  {"function", {{"name", "f"}, {"arguments", R"({"a":1})"}}}}));
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
+  const Json delta = tool_calls_delta(reply);
+  EXPECT_EQ(delta["tool_calls"][1]["index"], 1);
+  EXPECT_EQ(delta["tool_calls"][1]["function"]["name"], "g");
+  EXPECT_EQ(chat_chunk(who, Json::object(), &stats, &reply)["choices"][0]["finish_reason"],
+            "tool_calls");
+  // A reply without calls: its content, no tool_calls, the plain finish reason.
+  const ToolReply plain{"just text", {}};
+  const Json p = chat_response(who, stats, nullptr, &plain);
+  EXPECT_EQ(p["choices"][0]["message"]["content"], "just text");
+  EXPECT_FALSE(p["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_EQ(p["choices"][0]["finish_reason"], "stop");
+  const ToolReply both{"Let me look.", {{"f", "{}", "call_y"}}};
+  EXPECT_EQ(chat_response(who, stats, nullptr, &both)["choices"][0]["message"]["content"],
+            "Let me look.");
 }
 
 TEST(OpenAiApi, ResponsesChunksAndErrors) {

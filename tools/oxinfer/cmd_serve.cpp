@@ -14,6 +14,7 @@
 #include <ctime>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -24,6 +25,7 @@
 #include "lib/llm/engine.h"
 #include "lib/llm/model.h"
 #include "lib/llm/openai_api.h"
+#include "lib/llm/tool_calls.h"
 #include "lib/tokenizer/tokenizer.h"
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/commands.h"
@@ -118,35 +120,66 @@ class Server {
              : kind == Kind::text ? openai::completion_chunk(who, piece, nullptr)
                                   : openai::native_completion(model_, piece, nullptr);
     };
-    const auto final_event = [&](const llm::TurnStats& stats) {
-      return kind == Kind::chat   ? openai::chat_chunk(who, openai::Json::object(), &stats)
+    const auto final_event = [&](const llm::TurnStats& stats, const llm::ToolReply* called) {
+      return kind == Kind::chat ? openai::chat_chunk(who, openai::Json::object(), &stats, called)
              : kind == Kind::text ? openai::completion_chunk(who, "", &stats)
                                   : openai::native_completion(model_, "", &stats);
     };
+    // Tools on offer: the template is given them, perhaps a grammar holds the reply to calls,
+    // and the reply is read back into content and calls (lib/llm/tool_calls.h).
+    std::optional<llm::ToolTurn> tools;
+    if (chat && r.tools) {
+      tools = llm::offer_tools(engine_.chat_template(), std::move(r.messages), *r.tools);
+      r.messages = tools->messages;
+      r.options.template_variables = tools->template_variables;
+      if (!tools->grammar.empty()) {
+        if (!r.options.grammar.empty())
+          throw Error("request", "grammar, json_schema or response_format cannot be given with "
+                                 "tools that constrain the reply");
+        r.options.grammar = tools->grammar;
+      }
+      r.options.stop.insert(r.options.stop.end(), tools->stop.begin(), tools->stop.end());
+      if (r.tools->choice == llm::ToolChoice::none) tools.reset();  // a plain reply
+    }
+    llm::ToolContentStream content(tools ? tools->format : llm::ToolCallFormat::generic);
     engine_.new_conversation();
     llm::PieceCallback on_piece;
     if (r.stream) {
       res.begin_stream(200, "text/event-stream");
       if (chat) event(res, openai::chat_chunk(who, {{"role", "assistant"}}, nullptr));
       on_piece = [&](std::string_view piece) {  // a client gone cancels the turn
-        return event(res, piece_event(piece));
+        if (!tools) return event(res, piece_event(piece));
+        const std::string text = content.feed(piece);
+        return text.empty() || event(res, piece_event(text));
       };
     }
     const llm::TurnStats stats = chat ? engine_.send(r.messages, r.options, on_piece)
                                       : engine_.send_raw(r.prompt, r.options, on_piece);
     spdlog::info("serve: {} prompt tokens ({} cached), {} generated, {}", stats.prompt_ids.size(),
                  stats.cached_tokens, stats.generated_tokens, llm::to_string(stats.stop_reason));
+    std::optional<llm::ToolReply> reply;
+    if (tools) {
+      reply = llm::parse_tool_reply(stats.text, tools->format);
+      openai::name_tool_calls(*reply, [this] { return random_(); });
+    }
+    const llm::ToolReply* called = reply ? &*reply : nullptr;
     const openai::PieceText piece = [this](int32_t id) {
       return engine_.model().tokenizer().token_piece(id);
     };
     const openai::PieceText* logprobs = r.options.logprobs >= 0 ? &piece : nullptr;
     if (!r.stream)
       return send_json(res, 200,
-                       kind == Kind::chat ? openai::chat_response(who, stats, logprobs)
+                       kind == Kind::chat ? openai::chat_response(who, stats, logprobs, called)
                        : kind == Kind::text
                            ? openai::completion_response(who, stats, logprobs)
                            : openai::native_completion(model_, stats.text, &stats));
-    event(res, final_event(stats));
+    if (reply) {
+      if (const std::string rest = content.rest(*reply); !rest.empty())
+        event(res, piece_event(rest));
+      if (!reply->calls.empty())
+        event(res, openai::chat_chunk(who, openai::tool_calls_delta(*reply), nullptr));
+    }
+    event(res, final_event(stats, called));
     if (kind != Kind::native) res.write("data: [DONE]\n\n");  // OpenAI's end of stream
   }
 

@@ -1,0 +1,352 @@
+// lib/llm/tool_calls.h: the call form told from a template's text, replies of each form read
+// back into content and calls (and malformed ones left as content), the grammars that hold a
+// reply to calls (each accepts well-formed calls of the tools on offer and refuses others),
+// the generic form's instruction, the content streamed before a call, and a reply of a tiny
+// random model under tool_choice "required" that parses as a call of an offered tool.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "lib/core/error.h"
+#include "lib/llm/engine.h"
+#include "lib/llm/gbnf.h"
+#include "lib/llm/grammar_matcher.h"
+#include "lib/llm/model.h"
+#include "lib/llm/tool_calls.h"
+#include "tests/common/test_data.h"
+#include "tests/llm_engine/engine_fixture.h"
+
+namespace oxi::llm::test {
+namespace {
+
+using Json = jinja::Json;
+
+// Whole-reply check against a grammar.
+bool grammar_takes(const std::string& grammar, const std::string& text) {
+  GrammarMatcher m(std::make_shared<const gbnf::Grammar>(gbnf::Grammar::parse(grammar)));
+  if (!m.accepts(text)) return false;
+  m.accept(text);
+  return m.can_end();
+}
+
+// Templates standing for each form: only the text the form is told from matters here.
+const char* const kHermesTemplate =
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+    "{% if m.tool_calls %}{% for c in m.tool_calls %}<tool_call>\n{\"name\": \"{{ c.function.name "
+    "}}\", \"arguments\": {{ c.function.arguments | tojson }}}\n</tool_call>{% endfor %}{% endif "
+    "%}<|im_end|>\n{% endfor %}{% if tools %}<tools>{% for t in tools %}{{ t | tojson }}{% endfor "
+    "%}</tools>{% endif %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+const char* const kLlama3Template =
+    "{{ bos_token }}{% if tools_in_user_message %}IN USER{% endif %}{% for m in messages %}"
+    "<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n{{ m.content }}<|eot_id|>{% endfor %}"
+    "{# <|start_header_id|>ipython<|end_header_id|> #}";
+const char* const kMistralTemplate =
+    "{% for m in messages %}[INST]{{ m.content }}[/INST]{% endfor %}{# [TOOL_CALLS] #}";
+const char* const kPlainTemplate = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}";
+
+ChatTemplate make_template(const char* source) {
+  return ChatTemplate(source, "<s>", "</s>");
+}
+
+Json weather_tools() {
+  return Json::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather now",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+                     "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+                     "required": ["city"]}}},
+    {"type": "function", "function": {"name": "get_time",
+      "parameters": {"type": "object", "properties": {"zone": {"enum": ["UTC", "CET"]}},
+                     "required": ["zone"]}}},
+    {"type": "retrieval"}])");
+}
+
+ToolOffer offer(ToolChoice choice, bool parallel = false) {
+  ToolOffer o;
+  o.tools = weather_tools();
+  o.choice = choice;
+  o.parallel = parallel;
+  return o;
+}
+
+TEST(ToolCalls, FormatToldFromTheTemplate) {
+  EXPECT_EQ(tool_call_format(kHermesTemplate), ToolCallFormat::hermes);
+  EXPECT_EQ(tool_call_format(kLlama3Template), ToolCallFormat::llama3);
+  EXPECT_EQ(tool_call_format(kMistralTemplate), ToolCallFormat::mistral_nemo);
+  EXPECT_EQ(tool_call_format(kPlainTemplate), ToolCallFormat::generic);
+  // A Llama 3 header alone is not the tool form: no ipython turn.
+  EXPECT_EQ(tool_call_format("<|start_header_id|>user<|end_header_id|>"), ToolCallFormat::generic);
+  EXPECT_STREQ(to_string(ToolCallFormat::mistral_nemo), "mistral_nemo");
+}
+
+void expect_call(const ToolCall& c, const std::string& name, const Json& arguments,
+                 const std::string& id = "") {
+  EXPECT_EQ(c.name, name);
+  EXPECT_EQ(Json::parse(c.arguments), arguments) << c.arguments;
+  EXPECT_EQ(c.id, id);
+}
+
+TEST(ToolCalls, HermesRepliesRead) {
+  ToolReply r = parse_tool_reply(
+      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Oslo\"}}\n</tool_call>\n",
+      ToolCallFormat::hermes);
+  EXPECT_EQ(r.content, "Let me check.");
+  ASSERT_EQ(r.calls.size(), 1u);
+  expect_call(r.calls[0], "get_weather", {{"city", "Oslo"}});
+  r = parse_tool_reply(
+      "<tool_call>{\"name\": \"a\", \"arguments\": {\"x\": \"}{\\\"\"}}</tool_call>\n"
+      "<tool_call>\n{\"name\": \"b\", \"arguments\": \"{\\\"y\\\": 2}\"}\n</tool_call>",
+      ToolCallFormat::hermes);
+  EXPECT_EQ(r.content, "");
+  ASSERT_EQ(r.calls.size(), 2u);
+  expect_call(r.calls[0], "a", {{"x", "}{\""}});
+  expect_call(r.calls[1], "b", {{"y", 2}});  // arguments written as text stay that text
+  // Not calls: all content, as llama.cpp leaves them.
+  for (const std::string text :
+       {"no call here", "<tool_call>{\"name\": \"a\", \"arguments\": {}}",  // not closed
+        "<tool_call>{\"name\": \"a\", \"arguments\": {}</tool_call>",         // JSON cut
+        "<tool_call>{\"arguments\": {}}</tool_call>",                         // no name
+        "<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call> and more"}) {
+    r = parse_tool_reply(text, ToolCallFormat::hermes);
+    EXPECT_EQ(r.content, text);
+    EXPECT_TRUE(r.calls.empty()) << text;
+  }
+}
+
+TEST(ToolCalls, Llama3MistralAndGenericRepliesRead) {
+  ToolReply r = parse_tool_reply(
+      "{\"type\": \"function\", \"name\": \"get_time\", \"parameters\": {\"zone\": \"UTC\"}}",
+      ToolCallFormat::llama3);
+  EXPECT_EQ(r.content, "");
+  ASSERT_EQ(r.calls.size(), 1u);
+  expect_call(r.calls[0], "get_time", {{"zone", "UTC"}});
+  r = parse_tool_reply("Sure: {\"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", "
+                       "\"parameters\": {\"k\": [1, {\"n\": 2}]}}",
+                       ToolCallFormat::llama3);
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.content, "");  // as llama.cpp: the text around calls is dropped
+  expect_call(r.calls[1], "b", {{"k", {1, {{"n", 2}}}}});
+  r = parse_tool_reply("The set {1, 2} has {\"size\": 2}", ToolCallFormat::llama3);
+  EXPECT_TRUE(r.calls.empty());
+  EXPECT_EQ(r.content, "The set {1, 2} has {\"size\": 2}");
+
+  r = parse_tool_reply(
+      "ok[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {\"q\": 1}, \"id\": \"abcDEF123\"}, "
+      "{\"name\": \"b\", \"arguments\": {}}]",
+      ToolCallFormat::mistral_nemo);
+  EXPECT_EQ(r.content, "ok");
+  ASSERT_EQ(r.calls.size(), 2u);
+  expect_call(r.calls[0], "a", {{"q", 1}}, "abcDEF123");
+  expect_call(r.calls[1], "b", Json::object());
+  r = parse_tool_reply("[TOOL_CALLS][{\"name\": \"a\"}]", ToolCallFormat::mistral_nemo);
+  EXPECT_TRUE(r.calls.empty());
+  EXPECT_EQ(r.content, "[TOOL_CALLS][{\"name\": \"a\"}]");
+
+  r = parse_tool_reply("{\"tool_call\": {\"name\": \"a\", \"arguments\": {\"z\": null}}}",
+                       ToolCallFormat::generic);
+  ASSERT_EQ(r.calls.size(), 1u);
+  expect_call(r.calls[0], "a", {{"z", nullptr}});
+  r = parse_tool_reply(
+      " {\"tool_calls\": [{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b\", "
+      "\"arguments\": {\"n\": 1}}]}\n",
+      ToolCallFormat::generic);
+  ASSERT_EQ(r.calls.size(), 2u);
+  expect_call(r.calls[1], "b", {{"n", 1}});
+  r = parse_tool_reply("{\"response\": \"Hello there\"}", ToolCallFormat::generic);
+  EXPECT_TRUE(r.calls.empty());
+  EXPECT_EQ(r.content, "Hello there");
+  r = parse_tool_reply("{\"response\": \"cut", ToolCallFormat::generic);
+  EXPECT_EQ(r.content, "{\"response\": \"cut");
+}
+
+// Each form's "required" grammar takes well-formed calls of the offered functions and refuses
+// calls of others, arguments off their schema and text around the calls.
+TEST(ToolCalls, RequiredGrammarsHoldRepliesToCalls) {
+  const std::vector<ChatMessage> messages = {{"user", "weather?"}};
+  const ToolTurn hermes = offer_tools(make_template(kHermesTemplate), messages,
+                                      offer(ToolChoice::required));
+  EXPECT_EQ(hermes.format, ToolCallFormat::hermes);
+  const std::string oslo =
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\", \"days\": "
+      "3}}\n</tool_call>";
+  EXPECT_TRUE(grammar_takes(hermes.grammar, oslo));
+  EXPECT_TRUE(grammar_takes(
+      hermes.grammar, "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}</tool_call>"));
+  EXPECT_FALSE(grammar_takes(hermes.grammar, oslo + oslo));  // one call: parallel is off
+  EXPECT_FALSE(grammar_takes(hermes.grammar, "Sure. " + oslo));
+  EXPECT_FALSE(grammar_takes(
+      hermes.grammar, "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"zone\": \"PST\"}}</tool_call>"));
+  EXPECT_FALSE(grammar_takes(
+      hermes.grammar, "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"days\": 3}}</tool_call>"));
+  EXPECT_FALSE(grammar_takes(
+      hermes.grammar, "<tool_call>{\"name\": \"retrieval\", \"arguments\": {}}</tool_call>"));
+  const ToolTurn parallel = offer_tools(make_template(kHermesTemplate), messages,
+                                        offer(ToolChoice::required, true));
+  EXPECT_TRUE(grammar_takes(parallel.grammar, oslo + "\n" + oslo));
+  EXPECT_EQ(parse_tool_reply(oslo + "\n" + oslo, ToolCallFormat::hermes).calls.size(), 2u);
+
+  const ToolTurn llama3 = offer_tools(make_template(kLlama3Template), messages,
+                                      offer(ToolChoice::required));
+  EXPECT_EQ(llama3.format, ToolCallFormat::llama3);
+  EXPECT_TRUE(
+      grammar_takes(llama3.grammar, "{\"name\": \"get_time\", \"parameters\": {\"zone\": \"UTC\"}}"));
+  EXPECT_FALSE(
+      grammar_takes(llama3.grammar, "{\"name\": \"get_time\", \"arguments\": {\"zone\": \"UTC\"}}"));
+  EXPECT_EQ(llama3.stop, std::vector<std::string>{"<|eom_id|>"});
+  EXPECT_EQ(llama3.template_variables["tools_in_user_message"], false);
+
+  const ToolTurn mistral = offer_tools(make_template(kMistralTemplate), messages,
+                                       offer(ToolChoice::required));
+  const std::string nemo =
+      "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"zone\": \"UTC\"}, \"id\": "
+      "\"a1B2c3D4e\"}]";
+  EXPECT_TRUE(grammar_takes(mistral.grammar, nemo));
+  EXPECT_FALSE(grammar_takes(mistral.grammar, nemo.substr(12)));  // the marker is needed
+  EXPECT_FALSE(grammar_takes(
+      mistral.grammar,
+      "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"zone\": \"UTC\"}, \"id\": \"short\"}]"));
+
+  const ToolTurn generic = offer_tools(make_template(kPlainTemplate), messages,
+                                       offer(ToolChoice::required));
+  EXPECT_TRUE(grammar_takes(generic.grammar,
+                            "{\"tool_call\": {\"name\": \"get_time\", \"arguments\": {\"zone\": "
+                            "\"UTC\"}}}"));
+  EXPECT_FALSE(grammar_takes(generic.grammar, "{\"response\": \"hi\"}"));
+  const ToolTurn generic_auto = offer_tools(make_template(kPlainTemplate), messages,
+                                            offer(ToolChoice::automatic));
+  EXPECT_TRUE(grammar_takes(generic_auto.grammar, "{\"response\": \"hi\"}"));
+  EXPECT_TRUE(grammar_takes(generic_auto.grammar,
+                            "{\"tool_call\": {\"name\": \"get_weather\", \"arguments\": "
+                            "{\"city\": \"Rome\"}}}"));
+  // With "auto" the native forms are free text, read back afterwards.
+  EXPECT_TRUE(offer_tools(make_template(kHermesTemplate), messages, offer(ToolChoice::automatic))
+                  .grammar.empty());
+}
+
+TEST(ToolCalls, TurnsGiveTheTemplateTheToolsAndTheGenericInstruction) {
+  const std::vector<ChatMessage> messages = {{"system", "Be brief."}, {"user", "time?"}};
+  const ToolTurn hermes = offer_tools(make_template(kHermesTemplate), messages,
+                                      offer(ToolChoice::automatic));
+  EXPECT_EQ(hermes.messages.size(), 2u);
+  EXPECT_EQ(hermes.messages[0].content, "Be brief.");
+  EXPECT_EQ(hermes.template_variables["tools"], weather_tools());
+  const std::string prompt = make_template(kHermesTemplate)
+                                 .apply(hermes.messages, true, hermes.template_variables);
+  EXPECT_NE(prompt.find("<tools>{\"type\": \"function\""), std::string::npos) << prompt;
+
+  // The generic form: the instruction joins the system message; this template does not show
+  // tools, so the instruction lists them.
+  const ToolTurn generic = offer_tools(make_template(kPlainTemplate), messages,
+                                       offer(ToolChoice::automatic));
+  ASSERT_EQ(generic.messages.size(), 2u);
+  EXPECT_EQ(generic.messages[0].content.rfind("Be brief.\n\nRespond in JSON format, either with", 0),
+            0u);
+  EXPECT_NE(generic.messages[0].content.find("\"name\": \"get_weather\""), std::string::npos);
+  const ToolTurn inserted = offer_tools(make_template(kPlainTemplate), {{"user", "time?"}},
+                                        offer(ToolChoice::required));
+  ASSERT_EQ(inserted.messages.size(), 2u);
+  EXPECT_EQ(inserted.messages[0].role, "system");
+  EXPECT_EQ(inserted.messages[0].content.find("either"), std::string::npos);
+
+  // "none": the tools reach the template, nothing else changes.
+  const ToolTurn none = offer_tools(make_template(kPlainTemplate), messages, offer(ToolChoice::none));
+  EXPECT_EQ(none.messages.size(), 2u);
+  EXPECT_EQ(none.messages[0].content, "Be brief.");
+  EXPECT_TRUE(none.grammar.empty());
+  EXPECT_EQ(none.template_variables["tools"], weather_tools());
+
+  ToolOffer nameless = offer(ToolChoice::required);
+  nameless.tools.push_back({{"type", "function"}, {"function", {{"description", "?"}}}});
+  EXPECT_THROW(offer_tools(make_template(kHermesTemplate), messages, nameless), Error);
+  ToolOffer bad_schema = offer(ToolChoice::required);
+  bad_schema.tools[0]["function"]["parameters"] = {{"type", "object"}, {"not", {}}};
+  EXPECT_THROW(offer_tools(make_template(kHermesTemplate), messages, bad_schema), Error);
+}
+
+// The content streamed before the end is where parse_tool_reply's content begins, in every
+// split of a reply into pieces, and nothing after a call's marker streams.
+TEST(ToolCalls, StreamedContentIsTheParsedContentsStart) {
+  const std::vector<std::pair<ToolCallFormat, std::string>> replies = {
+      {ToolCallFormat::hermes,
+       "Checking the weather.  \n<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>"},
+      {ToolCallFormat::hermes, "Plain < answer <tool with <tool_cal text"},
+      {ToolCallFormat::hermes, "Broken <tool_call>{\"name\": </tool_call>"},
+      {ToolCallFormat::mistral_nemo, "So [TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}]"},
+      {ToolCallFormat::llama3, "{\"name\": \"f\", \"parameters\": {}}"},
+      {ToolCallFormat::generic, "{\"response\": \"hi\"}"},
+  };
+  std::mt19937 rng(3);
+  for (const auto& [format, text] : replies) {
+    for (int round = 0; round < 50; ++round) {
+      ToolContentStream stream(format);
+      std::string sent;
+      for (size_t pos = 0; pos < text.size();) {
+        const size_t n = std::min<size_t>(1 + rng() % 6, text.size() - pos);
+        sent += stream.feed(std::string_view(text).substr(pos, n));
+        pos += n;
+      }
+      const ToolReply reply = parse_tool_reply(text, format);
+      EXPECT_EQ(sent + stream.rest(reply), reply.content) << text;
+      if (!reply.calls.empty()) {
+        EXPECT_EQ(sent.find('{'), std::string::npos) << text;  // no call text went out
+      }
+      if (format == ToolCallFormat::llama3 || format == ToolCallFormat::generic) {
+        EXPECT_EQ(sent, "") << text;
+      }
+    }
+  }
+}
+
+// A tiny random model under tool_choice "required", greedy and sampled: every reply is a call
+// of an offered function whose arguments hold to its schema (the form's grammar at work on
+// real token pieces, the byte tokens included).
+TEST(ToolCalls, RequiredRepliesOfAModelAreCalls) {
+  oxi::test::TempDir dir;
+  write_tiny_llama(dir.path() / "tiny.gguf");
+  for (const char* source : {kHermesTemplate, kPlainTemplate}) {
+    EngineOptions options;
+    options.threads = 1;
+    options.n_ctx = 2048;  // the tools' JSON in byte tokens
+    const std::filesystem::path file = dir.path() / "template.jinja";
+    {
+      std::FILE* f = std::fopen(file.c_str(), "wb");
+      ASSERT_NE(f, nullptr);
+      std::fputs(source, f);
+      std::fclose(f);
+    }
+    options.chat_template = file.string();
+    std::unique_ptr<Engine> engine = Engine::load((dir.path() / "tiny.gguf").string(), options);
+    ToolOffer o = offer(ToolChoice::required);
+    // Bounded arguments, so that a random model's reply ends within max_tokens.
+    o.tools[0]["function"]["parameters"]["properties"]["city"]["maxLength"] = 6;
+    o.tools[0]["function"]["parameters"]["additionalProperties"] = false;
+    for (uint64_t seed = 0; seed < 3; ++seed) {
+      const ToolTurn turn = offer_tools(engine->chat_template(), {{"user", "weather?"}}, o);
+      GenerateOptions g;
+      g.sampling.temperature = seed == 0 ? 0.0f : 0.8f;
+      g.sampling.seed = seed;
+      g.max_tokens = 400;
+      g.grammar = turn.grammar;
+      g.template_variables = turn.template_variables;
+      engine->new_conversation();
+      const TurnStats stats = engine->send(turn.messages, g);
+      ASSERT_EQ(stats.stop_reason, StopReason::eos) << stats.text;
+      const ToolReply reply = parse_tool_reply(stats.text, turn.format);
+      ASSERT_EQ(reply.calls.size(), 1u) << stats.text;
+      const ToolCall& call = reply.calls[0];
+      const Json arguments = Json::parse(call.arguments);
+      if (call.name == "get_weather") {
+        ASSERT_TRUE(arguments.contains("city")) << stats.text;
+        EXPECT_LE(arguments.size(), 2u);
+      } else {
+        ASSERT_EQ(call.name, "get_time");
+        EXPECT_TRUE(arguments["zone"] == "UTC" || arguments["zone"] == "CET") << stats.text;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace oxi::llm::test
