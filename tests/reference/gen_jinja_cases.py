@@ -211,6 +211,53 @@ CONTEXTS["filters"] = {
               {"name": "bo", "city": "Rome", "home": {"floor": 1}, "tags": ["z", "w"]},
               {"name": "cy", "city": "oslo", "home": {"floor": 2}, "tags": ["v", "u"]}]}
 
+# Tool turns in the way Hermes / Qwen 2.5 templates write them (written here): the tools listed
+# with tojson, an assistant's calls (function re-bound, arguments as a dict through tojson, None
+# content), consecutive tool results gathered in one user turn by looking at neighbours.
+TEMPLATES["tool_turns"] = """
+{%- if tools %}
+    {{- '<|im_start|>system\\n' }}
+    {%- if messages[0].role == 'system' %}{{- messages[0].content + '\\n\\n' }}{%- endif %}
+    {{- "Tools:\\n<tools>" }}
+    {%- for tool in tools %}{{- "\\n" }}{{- tool | tojson }}{%- endfor %}
+    {{- "\\n</tools><|im_end|>\\n" }}
+{%- elif messages[0].role == 'system' %}
+    {{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}
+{%- endif %}
+{%- for message in messages %}
+    {%- if message.role == "user" or (message.role == "assistant" and not message.tool_calls) %}
+        {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}
+    {%- elif message.role == "assistant" %}
+        {{- '<|im_start|>assistant' }}
+        {%- if message.content %}{{- '\\n' + message.content }}{%- endif %}
+        {%- for tool_call in message.tool_calls %}
+            {%- if tool_call.function is defined %}{%- set tool_call = tool_call.function %}{%- endif %}
+            {{- '\\n<tool_call>\\n{"name": "' + tool_call.name + '", "arguments": ' }}
+            {{- tool_call.arguments | tojson }}
+            {{- '}\\n</tool_call>' }}
+        {%- endfor %}
+        {{- '<|im_end|>\\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if loop.index0 == 0 or messages[loop.index0 - 1].role != "tool" %}{{- '<|im_start|>user' }}{%- endif %}
+        {{- '\\n<tool_response>\\n' + message.content + '\\n</tool_response>' }}
+        {%- if loop.last or messages[loop.index0 + 1].role != "tool" %}{{- '<|im_end|>\\n' }}{%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}
+"""
+CONTEXTS["chat_tool_turns"] = {
+    "add_generation_prompt": True, "bos_token": "", "eos_token": "",
+    "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
+               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}],
+    "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Oslo and Rome?"},
+                 {"role": "assistant", "content": None, "tool_calls": [
+                     {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}},
+                     {"id": "call_2", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Rome", "ünits": [1, 2.5, None]}}}]},
+                 {"role": "tool", "tool_call_id": "call_1", "content": "-3 C"},
+                 {"role": "tool", "tool_call_id": "call_2", "content": "14 C"},
+                 {"role": "assistant", "content": "Cold; mild."}, {"role": "user", "content": "Thanks"}]}
+CASES_EXTRA = [("tool_turns", "chat_tool_turns"), ("tool_turns", "chat")]
+
 CASES = [
     ("thinking_chatml", "chat"), ("thinking_chatml", "chat_thinking_off"),
     ("headers_tools", "chat"), ("headers_tools", "chat_tools"), ("headers_tools", "chat_no_system"),
@@ -562,7 +609,7 @@ def random_wordwrap_template(rng):
 
 def main():
     out = []
-    for tname, cname in CASES:
+    for tname, cname in CASES + CASES_EXTRA:
         try:
             rendered = ENV.from_string(TEMPLATES[tname]).render(**CONTEXTS[cname])
             case = {"expected": rendered}

@@ -8,6 +8,10 @@
 // turn, while /health, /v1/models and the tokenizer answer at once. Each completion starts a new
 // conversation on the engine, whose KV cache keeps the longest start it shares with the last
 // request (a system prompt, earlier turns), as llama-server reuses its slot's cache.
+// Chat requests may offer tools (OpenAI's tools / tool_choice / parallel_tool_calls): the model's
+// template is given them and the reply comes back as tool_calls in the form the template's
+// model writes them (lib/llm/tool_calls.h); streamed, content before a call goes out as it
+// comes and the calls as one delta at the end.
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -257,7 +261,8 @@ int run_serve(const Argv& argv) {
   ArgParser p("serve", "oxinfer serve -m MODEL [--host H] [--port N] [--api-key KEY]",
               "An OpenAI-compatible HTTP server for MODEL (as llama-server): POST\n"
               "/v1/chat/completions and /v1/completions (\"stream\": true for server-sent\n"
-              "events), GET /v1/models and /health. The sampling options below are the defaults\n"
+              "events; \"tools\" for tool calls), GET /v1/models and /health. The sampling\n"
+              "options below are the defaults\n"
               "requests override; requests are answered one at a time.");
   add_llm_options(p);
   p.option("host", "HOST", "address to listen on (default 127.0.0.1: this machine only)");
