@@ -262,8 +262,8 @@ int run_serve(const Argv& argv) {
               "An OpenAI-compatible HTTP server for MODEL (as llama-server): POST\n"
               "/v1/chat/completions and /v1/completions (\"stream\": true for server-sent\n"
               "events; \"tools\" for tool calls), GET /v1/models and /health. The sampling\n"
-              "options below are the defaults\n"
-              "requests override; requests are answered one at a time.");
+              "options below are the defaults requests override; requests are answered one\n"
+              "at a time.");
   add_llm_options(p);
   p.option("host", "HOST", "address to listen on (default 127.0.0.1: this machine only)");
   p.option("port", "N", "port to listen on (default 8080; 0 = any free one)");
