@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -48,6 +49,36 @@ TokenLogprob token_logprob(std::span<const float> logits, int32_t id, size_t top
 // A sampled reply under a grammar looks for its top-k allowed tokens among the 8 k likeliest
 // tokens (a state not met before); where fewer are allowed there, the vocabulary is walked.
 constexpr size_t kGrammarLeadFactor = 8;
+
+// A lazy grammar (GenerateOptions::grammar_triggers): the constraint held back until a trigger
+// appears in the reply's bytes, then given the text from the trigger's start on.
+class LazyGrammar {
+ public:
+  LazyGrammar(const std::vector<std::string>& triggers, GrammarConstraint* grammar)
+      : triggers_(triggers), grammar_(triggers.empty() ? nullptr : grammar) {
+    for (const std::string& t : triggers_) longest_ = std::max(longest_, t.size());
+  }
+  // The grammar waits for a trigger (the reply is free meanwhile).
+  bool waiting() const { return grammar_ != nullptr; }
+  // After a token's text joined the reply: the constraint that holds from now on, or nullptr
+  // (no trigger yet; or one whose text cannot start the grammar, and the reply stays free).
+  GrammarConstraint* after(std::string_view piece) {
+    // A trigger that was not there before ends in the new piece.
+    const size_t from = text_.size() >= longest_ ? text_.size() - longest_ + 1 : 0;
+    text_ += piece;
+    size_t start = std::string::npos;
+    for (const std::string& t : triggers_) start = std::min(start, text_.find(t, from));
+    if (start == std::string::npos) return nullptr;
+    GrammarConstraint* grammar = std::exchange(grammar_, nullptr);
+    return grammar->accept_text(std::string_view(text_).substr(start)) ? grammar : nullptr;
+  }
+
+ private:
+  const std::vector<std::string>& triggers_;
+  GrammarConstraint* grammar_;
+  size_t longest_ = 0;
+  std::string text_;  // the reply's bytes so far
+};
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -344,6 +375,9 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
     if (!options.choices.empty()) throw Error("generate", "a grammar cannot go with choices");
     grammar = &grammar_constraint(options.grammar);
   }
+  // A lazy grammar waits for a trigger in the reply's bytes.
+  LazyGrammar lazy(options.grammar_triggers, grammar);
+  if (lazy.waiting()) grammar = nullptr;
   TurnStats stats;
   prompt_logits_.clear();
   evaluate_prompt(prompt, stats);
@@ -455,7 +489,7 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
       id = sampler.sample(logits, history, allowed);
     }
     evaluate_last = true;
-    if (grammar) grammar->accept(id);
+    if (grammar) grammar->accept(id);  // (a lazy grammar: only once it holds)
     // The token joins the reply (a choice's token may not: its text may be complete already).
     const auto generated = [&] {
       stats.generated_ids.push_back(id);
@@ -482,6 +516,7 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
       stats.stop_reason = StopReason::eos;
       break;
     }
+    if (lazy.waiting()) grammar = lazy.after(tok.is_control(id) ? "" : tok.token_piece(id));
     const std::string piece = decoder.push(id);
     if (stream && !piece.empty() && !on_piece(piece)) {
       stats.stop_reason = StopReason::cancelled;

@@ -82,6 +82,11 @@ struct GenerateOptions {
   // continue it can be picked, an end token only where the reply is complete. Empty: none.
   // Not with choices.
   std::string grammar;
+  // Non-empty: the grammar is lazy (llama.cpp's lazy grammars, as its server holds tool calls):
+  // the reply is free until one of these texts appears in it, and from that text's start on it
+  // follows the grammar (the text and the rest of its token first; when they cannot start a
+  // sentence of the grammar, the reply stays free).
+  std::vector<std::string> grammar_triggers;
   // >= 0: each generated token's log-probability under the model (its logits' softmax, before
   // bias, penalties and filters) and those of the `logprobs` likeliest tokens there, in
   // TurnStats::logprobs (OpenAI's logprobs / top_logprobs). < 0: not recorded.

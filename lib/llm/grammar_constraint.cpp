@@ -1,6 +1,7 @@
 #include "lib/llm/grammar_constraint.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "lib/core/error.h"
 
@@ -91,6 +92,14 @@ void GrammarConstraint::accept(int32_t token) {
     throw Error("grammar", "token " + std::to_string(token) + " has no text to match");
   matcher_.accept(piece);
   allowed_current_ = false;
+}
+
+bool GrammarConstraint::accept_text(std::string_view bytes) {
+  std::optional<GrammarMatcher> next = matcher_.after(bytes);
+  if (!next) return false;
+  matcher_ = std::move(*next);
+  allowed_current_ = false;
+  return true;
 }
 
 }  // namespace oxi::llm

@@ -46,6 +46,9 @@ class GrammarConstraint {
   bool knows_allowed() const;
   // Records the picked token (one of allowed()).
   void accept(int32_t token);
+  // Records text that came before the constraint held (a lazy grammar's trigger and what
+  // followed it in the same token); false, the state unchanged, when it cannot start the reply.
+  bool accept_text(std::string_view bytes);
   // Only an end token may follow.
   bool must_end() const { return matcher_.must_end(); }
 

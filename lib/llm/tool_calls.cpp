@@ -290,11 +290,12 @@ ToolTurn offer_tools(const ChatTemplate& chat_template, std::vector<ChatMessage>
   const bool required = offer.choice == ToolChoice::required;
   switch (format) {
     case ToolCallFormat::hermes: {
-      if (required) {
-        const std::string call = "(\"<tool_call>\" \"\\n\"? tool-call \"\\n\"? \"</tool_call>\" \"\\n\"?)";
-        turn.grammar = schema_rules(any_call(functions, "arguments"), "tool-call") +
-                       "root ::= " + call + (offer.parallel ? "+" : "") + "\n";
-      }
+      // "auto": the same grammar, lazy, from the first <tool_call> on.
+      const std::string call =
+          "(\"<tool_call>\" \"\\n\"? tool-call \"\\n\"? \"</tool_call>\" \"\\n\"?)";
+      turn.grammar = schema_rules(any_call(functions, "arguments"), "tool-call") + "root ::= " +
+                     call + (offer.parallel ? "+" : "") + "\n";
+      if (!required) turn.grammar_triggers.push_back(std::string(kHermesOpen));
       break;
     }
     case ToolCallFormat::llama3: {
@@ -307,16 +308,14 @@ ToolTurn offer_tools(const ChatTemplate& chat_template, std::vector<ChatMessage>
       break;
     }
     case ToolCallFormat::mistral_nemo: {
-      if (required) {
-        // Nemo's template expects 9 letters and digits as an id (as llama.cpp holds it).
-        const Json id = {{"id", {{"type", "string"}, {"pattern", "^[a-zA-Z0-9]{9}$"}}}};
-        Json array = {{"type", "array"},
-                      {"items", any_call(functions, "arguments", id)},
-                      {"minItems", 1}};
-        if (!offer.parallel) array["maxItems"] = 1;
-        turn.grammar = schema_rules(array, "tool-calls") + "root ::= " +
-                       gbnf_literal(kMistralMarker) + " tool-calls\n";
-      }
+      // Nemo's template expects 9 letters and digits as an id (as llama.cpp holds it).
+      const Json id = {{"id", {{"type", "string"}, {"pattern", "^[a-zA-Z0-9]{9}$"}}}};
+      Json array = {
+          {"type", "array"}, {"items", any_call(functions, "arguments", id)}, {"minItems", 1}};
+      if (!offer.parallel) array["maxItems"] = 1;
+      turn.grammar = schema_rules(array, "tool-calls") + "root ::= " +
+                     gbnf_literal(kMistralMarker) + " tool-calls\n";
+      if (!required) turn.grammar_triggers.push_back(std::string(kMistralMarker));
       break;
     }
     case ToolCallFormat::generic: {

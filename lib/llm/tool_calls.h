@@ -14,10 +14,12 @@
 //                 grammar holds the reply to that JSON.
 //
 // tool_choice "required" (or a named function) holds every form to calls by a grammar built
-// from the tools' parameter schemas (json_schema_grammar.h). With "auto" the native forms are
-// free text read back afterwards: llama.cpp's lazy grammar, which starts constraining at a
-// call's opening words, is not done. A reply whose calls do not parse is content, as llama.cpp
-// treats it.
+// from the tools' parameter schemas (json_schema_grammar.h). With "auto" the reply is free
+// until a call opens: hermes and mistral_nemo replies are held to the grammar from their
+// marker on (a lazy grammar, GenerateOptions::grammar_triggers, as llama.cpp's); llama3
+// replies are read back from free text (llama.cpp triggers on {"name": at the reply's start,
+// not done); generic replies are JSON throughout. A reply whose calls do not parse is content,
+// as llama.cpp treats it.
 #pragma once
 
 #include <string>
@@ -45,13 +47,14 @@ struct ToolOffer {
 };
 
 // What a chat turn with tools on offer is given: its messages (the generic instruction added),
-// the template's variables (tools, ...), a grammar (empty: none) and stop strings to add; and
-// the form its reply is read in.
+// the template's variables (tools, ...), a grammar (empty: none) with the words that start it
+// (empty: it holds from the start), stop strings to add; and the form its reply is read in.
 struct ToolTurn {
   ToolCallFormat format = ToolCallFormat::generic;
   std::vector<ChatMessage> messages;
   jinja::Json template_variables;
   std::string grammar;
+  std::vector<std::string> grammar_triggers;
   std::vector<std::string> stop;
 };
 // Throws oxi::Error("tools", ...) for a tool without a name or with parameters the grammar

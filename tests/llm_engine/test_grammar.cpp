@@ -498,5 +498,56 @@ TEST_F(GrammarReply, KeptConstraintsAnswerAsNewOnes) {
   EXPECT_EQ(texts.size(), turns.size());  // the turns differ: each one tells
 }
 
+// A lazy grammar (grammar_triggers): the reply is the free greedy one until a trigger's text
+// appears in it, then held to the grammar from the trigger's start on: the trigger's text and
+// the rest of its token first, then only what the grammar allows. A trigger that is a whole
+// token's text and one across two tokens; a trigger whose text cannot start the grammar leaves
+// the reply free.
+TEST_F(GrammarReply, LazyGrammarHoldsFromItsTrigger) {
+  GenerateOptions free;
+  free.sampling.temperature = 0;
+  free.max_tokens = 12;
+  for (int32_t id = 259; id < 300; ++id) free.sampling.logit_bias.push_back({id, 8.0f});  // words
+  const TurnStats plain = engine_->send_raw("w260 w261", free);
+  const tokenizer::Tokenizer& tok = engine_->model().tokenizer();
+  std::vector<std::string> pieces;
+  for (int32_t id : plain.generated_ids) pieces.push_back(tok.token_piece(id));
+  const auto printable = [](const std::string& text) {
+    return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == ' ';
+    });
+  };
+  size_t k = 1;  // the token whose text completes the trigger
+  while (k + 1 < pieces.size() && !(printable(pieces[k - 1]) && printable(pieces[k]))) ++k;
+  ASSERT_LT(k + 1, pieces.size()) << "no two plain words in the greedy reply";
+  std::string before;
+  for (size_t i = 0; i < k; ++i) before += pieces[i];
+  for (const bool across : {false, true}) {
+    const std::string trigger =
+        across ? pieces[k - 1].substr(pieces[k - 1].size() - 1) + pieces[k].substr(0, 1)
+               : pieces[k];
+    const size_t at = across ? before.size() - 1 : before.size();
+    if ((before + pieces[k]).find(trigger) != at) continue;  // it came earlier: not this case
+    const std::string held = (before + pieces[k]).substr(at);
+    GenerateOptions lazy = free;
+    lazy.max_tokens = 40;
+    lazy.grammar = "root ::= \"" + held + "\" \"x\"{5}";
+    lazy.grammar_triggers = {"no such text", trigger};
+    engine_->reset();
+    const TurnStats s = engine_->send_raw("w260 w261", lazy);
+    ASSERT_EQ(s.stop_reason, StopReason::eos) << s.text;
+    ASSERT_GT(s.generated_ids.size(), k + 1);
+    EXPECT_TRUE(std::equal(s.generated_ids.begin(), s.generated_ids.begin() + k + 1,
+                           plain.generated_ids.begin()))
+        << "trigger '" << trigger << "'";
+    EXPECT_EQ(s.text, before + pieces[k] + "xxxxx") << "trigger '" << trigger << "'";
+  }
+  GenerateOptions stray = free;
+  stray.grammar = "root ::= \"zzz\"";
+  stray.grammar_triggers = {pieces[k]};
+  engine_->reset();
+  EXPECT_EQ(engine_->send_raw("w260 w261", stray).generated_ids, plain.generated_ids);
+}
+
 }  // namespace
 }  // namespace oxi::llm::test

@@ -220,8 +220,16 @@ TEST(ToolCalls, RequiredGrammarsHoldRepliesToCalls) {
   EXPECT_TRUE(grammar_takes(generic_auto.grammar,
                             "{\"tool_call\": {\"name\": \"get_weather\", \"arguments\": "
                             "{\"city\": \"Rome\"}}}"));
-  // With "auto" the native forms are free text, read back afterwards.
-  EXPECT_TRUE(offer_tools(make_template(kHermesTemplate), messages, offer(ToolChoice::automatic))
+  // With "auto" the hermes and mistral_nemo grammars wait for their marker; llama3 is free.
+  const ToolTurn hermes_auto =
+      offer_tools(make_template(kHermesTemplate), messages, offer(ToolChoice::automatic));
+  EXPECT_EQ(hermes_auto.grammar, hermes.grammar);
+  EXPECT_EQ(hermes_auto.grammar_triggers, std::vector<std::string>{"<tool_call>"});
+  EXPECT_TRUE(hermes.grammar_triggers.empty());
+  EXPECT_EQ(offer_tools(make_template(kMistralTemplate), messages, offer(ToolChoice::automatic))
+                .grammar_triggers,
+            std::vector<std::string>{"[TOOL_CALLS]"});
+  EXPECT_TRUE(offer_tools(make_template(kLlama3Template), messages, offer(ToolChoice::automatic))
                   .grammar.empty());
 }
 

@@ -141,6 +141,7 @@ class Server {
           throw Error("request", "grammar, json_schema or response_format cannot be given with "
                                  "tools that constrain the reply");
         r.options.grammar = tools->grammar;
+        r.options.grammar_triggers = tools->grammar_triggers;
       }
       r.options.stop.insert(r.options.stop.end(), tools->stop.begin(), tools->stop.end());
       if (r.tools->choice == llm::ToolChoice::none) tools.reset();  // a plain reply
