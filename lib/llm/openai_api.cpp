@@ -357,7 +357,7 @@ void name_tool_calls(ToolReply& reply, const std::function<uint32_t()>& random) 
 }
 
 Json chat_chunk(const Identity& who, const Json& delta, const TurnStats* final_stats,
-                const ToolReply* reply) {
+                const ToolReply* reply, const PieceText* piece) {
   Json choice = {{"index", 0},
                  {"delta", delta},
                  {"finish_reason",
@@ -368,6 +368,7 @@ Json chat_chunk(const Identity& who, const Json& delta, const TurnStats* final_s
                 {"model", who.model},
                 {"choices", Json::array({choice})}};
   if (final_stats) chunk["usage"] = usage(*final_stats);
+  if (final_stats && piece) chunk["choices"][0]["logprobs"] = chat_logprobs(*final_stats, *piece);
   return chunk;
 }
 
@@ -384,7 +385,8 @@ Json completion_response(const Identity& who, const TurnStats& stats, const Piec
       {"usage", usage(stats)}};
 }
 
-Json completion_chunk(const Identity& who, std::string_view text, const TurnStats* final_stats) {
+Json completion_chunk(const Identity& who, std::string_view text, const TurnStats* final_stats,
+                      const PieceText* piece) {
   Json chunk = {
       {"id", who.id},
       {"object", "text_completion"},
@@ -396,6 +398,8 @@ Json completion_chunk(const Identity& who, std::string_view text, const TurnStat
                      {"finish_reason",
                       final_stats ? Json(finish_reason(final_stats->stop_reason)) : Json()}}})}};
   if (final_stats) chunk["usage"] = usage(*final_stats);
+  if (final_stats && piece)
+    chunk["choices"][0]["logprobs"] = completion_logprobs(*final_stats, *piece);
   return chunk;
 }
 

@@ -73,9 +73,10 @@ using PieceText = std::function<std::string(int32_t)>;
 Json chat_response(const Identity& who, const TurnStats& stats, const PieceText* piece = nullptr,
                    const ToolReply* reply = nullptr);
 // chat.completion.chunk: the first has delta {"role": "assistant"}, then {"content": piece}
-// (tool_calls_delta() for calls), the last an empty delta and the finish_reason (and usage).
+// (tool_calls_delta() for calls), the last an empty delta and the finish_reason (and usage;
+// with `piece`, the whole reply's logprobs: the pieces streamed before do not carry theirs).
 Json chat_chunk(const Identity& who, const Json& delta, const TurnStats* final_stats,
-                const ToolReply* reply = nullptr);
+                const ToolReply* reply = nullptr, const PieceText* piece = nullptr);
 // A streamed delta with all of a reply's calls, each with its index.
 Json tool_calls_delta(const ToolReply& reply);
 // Calls the model gave no id get "call_" and 24 letters and digits drawn from `random`.
@@ -84,7 +85,8 @@ void name_tool_calls(ToolReply& reply, const std::function<uint32_t()>& random);
 // logprobs object (tokens, token_logprobs, top_logprobs, text_offset).
 Json completion_response(const Identity& who, const TurnStats& stats,
                          const PieceText* piece = nullptr);
-Json completion_chunk(const Identity& who, std::string_view text, const TurnStats* final_stats);
+Json completion_chunk(const Identity& who, std::string_view text, const TurnStats* final_stats,
+                      const PieceText* piece = nullptr);
 // llama-server's own /completion: {"content", "stop": false} while streaming; the whole reply
 // (or the last, empty piece) with "stop": true, "stop_type" ("eos", "word", "limit"),
 // tokens_predicted / tokens_evaluated and the model.

@@ -106,6 +106,12 @@ TEST(OpenAiApi, LogprobsRequestsAndResponses) {
   EXPECT_EQ(text["tokens"], Json::array({"a", "b"}));
   EXPECT_EQ(text["text_offset"], Json::array({0, 1}));
   EXPECT_FLOAT_EQ(text["top_logprobs"][0]["?"].get<float>(), -1.5f);
+  // Streamed: the last chunk carries the whole reply's, the pieces before none.
+  EXPECT_EQ(chat_chunk(who, Json::object(), &stats, nullptr, &piece)["choices"][0]["logprobs"],
+            chat_response(who, stats, &piece)["choices"][0]["logprobs"]);
+  EXPECT_FALSE(chat_chunk(who, {{"content", "a"}}, nullptr, nullptr, &piece)["choices"][0].contains(
+      "logprobs"));
+  EXPECT_EQ(completion_chunk(who, "", &stats, &piece)["choices"][0]["logprobs"], text);
 }
 
 TEST(OpenAiApi, ResponseFormatAndGrammarBecomeTheGrammar) {

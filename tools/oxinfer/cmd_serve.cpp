@@ -124,9 +124,11 @@ class Server {
              : kind == Kind::text ? openai::completion_chunk(who, piece, nullptr)
                                   : openai::native_completion(model_, piece, nullptr);
     };
-    const auto final_event = [&](const llm::TurnStats& stats, const llm::ToolReply* called) {
-      return kind == Kind::chat ? openai::chat_chunk(who, openai::Json::object(), &stats, called)
-             : kind == Kind::text ? openai::completion_chunk(who, "", &stats)
+    const auto final_event = [&](const llm::TurnStats& stats, const llm::ToolReply* called,
+                                 const openai::PieceText* logprobs) {
+      return kind == Kind::chat
+                 ? openai::chat_chunk(who, openai::Json::object(), &stats, called, logprobs)
+             : kind == Kind::text ? openai::completion_chunk(who, "", &stats, logprobs)
                                   : openai::native_completion(model_, "", &stats);
     };
     // Tools on offer: the template is given them, perhaps a grammar holds the reply to calls,
@@ -184,7 +186,7 @@ class Server {
       if (!reply->calls.empty())
         event(res, openai::chat_chunk(who, openai::tool_calls_delta(*reply), nullptr));
     }
-    event(res, final_event(stats, called));
+    event(res, final_event(stats, called, logprobs));
     if (kind != Kind::native) res.write("data: [DONE]\n\n");  // OpenAI's end of stream
   }
 
