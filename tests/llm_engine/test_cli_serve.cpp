@@ -92,9 +92,20 @@ int connect_to(int port) {
   return fd;
 }
 
-// One request on a new connection; the reply read to the server's close.
-// `raw` sent on a new connection, what comes back until the server closes it (or nothing has
-// come for `timeout_s` seconds, when above 0).
+// The length of the first whole response at the start of `data` with a Content-Length, or 0
+// (not whole yet, or a reply without one, which ends when the server closes).
+size_t whole_response(const std::string& data) {
+  const size_t end = data.find("\r\n\r\n");
+  if (end == std::string::npos) return 0;
+  const std::string head = data.substr(0, end);
+  const size_t at = head.find("Content-Length: ");
+  if (at == std::string::npos) return 0;
+  const size_t length = std::stoul(head.substr(at + 16));
+  return data.size() >= end + 4 + length ? end + 4 + length : 0;
+}
+
+// `raw` sent on a new connection, what comes back: a reply with a Content-Length once whole,
+// any other once the server closes (or nothing has come for `timeout_s` seconds, when above 0).
 std::string exchange(int port, const std::string& raw, int timeout_s = 0) {
   const int fd = connect_to(port);
   if (fd < 0) return "";
@@ -105,7 +116,7 @@ std::string exchange(int port, const std::string& raw, int timeout_s = 0) {
   ::send(fd, raw.data(), raw.size(), MSG_NOSIGNAL);
   std::string all;
   char buf[4096];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+  for (ssize_t n; whole_response(all) == 0 && (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
     all.append(buf, static_cast<size_t>(n));
   ::close(fd);
   return all;
@@ -459,6 +470,58 @@ TEST_F(CliServe, MalformedRequestsAreRefusedAndTheServerGoesOn) {
   }
   EXPECT_EQ(get(port, "/health").status, 200);
   EXPECT_EQ(post(port, "/v1/completions", R"({"prompt": "w260", "max_tokens": 2})").status, 200);
+}
+
+// Kept-alive connections (HTTP/1.1's default): requests one after another and two sent at
+// once are answered in turn on one connection; "Connection: close", HTTP/1.0 and a streamed
+// reply close it.
+TEST_F(CliServe, KeptAliveConnectionsCarryRequestsInTurn) {
+  ServeProcess server({"-m", model_, "--threads", "1"});
+  ASSERT_GT(server.port(), 0);
+  const int fd = connect_to(server.port());
+  ASSERT_GE(fd, 0);
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string pending;
+  // The next whole response on fd ("" when the connection closes first).
+  const auto next_response = [&] {
+    char buf[4096];
+    for (ssize_t n; whole_response(pending) == 0 && (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+      pending.append(buf, static_cast<size_t>(n));
+    const size_t length = whole_response(pending);
+    const std::string response = pending.substr(0, length);
+    pending.erase(0, length);
+    return response;
+  };
+  const auto send_text = [&](const std::string& raw) {
+    ::send(fd, raw.data(), raw.size(), MSG_NOSIGNAL);
+  };
+  send_text("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string health = next_response();
+  EXPECT_EQ(health.rfind("HTTP/1.1 200", 0), 0u) << health;
+  EXPECT_NE(health.find("Connection: keep-alive"), std::string::npos);
+  const std::string body = R"({"prompt": "w260", "max_tokens": 2, "temperature": 0})";
+  send_text("POST /v1/completions HTTP/1.1\r\nContent-Length: " + std::to_string(body.size()) +
+            "\r\n\r\n" + body);
+  const std::string completion = next_response();
+  ASSERT_EQ(completion.rfind("HTTP/1.1 200", 0), 0u) << completion;
+  EXPECT_EQ(Json::parse(completion.substr(completion.find("\r\n\r\n") + 4))["object"],
+            "text_completion");
+  send_text("GET /v1/models HTTP/1.1\r\n\r\nGET /health HTTP/1.1\r\nConnection: close\r\n\r\n");
+  const std::string models = next_response(), last = next_response();
+  EXPECT_NE(models.find("\"object\":\"list\""), std::string::npos) << models;
+  EXPECT_NE(last.find("Connection: close"), std::string::npos) << last;
+  char c;
+  EXPECT_EQ(::recv(fd, &c, 1, 0), 0);  // closed after the reply that asked for it
+  ::close(fd);
+
+  EXPECT_NE(exchange(server.port(), "GET /health HTTP/1.0\r\n\r\n").find("Connection: close"),
+            std::string::npos);
+  const std::string stream_body = body.substr(0, body.size() - 1) + R"(, "stream": true})";
+  const std::string streamed =
+      exchange(server.port(), "POST /v1/completions HTTP/1.1\r\nContent-Length: " +
+                                  std::to_string(stream_body.size()) + "\r\n\r\n" + stream_body);
+  EXPECT_NE(streamed.find("data: [DONE]"), std::string::npos) << streamed;  // read to the close
 }
 
 // A connection that has not finished its request (the server waits up to 10 s for the rest)

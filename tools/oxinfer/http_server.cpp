@@ -24,6 +24,8 @@ namespace {
 constexpr size_t kMaxHeaderBytes = 64 * 1024;
 constexpr size_t kMaxBodyBytes = 16 * 1024 * 1024;
 constexpr int kReadTimeoutMs = 10000;  // a client that stops sending mid-request
+constexpr int kIdleTimeoutMs = 5000;   // a kept-alive connection without a next request
+constexpr int kPollStepMs = 200;       // how often a waiting connection looks at the stop
 constexpr int kSendTimeoutS = 30;      // a client that stops reading the reply
 // Browsers' pages may call the server (its preflight OPTIONS requests get these too).
 constexpr const char* kCorsHeaders =
@@ -98,13 +100,16 @@ void HttpResponse::send(int status, std::string_view content_type, std::string_v
   std::string head = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\n";
   head.append("Content-Type: ").append(content_type).append("\r\n");
   head.append("Content-Length: ").append(std::to_string(body.size())).append("\r\n");
-  head.append(kCorsHeaders).append("Connection: close\r\n\r\n");
+  head.append(kCorsHeaders);
+  head.append(keep_alive_ ? "Connection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n"
+                          : "Connection: close\r\n\r\n");
   if (write_all(head)) write_all(body);
 }
 
 void HttpResponse::begin_stream(int status, std::string_view content_type) {
   if (started_) return;
   started_ = true;
+  keep_alive_ = false;
   std::string head = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\n";
   head.append("Content-Type: ").append(content_type).append("\r\n");
   head.append("Cache-Control: no-cache\r\n").append(kCorsHeaders);
@@ -169,35 +174,49 @@ void HttpServer::serve(const HttpHandler& handler, const std::function<bool()>& 
       ++active;
     }
     std::thread([&, client] {
-      handle(client, handler);
+      handle(client, handler);  // NOLINT: the threads end before serve() returns
       ::close(client);
       std::lock_guard lock(mutex);
       --active;
       done.notify_all();
     }).detach();
   }
+  stopping_ = true;  // kept-alive connections close instead of waiting for a next request
   std::unique_lock lock(mutex);
   done.wait(lock, [&] { return active == 0; });
 }
 
-void HttpServer::handle(int fd, const HttpHandler& handler) {
+void HttpServer::handle(int fd, const HttpHandler& handler) const {
   // A client that stops reading fails the writes after a while (and so cancels its turn)
   // instead of holding the engine, and the server's shutdown, forever.
   const timeval send_timeout{kSendTimeoutS, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
-  HttpResponse response(fd);
-  std::string buffer;
+  std::string buffer;  // what came and is not yet a request handled (the next may be in it)
+  for (bool first = true;; first = false) {
+    if (!first && buffer.empty()) {  // a kept-alive connection: wait for the next request
+      int idle_ms = 0;
+      pollfd p{fd, POLLIN, 0};
+      while (!stopping_ && idle_ms < kIdleTimeoutMs && ::poll(&p, 1, kPollStepMs) == 0)
+        idle_ms += kPollStepMs;
+      if (stopping_ || idle_ms >= kIdleTimeoutMs || !read_more(fd, buffer)) return;
+    }
+    if (!handle_one(fd, buffer, handler)) return;
+  }
+}
+
+bool HttpServer::handle_one(int fd, std::string& buffer, const HttpHandler& handler) {
+  HttpResponse refusal(fd);  // errors before the handler close the connection
   size_t header_end = std::string::npos;
   while ((header_end = buffer.find("\r\n\r\n")) == std::string::npos) {
     if (buffer.size() > kMaxHeaderBytes) {
-      response.send(431, "text/plain", "request headers too large\n");
-      return;
+      refusal.send(431, "text/plain", "request headers too large\n");
+      return false;
     }
-    if (!read_more(fd, buffer)) return;
+    if (!read_more(fd, buffer)) return false;
   }
   if (header_end > kMaxHeaderBytes) {
-    response.send(431, "text/plain", "request headers too large\n");
-    return;
+    refusal.send(431, "text/plain", "request headers too large\n");
+    return false;
   }
   HttpRequest request;
   const std::string head = buffer.substr(0, header_end);
@@ -205,11 +224,12 @@ void HttpServer::handle(int fd, const HttpHandler& handler) {
   const std::string request_line = head.substr(0, line_end);
   const size_t sp1 = request_line.find(' '), sp2 = request_line.rfind(' ');
   if (sp1 == std::string::npos || sp2 == sp1) {
-    response.send(400, "text/plain", "malformed request line\n");
-    return;
+    refusal.send(400, "text/plain", "malformed request line\n");
+    return false;
   }
   request.method = request_line.substr(0, sp1);
   request.path = request_line.substr(sp1 + 1, sp2 - sp1 - 1);
+  const std::string version = request_line.substr(sp2 + 1);
   if (const size_t q = request.path.find('?'); q != std::string::npos) request.path.resize(q);
   while (line_end != std::string::npos && line_end < head.size()) {
     const size_t next = head.find("\r\n", line_end + 2);
@@ -224,27 +244,34 @@ void HttpServer::handle(int fd, const HttpHandler& handler) {
     request.headers[lower(line.substr(0, colon))] = value;
   }
   if (!request.header("transfer-encoding").empty()) {
-    response.send(400, "text/plain", "chunked request bodies are not supported\n");
-    return;
+    refusal.send(400, "text/plain", "chunked request bodies are not supported\n");
+    return false;
   }
   size_t length = 0;
   if (const std::string cl = request.header("content-length"); !cl.empty()) {
     if (cl.size() > 12 || cl.find_first_not_of("0123456789") != std::string::npos) {
-      response.send(400, "text/plain", "bad Content-Length\n");
-      return;
+      refusal.send(400, "text/plain", "bad Content-Length\n");
+      return false;
     }
     length = std::stoull(cl);
   }
   if (length > kMaxBodyBytes) {
-    response.send(413, "text/plain", "request body too large\n");
-    return;
+    refusal.send(413, "text/plain", "request body too large\n");
+    return false;
   }
-  request.body = buffer.substr(header_end + 4);
-  while (request.body.size() < length)
-    if (!read_more(fd, request.body)) return;
-  request.body.resize(length);
+  const size_t body_start = header_end + 4;
+  while (buffer.size() - body_start < length)
+    if (!read_more(fd, buffer)) return false;
+  request.body = buffer.substr(body_start, length);
+  buffer.erase(0, body_start + length);  // a next request sent at once stays
+  // HTTP/1.1 keeps the connection unless told to close; HTTP/1.0 closes unless told to keep it.
+  const std::string connection = lower(request.header("connection"));
+  const bool keep_alive =
+      version == "HTTP/1.1" ? connection != "close" : connection == "keep-alive";
+  HttpResponse response(fd, keep_alive);
   handler(request, response);
   if (!response.started()) response.send(500, "text/plain", "no response\n");
+  return response.kept_alive();
 }
 
 }  // namespace oxi::cli

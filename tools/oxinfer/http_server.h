@@ -1,7 +1,10 @@
-// A minimal HTTP/1.1 server for `oxinfer serve`: one request a connection (Connection: close),
-// each connection on a thread of its own (at most max_connections at once; more are answered
-// 503), so that quick requests (/health) are answered while a long one runs; the handler
-// serializes what must not run together (the engine). Requests larger than their limits are
+// A minimal HTTP/1.1 server for `oxinfer serve`: each connection on a thread of its own (at
+// most max_connections at once; more are answered 503), so that quick requests (/health) are
+// answered while a long one runs; the handler serializes what must not run together (the
+// engine). Connections are kept alive between requests as HTTP/1.1 has them by default (not
+// after "Connection: close", an HTTP/1.0 request without "Connection: keep-alive", a streamed
+// reply, or a request refused before the handler), until the client sends nothing for 5 s;
+// requests sent back to back are answered in turn. Requests larger than their limits are
 // answered 413 / 431 without reaching the handler.
 //
 //   HttpServer server("127.0.0.1", 8080);
@@ -31,15 +34,20 @@ struct HttpRequest {
 // events); a write to a client that has gone returns false.
 class HttpResponse {
  public:
-  explicit HttpResponse(int fd) : fd_(fd) {}
+  // keep_alive: the connection may carry another request after this reply.
+  explicit HttpResponse(int fd, bool keep_alive = false) : fd_(fd), keep_alive_(keep_alive) {}
   void send(int status, std::string_view content_type, std::string_view body);
+  // A reply of unknown length: the connection closes after it.
   void begin_stream(int status, std::string_view content_type);
   bool write(std::string_view data);
   bool started() const { return started_; }
+  // The reply went out whole and the connection stays open for the next request.
+  bool kept_alive() const { return started_ && keep_alive_ && !failed_; }
 
  private:
   bool write_all(std::string_view data);
   int fd_;
+  bool keep_alive_;
   bool started_ = false;
   bool failed_ = false;
 };
@@ -61,8 +69,13 @@ class HttpServer {
              size_t max_connections = 32);
 
  private:
-  static void handle(int fd, const HttpHandler& handler);
+  // Answers the connection's requests until it closes, idles or the server stops.
+  void handle(int fd, const HttpHandler& handler) const;
+  // Reads one request from `buffer` (and the socket) and answers it; whether the connection
+  // stays open for another.
+  static bool handle_one(int fd, std::string& buffer, const HttpHandler& handler);
   int fd_ = -1;
+  std::atomic<bool> stopping_{false};
   uint16_t port_ = 0;
 };
 
