@@ -287,6 +287,15 @@ Request parse_request(std::string_view body, const GenerateOptions& defaults, ui
                             content_text(m.value("content", Json()), i), message_fields(m, i)});
     }
     r.tools = parse_tools(j);
+    if (const Json* kwargs = field(j, "chat_template_kwargs")) {
+      if (!kwargs->is_object()) bad("chat_template_kwargs must be an object");
+      r.template_kwargs = *kwargs;
+    }
+    if (const Json* format = field(j, "reasoning_format")) {
+      if (!format->is_string() || (*format != "none" && *format != "auto" && *format != "deepseek"))
+        bad("reasoning_format must be none, auto or deepseek");
+      r.reasoning_format = format->get<std::string>();
+    }
   } else {
     const Json* prompt = field(j, "prompt");
     if (!prompt || !prompt->is_string()) bad("prompt must be a string");
@@ -308,20 +317,22 @@ Request parse_completion_request(std::string_view body, const GenerateOptions& d
   return parse_request(body, defaults, random_seed, /*chat=*/false);
 }
 
-const char* finish_reason(StopReason reason, const ToolReply* reply) {
-  if (reply && !reply->calls.empty()) return "tool_calls";
+const char* finish_reason(StopReason reason, bool called_tools) {
+  if (called_tools) return "tool_calls";
   return reason == StopReason::max_tokens || reason == StopReason::context_full ? "length" : "stop";
 }
 
 Json chat_response(const Identity& who, const TurnStats& stats, const PieceText* piece,
-                   const ToolReply* reply) {
+                   const AssistantReply* said) {
   Json message = {{"role", "assistant"}, {"content", stats.text}};
-  if (reply) {
-    message["content"] =
-        reply->content.empty() && !reply->calls.empty() ? Json() : Json(reply->content);
-    if (!reply->calls.empty()) message["tool_calls"] = tool_calls_delta(*reply)["tool_calls"];
-    if (message.contains("tool_calls"))
+  const bool called = said && !said->calls.empty();
+  if (said) {
+    message["content"] = said->content.empty() && called ? Json() : Json(said->content);
+    if (!said->reasoning.empty()) message["reasoning_content"] = said->reasoning;
+    if (called) {
+      message["tool_calls"] = tool_calls_delta(said->calls)["tool_calls"];
       for (Json& call : message["tool_calls"]) call.erase("index");
+    }
   }
   return {{"id", who.id},
           {"object", "chat.completion"},
@@ -330,14 +341,14 @@ Json chat_response(const Identity& who, const TurnStats& stats, const PieceText*
           {"choices", Json::array({{{"index", 0},
                                     {"message", message},
                                     {"logprobs", piece ? chat_logprobs(stats, *piece) : Json()},
-                                    {"finish_reason", finish_reason(stats.stop_reason, reply)}}})},
+                                    {"finish_reason", finish_reason(stats.stop_reason, called)}}})},
           {"usage", usage(stats)}};
 }
 
-Json tool_calls_delta(const ToolReply& reply) {
+Json tool_calls_delta(const std::vector<ToolCall>& calls_made) {
   Json calls = Json::array();
-  for (size_t i = 0; i < reply.calls.size(); ++i) {
-    const ToolCall& c = reply.calls[i];
+  for (size_t i = 0; i < calls_made.size(); ++i) {
+    const ToolCall& c = calls_made[i];
     calls.push_back({{"index", i},
                      {"id", c.id},
                      {"type", "function"},
@@ -346,10 +357,10 @@ Json tool_calls_delta(const ToolReply& reply) {
   return {{"tool_calls", calls}};
 }
 
-void name_tool_calls(ToolReply& reply, const std::function<uint32_t()>& random) {
+void name_tool_calls(std::vector<ToolCall>& calls, const std::function<uint32_t()>& random) {
   static constexpr std::string_view kChars =
       "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  for (ToolCall& c : reply.calls) {
+  for (ToolCall& c : calls) {
     if (!c.id.empty()) continue;
     c.id = "call_";
     for (int i = 0; i < 24; ++i) c.id += kChars[random() % kChars.size()];
@@ -357,11 +368,12 @@ void name_tool_calls(ToolReply& reply, const std::function<uint32_t()>& random) 
 }
 
 Json chat_chunk(const Identity& who, const Json& delta, const TurnStats* final_stats,
-                const ToolReply* reply, const PieceText* piece) {
+                bool called_tools, const PieceText* piece) {
   Json choice = {{"index", 0},
                  {"delta", delta},
                  {"finish_reason",
-                  final_stats ? Json(finish_reason(final_stats->stop_reason, reply)) : Json()}};
+                  final_stats ? Json(finish_reason(final_stats->stop_reason, called_tools))
+                              : Json()}};
   Json chunk = {{"id", who.id},
                 {"object", "chat.completion.chunk"},
                 {"created", who.created},

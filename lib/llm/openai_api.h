@@ -15,7 +15,8 @@
 // one, required) and parallel_tool_calls; messages' other fields (an assistant's tool_calls, a
 // tool result's tool_call_id, name) go to the template as ChatMessage::fields, each call's
 // arguments text as the object it holds (templates write arguments with tojson, as
-// transformers' documents them: a dict).
+// transformers' documents them: a dict); llama-server's chat_template_kwargs and
+// reasoning_format.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/llm/engine.h"
-#include "lib/llm/tool_calls.h"
+#include "lib/llm/assistant_reply.h"
 
 namespace oxi::llm::openai {
 
@@ -40,6 +41,12 @@ struct Request {
   GenerateOptions options;
   bool stream = false;
   std::optional<ToolOffer> tools;  // chat: a non-empty tools list
+  // chat: llama-server's chat_template_kwargs, more variables for the template (an object,
+  // e.g. {"enable_thinking": false}); null: none.
+  Json template_kwargs;
+  // chat: llama-server's reasoning_format: "none" leaves a thinking model's <think> block in
+  // the content, "auto" / "deepseek" set it apart as reasoning_content; empty: the server's.
+  std::string reasoning_format;
 };
 
 // Fields absent from the body keep `defaults`' values (the server's command-line sampling),
@@ -52,7 +59,8 @@ Request parse_completion_request(std::string_view body, const GenerateOptions& d
 
 // "stop" (an end token, a stop string, a choice) or "length" (max_tokens, a full context);
 // "tool_calls" for a reply that calls tools.
-const char* finish_reason(StopReason reason, const ToolReply* reply = nullptr);
+const char* finish_reason(StopReason reason, bool called_tools = false);
+
 
 // One response's identity: its id ("chatcmpl-..." / "cmpl-..."), creation time, model name.
 struct Identity {
@@ -67,20 +75,22 @@ using PieceText = std::function<std::string(int32_t)>;
 // chat.completion: the assistant message, finish_reason and usage (prompt tokens: the whole
 // context the reply followed, cached or not); with `piece` given (the request asked for
 // logprobs), choices[0].logprobs.content from stats.logprobs (token, logprob, bytes,
-// top_logprobs), else null. With `reply` (tools were offered) the message is its content (null
-// when empty beside calls) and tool_calls ({"id", "type": "function", "function": {"name",
-// "arguments"}}), the ids as given (tool_call_ids() names those without).
+// top_logprobs), else null. With `message` (the reply was read for tool calls or reasoning)
+// the message is its content (null when empty beside calls), reasoning_content (when not
+// empty) and tool_calls ({"id", "type": "function", "function": {"name", "arguments"}}), the
+// ids as given (name_tool_calls() names those without).
 Json chat_response(const Identity& who, const TurnStats& stats, const PieceText* piece = nullptr,
-                   const ToolReply* reply = nullptr);
+                   const AssistantReply* message = nullptr);
 // chat.completion.chunk: the first has delta {"role": "assistant"}, then {"content": piece}
-// (tool_calls_delta() for calls), the last an empty delta and the finish_reason (and usage;
-// with `piece`, the whole reply's logprobs: the pieces streamed before do not carry theirs).
+// or {"reasoning_content": piece} (tool_calls_delta() for calls), the last an empty delta and
+// the finish_reason (and usage; with `piece`, the whole reply's logprobs: the pieces streamed
+// before do not carry theirs).
 Json chat_chunk(const Identity& who, const Json& delta, const TurnStats* final_stats,
-                const ToolReply* reply = nullptr, const PieceText* piece = nullptr);
+                bool called_tools = false, const PieceText* piece = nullptr);
 // A streamed delta with all of a reply's calls, each with its index.
-Json tool_calls_delta(const ToolReply& reply);
+Json tool_calls_delta(const std::vector<ToolCall>& calls);
 // Calls the model gave no id get "call_" and 24 letters and digits drawn from `random`.
-void name_tool_calls(ToolReply& reply, const std::function<uint32_t()>& random);
+void name_tool_calls(std::vector<ToolCall>& calls, const std::function<uint32_t()>& random);
 // text_completion and its streamed chunks (choices[0].text); with `piece`, the legacy
 // logprobs object (tokens, token_logprobs, top_logprobs, text_offset).
 Json completion_response(const Identity& who, const TurnStats& stats,

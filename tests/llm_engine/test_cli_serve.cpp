@@ -20,6 +20,7 @@
 
 #include "lib/llm/engine.h"
 #include "lib/llm/model.h"
+#include "lib/llm/reasoning.h"
 #include "lib/llm/tool_calls.h"
 #include "lib/tokenizer/tokenizer.h"
 #include "tests/common/test_data.h"
@@ -426,6 +427,87 @@ TEST_F(CliServe, ToolCallsAsOpenAiClientsReadThem) {
   const Reply both = post(port, "/v1/chat/completions", ask + R"(, "grammar": "root ::= \"x\""})");
   EXPECT_EQ(both.status, 400);
   EXPECT_NE(both.body.find("cannot be given with tools"), std::string::npos);
+}
+
+// A thinking model's template (the prompt opens <think> unless enable_thinking is false): the
+// <think> block comes back as reasoning_content, whole and streamed, as the engine's reply
+// splits; reasoning_format "none" leaves it in the content; chat_template_kwargs, from the
+// request or the command line, reach the template.
+TEST_F(CliServe, ThinkingRepliesAsReasoningContent) {
+  const std::string tmpl =
+      "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+      "{% if add_generation_prompt %}<|im_start|>assistant\n{% if enable_thinking is defined and "
+      "not enable_thinking %}<think>\n\n</think>\n\n{% else %}<think>\n{% endif %}{% endif %}";
+  const std::string tmpl_file = (dir_ / "thinking.jinja").string();
+  {
+    std::FILE* f = std::fopen(tmpl_file.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fputs(tmpl.c_str(), f);
+    std::fclose(f);
+  }
+  ServeProcess server({"-m", model_, "--threads", "1", "--template", tmpl_file});
+  ASSERT_GT(server.port(), 0);
+  const int port = server.port();
+  const std::string two_parts = R"(root ::= [a-z]{2,6} " </think> " [a-z]{2,6})";
+  const std::string one_part = R"(root ::= [a-z]{2,6})";
+  const auto ask = [&](const std::string& grammar, const std::string& extra) {
+    return Json::parse(post(port, "/v1/chat/completions",
+                            R"({"messages": [{"role": "user", "content": "w264"}], "grammar": )" +
+                                Json(grammar).dump() + R"(, "temperature": 0, "max_tokens": 30)" +
+                                extra + "}")
+                           .body);
+  };
+  EngineOptions eo;
+  eo.threads = 1;
+  eo.chat_template = tmpl_file;
+  const auto engine = Engine::load(model_, eo);
+  GenerateOptions g;
+  g.sampling.temperature = 0;
+  g.max_tokens = 30;
+  g.grammar = two_parts;
+  const std::string text = engine->send({{"user", "w264"}}, g).text;
+  const ReasonedReply want = split_reasoning(text, /*opened=*/true);
+  ASSERT_FALSE(want.reasoning.empty());
+  ASSERT_FALSE(want.content.empty());
+
+  const Json whole = ask(two_parts, "")["choices"][0]["message"];
+  EXPECT_EQ(whole["reasoning_content"], want.reasoning);
+  EXPECT_EQ(whole["content"], want.content);
+  const Reply streamed = post(port, "/v1/chat/completions",
+                              R"({"messages": [{"role": "user", "content": "w264"}], "grammar": )" +
+                                  Json(two_parts).dump() +
+                                  R"(, "temperature": 0, "max_tokens": 30, "stream": true})");
+  std::string reasoning, content;
+  for (const std::string& data : events_of(streamed.body)) {
+    if (data == "[DONE]") continue;
+    const Json delta = Json::parse(data)["choices"][0]["delta"];
+    if (delta.contains("reasoning_content")) reasoning += delta["reasoning_content"];
+    if (delta.contains("content")) content += delta["content"];
+  }
+  EXPECT_EQ(reasoning, want.reasoning);
+  EXPECT_EQ(content, want.content);
+  const Json raw = ask(two_parts, R"(, "reasoning_format": "none")")["choices"][0]["message"];
+  EXPECT_EQ(raw["content"], text);
+  EXPECT_FALSE(raw.contains("reasoning_content"));
+
+  // enable_thinking false: the template closes the block, the reply is all content.
+  const Json thinking = ask(one_part, "")["choices"][0]["message"];
+  EXPECT_FALSE(thinking["reasoning_content"].get<std::string>().empty());
+  EXPECT_EQ(thinking["content"], "");
+  const Json direct =
+      ask(one_part, R"(, "chat_template_kwargs": {"enable_thinking": false})")["choices"][0]["message"];
+  EXPECT_FALSE(direct.contains("reasoning_content"));
+  EXPECT_FALSE(direct["content"].get<std::string>().empty());
+  ServeProcess told({"-m", model_, "--threads", "1", "--template", tmpl_file,
+                     "--chat-template-kwargs", R"({"enable_thinking": false})"});
+  ASSERT_GT(told.port(), 0);
+  const Json by_flag = Json::parse(
+      post(told.port(), "/v1/chat/completions",
+           R"({"messages": [{"role": "user", "content": "w264"}], "grammar": )" +
+               Json(one_part).dump() + R"(, "temperature": 0, "max_tokens": 30})")
+          .body)["choices"][0]["message"];
+  EXPECT_EQ(by_flag["content"], direct["content"]);
+  EXPECT_FALSE(by_flag.contains("reasoning_content"));
 }
 
 TEST_F(CliServe, ApiKeyGuardsAllButHealth) {

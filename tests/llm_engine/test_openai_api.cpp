@@ -107,9 +107,9 @@ TEST(OpenAiApi, LogprobsRequestsAndResponses) {
   EXPECT_EQ(text["text_offset"], Json::array({0, 1}));
   EXPECT_FLOAT_EQ(text["top_logprobs"][0]["?"].get<float>(), -1.5f);
   // Streamed: the last chunk carries the whole reply's, the pieces before none.
-  EXPECT_EQ(chat_chunk(who, Json::object(), &stats, nullptr, &piece)["choices"][0]["logprobs"],
+  EXPECT_EQ(chat_chunk(who, Json::object(), &stats, false, &piece)["choices"][0]["logprobs"],
             chat_response(who, stats, &piece)["choices"][0]["logprobs"]);
-  EXPECT_FALSE(chat_chunk(who, {{"content", "a"}}, nullptr, nullptr, &piece)["choices"][0].contains(
+  EXPECT_FALSE(chat_chunk(who, {{"content", "a"}}, nullptr, false, &piece)["choices"][0].contains(
       "logprobs"));
   EXPECT_EQ(completion_chunk(who, "", &stats, &piece)["choices"][0]["logprobs"], text);
 }
@@ -230,8 +230,8 @@ TEST(OpenAiApi, ToolCallResponsesAndChunks) {
   stats.text = "<tool_call>...</tool_call>";
   stats.stop_reason = StopReason::eos;
   const Identity who{"chatcmpl-8", 1700000000, "tiny"};
-  ToolReply reply{"", {{"f", R"({"a":1})", "call_x"}, {"g", "{}", ""}}};
-  name_tool_calls(reply, [n = 0u]() mutable { return n++; });
+  AssistantReply reply{"", "", {{"f", R"({"a":1})", "call_x"}, {"g", "{}", ""}}};
+  name_tool_calls(reply.calls, [n = 0u]() mutable { return n++; });
   EXPECT_EQ(reply.calls[0].id, "call_x");  // the model's own id stays
   ASSERT_EQ(reply.calls[1].id.size(), 5u + 24u);
   EXPECT_EQ(reply.calls[1].id.substr(0, 5), "call_");
@@ -245,20 +245,22 @@ TEST(OpenAiApi, ToolCallResponsesAndChunks) {
                   {"type", "function"},
                   {"function", {{"name", "f"}, {"arguments", R"({"a":1})"}}}}));
   EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
-  const Json delta = tool_calls_delta(reply);
+  const Json delta = tool_calls_delta(reply.calls);
   EXPECT_EQ(delta["tool_calls"][1]["index"], 1);
   EXPECT_EQ(delta["tool_calls"][1]["function"]["name"], "g");
-  EXPECT_EQ(chat_chunk(who, Json::object(), &stats, &reply)["choices"][0]["finish_reason"],
+  EXPECT_EQ(chat_chunk(who, Json::object(), &stats, true)["choices"][0]["finish_reason"],
             "tool_calls");
   // A reply without calls: its content, no tool_calls, the plain finish reason.
-  const ToolReply plain{"just text", {}};
+  const AssistantReply plain{"just text", "", {}};
   const Json p = chat_response(who, stats, nullptr, &plain);
   EXPECT_EQ(p["choices"][0]["message"]["content"], "just text");
   EXPECT_FALSE(p["choices"][0]["message"].contains("tool_calls"));
   EXPECT_EQ(p["choices"][0]["finish_reason"], "stop");
-  const ToolReply both{"Let me look.", {{"f", "{}", "call_y"}}};
-  EXPECT_EQ(chat_response(who, stats, nullptr, &both)["choices"][0]["message"]["content"],
-            "Let me look.");
+  EXPECT_FALSE(p["choices"][0]["message"].contains("reasoning_content"));
+  const AssistantReply both{"Let me look.", "They want f.", {{"f", "{}", "call_y"}}};
+  const Json b = chat_response(who, stats, nullptr, &both)["choices"][0]["message"];
+  EXPECT_EQ(b["content"], "Let me look.");
+  EXPECT_EQ(b["reasoning_content"], "They want f.");
 }
 
 TEST(OpenAiApi, ResponsesChunksAndErrors) {

@@ -29,6 +29,8 @@
 #include "lib/llm/engine.h"
 #include "lib/llm/model.h"
 #include "lib/llm/openai_api.h"
+#include "lib/llm/assistant_reply.h"
+#include "lib/llm/reasoning.h"
 #include "lib/llm/tool_calls.h"
 #include "lib/tokenizer/tokenizer.h"
 #include "tools/oxinfer/args.h"
@@ -46,15 +48,25 @@ extern "C" void on_stop_signal(int) {
   g_stop = 1;
 }
 
+// What the command line sets beside the generate options.
+struct ServeSettings {
+  std::string model_name;  // in responses and /v1/models
+  std::string api_key;     // empty: none asked
+  std::string system;      // a system message for chats that bring none
+  std::string reasoning_format = "deepseek";                      // --reasoning-format
+  jinja::Json template_kwargs = jinja::Json::object();            // --chat-template-kwargs
+};
+
 class Server {
  public:
-  Server(llm::Engine& engine, llm::GenerateOptions defaults, std::string model_name,
-         std::string api_key, std::string system)
+  Server(llm::Engine& engine, llm::GenerateOptions defaults, ServeSettings settings)
       : engine_(engine),
         defaults_(std::move(defaults)),
-        model_(std::move(model_name)),
-        api_key_(std::move(api_key)),
-        system_(std::move(system)) {}
+        model_(std::move(settings.model_name)),
+        api_key_(std::move(settings.api_key)),
+        system_(std::move(settings.system)),
+        reasoning_format_(std::move(settings.reasoning_format)),
+        defaults_kwargs_(std::move(settings.template_kwargs)) {}
 
   void handle(const HttpRequest& req, HttpResponse& res) {
     if (req.method == "OPTIONS") return res.send(200, "text/plain", "");  // CORS preflight
@@ -124,69 +136,81 @@ class Server {
              : kind == Kind::text ? openai::completion_chunk(who, piece, nullptr)
                                   : openai::native_completion(model_, piece, nullptr);
     };
-    const auto final_event = [&](const llm::TurnStats& stats, const llm::ToolReply* called,
+    const auto final_event = [&](const llm::TurnStats& stats, bool called_tools,
                                  const openai::PieceText* logprobs) {
       return kind == Kind::chat
-                 ? openai::chat_chunk(who, openai::Json::object(), &stats, called, logprobs)
+                 ? openai::chat_chunk(who, openai::Json::object(), &stats, called_tools, logprobs)
              : kind == Kind::text ? openai::completion_chunk(who, "", &stats, logprobs)
                                   : openai::native_completion(model_, "", &stats);
     };
     // Tools on offer: the template is given them, perhaps a grammar holds the reply to calls,
     // and the reply is read back into content and calls (lib/llm/tool_calls.h).
-    std::optional<llm::ToolTurn> tools;
+    std::optional<llm::ToolCallFormat> tool_format;
+    jinja::Json variables = jinja::Json::object();
     if (chat && r.tools) {
-      tools = llm::offer_tools(engine_.chat_template(), std::move(r.messages), *r.tools);
-      r.messages = tools->messages;
-      r.options.template_variables = tools->template_variables;
-      if (!tools->grammar.empty()) {
+      llm::ToolTurn turn = llm::offer_tools(engine_.chat_template(), std::move(r.messages), *r.tools);
+      r.messages = std::move(turn.messages);
+      variables = turn.template_variables;
+      if (!turn.grammar.empty()) {
         if (!r.options.grammar.empty())
           throw Error("request", "grammar, json_schema or response_format cannot be given with "
                                  "tools that constrain the reply");
-        r.options.grammar = tools->grammar;
-        r.options.grammar_triggers = tools->grammar_triggers;
+        r.options.grammar = turn.grammar;
+        r.options.grammar_triggers = turn.grammar_triggers;
       }
-      r.options.stop.insert(r.options.stop.end(), tools->stop.begin(), tools->stop.end());
-      if (r.tools->choice == llm::ToolChoice::none) tools.reset();  // a plain reply
+      r.options.stop.insert(r.options.stop.end(), turn.stop.begin(), turn.stop.end());
+      if (r.tools->choice != llm::ToolChoice::none) tool_format = turn.format;
     }
-    llm::ToolContentStream content(tools ? tools->format : llm::ToolCallFormat::generic);
+    for (const auto& [key, value] : defaults_kwargs_.items()) variables[key] = value;
+    if (r.template_kwargs.is_object())
+      for (const auto& [key, value] : r.template_kwargs.items()) variables[key] = value;
+    if (chat) r.options.template_variables = variables;
     engine_.new_conversation();
+    // A thinking model's <think> block set apart (lib/llm/reasoning.h), unless asked not to.
+    std::optional<bool> thinking;
+    const std::string& format = r.reasoning_format.empty() ? reasoning_format_ : r.reasoning_format;
+    if (chat && format != "none" && engine_.chat_template().source().find("<think>") != std::string::npos)
+      thinking = llm::prompt_opens_thinking(engine_.render(r.messages, variables));
+    llm::AssistantReplyReader reader(tool_format, thinking);
+    const bool read_reply = tool_format || thinking;
+    // What a streamed chat reply sends as it comes: reasoning and content deltas.
+    const auto send_delta = [&](const llm::ReplyDelta& d) {
+      return (d.reasoning.empty() ||
+              event(res, openai::chat_chunk(who, {{"reasoning_content", d.reasoning}}, nullptr))) &&
+             (d.content.empty() || event(res, piece_event(d.content)));
+    };
     llm::PieceCallback on_piece;
     if (r.stream) {
       res.begin_stream(200, "text/event-stream");
       if (chat) event(res, openai::chat_chunk(who, {{"role", "assistant"}}, nullptr));
       on_piece = [&](std::string_view piece) {  // a client gone cancels the turn
-        if (!tools) return event(res, piece_event(piece));
-        const std::string text = content.feed(piece);
-        return text.empty() || event(res, piece_event(text));
+        return read_reply ? send_delta(reader.feed(piece)) : event(res, piece_event(piece));
       };
     }
     const llm::TurnStats stats = chat ? engine_.send(r.messages, r.options, on_piece)
                                       : engine_.send_raw(r.prompt, r.options, on_piece);
     spdlog::info("serve: {} prompt tokens ({} cached), {} generated, {}", stats.prompt_ids.size(),
                  stats.cached_tokens, stats.generated_tokens, llm::to_string(stats.stop_reason));
-    std::optional<llm::ToolReply> reply;
-    if (tools) {
-      reply = llm::parse_tool_reply(stats.text, tools->format);
-      openai::name_tool_calls(*reply, [this] { return random_(); });
-    }
-    const llm::ToolReply* called = reply ? &*reply : nullptr;
+    llm::ReplyDelta rest;
+    llm::AssistantReply reply = reader.finish(stats.text, &rest);
+    openai::name_tool_calls(reply.calls, [this] { return random_(); });
     const openai::PieceText piece = [this](int32_t id) {
       return engine_.model().tokenizer().token_piece(id);
     };
     const openai::PieceText* logprobs = r.options.logprobs >= 0 ? &piece : nullptr;
     if (!r.stream)
-      return send_json(res, 200,
-                       kind == Kind::chat ? openai::chat_response(who, stats, logprobs, called)
-                       : kind == Kind::text
-                           ? openai::completion_response(who, stats, logprobs)
-                           : openai::native_completion(model_, stats.text, &stats));
-    if (reply) {
-      if (const std::string rest = content.rest(*reply); !rest.empty())
-        event(res, piece_event(rest));
-      if (!reply->calls.empty())
-        event(res, openai::chat_chunk(who, openai::tool_calls_delta(*reply), nullptr));
+      return send_json(
+          res, 200,
+          kind == Kind::chat
+              ? openai::chat_response(who, stats, logprobs, read_reply ? &reply : nullptr)
+          : kind == Kind::text ? openai::completion_response(who, stats, logprobs)
+                               : openai::native_completion(model_, stats.text, &stats));
+    if (read_reply) {
+      send_delta(rest);
+      if (!reply.calls.empty())
+        event(res, openai::chat_chunk(who, openai::tool_calls_delta(reply.calls), nullptr));
     }
-    event(res, final_event(stats, called, logprobs));
+    event(res, final_event(stats, !reply.calls.empty(), logprobs));
     if (kind != Kind::native) res.write("data: [DONE]\n\n");  // OpenAI's end of stream
   }
 
@@ -252,7 +276,8 @@ class Server {
   std::mutex engine_mutex_;
   std::atomic<bool> stopping_{false};
   llm::GenerateOptions defaults_;
-  std::string model_, api_key_, system_;
+  std::string model_, api_key_, system_, reasoning_format_;
+  jinja::Json defaults_kwargs_;
   int64_t created_ = static_cast<int64_t>(std::time(nullptr));
   size_t count_ = 0;
   std::random_device random_;
@@ -272,6 +297,11 @@ int run_serve(const Argv& argv) {
   p.option("port", "N", "port to listen on (default 8080; 0 = any free one)");
   p.option("api-key", "KEY", "require 'Authorization: Bearer KEY' (but on /health)");
   p.option("alias", "NAME", "the model's name in responses (default: the file's name)");
+  p.option("reasoning-format", "FORMAT",
+           "a thinking model's <think> block: deepseek / auto (default) as reasoning_content, "
+           "none (left in the content)");
+  p.option("chat-template-kwargs", "JSON",
+           "more variables for the chat template, e.g. '{\"enable_thinking\": false}'");
   const ParsedArgs args = p.parse(argv);
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
@@ -284,7 +314,20 @@ int run_serve(const Argv& argv) {
   const std::string model =
       args.get_or("alias", std::filesystem::path(*args.get("model")).filename().string());
   HttpServer http(args.get_or("host", "127.0.0.1"), static_cast<uint16_t>(port));
-  Server server(*engine, defaults, model, args.get_or("api-key", ""), args.get_or("system", ""));
+  ServeSettings settings;
+  settings.model_name = model;
+  settings.api_key = args.get_or("api-key", "");
+  settings.system = args.get_or("system", "");
+  settings.reasoning_format = args.get_or("reasoning-format", "deepseek");
+  if (settings.reasoning_format != "none" && settings.reasoning_format != "deepseek" &&
+      settings.reasoning_format != "auto")
+    throw UsageError("--reasoning-format must be none, deepseek or auto");
+  if (const auto kwargs = args.get("chat-template-kwargs")) {
+    settings.template_kwargs = jinja::Json::parse(*kwargs, nullptr, false);
+    if (!settings.template_kwargs.is_object())
+      throw UsageError("--chat-template-kwargs must be a JSON object");
+  }
+  Server server(*engine, defaults, std::move(settings));
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   std::printf("oxinfer serve: %s on http://%s:%u\n", model.c_str(),
