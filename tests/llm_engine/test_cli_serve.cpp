@@ -494,10 +494,16 @@ TEST_F(CliServe, ThinkingRepliesAsReasoningContent) {
   const Json thinking = ask(one_part, "")["choices"][0]["message"];
   EXPECT_FALSE(thinking["reasoning_content"].get<std::string>().empty());
   EXPECT_EQ(thinking["content"], "");
-  const Json direct =
-      ask(one_part, R"(, "chat_template_kwargs": {"enable_thinking": false})")["choices"][0]["message"];
+  const Json direct_reply = ask(one_part, R"(, "chat_template_kwargs": {"enable_thinking": false})");
+  const Json direct = direct_reply["choices"][0]["message"];
   EXPECT_FALSE(direct.contains("reasoning_content"));
-  EXPECT_FALSE(direct["content"].get<std::string>().empty());
+  GenerateOptions closed = g;
+  closed.grammar = one_part;
+  closed.template_variables = {{"enable_thinking", false}};
+  engine->new_conversation();
+  const TurnStats closed_turn = engine->send({{"user", "w264"}}, closed);
+  EXPECT_EQ(direct["content"], closed_turn.text);
+  EXPECT_EQ(direct_reply["usage"]["prompt_tokens"], closed_turn.prompt_ids.size());
   ServeProcess told({"-m", model_, "--threads", "1", "--template", tmpl_file,
                      "--chat-template-kwargs", R"({"enable_thinking": false})"});
   ASSERT_GT(told.port(), 0);
