@@ -11,7 +11,10 @@
 // Chat requests may offer tools (OpenAI's tools / tool_choice / parallel_tool_calls): the model's
 // template is given them and the reply comes back as tool_calls in the form the template's
 // model writes them (lib/llm/tool_calls.h); streamed, content before a call goes out as it
-// comes and the calls as one delta at the end.
+// comes and the calls as one delta at the end. A thinking model's <think> block comes back as
+// reasoning_content (llama-server's --reasoning-format deepseek; "none" leaves it in the
+// content), and chat_template_kwargs / --chat-template-kwargs give the template more variables
+// (enable_thinking, ...).
 #include <atomic>
 #include <csignal>
 #include <cstdio>
