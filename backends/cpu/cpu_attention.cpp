@@ -51,10 +51,12 @@ void validate(const AttentionArgs& a) {
   const size_t head_stride = kv_head_stride(a);
   // A kv head's row of one position ends before the next position's (kv_stride) and the next
   // head's (head_stride) start; with the heads side by side, all of a position's before the next.
+  // One position has no next: a head-major cache of one position (head stride = head_dim)
+  // looks side by side, and its position stride does not matter.
   const bool side_by_side = head_stride == a.head_dim;
   if (a.q_stride < q_row || a.out_stride < q_row ||
-      (a.n_kv > 0 && (a.kv_stride < (side_by_side ? kv_row : a.head_dim) ||
-                      (a.n_kv_heads > 1 && head_stride < a.head_dim))))
+      (a.n_kv > 1 && a.kv_stride < (side_by_side ? kv_row : a.head_dim)) ||
+      (a.n_kv > 0 && a.n_kv_heads > 1 && head_stride < a.head_dim))
     throw Error("attention", "a row stride is shorter than its row");
   const bool f16 = f16_cache(a);
   if (f16 ? (a.v_f16.empty() || !a.k.empty() || !a.v.empty()) : !a.v_f16.empty())

@@ -49,6 +49,11 @@ struct ForwardState {
 // of all n when all_logits ((n, n_vocab), inside state.act.logits).
 std::span<const float> forward(const Model& model, backends::Backend& backend, ForwardState& state,
                                std::span<const int32_t> tokens, size_t pos0, bool all_logits);
+// The same pass without the output projection: the n tokens' final-normed hidden states
+// ((n, n_embd), inside state.act.h), what embeddings pool (embeddings.h).
+std::span<const float> forward_hidden(const Model& model, backends::Backend& backend,
+                                      ForwardState& state, std::span<const int32_t> tokens,
+                                      size_t pos0);
 
 // ---- building blocks (layers.cpp) ----
 

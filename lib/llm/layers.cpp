@@ -40,8 +40,11 @@ ForwardState::ForwardState(const Model& model, size_t n_ctx, size_t batch_capaci
   rope_tables.resize(inv_freq.size());
 }
 
-std::span<const float> forward(const Model& model, backends::Backend& backend, ForwardState& state,
-                               std::span<const int32_t> tokens, size_t pos0, bool all_logits) {
+namespace {
+
+// Embeds the tokens and runs the layers: the residual stream in state.act.x.
+void run_layers(const Model& model, backends::Backend& backend, ForwardState& state,
+                std::span<const int32_t> tokens, size_t pos0) {
   const ModelConfig& c = model.config();
   const size_t n = tokens.size();
   if (n == 0 || n > state.act.capacity || pos0 + n > state.cache.n_ctx())
@@ -62,7 +65,25 @@ std::span<const float> forward(const Model& model, backends::Backend& backend, F
     gemma3_layers(model, backend, state, n, pos0);
   else
     llama_layers(model, backend, state, n, pos0);
-  return output_logits(backend, model, state.act, n, all_logits);
+}
+
+}  // namespace
+
+std::span<const float> forward(const Model& model, backends::Backend& backend, ForwardState& state,
+                               std::span<const int32_t> tokens, size_t pos0, bool all_logits) {
+  run_layers(model, backend, state, tokens, pos0);
+  return output_logits(backend, model, state.act, tokens.size(), all_logits);
+}
+
+std::span<const float> forward_hidden(const Model& model, backends::Backend& backend,
+                                      ForwardState& state, std::span<const int32_t> tokens,
+                                      size_t pos0) {
+  run_layers(model, backend, state, tokens, pos0);
+  const ModelConfig& c = model.config();
+  const size_t n = tokens.size(), width = static_cast<size_t>(c.n_embd);
+  rms_norm_rows(backend, std::span<const float>(state.act.x).first(n * width), n, width,
+                model.weights().output_norm, c.rms_eps, state.act.h);
+  return std::span<const float>(state.act.h).first(n * width);
 }
 
 void embed_tokens(const ModelWeights& w, std::span<const int32_t> tokens, size_t n_embd,

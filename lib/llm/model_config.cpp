@@ -128,6 +128,7 @@ ModelConfig config_from_gguf(const gguf::Reader& r) {
   // convert_hf_to_gguf permutes llama's q/k rows for adjacent-pair rotation; others keep NeoX.
   c.rope_layout = c.arch == "llama" ? kernels::RopeLayout::adjacent : kernels::RopeLayout::neox;
   c.sliding_window = gguf_int(r, a + "attention.sliding_window", 0);
+  c.pooling_type = gguf_int(r, a + "pooling_type", -1);
   c.final_logit_softcap = r.get_f32_or(a + "final_logit_softcapping", 0.0f);
   if (r.get_f32_or(a + "attn_logit_softcapping", 0.0f) != 0.0f)
     throw Error(context, "attention logit softcapping is not supported");

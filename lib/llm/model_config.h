@@ -40,6 +40,9 @@ struct ModelConfig {
   float attn_scale = 0.0f;           // 0 = 1 / sqrt(head_dim); gemma3: query_pre_attn_scalar^-0.5
   float final_logit_softcap = 0.0f;  // 0 = none; else logits = cap * tanh(logits / cap)
   bool tied_embeddings = false;      // output projection is the token embedding
+  // {arch}.pooling_type, how an embedding model pools its tokens' states (llama.cpp's: 0 none,
+  // 1 mean, 2 cls, 3 last, 4 rank); -1 when the file does not say (embeddings.h).
+  int pooling_type = -1;
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }

@@ -1,5 +1,7 @@
 #include "lib/llm/openai_api.h"
 
+#include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "lib/core/error.h"
@@ -428,6 +430,84 @@ Json native_completion(std::string_view model, std::string_view content,
     j["tokens_evaluated"] = final_stats->prompt_ids.size();
   }
   return j;
+}
+
+EmbeddingRequest parse_embedding_request(std::string_view body) {
+  const Json j = parse_body(body);
+  const Json* input = field(j, "input");
+  if (!input) bad("input must be a string or a list");
+  EmbeddingRequest r;
+  const auto ids_of = [](const Json& list, const std::string& where) {
+    std::vector<int32_t> ids;
+    for (const Json& id : list) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
+          id.get<int64_t>() > std::numeric_limits<int32_t>::max())
+        bad(where + " must hold token ids");
+      ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+    }
+    if (ids.empty()) bad(where + " is empty");
+    return ids;
+  };
+  if (input->is_string()) {
+    r.inputs.push_back({input->get<std::string>(), {}, false});
+  } else if (input->is_array() && !input->empty() && (*input)[0].is_number()) {
+    r.inputs.push_back({"", ids_of(*input, "input"), true});
+  } else if (input->is_array() && !input->empty()) {
+    for (size_t i = 0; i < input->size(); ++i) {
+      const Json& item = (*input)[i];
+      const std::string where = "input[" + std::to_string(i) + "]";
+      if (item.is_string())
+        r.inputs.push_back({item.get<std::string>(), {}, false});
+      else if (item.is_array())
+        r.inputs.push_back({"", ids_of(item, where), true});
+      else
+        bad(where + " must be a string or a list of token ids");
+    }
+  } else {
+    bad("input must be a string or a non-empty list");
+  }
+  if (const Json* format = field(j, "encoding_format")) {
+    if (*format != "float" && *format != "base64") bad("encoding_format must be float or base64");
+    r.base64 = *format == "base64";
+  }
+  return r;
+}
+
+namespace {
+
+std::string base64_of(const std::vector<float>& v) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string bytes(v.size() * 4, '\0');
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint32_t u;
+    std::memcpy(&u, &v[i], 4);
+    for (int b = 0; b < 4; ++b) bytes[4 * i + b] = static_cast<char>((u >> (8 * b)) & 0xFF);
+  }
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const size_t n = std::min<size_t>(3, bytes.size() - i);
+    uint32_t chunk = 0;
+    for (size_t k = 0; k < 3; ++k)
+      chunk = (chunk << 8) | (k < n ? static_cast<uint8_t>(bytes[i + k]) : 0);
+    for (size_t k = 0; k < 4; ++k) out += k <= n ? kAlphabet[(chunk >> (18 - 6 * k)) & 63] : '=';
+  }
+  return out;
+}
+
+}  // namespace
+
+Json embeddings_response(std::string_view model, const std::vector<std::vector<float>>& vectors,
+                         size_t prompt_tokens, bool base64) {
+  Json data = Json::array();
+  for (size_t i = 0; i < vectors.size(); ++i)
+    data.push_back({{"object", "embedding"},
+                    {"index", i},
+                    {"embedding", base64 ? Json(base64_of(vectors[i])) : Json(vectors[i])}});
+  return {{"object", "list"},
+          {"data", data},
+          {"model", model},
+          {"usage", {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens}}}};
 }
 
 Json error_body(int status, std::string_view message) {

@@ -102,6 +102,25 @@ Json completion_chunk(const Identity& who, std::string_view text, const TurnStat
 // tokens_predicted / tokens_evaluated and the model.
 Json native_completion(std::string_view model, std::string_view content,
                        const TurnStats* final_stats);
+// POST /v1/embeddings: "input" a string, a list of strings, a list of token ids or a list of
+// such lists (each item one embedding); "encoding_format" "float" (the default) or "base64".
+struct EmbeddingInput {
+  std::string text;          // when not given as ids
+  std::vector<int32_t> ids;  // token ids given as they are
+  bool given_as_ids = false;
+};
+struct EmbeddingRequest {
+  std::vector<EmbeddingInput> inputs;
+  bool base64 = false;
+};
+// Throws oxi::Error("request", ...) naming the field (status 400).
+EmbeddingRequest parse_embedding_request(std::string_view body);
+// {"object": "list", "data": [{"object": "embedding", "index", "embedding"}], "model",
+// "usage": {"prompt_tokens", "total_tokens"}}; base64: each embedding its little-endian float32
+// bytes in base64, as OpenAI's encoding_format "base64".
+Json embeddings_response(std::string_view model, const std::vector<std::vector<float>>& vectors,
+                         size_t prompt_tokens, bool base64 = false);
+
 // {"error": {"message", "type", "code"}}, as OpenAI's API reports errors.
 Json error_body(int status, std::string_view message);
 

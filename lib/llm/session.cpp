@@ -38,13 +38,16 @@ size_t Session::kv_cache_bytes() const {
   return state_->cache.bytes();
 }
 
+void Session::check_room(size_t n) const {
+  if (n == 0) throw Error("llm session", "eval of no tokens");
+  if (n_past() + n > n_ctx())
+    throw Error("llm session", "context full: " + std::to_string(n_past()) + " cached + " +
+                                   std::to_string(n) + " new > n_ctx " + std::to_string(n_ctx()));
+}
+
 std::span<const float> Session::eval(std::span<const int32_t> tokens, bool all_logits) {
   const size_t n_vocab = model_->config().n_vocab;
-  if (tokens.empty()) throw Error("llm session", "eval of no tokens");
-  if (n_past() + tokens.size() > n_ctx())
-    throw Error("llm session", "context full: " + std::to_string(n_past()) + " cached + " +
-                                   std::to_string(tokens.size()) + " new > n_ctx " +
-                                   std::to_string(n_ctx()));
+  check_room(tokens.size());
   const size_t batch = state_->act.capacity;
   const bool one_batch = tokens.size() <= batch;
   if (all_logits && !one_batch) all_logits_.resize(tokens.size() * n_vocab);
@@ -57,6 +60,20 @@ std::span<const float> Session::eval(std::span<const int32_t> tokens, bool all_l
       std::copy(logits.begin(), logits.end(), all_logits_.begin() + done * n_vocab);
   }
   return all_logits && !one_batch ? std::span<const float>(all_logits_) : logits;
+}
+
+std::span<const float> Session::hidden(std::span<const int32_t> tokens) {
+  const size_t width = static_cast<size_t>(model_->config().n_embd);
+  check_room(tokens.size());
+  hidden_.resize(tokens.size() * width);
+  const size_t batch = state_->act.capacity;
+  for (size_t done = 0; done < tokens.size(); done += batch) {
+    const auto chunk = tokens.subspan(done, std::min(batch, tokens.size() - done));
+    const std::span<const float> h = forward_hidden(*model_, backend_, *state_, chunk, n_past());
+    tokens_.insert(tokens_.end(), chunk.begin(), chunk.end());
+    std::copy(h.begin(), h.end(), hidden_.begin() + static_cast<std::ptrdiff_t>(done * width));
+  }
+  return hidden_;
 }
 
 void Session::truncate(size_t n_past) {

@@ -45,6 +45,9 @@ class Session {
   // token (n_vocab floats), or of every token when all_logits (n * n_vocab). The span stays
   // valid until the next call. Throws oxi::Error when the context would overflow.
   std::span<const float> eval(std::span<const int32_t> tokens, bool all_logits = false);
+  // As eval, but returns every token's final-normed hidden state (n * n_embd floats, what
+  // embeddings pool) instead of logits.
+  std::span<const float> hidden(std::span<const int32_t> tokens);
 
   size_t n_past() const { return tokens_.size(); }
   size_t n_ctx() const;
@@ -68,11 +71,15 @@ class Session {
   void copy_context(const Session& from);
 
  private:
+  // Throws unless n > 0 more tokens fit the context.
+  void check_room(size_t n) const;
+
   std::shared_ptr<const Model> model_;
   backends::Backend& backend_;
   std::unique_ptr<ForwardState> state_;
   std::vector<int32_t> tokens_;
   std::vector<float> all_logits_;  // eval(all_logits) over several batches
+  std::vector<float> hidden_;      // hidden() over several batches
 };
 
 }  // namespace oxi::llm

@@ -224,13 +224,17 @@ TEST(CpuAttention, F16CacheEqualsF32OnTheWidenedValues) {
 // (decode, causal prefill, a window), the GEMM path, f32 and f16.
 TEST(CpuAttention, HeadMajorRowsEqualPositionMajor) {
   const auto backend = make_cpu_backend(2);
-  for (const Shape& s :
-       {Shape{1, 90, 8, 2, 64, 89, true, 0}, Shape{37, 50, 8, 2, 64, 13, true, 0},
-        Shape{40, 40, 4, 1, 32, 0, true, 7}, Shape{150, 300, 6, 3, 64, 0, false, 0},
-        Shape{1, 77, 6, 3, 128, 76, true, 0}}) {
+  // The last: a cache of one position (a session of n_ctx 1, as embeddings of one token make),
+  // whose head-major rows lie as position-major ones would.
+  for (const auto& [s, spare] :
+       {std::pair{Shape{1, 90, 8, 2, 64, 89, true, 0}, 3},
+        {Shape{37, 50, 8, 2, 64, 13, true, 0}, 3}, {Shape{40, 40, 4, 1, 32, 0, true, 7}, 3},
+        {Shape{150, 300, 6, 3, 64, 0, false, 0}, 3}, {Shape{1, 77, 6, 3, 128, 76, true, 0}, 3},
+        {Shape{1, 1, 8, 2, 64, 0, true, 0}, 0}}) {
     const Problem p = make_problem(s, 31);
-    // head g's row of position j at (g * head_stride + j) * head_dim, 3 spare positions a head
-    const size_t hd = s.head_dim, head_stride = (s.n_kv + 3) * hd;
+    // head g's row of position j at (g * head_stride + j) * head_dim, `spare` positions spare a
+    // head
+    const size_t hd = s.head_dim, head_stride = (s.n_kv + spare) * hd;
     std::vector<float> k(s.n_kv_heads * head_stride, NAN), v(k.size(), NAN);
     for (size_t g = 0; g < s.n_kv_heads; ++g)
       for (size_t j = 0; j < s.n_kv; ++j)
@@ -264,8 +268,8 @@ TEST(CpuAttention, HeadMajorRowsEqualPositionMajor) {
     w16.v_f16 = v16;
     backend->attention(w16);
     a.k = a.v = {};
-    a.k_f16 = std::span<const uint16_t>(hk16).first(k.size() - 3 * hd);
-    a.v_f16 = std::span<const uint16_t>(hv16).first(k.size() - 3 * hd);
+    a.k_f16 = std::span<const uint16_t>(hk16).first(k.size() - spare * hd);
+    a.v_f16 = std::span<const uint16_t>(hv16).first(k.size() - spare * hd);
     backend->attention(a);
     EXPECT_EQ(0, std::memcmp(want.data(), got.data(), got.size() * 4))
         << "f16, " << s.n_queries << " queries over " << s.n_kv << " keys";

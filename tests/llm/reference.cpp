@@ -167,6 +167,7 @@ std::vector<double> ReferenceModel::step(int32_t token) {
     for (double& v : x) v *= std::sqrt(static_cast<double>(s_.n_embd));
   for (size_t il = 0; il < static_cast<size_t>(s_.n_layer); ++il) x = layer(x, il);
   x = rms_norm(x, norm_weight("model.norm.weight"));
+  hidden_ = x;
   ++n_past_;
   return linear(s_.tied ? "model.embed_tokens.weight" : "lm_head.weight", x, 0, s_.n_vocab);
 }

@@ -24,6 +24,8 @@ class ReferenceModel {
   }
   // Logits of `token` at the next position.
   std::vector<double> step(int32_t token);
+  // The last step's final-normed hidden state (what the logits project; embeddings pool it).
+  const std::vector<double>& hidden() const { return hidden_; }
   size_t n_past() const { return n_past_; }
 
  private:
@@ -43,6 +45,7 @@ class ReferenceModel {
   bool f16_cache_;
   size_t n_past_ = 0;
   std::vector<std::vector<Vec>> keys_, values_;  // [layer][position] (kv_dim)
+  Vec hidden_;
 };
 
 }  // namespace oxi::llm::test

@@ -17,6 +17,7 @@
 #include "kernels/formats/fp16.h"
 #include "kernels/formats/quant.h"
 #include "lib/core/error.h"
+#include "lib/llm/embeddings.h"
 #include "lib/llm/model.h"
 #include "lib/llm/model_config.h"
 #include "lib/llm/session.h"
@@ -291,6 +292,77 @@ TEST_P(PerArch, EvalSplitsLongInputsIntoBatches) {
   EXPECT_EQ(std::memcmp(a.data(), last.data(), a.size() * sizeof(float)), 0);
   const auto every = Session(model, *b.cpu, 512).eval(prompt, true);
   EXPECT_EQ(every.size(), prompt.size() * tiny.spec.n_vocab);
+}
+
+// Embeddings (lib/llm/embeddings.h): the final-normed hidden states pooled (mean, the first,
+// the last token) and normalized (none, int16 scale, taxicab, euclidean, 3-norm), against the
+// reference's hidden states pooled and normalized in double; hidden() over more than a batch
+// equals the rows of two batches fed by hand.
+TEST_P(PerArch, EmbeddingsMatchTheReference) {
+  for (DType dtype : {DType::F32, DType::Q8_0}) {
+    const TinyModel tiny = make_tiny_model(tiny_spec(GetParam(), false), dtype, DType::F32, 21);
+    oxi::test::TempDir dir;
+    const auto model = load_gguf_copy(tiny, dir);
+    EXPECT_EQ(default_pooling(*model), Pooling::mean);  // the file says none
+    Backend b;
+    Session session(model, *b.cpu, 64);
+    const std::vector<int32_t> prompt = test_prompt(17, tiny.spec.n_vocab, 4);
+    ReferenceModel ref(tiny);
+    std::vector<std::vector<double>> states;
+    for (int32_t t : prompt) {
+      ref.step(t);
+      states.push_back(ref.hidden());
+    }
+    const size_t width = states[0].size();
+    double largest = 0;
+    for (Pooling pooling : {Pooling::mean, Pooling::cls, Pooling::last}) {
+      std::vector<double> pooled(width, 0.0);
+      for (size_t t = 0; t < states.size(); ++t) {
+        const bool used = pooling == Pooling::mean || (pooling == Pooling::cls && t == 0) ||
+                          (pooling == Pooling::last && t + 1 == states.size());
+        if (!used) continue;
+        for (size_t i = 0; i < width; ++i)
+          pooled[i] += states[t][i] / (pooling == Pooling::mean ? states.size() : 1);
+      }
+      for (int norm : {-1, 0, 1, 2, 3}) {
+        double sum = 0;
+        for (double x : pooled)
+          sum = norm == 0 ? std::max(sum, std::abs(x)) : sum + std::pow(std::abs(x), norm);
+        const double scale =
+            norm < 0 ? 1.0 : norm == 0 ? 32760.0 / sum : 1.0 / std::pow(sum, 1.0 / norm);
+        const std::vector<float> mine = embed(session, prompt, pooling, norm);
+        ASSERT_EQ(mine.size(), width);
+        double worst = 0, size = 0;
+        for (size_t i = 0; i < width; ++i) {
+          worst = std::max(worst, std::abs(mine[i] - pooled[i] * scale));
+          size = std::max(size, std::abs(pooled[i] * scale));
+        }
+        // Float weights: f32 against double arithmetic; q8_0: its activations' rounding too.
+        EXPECT_LE(worst / size, dtype == DType::F32 ? 1e-5 : 3e-2)
+            << kernels::name(dtype) << " " << to_string(pooling) << " norm " << norm;
+        largest = std::max(largest, worst / size);
+      }
+    }
+    std::cout << "[ measure ] " << GetParam() << " " << kernels::name(dtype)
+              << " embeddings: max |engine - reference| = " << largest << " x max |reference|\n";
+    EXPECT_EQ(session.tokens(), prompt);  // the session holds them after
+  }
+  const TinyModel tiny = make_tiny_model(tiny_spec(GetParam(), false), DType::Q8_0, DType::F32, 9);
+  oxi::test::TempDir dir;
+  const auto model = load_gguf_copy(tiny, dir);
+  Backend b;
+  Session whole(model, *b.cpu, 512), by_hand(model, *b.cpu, 512);
+  const std::vector<int32_t> prompt = test_prompt(300, tiny.spec.n_vocab, 13);
+  const auto all = whole.hidden(prompt);
+  const std::vector<float> rows(all.begin(), all.end());
+  const size_t width = static_cast<size_t>(tiny.spec.n_embd);
+  ASSERT_EQ(rows.size(), prompt.size() * width);
+  const auto first = by_hand.hidden(std::span(prompt).first(Session::kMaxBatch));
+  EXPECT_EQ(std::memcmp(rows.data(), first.data(), first.size() * sizeof(float)), 0);
+  const auto second = by_hand.hidden(std::span(prompt).subspan(Session::kMaxBatch));
+  EXPECT_EQ(std::memcmp(rows.data() + Session::kMaxBatch * width, second.data(),
+                        second.size() * sizeof(float)),
+            0);
 }
 
 // save_state / load_state: a restored session continues bit for bit like the original, with

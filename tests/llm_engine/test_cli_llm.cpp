@@ -13,6 +13,7 @@
 
 #include "kernels/formats/quant.h"
 #include "lib/formats/gguf.h"
+#include "lib/llm/embeddings.h"
 #include "lib/llm/engine.h"
 #include "lib/llm/hellaswag.h"
 #include "lib/llm/json_schema_grammar.h"
@@ -537,6 +538,64 @@ TEST_F(CliLlm, PromptFromFileOrStdin) {
   EXPECT_EQ(m.exit_code, 1);
   EXPECT_NE(m.err.find(missing), std::string::npos) << m.err;
   EXPECT_EQ(generate({"-p", "x", "-f", file.string()}).exit_code, 2);
+}
+
+// `oxinfer embed`: each text's embedding as lib/llm/embeddings.h gives it for the same tokens
+// (the model's pooling, euclidean), in JSON and as lines of numbers; --pooling and
+// --embd-normalize; the pooling a file names in {arch}.pooling_type; a reranker refused.
+TEST_F(CliLlm, EmbedPrintsEachTextsEmbedding) {
+  const auto e = engine();
+  const tokenizer::Tokenizer& tok = e->model().tokenizer();
+  const std::vector<std::string> texts = {"w264 w265 w270", "w280"};
+  const auto want = [&](const std::string& text, Pooling pooling, int norm) {
+    const std::vector<int32_t> ids = tok.encode(text, tok.add_bos(), true);
+    Session session(e->model_ptr(), e->backend(), ids.size());
+    return embed(session, ids, pooling, norm);
+  };
+  const auto close_to = [](const std::vector<double>& got, const std::vector<float>& expected,
+                           double tol) {
+    if (got.size() != expected.size()) return false;
+    for (size_t i = 0; i < got.size(); ++i)
+      if (std::abs(got[i] - expected[i]) > tol) return false;
+    return true;
+  };
+  const CommandResult json = run_oxinfer(
+      {"embed", "-m", model_, "--threads", "2", "--json", texts[0], texts[1]});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  ASSERT_EQ(j["data"].size(), 2u);
+  size_t tokens = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    EXPECT_EQ(j["data"][i]["index"], i);
+    EXPECT_TRUE(close_to(j["data"][i]["embedding"].get<std::vector<double>>(),
+                         want(texts[i], Pooling::mean, 2), 1e-6))
+        << texts[i];
+    tokens += tok.encode(texts[i], tok.add_bos(), true).size();
+  }
+  EXPECT_EQ(j["usage"]["prompt_tokens"], tokens);
+  // Lines of numbers (6 decimals), other pooling and norms.
+  const CommandResult lines = run_oxinfer({"embed", "-m", model_, "--threads", "2", "--pooling",
+                                           "last", "--embd-normalize", "-1", texts[0]});
+  ASSERT_EQ(lines.exit_code, 0) << lines.err;
+  std::istringstream numbers(lines.out);
+  std::vector<double> values;
+  for (double v; numbers >> v;) values.push_back(v);
+  EXPECT_TRUE(close_to(values, want(texts[0], Pooling::last, -1), 5e-6));
+  EXPECT_NE(run_oxinfer({"embed", "-m", model_, "--pooling", "max", "x"}).exit_code, 0);
+  EXPECT_NE(run_oxinfer({"embed", "-m", model_}).exit_code, 0);
+
+  // A file that names its pooling: last (3) is used; rank (4) is refused.
+  const std::string last = (dir_ / "last.gguf").string(), rank = (dir_ / "rank.gguf").string();
+  rewrite_gguf(model_, last, {}, [](gguf::Writer& w) { w.set_u32("llama.pooling_type", 3); });
+  rewrite_gguf(model_, rank, {}, [](gguf::Writer& w) { w.set_u32("llama.pooling_type", 4); });
+  const CommandResult by_file =
+      run_oxinfer({"embed", "-m", last, "--threads", "2", "--json", texts[0]});
+  ASSERT_EQ(by_file.exit_code, 0) << by_file.err;
+  EXPECT_TRUE(close_to(nlohmann::json::parse(by_file.out)["data"][0]["embedding"].get<std::vector<double>>(),
+                       want(texts[0], Pooling::last, 2), 1e-6));
+  const CommandResult reranker = run_oxinfer({"embed", "-m", rank, texts[0]});
+  EXPECT_NE(reranker.exit_code, 0);
+  EXPECT_NE(reranker.err.find("reranker"), std::string::npos) << reranker.err;
 }
 
 TEST_F(CliLlm, UsageErrors) {

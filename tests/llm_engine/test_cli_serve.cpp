@@ -18,9 +18,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/llm/embeddings.h"
 #include "lib/llm/engine.h"
 #include "lib/llm/model.h"
 #include "lib/llm/reasoning.h"
+#include "lib/llm/session.h"
 #include "lib/llm/tool_calls.h"
 #include "lib/tokenizer/tokenizer.h"
 #include "tests/common/test_data.h"
@@ -514,6 +516,79 @@ TEST_F(CliServe, ThinkingRepliesAsReasoningContent) {
           .body)["choices"][0]["message"];
   EXPECT_EQ(by_flag["content"], direct["content"]);
   EXPECT_FALSE(by_flag.contains("reasoning_content"));
+}
+
+// POST /v1/embeddings: strings, lists of them, token ids and lists of those, each the
+// embedding lib/llm/embeddings.h gives its tokens (mean pooling, euclidean); base64 holds the
+// same floats; errors name the input.
+TEST_F(CliServe, EmbeddingsAsOpenAiClientsReadThem) {
+  ServeProcess server({"-m", model_, "--threads", "2"});
+  ASSERT_GT(server.port(), 0);
+  const int port = server.port();
+  EngineOptions eo;
+  eo.threads = 2;
+  const auto engine = Engine::load(model_, eo);
+  const tokenizer::Tokenizer& tok = engine->model().tokenizer();
+  const auto want = [&](const std::vector<int32_t>& ids) {
+    Session session(engine->model_ptr(), engine->backend(), ids.size());
+    return embed(session, ids, Pooling::mean, 2);
+  };
+  const auto text_ids = [&](const std::string& text) {
+    return tok.encode(text, tok.add_bos(), true);
+  };
+  const auto expect_close = [](const Json& got, const std::vector<float>& expected) {
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i)
+      EXPECT_NEAR(got[i].get<double>(), expected[i], 1e-6) << i;
+  };
+  const Reply one = post(port, "/v1/embeddings", R"({"input": "w264 w265", "model": "x"})");
+  ASSERT_EQ(one.status, 200) << one.body;
+  const Json j = Json::parse(one.body);
+  EXPECT_EQ(j["object"], "list");
+  EXPECT_EQ(j["data"][0]["object"], "embedding");
+  expect_close(j["data"][0]["embedding"], want(text_ids("w264 w265")));
+  EXPECT_EQ(j["usage"]["prompt_tokens"], text_ids("w264 w265").size());
+
+  const Json many = Json::parse(
+      post(port, "/v1/embeddings", R"({"input": ["w264", "w270 w271"]})").body);
+  ASSERT_EQ(many["data"].size(), 2u);
+  EXPECT_EQ(many["data"][1]["index"], 1);
+  expect_close(many["data"][1]["embedding"], want(text_ids("w270 w271")));
+  const Json ids = Json::parse(post(port, "/v1/embeddings", R"({"input": [1, 264, 265]})").body);
+  expect_close(ids["data"][0]["embedding"], want({1, 264, 265}));
+  const Json lists =
+      Json::parse(post(port, "/v1/embeddings", R"({"input": [[1, 264], [270]]})").body);
+  expect_close(lists["data"][1]["embedding"], want({270}));
+
+  // base64: the same floats' little-endian bytes.
+  const Json b64 = Json::parse(
+      post(port, "/v1/embeddings", R"({"input": "w264 w265", "encoding_format": "base64"})").body);
+  const std::string text = b64["data"][0]["embedding"];
+  std::string bytes;
+  uint32_t bits = 0;
+  int have = 0;
+  for (char c : text) {
+    if (c == '=') break;
+    const std::string alphabet =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    bits = (bits << 6) | static_cast<uint32_t>(alphabet.find(c));
+    if ((have += 6) >= 8) bytes += static_cast<char>((bits >> (have -= 8)) & 0xFF);
+  }
+  const Json& floats = j["data"][0]["embedding"];
+  ASSERT_EQ(bytes.size(), floats.size() * 4);
+  for (size_t i = 0; i < floats.size(); ++i) {
+    float f;
+    std::memcpy(&f, bytes.data() + 4 * i, 4);
+    EXPECT_EQ(f, floats[i].get<float>()) << i;
+  }
+
+  EXPECT_EQ(post(port, "/v1/embeddings", R"({"input": 3})").status, 400);
+  const Reply outside = post(port, "/v1/embeddings", R"({"input": [99999]})");
+  EXPECT_EQ(outside.status, 400);
+  EXPECT_NE(outside.body.find("99999 is not a token id"), std::string::npos);
+  EXPECT_EQ(post(port, "/v1/embeddings", R"({"input": []})").status, 400);
+  EXPECT_EQ(get(port, "/v1/embeddings").status, 405);
+  EXPECT_EQ(post(port, "/v1/completions", R"({"prompt": "w260", "max_tokens": 2})").status, 200);
 }
 
 TEST_F(CliServe, ApiKeyGuardsAllButHealth) {

@@ -33,7 +33,9 @@
 #include "lib/llm/model.h"
 #include "lib/llm/openai_api.h"
 #include "lib/llm/assistant_reply.h"
+#include "lib/llm/embeddings.h"
 #include "lib/llm/reasoning.h"
+#include "lib/llm/session.h"
 #include "lib/llm/tool_calls.h"
 #include "lib/tokenizer/tokenizer.h"
 #include "tools/oxinfer/args.h"
@@ -58,6 +60,7 @@ struct ServeSettings {
   std::string system;      // a system message for chats that bring none
   std::string reasoning_format = "deepseek";                      // --reasoning-format
   jinja::Json template_kwargs = jinja::Json::object();            // --chat-template-kwargs
+  std::optional<llm::Pooling> pooling;  // --pooling; none: the model's
 };
 
 class Server {
@@ -69,7 +72,8 @@ class Server {
         api_key_(std::move(settings.api_key)),
         system_(std::move(settings.system)),
         reasoning_format_(std::move(settings.reasoning_format)),
-        defaults_kwargs_(std::move(settings.template_kwargs)) {}
+        defaults_kwargs_(std::move(settings.template_kwargs)),
+        pooling_(settings.pooling) {}
 
   void handle(const HttpRequest& req, HttpResponse& res) {
     if (req.method == "OPTIONS") return res.send(200, "text/plain", "");  // CORS preflight
@@ -84,6 +88,15 @@ class Server {
                                                        {"object", "model"},
                                                        {"created", created_},
                                                        {"owned_by", "oxinfer"}}})}});
+    }
+    if (req.path == "/v1/embeddings" || req.path == "/embeddings") {
+      if (req.method != "POST") return send_error(res, 405, "use POST");
+      std::lock_guard lock(engine_mutex_);  // the engine's backend, one job at a time
+      try {
+        return send_json(res, 200, embeddings(req.body));
+      } catch (const Error& e) {
+        return send_error(res, 400, e.what());
+      }
     }
     if (req.path == "/tokenize" || req.path == "/detokenize") {
       if (req.method != "POST") return send_error(res, 405, "use POST");
@@ -217,6 +230,30 @@ class Server {
     if (kind != Kind::native) res.write("data: [DONE]\n\n");  // OpenAI's end of stream
   }
 
+  // OpenAI's /v1/embeddings (lib/llm/embeddings.h): each input from an empty cache of its own
+  // (the chat's cache stays), pooled as --pooling says, euclidean-normalized.
+  openai::Json embeddings(const std::string& body) const {
+    const openai::EmbeddingRequest r = openai::parse_embedding_request(body);
+    const tokenizer::Tokenizer& tok = engine_.model().tokenizer();
+    std::vector<std::vector<int32_t>> inputs;
+    size_t longest = 1, total = 0;
+    for (const openai::EmbeddingInput& in : r.inputs) {
+      inputs.push_back(in.given_as_ids ? in.ids
+                                       : tok.encode(in.text, tok.add_bos(), /*parse_special=*/true));
+      if (inputs.back().empty()) throw Error("request", "an input has no tokens");
+      for (int32_t id : inputs.back())
+        if (static_cast<size_t>(id) >= tok.vocab_size())
+          throw Error("request", "input: " + std::to_string(id) + " is not a token id of this model");
+      longest = std::max(longest, inputs.back().size());
+      total += inputs.back().size();
+    }
+    const llm::Pooling pooling = pooling_ ? *pooling_ : llm::default_pooling(engine_.model());
+    llm::Session session(engine_.model_ptr(), engine_.backend(), longest);
+    std::vector<std::vector<float>> vectors;
+    for (const std::vector<int32_t>& ids : inputs) vectors.push_back(llm::embed(session, ids, pooling));
+    return openai::embeddings_response(model_, vectors, total, r.base64);
+  }
+
   // llama-server's /tokenize: {"content", "add_special" (false), "with_pieces" (false)}.
   openai::Json tokenize(const std::string& body) const {
     const openai::Json j = openai::Json::parse(body, nullptr, false);
@@ -281,6 +318,7 @@ class Server {
   llm::GenerateOptions defaults_;
   std::string model_, api_key_, system_, reasoning_format_;
   jinja::Json defaults_kwargs_;
+  std::optional<llm::Pooling> pooling_;
   int64_t created_ = static_cast<int64_t>(std::time(nullptr));
   size_t count_ = 0;
   std::random_device random_;
@@ -303,6 +341,8 @@ int run_serve(const Argv& argv) {
   p.option("reasoning-format", "FORMAT",
            "a thinking model's <think> block: deepseek / auto (default) as reasoning_content, "
            "none (left in the content)");
+  p.option("pooling", "P",
+           "/v1/embeddings: mean, cls or last (default: the model's pooling_type, else mean)");
   p.option("chat-template-kwargs", "JSON",
            "more variables for the chat template, e.g. '{\"enable_thinking\": false}'");
   const ParsedArgs args = p.parse(argv);
@@ -329,6 +369,10 @@ int run_serve(const Argv& argv) {
     settings.template_kwargs = jinja::Json::parse(*kwargs, nullptr, false);
     if (!settings.template_kwargs.is_object())
       throw UsageError("--chat-template-kwargs must be a JSON object");
+  }
+  if (const auto name = args.get("pooling")) {
+    settings.pooling = llm::parse_pooling(*name);
+    if (!settings.pooling) throw UsageError("--pooling must be mean, cls or last");
   }
   Server server(*engine, defaults, std::move(settings));
   std::signal(SIGINT, on_stop_signal);

@@ -31,6 +31,8 @@ constexpr Command kCommands[] = {
     {"generate", "generate text from a prompt with an LLM (streamed to stdout)",
      oxi::cli::run_generate},
     {"chat", "chat with an LLM on the terminal (or one turn with --prompt)", oxi::cli::run_chat},
+    {"embed", "text embeddings from an LLM's hidden states (as llama-embedding)",
+     oxi::cli::run_embed},
     {"perplexity", "a model's perplexity over a text, as llama.cpp's perplexity tool",
      oxi::cli::run_perplexity},
     {"quantize", "re-encode a GGUF model in a llama.cpp file type (Q4_K_M, Q8_0, ...)",
