@@ -14,7 +14,8 @@
 // comes and the calls as one delta at the end. A thinking model's <think> block comes back as
 // reasoning_content (llama-server's --reasoning-format deepseek; "none" leaves it in the
 // content), and chat_template_kwargs / --chat-template-kwargs give the template more variables
-// (enable_thinking, ...).
+// (enable_thinking, ...). POST /v1/embeddings embeds each input from an empty cache of its own
+// (lib/llm/embeddings.h; --pooling), leaving the chat's cache as it was.
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -330,9 +331,9 @@ int run_serve(const Argv& argv) {
   ArgParser p("serve", "oxinfer serve -m MODEL [--host H] [--port N] [--api-key KEY]",
               "An OpenAI-compatible HTTP server for MODEL (as llama-server): POST\n"
               "/v1/chat/completions and /v1/completions (\"stream\": true for server-sent\n"
-              "events; \"tools\" for tool calls), GET /v1/models and /health. The sampling\n"
-              "options below are the defaults requests override; requests are answered one\n"
-              "at a time.");
+              "events; \"tools\" for tool calls), /v1/embeddings, GET /v1/models and /health.\n"
+              "The sampling options below are the defaults requests override; requests are\n"
+              "answered one at a time.");
   add_llm_options(p);
   p.option("host", "HOST", "address to listen on (default 127.0.0.1: this machine only)");
   p.option("port", "N", "port to listen on (default 8080; 0 = any free one)");
