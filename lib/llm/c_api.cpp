@@ -2,17 +2,22 @@
 // exception crosses the C boundary.
 #include "lib/llm/oxinfer_llm.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "lib/core/error.h"
+#include "lib/llm/embeddings.h"
 #include "lib/llm/engine.h"
 #include "lib/llm/gbnf.h"
 #include "lib/llm/json_schema_grammar.h"
 #include "lib/llm/kv_cache.h"
+#include "lib/llm/session.h"
+#include "lib/tokenizer/tokenizer.h"
 
 struct oxi_llm_engine {
   std::unique_ptr<oxi::llm::Engine> engine;
@@ -209,6 +214,33 @@ int oxi_llm_send(oxi_llm_engine* engine, const char* role, const char* text,
       stats->draft_accepted = s.draft_accepted;
     }
   });
+}
+
+int oxi_llm_embed(oxi_llm_engine* engine, const char* text, const char* pooling, int norm,
+                  float* out, size_t capacity, size_t* dim) {
+  if (engine == nullptr || text == nullptr || dim == nullptr || norm < -1) {
+    return OXI_LLM_INVALID_ARGUMENT;
+  }
+  std::vector<float> embedding;
+  const int code = guarded(engine, [&] {
+    oxi::llm::Engine& e = *engine->engine;
+    oxi::llm::Pooling how = oxi::llm::default_pooling(e.model());
+    if (pooling != nullptr) {
+      const auto parsed = oxi::llm::parse_pooling(pooling);
+      if (!parsed) throw oxi::Error("embeddings", std::string("unknown pooling '") + pooling +
+                                                      "' (mean, cls or last)");
+      how = *parsed;
+    }
+    const oxi::tokenizer::Tokenizer& tok = e.model().tokenizer();
+    const std::vector<int32_t> ids = tok.encode(text, tok.add_bos(), /*parse_special=*/true);
+    oxi::llm::Session session(e.model_ptr(), e.backend(), std::max<size_t>(ids.size(), 1));
+    embedding = oxi::llm::embed(session, ids, how, norm);
+  });
+  if (code != OXI_LLM_OK) return code;
+  *dim = embedding.size();
+  if (out == nullptr || capacity < embedding.size()) return OXI_LLM_INVALID_ARGUMENT;
+  std::copy(embedding.begin(), embedding.end(), out);
+  return OXI_LLM_OK;
 }
 
 int oxi_llm_set_params(oxi_llm_engine* engine, const oxi_llm_params* params) {

@@ -151,6 +151,15 @@ void oxi_llm_new_conversation(oxi_llm_engine* engine);
 int oxi_llm_save_state(oxi_llm_engine* engine, const char* path);
 int oxi_llm_load_state(oxi_llm_engine* engine, const char* path);
 
+/* The embedding of `text` (lib/llm/embeddings.h, as llama-embedding): tokenized as the model
+ * says, run from an empty cache of its own (the conversation's cache stays), its tokens'
+ * final-normed states pooled by `pooling` ("mean", "cls" or "last"; NULL: the model's) and
+ * normalized by `norm` (-1 none, 0 int16 scale, 1 taxicab, 2 euclidean, p > 2 the p-norm).
+ * *dim gets the embedding's length (the model's width); the floats go to `out` when `capacity`
+ * holds them, else OXI_LLM_INVALID_ARGUMENT (ask with out NULL, capacity 0 for the length). */
+int oxi_llm_embed(oxi_llm_engine* engine, const char* text, const char* pooling, int norm,
+                  float* out, size_t capacity, size_t* dim);
+
 /* The message of the engine's latest failed call ("" when none); valid until the next call. */
 const char* oxi_llm_last_error(const oxi_llm_engine* engine);
 

@@ -7,10 +7,14 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "lib/llm/embeddings.h"
 #include "lib/llm/engine.h"
 #include "lib/llm/json_schema_grammar.h"
 #include "lib/llm/oxinfer_llm.h"
+#include "lib/llm/session.h"
+#include "lib/tokenizer/tokenizer.h"
 #include "tests/common/test_data.h"
 #include "tests/llm_engine/engine_fixture.h"
 
@@ -286,6 +290,35 @@ TEST_F(CApiModel, NewConversationKeepsTheCache) {
   const size_t cached = e->send({{"user", "w260 w261 w262 w264"}}, greedy(4)).cached_tokens;
   ASSERT_GT(cached, 0u);
   EXPECT_EQ(oxi_test_c_api_new_conversation(model_.c_str()), static_cast<long>(cached));
+}
+
+// oxi_llm_embed: the embedding embeddings.h gives the same tokens (pooling and norm passed
+// on), the length asked with no buffer, errors as codes and messages; the conversation's cache
+// is left as it was.
+TEST_F(CApiModel, EmbedAsTheLibraryEmbeds) {
+  auto e = engine();
+  const tokenizer::Tokenizer& tok = e->model().tokenizer();
+  const std::vector<int32_t> ids = tok.encode("w264 w265", tok.add_bos(), true);
+  Session session(e->model_ptr(), e->backend(), ids.size());
+  const std::vector<float> want = embed(session, ids, Pooling::last, 1);
+  oxi_llm_params p = oxi_llm_default_params();
+  p.threads = 2;
+  char err[256];
+  oxi_llm_engine* c = oxi_llm_load(model_.c_str(), &p, err, sizeof err);
+  ASSERT_NE(c, nullptr) << err;
+  size_t dim = 0;
+  EXPECT_EQ(oxi_llm_embed(c, "w264 w265", "last", 1, nullptr, 0, &dim), OXI_LLM_INVALID_ARGUMENT);
+  ASSERT_EQ(dim, want.size());
+  std::vector<float> got(dim);
+  ASSERT_EQ(oxi_llm_embed(c, "w264 w265", "last", 1, got.data(), got.size(), &dim), OXI_LLM_OK);
+  EXPECT_EQ(got, want);
+  ASSERT_EQ(oxi_llm_embed(c, "w264 w265", nullptr, 2, got.data(), got.size(), &dim), OXI_LLM_OK);
+  EXPECT_EQ(got, embed(session, ids, Pooling::mean, 2));  // the model's: mean
+  EXPECT_EQ(oxi_llm_embed(c, "x", "max", 2, got.data(), got.size(), &dim), OXI_LLM_ERROR);
+  EXPECT_NE(std::string(oxi_llm_last_error(c)).find("unknown pooling 'max'"), std::string::npos);
+  EXPECT_EQ(oxi_llm_embed(c, "x", "mean", -2, got.data(), got.size(), &dim),
+            OXI_LLM_INVALID_ARGUMENT);
+  oxi_llm_free(c);
 }
 
 // context_shift / keep reach the engine, and the shifts come back in the stats.
