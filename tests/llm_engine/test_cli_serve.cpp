@@ -591,6 +591,31 @@ TEST_F(CliServe, EmbeddingsAsOpenAiClientsReadThem) {
   EXPECT_EQ(post(port, "/v1/completions", R"({"prompt": "w260", "max_tokens": 2})").status, 200);
 }
 
+// llama-server's GET /props (the defaults, the context, the template) and POST /apply-template
+// (a chat request's prompt as the engine renders it, --system and chat_template_kwargs in).
+TEST_F(CliServe, PropsAndApplyTemplate) {
+  ServeProcess server({"-m", model_, "--threads", "1", "--temp", "0.5", "--ctx", "256",
+                       "--system", "w270"});
+  ASSERT_GT(server.port(), 0);
+  const int port = server.port();
+  EngineOptions eo;
+  eo.threads = 1;
+  const auto engine = Engine::load(model_, eo);
+  const Json props = Json::parse(get(port, "/props").body);
+  EXPECT_EQ(props["chat_template"], engine->chat_template().source());
+  EXPECT_EQ(props["default_generation_settings"]["n_ctx"], 256);
+  EXPECT_FLOAT_EQ(props["default_generation_settings"]["params"]["temperature"].get<float>(), 0.5f);
+  EXPECT_EQ(props["total_slots"], 1);
+  EXPECT_EQ(props["bos_token"], "<s>");
+  const Reply applied = post(port, "/apply-template",
+                             R"({"messages": [{"role": "user", "content": "w264 w265"}]})");
+  ASSERT_EQ(applied.status, 200) << applied.body;
+  EXPECT_EQ(Json::parse(applied.body)["prompt"],
+            engine->render({{"system", "w270"}, {"user", "w264 w265"}}));
+  EXPECT_EQ(post(port, "/apply-template", R"({"messages": []})").status, 400);
+  EXPECT_EQ(post(port, "/props", "{}").status, 405);
+}
+
 TEST_F(CliServe, ApiKeyGuardsAllButHealth) {
   ServeProcess server({"-m", model_, "--threads", "2", "--api-key", "s3cret"});
   ASSERT_GT(server.port(), 0);

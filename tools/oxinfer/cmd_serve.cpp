@@ -15,7 +15,8 @@
 // reasoning_content (llama-server's --reasoning-format deepseek; "none" leaves it in the
 // content), and chat_template_kwargs / --chat-template-kwargs give the template more variables
 // (enable_thinking, ...). POST /v1/embeddings embeds each input from an empty cache of its own
-// (lib/llm/embeddings.h; --pooling), leaving the chat's cache as it was.
+// (lib/llm/embeddings.h; --pooling), leaving the chat's cache as it was. llama-server's GET
+// /props and POST /apply-template tell the defaults and the prompt a chat request makes.
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -90,6 +91,20 @@ class Server {
                                                        {"created", created_},
                                                        {"owned_by", "oxinfer"}}})}});
     }
+    if (req.path == "/props") {
+      if (req.method != "GET") return send_error(res, 405, "use GET");
+      std::lock_guard lock(engine_mutex_);
+      return send_json(res, 200, props());
+    }
+    if (req.path == "/apply-template") {
+      if (req.method != "POST") return send_error(res, 405, "use POST");
+      std::lock_guard lock(engine_mutex_);
+      try {
+        return send_json(res, 200, apply_template(req.body));
+      } catch (const Error& e) {
+        return send_error(res, 400, e.what());
+      }
+    }
     if (req.path == "/v1/embeddings" || req.path == "/embeddings") {
       if (req.method != "POST") return send_error(res, 405, "use POST");
       std::lock_guard lock(engine_mutex_);  // the engine's backend, one job at a time
@@ -141,10 +156,7 @@ class Server {
     const uint64_t seed = (uint64_t{random_()} << 32) | random_();
     openai::Request r = chat ? openai::parse_chat_request(req.body, defaults_, seed)
                              : openai::parse_completion_request(req.body, defaults_, seed);
-    if (chat && !system_.empty() &&
-        std::none_of(r.messages.begin(), r.messages.end(),
-                     [](const ChatMessage& m) { return m.role == "system"; }))
-      r.messages.insert(r.messages.begin(), {"system", system_});
+    if (chat) add_system(r);
     const openai::Identity who{(chat ? "chatcmpl-" : "cmpl-") + std::to_string(++count_),
                                static_cast<int64_t>(std::time(nullptr)), model_};
     // Each streamed piece, and the closing event, as the endpoint writes them.
@@ -160,34 +172,13 @@ class Server {
              : kind == Kind::text ? openai::completion_chunk(who, "", &stats, logprobs)
                                   : openai::native_completion(model_, "", &stats);
     };
-    // Tools on offer: the template is given them, perhaps a grammar holds the reply to calls,
-    // and the reply is read back into content and calls (lib/llm/tool_calls.h).
-    std::optional<llm::ToolCallFormat> tool_format;
-    jinja::Json variables = jinja::Json::object();
-    if (chat && r.tools) {
-      llm::ToolTurn turn = llm::offer_tools(engine_.chat_template(), std::move(r.messages), *r.tools);
-      r.messages = std::move(turn.messages);
-      variables = turn.template_variables;
-      if (!turn.grammar.empty()) {
-        if (!r.options.grammar.empty())
-          throw Error("request", "grammar, json_schema or response_format cannot be given with "
-                                 "tools that constrain the reply");
-        r.options.grammar = turn.grammar;
-        r.options.grammar_triggers = turn.grammar_triggers;
-      }
-      r.options.stop.insert(r.options.stop.end(), turn.stop.begin(), turn.stop.end());
-      if (r.tools->choice != llm::ToolChoice::none) tool_format = turn.format;
-    }
-    for (const auto& [key, value] : defaults_kwargs_.items()) variables[key] = value;
-    if (r.template_kwargs.is_object())
-      for (const auto& [key, value] : r.template_kwargs.items()) variables[key] = value;
-    if (chat) r.options.template_variables = variables;
+    const std::optional<llm::ToolCallFormat> tool_format = chat ? prepare_chat(r) : std::nullopt;
     engine_.new_conversation();
     // A thinking model's <think> block set apart (lib/llm/reasoning.h), unless asked not to.
     std::optional<bool> thinking;
     const std::string& format = r.reasoning_format.empty() ? reasoning_format_ : r.reasoning_format;
     if (chat && format != "none" && engine_.chat_template().source().find("<think>") != std::string::npos)
-      thinking = llm::prompt_opens_thinking(engine_.render(r.messages, variables));
+      thinking = llm::prompt_opens_thinking(engine_.render(r.messages, r.options.template_variables));
     llm::AssistantReplyReader reader(tool_format, thinking);
     const bool read_reply = tool_format || thinking;
     // What a streamed chat reply sends as it comes: reasoning and content deltas.
@@ -229,6 +220,73 @@ class Server {
     }
     event(res, final_event(stats, !reply.calls.empty(), logprobs));
     if (kind != Kind::native) res.write("data: [DONE]\n\n");  // OpenAI's end of stream
+  }
+
+  // --system: the system message of chats that bring none.
+  void add_system(openai::Request& r) const {
+    if (!system_.empty() && std::none_of(r.messages.begin(), r.messages.end(),
+                                         [](const ChatMessage& m) { return m.role == "system"; }))
+      r.messages.insert(r.messages.begin(), {"system", system_});
+  }
+
+  // A chat request's turn as the template gets it: tools on offer (the template is given them,
+  // perhaps a grammar holds the reply to calls, which are read back from it: lib/llm/
+  // tool_calls.h), then the command line's and the request's chat_template_kwargs, in
+  // r.messages and r.options. The form calls come in when the reply is to be read for them.
+  std::optional<llm::ToolCallFormat> prepare_chat(openai::Request& r) const {
+    std::optional<llm::ToolCallFormat> tool_format;
+    jinja::Json variables = jinja::Json::object();
+    if (r.tools) {
+      llm::ToolTurn turn = llm::offer_tools(engine_.chat_template(), std::move(r.messages), *r.tools);
+      r.messages = std::move(turn.messages);
+      variables = turn.template_variables;
+      if (!turn.grammar.empty()) {
+        if (!r.options.grammar.empty())
+          throw Error("request", "grammar, json_schema or response_format cannot be given with "
+                                 "tools that constrain the reply");
+        r.options.grammar = turn.grammar;
+        r.options.grammar_triggers = turn.grammar_triggers;
+      }
+      r.options.stop.insert(r.options.stop.end(), turn.stop.begin(), turn.stop.end());
+      if (r.tools->choice != llm::ToolChoice::none) tool_format = turn.format;
+    }
+    for (const auto& [key, value] : defaults_kwargs_.items()) variables[key] = value;
+    if (r.template_kwargs.is_object())
+      for (const auto& [key, value] : r.template_kwargs.items()) variables[key] = value;
+    r.options.template_variables = variables;
+    return tool_format;
+  }
+
+  // llama-server's /apply-template: a chat request's prompt as the model would get it.
+  openai::Json apply_template(const std::string& body) {
+    openai::Request r = openai::parse_chat_request(body, defaults_, 0);
+    add_system(r);
+    prepare_chat(r);
+    engine_.new_conversation();
+    return {{"prompt", engine_.render(r.messages, r.options.template_variables)}};
+  }
+
+  // llama-server's /props: the defaults a request starts from and the model's template.
+  openai::Json props() const {
+    const llm::SamplerOptions& s = defaults_.sampling;
+    const tokenizer::Tokenizer& tok = engine_.model().tokenizer();
+    const auto token_text = [&](std::optional<int32_t> id) {
+      return id ? tok.token_piece(*id) : std::string();
+    };
+    return {{"default_generation_settings",
+             {{"n_ctx", engine_.session().n_ctx()},
+              {"params",
+               {{"temperature", s.temperature},
+                {"top_k", s.top_k},
+                {"top_p", s.top_p},
+                {"min_p", s.min_p},
+                {"repeat_penalty", s.repeat_penalty},
+                {"n_predict", defaults_.max_tokens}}}}},
+            {"total_slots", 1},
+            {"model_path", model_},
+            {"chat_template", engine_.chat_template().source()},
+            {"bos_token", token_text(tok.bos())},
+            {"eos_token", token_text(tok.eos())}};
   }
 
   // OpenAI's /v1/embeddings (lib/llm/embeddings.h): each input from an empty cache of its own
