@@ -79,6 +79,14 @@ void quantize_row(DType t, const float* src, void* dst, size_t n) noexcept;
 // Function pointers for the above; nullptr for unsupported types.
 RowDecoder row_decoder(DType t) noexcept;
 RowEncoder row_encoder(DType t) noexcept;
+// One row of n floats into the block format with each element's rounding error weighed by its
+// column's importance (n values: an importance matrix's mean squares of the inputs, llama.cpp's
+// imatrix), as ggml's quantizers weigh it: importance x sqrt(sigma2 + x^2). K-quants (Q2_K ..
+// Q6_K) and Q4_0 / Q4_1 / Q5_0 / Q5_1; nullptr for the others (Q8_0 and the float formats have
+// no choice to make; IQ4_NL / IQ4_XS / TQ are not done).
+using ImportanceRowEncoder = void (*)(const float* src, const float* importance, void* dst,
+                                      size_t n) noexcept;
+ImportanceRowEncoder importance_row_encoder(DType t) noexcept;
 // Row `row` of a matrix of type t (rows row_bytes apart) decoded: dequantize_row of that row,
 // or for q4_K_r8s through the row's set.
 void dequantize_matrix_row(DType t, const void* matrix, size_t row_bytes, size_t row, float* dst,

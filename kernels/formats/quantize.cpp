@@ -128,7 +128,125 @@ void quant_q5_1(const float* x, void* dst, size_t n) noexcept {
   }
 }
 
+// ---- the 32-element formats with an importance (importance_row_encoder) ----
+
+// The error weights of a row's block i: importance x sqrt(sigma2 + x^2), sigma2 the row's mean
+// square (ggml's legacy formats; the K-quants use twice the super-block's).
+float row_sigma2(const float* x, size_t n) noexcept {
+  float sum_x2 = 0;
+  for (size_t j = 0; j < n; ++j) sum_x2 += x[j] * x[j];
+  return sum_x2 / static_cast<float>(n);
+}
+void block_weights(const float* x, const float* importance, float sigma2, float* w) noexcept {
+  for (size_t j = 0; j < QK; ++j) w[j] = importance[j] * std::sqrt(sigma2 + x[j] * x[j]);
+}
+
+// A block's levels q[j] in 0..qmax: x ~= d * (q - offset) (symmetric, weighted scale) or
+// x ~= d * q + m (affine); its d (and m) returned through the block's fields by the caller.
+void symmetric_levels(const float* x, const float* w, int nneg, int npos, float& d,
+                      int* q) noexcept {
+  d = fit_block_symmetric(x, w, nneg, npos);
+  for (size_t j = 0; j < QK; ++j)
+    q[j] = (d != 0 ? std::clamp(static_cast<int>(std::lrintf(x[j] / d)), -nneg, npos) : 0) + nneg;
+}
+void affine_levels(const float* x, const float* w, int nmax, float& d, float& m,
+                   int* q) noexcept {
+  float min_off = 0;
+  fit_block_affine(x, w, nmax, d, min_off);
+  m = -min_off;
+  for (size_t j = 0; j < QK; ++j)
+    q[j] = d > 0 ? std::clamp(static_cast<int>(std::lrintf((x[j] + min_off) / d)), 0, nmax) : 0;
+}
+// Levels into the formats' nibbles (element j low, j + 16 high) and fifth bits.
+void pack_nibbles(const int* q, uint8_t* qs) noexcept {
+  for (size_t j = 0; j < QK / 2; ++j)
+    qs[j] = static_cast<uint8_t>((q[j] & 0xF) | ((q[j + QK / 2] & 0xF) << 4));
+}
+void pack_fifth_bits(const int* q, uint8_t* qh) noexcept {
+  uint32_t bits = 0;
+  for (size_t j = 0; j < QK; ++j) bits |= static_cast<uint32_t>(q[j] >> 4) << j;
+  store_u32(qh, bits);
+}
+
+void importance_q4_0(const float* x, const float* importance, void* dst, size_t n) noexcept {
+  const float sigma2 = row_sigma2(x, n);
+  auto* b = blocks<BlockQ4_0>(dst);
+  for (size_t i = 0; i < n / QK; ++i) {
+    float w[QK], d;
+    int q[QK];
+    block_weights(x + i * QK, importance + i * QK, sigma2, w);
+    symmetric_levels(x + i * QK, w, 8, 7, d, q);
+    b[i].d = f32_to_f16(d);
+    pack_nibbles(q, b[i].qs);
+  }
+}
+void importance_q5_0(const float* x, const float* importance, void* dst, size_t n) noexcept {
+  const float sigma2 = row_sigma2(x, n);
+  auto* b = blocks<BlockQ5_0>(dst);
+  for (size_t i = 0; i < n / QK; ++i) {
+    float w[QK], d;
+    int q[QK];
+    block_weights(x + i * QK, importance + i * QK, sigma2, w);
+    symmetric_levels(x + i * QK, w, 16, 15, d, q);
+    b[i].d = f32_to_f16(d);
+    pack_nibbles(q, b[i].qs);
+    pack_fifth_bits(q, b[i].qh);
+  }
+}
+void importance_q4_1(const float* x, const float* importance, void* dst, size_t n) noexcept {
+  const float sigma2 = row_sigma2(x, n);
+  auto* b = blocks<BlockQ4_1>(dst);
+  for (size_t i = 0; i < n / QK; ++i) {
+    float w[QK], d, m;
+    int q[QK];
+    block_weights(x + i * QK, importance + i * QK, sigma2, w);
+    affine_levels(x + i * QK, w, 15, d, m, q);
+    b[i].d = f32_to_f16(d);
+    b[i].m = f32_to_f16(m);
+    pack_nibbles(q, b[i].qs);
+  }
+}
+void importance_q5_1(const float* x, const float* importance, void* dst, size_t n) noexcept {
+  const float sigma2 = row_sigma2(x, n);
+  auto* b = blocks<BlockQ5_1>(dst);
+  for (size_t i = 0; i < n / QK; ++i) {
+    float w[QK], d, m;
+    int q[QK];
+    block_weights(x + i * QK, importance + i * QK, sigma2, w);
+    affine_levels(x + i * QK, w, 31, d, m, q);
+    b[i].d = f32_to_f16(d);
+    b[i].m = f32_to_f16(m);
+    pack_nibbles(q, b[i].qs);
+    pack_fifth_bits(q, b[i].qh);
+  }
+}
+
 }  // namespace
+
+ImportanceRowEncoder importance_row_encoder(DType t) noexcept {
+  switch (t) {
+    case DType::Q4_0:
+      return importance_q4_0;
+    case DType::Q4_1:
+      return importance_q4_1;
+    case DType::Q5_0:
+      return importance_q5_0;
+    case DType::Q5_1:
+      return importance_q5_1;
+    case DType::Q2_K:
+      return quantize_row_q2_K;
+    case DType::Q3_K:
+      return quantize_row_q3_K;
+    case DType::Q4_K:
+      return quantize_row_q4_K;
+    case DType::Q5_K:
+      return quantize_row_q5_K;
+    case DType::Q6_K:
+      return quantize_row_q6_K;
+    default:
+      return nullptr;
+  }
+}
 
 namespace {
 

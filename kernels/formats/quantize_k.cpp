@@ -16,8 +16,10 @@ int nearest(float v) noexcept {
   return static_cast<int>(std::lrintf(v));
 }
 
-// Fits x ~= scale * q - min_off with q in 0..nmax, scale >= 0, min_off >= 0.
-void fit_affine(const float* x, int n, int nmax, float& scale, float& min_off) noexcept {
+// Fits x ~= scale * q - min_off with q in 0..nmax, scale >= 0, min_off >= 0, by least squares
+// weighted by w (nullptr: every element alike).
+void fit_affine(const float* x, const float* w, int n, int nmax, float& scale,
+                float& min_off) noexcept {
   float lo = *std::min_element(x, x + n);
   const float hi = *std::max_element(x, x + n);
   lo = std::min(lo, 0.0f);  // K-quants store -min as a non-negative number
@@ -27,18 +29,20 @@ void fit_affine(const float* x, int n, int nmax, float& scale, float& min_off) n
   double best_err = -1;
   for (int k = -6; k <= 6; ++k) {
     const float iscale = (static_cast<float>(nmax) + 0.1f * static_cast<float>(k)) / (hi - lo);
-    double sq = 0, sq2 = 0, sx = 0, sxq = 0;
+    double sw = 0, sq = 0, sq2 = 0, sx = 0, sxq = 0;
     int q[32];
     for (int i = 0; i < n; ++i) {
+      const double wi = w ? w[i] : 1.0;
       q[i] = std::clamp(nearest(iscale * (x[i] - lo)), 0, nmax);
-      sq += q[i];
-      sq2 += static_cast<double>(q[i]) * q[i];
-      sx += x[i];
-      sxq += static_cast<double>(x[i]) * q[i];
+      sw += wi;
+      sq += wi * q[i];
+      sq2 += wi * q[i] * q[i];
+      sx += wi * x[i];
+      sxq += wi * x[i] * q[i];
     }
-    const double det = n * sq2 - sq * sq;
+    const double det = sw * sq2 - sq * sq;
     if (det <= 0) continue;
-    double a = (n * sxq - sx * sq) / det;
+    double a = (sw * sxq - sx * sq) / det;
     double b = (sq2 * sx - sq * sxq) / det;
     if (b > 0) {  // the offset must not be positive: refit through zero
       b = 0;
@@ -48,7 +52,7 @@ void fit_affine(const float* x, int n, int nmax, float& scale, float& min_off) n
     double err = 0;
     for (int i = 0; i < n; ++i) {
       const double e = a * q[i] + b - x[i];
-      err += e * e;
+      err += (w ? w[i] : 1.0) * e * e;
     }
     if (best_err < 0 || err < best_err) {
       best_err = err;
@@ -59,8 +63,8 @@ void fit_affine(const float* x, int n, int nmax, float& scale, float& min_off) n
 }
 
 // Fits x ~= scale * q with q in -nneg..npos; the scale is signed so the value of largest
-// magnitude can use the wider negative side.
-float fit_symmetric(const float* x, int n, int nneg, int npos) noexcept {
+// magnitude can use the wider negative side. Least squares weighted by w (nullptr: alike).
+float fit_symmetric(const float* x, const float* w, int n, int nneg, int npos) noexcept {
   float amax = 0, vmax = 0;
   for (int i = 0; i < n; ++i) {
     if (std::fabs(x[i]) > amax) {
@@ -75,9 +79,10 @@ float fit_symmetric(const float* x, int n, int nneg, int npos) noexcept {
     const float iscale = -(static_cast<float>(nneg) + 0.1f * static_cast<float>(k)) / vmax;
     double sxq = 0, sq2 = 0;
     for (int i = 0; i < n; ++i) {
+      const double wi = w ? w[i] : 1.0;
       const int q = std::clamp(nearest(iscale * x[i]), -nneg, npos);
-      sxq += static_cast<double>(x[i]) * q;
-      sq2 += static_cast<double>(q) * q;
+      sxq += wi * x[i] * q;
+      sq2 += wi * q * q;
     }
     // With the least-squares scale sxq / sq2 the error drops by sxq^2 / sq2.
     if (sq2 > 0 && sxq * sxq / sq2 > best_gain) {
@@ -105,11 +110,13 @@ struct AffineBlock {
   uint8_t q[QK_K] = {};
 };
 
-AffineBlock quantize_affine(const float* x, int group, int nmax, int scale_max) noexcept {
+AffineBlock quantize_affine(const float* x, const float* w, int group, int nmax,
+                            int scale_max) noexcept {
   AffineBlock b;
   const int groups = static_cast<int>(QK_K) / group;
   float scales[16], mins[16];
-  for (int g = 0; g < groups; ++g) fit_affine(x + g * group, group, nmax, scales[g], mins[g]);
+  for (int g = 0; g < groups; ++g)
+    fit_affine(x + g * group, w ? w + g * group : nullptr, group, nmax, scales[g], mins[g]);
   b.d = quantize_scales(scales, groups, scale_max, b.sc);
   b.dmin = quantize_scales(mins, groups, scale_max, b.mn);
   for (int g = 0; g < groups; ++g) {
@@ -130,12 +137,13 @@ struct SymmetricBlock {
   int q[QK_K] = {};
 };
 
-SymmetricBlock quantize_symmetric(const float* x, int nneg, int npos, int sneg, int spos) noexcept {
+SymmetricBlock quantize_symmetric(const float* x, const float* w, int nneg, int npos, int sneg,
+                                  int spos) noexcept {
   SymmetricBlock b;
   float scales[16];
   float smax = 0, sabs = 0;
   for (int g = 0; g < 16; ++g) {
-    scales[g] = fit_symmetric(x + 16 * g, 16, nneg, npos);
+    scales[g] = fit_symmetric(x + 16 * g, w ? w + 16 * g : nullptr, 16, nneg, npos);
     if (std::fabs(scales[g]) > sabs) {
       sabs = std::fabs(scales[g]);
       smax = scales[g];
@@ -152,6 +160,18 @@ SymmetricBlock quantize_symmetric(const float* x, int nneg, int npos, int sneg, 
   return b;
 }
 
+// The weight of each element's error in a super-block (w, QK_K), from its column's importance
+// (the mean square of its input, imatrix) as ggml's K-quants weigh it: importance x sqrt(sigma2
+// + x^2), sigma2 = 2 x the block's mean square. nullptr without importance (plain least squares).
+const float* element_weights(const float* x, const float* importance, float* w) noexcept {
+  if (importance == nullptr) return nullptr;
+  float sum_x2 = 0;
+  for (size_t l = 0; l < QK_K; ++l) sum_x2 += x[l] * x[l];
+  const float sigma2 = 2 * sum_x2 / static_cast<float>(QK_K);
+  for (size_t l = 0; l < QK_K; ++l) w[l] = importance[l] * std::sqrt(sigma2 + x[l] * x[l]);
+  return w;
+}
+
 // Packs eight 6-bit scales and mins the way k4_scale_min() unpacks them.
 void pack_k4_scales(const uint8_t* sc, const uint8_t* mn, uint8_t* out) noexcept {
   for (int j = 0; j < 4; ++j) {
@@ -163,10 +183,11 @@ void pack_k4_scales(const uint8_t* sc, const uint8_t* mn, uint8_t* out) noexcept
 
 }  // namespace
 
-void quantize_row_q2_K(const float* x, void* dst, size_t n) noexcept {
+void quantize_row_q2_K(const float* x, const float* importance, void* dst, size_t n) noexcept {
   auto* out = static_cast<BlockQ2_K*>(dst);
-  for (size_t i = 0; i < n / QK_K; ++i, x += QK_K) {
-    const AffineBlock b = quantize_affine(x, 16, 3, 15);
+  for (size_t i = 0; i < n / QK_K; ++i, x += QK_K, importance = importance ? importance + QK_K : nullptr) {
+    float w[QK_K];
+    const AffineBlock b = quantize_affine(x, element_weights(x, importance, w), 16, 3, 15);
     BlockQ2_K& o = out[i];
     std::memset(&o, 0, sizeof(o));
     o.d = f32_to_f16(b.d);
@@ -179,10 +200,11 @@ void quantize_row_q2_K(const float* x, void* dst, size_t n) noexcept {
   }
 }
 
-void quantize_row_q3_K(const float* x, void* dst, size_t n) noexcept {
+void quantize_row_q3_K(const float* x, const float* importance, void* dst, size_t n) noexcept {
   auto* out = static_cast<BlockQ3_K*>(dst);
-  for (size_t i = 0; i < n / QK_K; ++i, x += QK_K) {
-    const SymmetricBlock b = quantize_symmetric(x, 4, 3, 32, 31);
+  for (size_t i = 0; i < n / QK_K; ++i, x += QK_K, importance = importance ? importance + QK_K : nullptr) {
+    float w[QK_K];
+    const SymmetricBlock b = quantize_symmetric(x, element_weights(x, importance, w), 4, 3, 32, 31);
     BlockQ3_K& o = out[i];
     std::memset(&o, 0, sizeof(o));
     o.d = f32_to_f16(b.d);
@@ -200,10 +222,11 @@ void quantize_row_q3_K(const float* x, void* dst, size_t n) noexcept {
   }
 }
 
-void quantize_row_q4_K(const float* x, void* dst, size_t n) noexcept {
+void quantize_row_q4_K(const float* x, const float* importance, void* dst, size_t n) noexcept {
   auto* out = static_cast<BlockQ4_K*>(dst);
-  for (size_t i = 0; i < n / QK_K; ++i, x += QK_K) {
-    const AffineBlock b = quantize_affine(x, 32, 15, 63);
+  for (size_t i = 0; i < n / QK_K; ++i, x += QK_K, importance = importance ? importance + QK_K : nullptr) {
+    float w[QK_K];
+    const AffineBlock b = quantize_affine(x, element_weights(x, importance, w), 32, 15, 63);
     BlockQ4_K& o = out[i];
     o.d = f32_to_f16(b.d);
     o.dmin = f32_to_f16(b.dmin);
@@ -216,10 +239,11 @@ void quantize_row_q4_K(const float* x, void* dst, size_t n) noexcept {
   }
 }
 
-void quantize_row_q5_K(const float* x, void* dst, size_t n) noexcept {
+void quantize_row_q5_K(const float* x, const float* importance, void* dst, size_t n) noexcept {
   auto* out = static_cast<BlockQ5_K*>(dst);
-  for (size_t i = 0; i < n / QK_K; ++i, x += QK_K) {
-    const AffineBlock b = quantize_affine(x, 32, 31, 63);
+  for (size_t i = 0; i < n / QK_K; ++i, x += QK_K, importance = importance ? importance + QK_K : nullptr) {
+    float w[QK_K];
+    const AffineBlock b = quantize_affine(x, element_weights(x, importance, w), 32, 31, 63);
     BlockQ5_K& o = out[i];
     std::memset(&o, 0, sizeof(o));
     o.d = f32_to_f16(b.d);
@@ -235,10 +259,11 @@ void quantize_row_q5_K(const float* x, void* dst, size_t n) noexcept {
   }
 }
 
-void quantize_row_q6_K(const float* x, void* dst, size_t n) noexcept {
+void quantize_row_q6_K(const float* x, const float* importance, void* dst, size_t n) noexcept {
   auto* out = static_cast<BlockQ6_K*>(dst);
-  for (size_t i = 0; i < n / QK_K; ++i, x += QK_K) {
-    const SymmetricBlock b = quantize_symmetric(x, 32, 31, 128, 127);
+  for (size_t i = 0; i < n / QK_K; ++i, x += QK_K, importance = importance ? importance + QK_K : nullptr) {
+    float w[QK_K];
+    const SymmetricBlock b = quantize_symmetric(x, element_weights(x, importance, w), 32, 31, 128, 127);
     BlockQ6_K& o = out[i];
     o.d = f32_to_f16(b.d);
     for (int g = 0; g < 16; ++g) o.scales[g] = static_cast<int8_t>(b.sc[g]);
@@ -253,6 +278,31 @@ void quantize_row_q6_K(const float* x, void* dst, size_t n) noexcept {
       }
     }
   }
+}
+
+void quantize_row_q2_K(const float* x, void* dst, size_t n) noexcept {
+  quantize_row_q2_K(x, nullptr, dst, n);
+}
+void quantize_row_q3_K(const float* x, void* dst, size_t n) noexcept {
+  quantize_row_q3_K(x, nullptr, dst, n);
+}
+void quantize_row_q4_K(const float* x, void* dst, size_t n) noexcept {
+  quantize_row_q4_K(x, nullptr, dst, n);
+}
+void quantize_row_q5_K(const float* x, void* dst, size_t n) noexcept {
+  quantize_row_q5_K(x, nullptr, dst, n);
+}
+void quantize_row_q6_K(const float* x, void* dst, size_t n) noexcept {
+  quantize_row_q6_K(x, nullptr, dst, n);
+}
+
+// The 32-element formats by the same weighted fits (quantize.cpp keeps ggml's plain rules).
+float fit_block_symmetric(const float* x, const float* w, int nneg, int npos) noexcept {
+  return fit_symmetric(x, w, static_cast<int>(QK), nneg, npos);
+}
+void fit_block_affine(const float* x, const float* w, int nmax, float& scale,
+                      float& min_off) noexcept {
+  fit_affine(x, w, static_cast<int>(QK), nmax, scale, min_off);
 }
 
 }  // namespace oxi::kernels

@@ -26,6 +26,18 @@ void quantize_row_q3_K(const float* x, void* dst, size_t n) noexcept;
 void quantize_row_q4_K(const float* x, void* dst, size_t n) noexcept;
 void quantize_row_q5_K(const float* x, void* dst, size_t n) noexcept;
 void quantize_row_q6_K(const float* x, void* dst, size_t n) noexcept;
+// The same with each element's error weighed by its column's importance (n values; quant.h's
+// importance_row_encoder); nullptr importance: the plain encoders above, bit for bit.
+void quantize_row_q2_K(const float* x, const float* importance, void* dst, size_t n) noexcept;
+void quantize_row_q3_K(const float* x, const float* importance, void* dst, size_t n) noexcept;
+void quantize_row_q4_K(const float* x, const float* importance, void* dst, size_t n) noexcept;
+void quantize_row_q5_K(const float* x, const float* importance, void* dst, size_t n) noexcept;
+void quantize_row_q6_K(const float* x, const float* importance, void* dst, size_t n) noexcept;
+// The K-quants' weighted fits of one 32-element block (w: per-element weights): the scale of
+// x ~= scale * q, q in -nneg..npos; and of x ~= scale * q - min_off, q in 0..nmax.
+float fit_block_symmetric(const float* x, const float* w, int nneg, int npos) noexcept;
+void fit_block_affine(const float* x, const float* w, int nmax, float& scale,
+                      float& min_off) noexcept;
 // quantize_iq4.cpp
 void quantize_row_iq4_nl(const float* x, void* dst, size_t n) noexcept;
 void quantize_row_iq4_xs(const float* x, void* dst, size_t n) noexcept;
