@@ -4,12 +4,14 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <regex>
 
 #include "backends/cpu/cpu_backend.h"
 #include "kernels/formats/quant.h"
 #include "lib/core/error.h"
 #include "lib/formats/gguf.h"
+#include "lib/llm/imatrix.h"
 
 namespace oxi::llm {
 namespace {
@@ -367,12 +369,35 @@ QuantizePlan quantize_model(
   if (reader.alignment() != 32) writer.set_alignment(reader.alignment());
   writer.set_u32("general.quantization_version", 2);  // ggml's GGML_QNT_VERSION
   writer.set_u32("general.file_type", plan.file_type->id);
+  std::optional<ImportanceMatrix> imatrix;
+  if (!options.imatrix_file.empty()) {
+    imatrix = ImportanceMatrix::load(options.imatrix_file);
+    writer.set_string("quantize.imatrix.file", options.imatrix_file);
+    if (!imatrix->datasets.empty())
+      writer.set_string("quantize.imatrix.dataset", imatrix->datasets.front());
+    writer.set_i32("quantize.imatrix.entries_count", static_cast<int32_t>(imatrix->entries.size()));
+    writer.set_i32("quantize.imatrix.chunks_count", static_cast<int32_t>(imatrix->chunk_count));
+    // Each tensor's importance, checked before any is written.
+    for (const QuantizedTensor& q : plan.tensors) {
+      const std::optional<std::vector<float>> importance = imatrix->importance(q.name);
+      if (importance && importance->size() != static_cast<size_t>(q.shape.back()))
+        throw Error(options.imatrix_file,
+                    "'" + q.name + "' has " + std::to_string(importance->size()) +
+                        " columns in the imatrix, " + std::to_string(q.shape.back()) +
+                        " in the model");
+    }
+  }
 
   const std::unique_ptr<backends::Backend> backend = backends::make_cpu_backend(options.threads);
   for (size_t index = 0; index < plan.tensors.size(); ++index) {
     const QuantizedTensor& q = plan.tensors[index];
     const TensorView& view = reader.tensor(q.name);
-    writer.add_tensor(q.name, q.to, q.shape, [&view, &q, &backend, &on_tensor, &plan, index] {
+    // The columns' importance where the imatrix has this tensor and its type weighs by one.
+    std::optional<std::vector<float>> importance;
+    if (imatrix && q.to != q.from && kernels::importance_row_encoder(q.to))
+      importance = imatrix->importance(q.name);
+    writer.add_tensor(q.name, q.to, q.shape, [&view, &q, &backend, &on_tensor, &plan, index,
+                                              importance = std::move(importance)] {
       std::vector<std::byte> bytes;
       if (q.to == q.from) {
         bytes.assign(view.data.begin(), view.data.end());
@@ -384,11 +409,15 @@ QuantizePlan quantize_model(
         bytes.resize(rows * out_row);
         const kernels::RowDecoder decode = kernels::row_decoder(q.from);
         const kernels::RowEncoder encode = kernels::row_encoder(q.to);
+        const kernels::ImportanceRowEncoder weighted = kernels::importance_row_encoder(q.to);
         backend->parallel_for(rows, 16, [&](size_t begin, size_t end) {
           std::vector<float> row(ncols);
           for (size_t r = begin; r < end; ++r) {
             decode(view.data.data() + r * in_row, row.data(), ncols);
-            encode(row.data(), bytes.data() + r * out_row, ncols);
+            if (importance)
+              weighted(row.data(), importance->data(), bytes.data() + r * out_row, ncols);
+            else
+              encode(row.data(), bytes.data() + r * out_row, ncols);
           }
         });
       }

@@ -62,6 +62,10 @@ struct QuantizeOptions {
   // manual overrides, quantized file types only).
   std::vector<std::pair<std::string, kernels::DType>> tensor_types;
   int threads = 0;  // 0: the machine's
+  // --imatrix FILE: an importance matrix (imatrix.h; llama.cpp's GGUF or .dat form) whose mean
+  // squares weigh each column's rounding error in the types that use one
+  // (kernels::importance_row_encoder); tensors it lacks are encoded plainly. Empty: none.
+  std::string imatrix_file;
 };
 
 struct QuantizedTensor {
@@ -82,7 +86,10 @@ struct QuantizePlan {
 // a mixture-of-experts file).
 QuantizePlan plan_quantization(const gguf::Reader& in, const QuantizeOptions& options);
 
-// Writes `out` (through OUT.part, renamed when whole; nothing left on an error).
+// Writes `out` (through OUT.part, renamed when whole; nothing left on an error). With an
+// importance matrix, the file records it as llama-quantize does (quantize.imatrix.file,
+// .dataset, .entries_count, .chunks_count). Throws oxi::Error naming the imatrix file for one
+// that does not load or whose rows do not fit a tensor's.
 // on_tensor(tensor, index, count) sees each tensor as it is written (index from 0).
 QuantizePlan quantize_model(
     const std::filesystem::path& in, const std::filesystem::path& out,

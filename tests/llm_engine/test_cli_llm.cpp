@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include "lib/llm/embeddings.h"
 #include "lib/llm/engine.h"
 #include "lib/llm/hellaswag.h"
+#include "lib/llm/imatrix.h"
 #include "lib/llm/json_schema_grammar.h"
 #include "lib/llm/kl_divergence.h"
 #include "lib/llm/log_prob_file.h"
@@ -1023,6 +1025,68 @@ TEST_F(CliLlm, MultipleChoicePrintsTheRunningAccuracy) {
 // quantize: llama-quantize's arguments (IN [OUT] TYPE [THREADS]); a line per tensor, the
 // sizes; the file the plan describes, which generate then runs; --dry-run writes nothing; OUT
 // defaults to ggml-model-TYPE.gguf beside IN; an unknown type is an error listing the types.
+// `oxinfer imatrix` then `oxinfer quantize --imatrix`: the importance matrix of every layer
+// matrix over a text (the perplexity it prints is `oxinfer perplexity`'s for the same chunks),
+// and a quantization that follows it (the blocks of the matrices it covers differ from plain
+// Q4_0's, the rest are the same; the file records the imatrix as llama-quantize does; it runs);
+// an imatrix whose rows do not fit a tensor is refused, naming the file.
+TEST_F(CliLlm, ImatrixThenQuantizeWithIt) {
+  std::string text;
+  for (int i = 0; i < 160; ++i) text += " w" + std::to_string(260 + (i * 7) % 40);
+  const std::string text_file = (dir_ / "calib.txt").string();
+  std::ofstream(text_file) << text;
+  const std::string im_file = (dir_ / "im.gguf").string();
+  const CommandResult made = run_oxinfer({"imatrix", "-m", model_, "-f", text_file, "--ctx", "32",
+                                          "-o", im_file, "--threads", "2"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const CommandResult ppl = run_oxinfer(
+      {"perplexity", "-m", model_, "-f", text_file, "--ctx", "32", "--threads", "2"});
+  ASSERT_EQ(ppl.exit_code, 0) << ppl.err;
+  const auto final_line = [](const std::string& out) {
+    const size_t at = out.find("Final estimate");
+    return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+  };
+  EXPECT_FALSE(final_line(made.out).empty()) << made.out;
+  EXPECT_EQ(final_line(made.out), final_line(ppl.out));
+  const ImportanceMatrix im = ImportanceMatrix::load(im_file);
+  EXPECT_EQ(im.entries.size(), 14u);  // 2 layers x q, k, v, o, gate, up, down
+  EXPECT_EQ(im.chunk_size, 32u);
+  EXPECT_GE(im.chunk_count, 2u);
+  EXPECT_EQ(im.datasets, std::vector<std::string>{text_file});
+
+  const std::string weighted = (dir_ / "weighted.gguf").string(),
+                    plain = (dir_ / "plain.gguf").string();
+  const CommandResult q = run_oxinfer({"quantize", "--imatrix", im_file, model_, weighted, "Q4_0"});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  ASSERT_EQ(run_oxinfer({"quantize", model_, plain, "Q4_0"}).exit_code, 0);
+  const gguf::Reader w(weighted), p(plain);
+  EXPECT_EQ(w.get_string("quantize.imatrix.file"), im_file);
+  EXPECT_EQ(w.get_string("quantize.imatrix.dataset"), text_file);
+  EXPECT_EQ(w.get_u32("quantize.imatrix.entries_count"), 14u);
+  const auto same_bytes = [&](const std::string& name) {
+    const auto a = w.tensor(name).data, b = p.tensor(name).data;
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size()) == 0;
+  };
+  EXPECT_FALSE(same_bytes("blk.0.ffn_down.weight"));
+  EXPECT_FALSE(same_bytes("blk.1.attn_q.weight"));
+  EXPECT_TRUE(same_bytes("output.weight"));  // not in the imatrix
+  EXPECT_EQ(run_oxinfer({"generate", "-m", weighted, "--raw", "-p", "w260", "--temp", "0", "-n",
+                         "4", "--threads", "2"})
+                .exit_code,
+            0);
+
+  ImportanceMatrix wrong;
+  wrong.entries["blk.0.attn_q.weight"] = {std::vector<double>(10, 1.0), 1};
+  const std::string wrong_file = (dir_ / "wrong.gguf").string();
+  wrong.save(wrong_file);
+  const CommandResult refused =
+      run_oxinfer({"quantize", "--imatrix", wrong_file, model_, (dir_ / "x.gguf").string(), "Q4_0"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find(wrong_file), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("10 columns in the imatrix, 64 in the model"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "x.gguf"));
+}
+
 TEST_F(CliLlm, QuantizeWritesTheFileTypeAndItRuns) {
   const std::string out = (dir_ / "q8.gguf").string();
   const CommandResult r = run_oxinfer({"quantize", model_, out, "Q8_0", "2"});

@@ -69,6 +69,9 @@ int run_quantize(const Argv& argv) {
   p.option("token-embedding-type", "T", "token_embd.weight's type");
   p.option("tensor-type", "PATTERN=T",
            "tensors whose name matches the regex PATTERN get type T (repeatable; first match)");
+  p.option("imatrix", "FILE",
+           "an importance matrix (oxinfer imatrix, or llama-imatrix's .gguf / .dat) whose "
+           "columns' weights the encoders follow");
   p.flag("dry-run", "print each tensor's type and the sizes, write nothing");
   p.threads_option();
   const ParsedArgs args = p.parse(argv);
@@ -90,6 +93,7 @@ int run_quantize(const Argv& argv) {
   options.type = pos[type_at];
   const llm::QuantizeFileType& type = llm::find_quantize_file_type(options.type);
   options.pure = args.flag("pure");
+  options.imatrix_file = args.get_or("imatrix", "");
   options.allow_requantize = args.flag("allow-requantize");
   options.leave_output = args.flag("leave-output-tensor");
   if (args.has("output-tensor-type"))

@@ -18,6 +18,7 @@ int run_tokenize(const Argv& argv);    // cmd_tokenize.cpp
 int run_generate(const Argv& argv);    // cmd_generate.cpp
 int run_chat(const Argv& argv);        // cmd_chat.cpp
 int run_embed(const Argv& argv);       // cmd_embed.cpp
+int run_imatrix(const Argv& argv);     // cmd_imatrix.cpp
 int run_perplexity(const Argv& argv);  // cmd_perplexity.cpp
 int run_quantize(const Argv& argv);    // cmd_quantize.cpp
 int run_serve(const Argv& argv);       // cmd_serve.cpp

@@ -35,6 +35,8 @@ constexpr Command kCommands[] = {
      oxi::cli::run_embed},
     {"perplexity", "a model's perplexity over a text, as llama.cpp's perplexity tool",
      oxi::cli::run_perplexity},
+    {"imatrix", "an importance matrix for quantize --imatrix (as llama-imatrix)",
+     oxi::cli::run_imatrix},
     {"quantize", "re-encode a GGUF model in a llama.cpp file type (Q4_K_M, Q8_0, ...)",
      oxi::cli::run_quantize},
     {"serve", "an OpenAI-compatible HTTP server for an LLM (as llama-server)",
