@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -385,6 +386,9 @@ QuantizePlan quantize_model(
                     "'" + q.name + "' has " + std::to_string(importance->size()) +
                         " columns in the imatrix, " + std::to_string(q.shape.back()) +
                         " in the model");
+      if (importance && std::any_of(importance->begin(), importance->end(),
+                                    [](float v) { return !std::isfinite(v) || v < 0; }))
+        throw Error(options.imatrix_file, "'" + q.name + "' has a negative or non-finite value");
     }
   }
 

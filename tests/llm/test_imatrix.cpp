@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -183,6 +185,33 @@ TEST(Imatrix, ReadsLlamaCppsDatLayoutAndRefusesBrokenFiles) {
   w.set_string("general.architecture", "llama");
   w.write(dir / "model.gguf");
   EXPECT_THROW(ImportanceMatrix::load(dir / "model.gguf"), Error);
+}
+
+// Byte edits and cuts of both forms: each file loads or is refused with oxi::Error.
+TEST(Imatrix, EditedFilesLoadOrAreRefused) {
+  oxi::test::TempDir dir;
+  sample_matrix().save(dir / "a.gguf");
+  sample_matrix().save(dir / "a.dat");
+  std::mt19937 rng(5);
+  for (const char* name : {"a.gguf", "a.dat"}) {
+    std::ifstream f(dir / name, std::ios::binary);
+    const std::string good((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    for (int round = 0; round < 1500; ++round) {
+      std::string bytes = good;
+      if (round % 5 == 0) {
+        bytes.resize(rng() % bytes.size());
+      } else {
+        for (int k = 0; k < 1 + round % 3; ++k)
+          bytes[rng() % bytes.size()] = static_cast<char>(rng());
+      }
+      std::ofstream(dir / "edited", std::ios::binary).write(bytes.data(), bytes.size());
+      try {
+        const ImportanceMatrix im = ImportanceMatrix::load(dir / "edited");
+        for (const auto& [n, e] : im.entries) (void)im.importance(n);
+      } catch (const Error&) {
+      }
+    }
+  }
 }
 
 }  // namespace
