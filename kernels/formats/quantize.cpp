@@ -168,56 +168,27 @@ void pack_fifth_bits(const int* q, uint8_t* qh) noexcept {
   store_u32(qh, bits);
 }
 
-void importance_q4_0(const float* x, const float* importance, void* dst, size_t n) noexcept {
+// One row of Block (q4_0, q4_1, q5_0, q5_1: a min field makes it affine, a qh field gives it
+// fifth bits) with each block's levels fitted under the importance's weights.
+template <class Block>
+void importance_row(const float* x, const float* importance, void* dst, size_t n) noexcept {
+  constexpr bool kAffine = requires(Block b) { b.m; };
+  constexpr bool kFifthBits = requires(Block b) { b.qh; };
+  constexpr int kLevels = kFifthBits ? 32 : 16;
   const float sigma2 = row_sigma2(x, n);
-  auto* b = blocks<BlockQ4_0>(dst);
+  auto* b = blocks<Block>(dst);
   for (size_t i = 0; i < n / QK; ++i) {
-    float w[QK], d;
+    float w[QK], d, m = 0;
     int q[QK];
     block_weights(x + i * QK, importance + i * QK, sigma2, w);
-    symmetric_levels(x + i * QK, w, 8, 7, d, q);
+    if constexpr (kAffine)
+      affine_levels(x + i * QK, w, kLevels - 1, d, m, q);
+    else
+      symmetric_levels(x + i * QK, w, kLevels / 2, kLevels / 2 - 1, d, q);
     b[i].d = f32_to_f16(d);
+    if constexpr (kAffine) b[i].m = f32_to_f16(m);
     pack_nibbles(q, b[i].qs);
-  }
-}
-void importance_q5_0(const float* x, const float* importance, void* dst, size_t n) noexcept {
-  const float sigma2 = row_sigma2(x, n);
-  auto* b = blocks<BlockQ5_0>(dst);
-  for (size_t i = 0; i < n / QK; ++i) {
-    float w[QK], d;
-    int q[QK];
-    block_weights(x + i * QK, importance + i * QK, sigma2, w);
-    symmetric_levels(x + i * QK, w, 16, 15, d, q);
-    b[i].d = f32_to_f16(d);
-    pack_nibbles(q, b[i].qs);
-    pack_fifth_bits(q, b[i].qh);
-  }
-}
-void importance_q4_1(const float* x, const float* importance, void* dst, size_t n) noexcept {
-  const float sigma2 = row_sigma2(x, n);
-  auto* b = blocks<BlockQ4_1>(dst);
-  for (size_t i = 0; i < n / QK; ++i) {
-    float w[QK], d, m;
-    int q[QK];
-    block_weights(x + i * QK, importance + i * QK, sigma2, w);
-    affine_levels(x + i * QK, w, 15, d, m, q);
-    b[i].d = f32_to_f16(d);
-    b[i].m = f32_to_f16(m);
-    pack_nibbles(q, b[i].qs);
-  }
-}
-void importance_q5_1(const float* x, const float* importance, void* dst, size_t n) noexcept {
-  const float sigma2 = row_sigma2(x, n);
-  auto* b = blocks<BlockQ5_1>(dst);
-  for (size_t i = 0; i < n / QK; ++i) {
-    float w[QK], d, m;
-    int q[QK];
-    block_weights(x + i * QK, importance + i * QK, sigma2, w);
-    affine_levels(x + i * QK, w, 31, d, m, q);
-    b[i].d = f32_to_f16(d);
-    b[i].m = f32_to_f16(m);
-    pack_nibbles(q, b[i].qs);
-    pack_fifth_bits(q, b[i].qh);
+    if constexpr (kFifthBits) pack_fifth_bits(q, b[i].qh);
   }
 }
 
@@ -226,13 +197,13 @@ void importance_q5_1(const float* x, const float* importance, void* dst, size_t 
 ImportanceRowEncoder importance_row_encoder(DType t) noexcept {
   switch (t) {
     case DType::Q4_0:
-      return importance_q4_0;
+      return importance_row<BlockQ4_0>;
     case DType::Q4_1:
-      return importance_q4_1;
+      return importance_row<BlockQ4_1>;
     case DType::Q5_0:
-      return importance_q5_0;
+      return importance_row<BlockQ5_0>;
     case DType::Q5_1:
-      return importance_q5_1;
+      return importance_row<BlockQ5_1>;
     case DType::Q2_K:
       return quantize_row_q2_K;
     case DType::Q3_K:

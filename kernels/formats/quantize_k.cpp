@@ -185,7 +185,8 @@ void pack_k4_scales(const uint8_t* sc, const uint8_t* mn, uint8_t* out) noexcept
 
 void quantize_row_q2_K(const float* x, const float* importance, void* dst, size_t n) noexcept {
   auto* out = static_cast<BlockQ2_K*>(dst);
-  for (size_t i = 0; i < n / QK_K; ++i, x += QK_K, importance = importance ? importance + QK_K : nullptr) {
+  for (size_t i = 0; i < n / QK_K;
+       ++i, x += QK_K, importance = importance ? importance + QK_K : nullptr) {
     float w[QK_K];
     const AffineBlock b = quantize_affine(x, element_weights(x, importance, w), 16, 3, 15);
     BlockQ2_K& o = out[i];
@@ -202,7 +203,8 @@ void quantize_row_q2_K(const float* x, const float* importance, void* dst, size_
 
 void quantize_row_q3_K(const float* x, const float* importance, void* dst, size_t n) noexcept {
   auto* out = static_cast<BlockQ3_K*>(dst);
-  for (size_t i = 0; i < n / QK_K; ++i, x += QK_K, importance = importance ? importance + QK_K : nullptr) {
+  for (size_t i = 0; i < n / QK_K;
+       ++i, x += QK_K, importance = importance ? importance + QK_K : nullptr) {
     float w[QK_K];
     const SymmetricBlock b = quantize_symmetric(x, element_weights(x, importance, w), 4, 3, 32, 31);
     BlockQ3_K& o = out[i];
@@ -224,7 +226,8 @@ void quantize_row_q3_K(const float* x, const float* importance, void* dst, size_
 
 void quantize_row_q4_K(const float* x, const float* importance, void* dst, size_t n) noexcept {
   auto* out = static_cast<BlockQ4_K*>(dst);
-  for (size_t i = 0; i < n / QK_K; ++i, x += QK_K, importance = importance ? importance + QK_K : nullptr) {
+  for (size_t i = 0; i < n / QK_K;
+       ++i, x += QK_K, importance = importance ? importance + QK_K : nullptr) {
     float w[QK_K];
     const AffineBlock b = quantize_affine(x, element_weights(x, importance, w), 32, 15, 63);
     BlockQ4_K& o = out[i];
@@ -241,7 +244,8 @@ void quantize_row_q4_K(const float* x, const float* importance, void* dst, size_
 
 void quantize_row_q5_K(const float* x, const float* importance, void* dst, size_t n) noexcept {
   auto* out = static_cast<BlockQ5_K*>(dst);
-  for (size_t i = 0; i < n / QK_K; ++i, x += QK_K, importance = importance ? importance + QK_K : nullptr) {
+  for (size_t i = 0; i < n / QK_K;
+       ++i, x += QK_K, importance = importance ? importance + QK_K : nullptr) {
     float w[QK_K];
     const AffineBlock b = quantize_affine(x, element_weights(x, importance, w), 32, 31, 63);
     BlockQ5_K& o = out[i];
@@ -261,9 +265,11 @@ void quantize_row_q5_K(const float* x, const float* importance, void* dst, size_
 
 void quantize_row_q6_K(const float* x, const float* importance, void* dst, size_t n) noexcept {
   auto* out = static_cast<BlockQ6_K*>(dst);
-  for (size_t i = 0; i < n / QK_K; ++i, x += QK_K, importance = importance ? importance + QK_K : nullptr) {
+  for (size_t i = 0; i < n / QK_K;
+       ++i, x += QK_K, importance = importance ? importance + QK_K : nullptr) {
     float w[QK_K];
-    const SymmetricBlock b = quantize_symmetric(x, element_weights(x, importance, w), 32, 31, 128, 127);
+    const SymmetricBlock b =
+        quantize_symmetric(x, element_weights(x, importance, w), 32, 31, 128, 127);
     BlockQ6_K& o = out[i];
     o.d = f32_to_f16(b.d);
     for (int g = 0; g < 16; ++g) o.scales[g] = static_cast<int8_t>(b.sc[g]);

@@ -26,7 +26,8 @@ AssistantReply AssistantReplyReader::finish(std::string_view text, ReplyDelta* r
       thinking_ ? split_reasoning(text, *thinking_) : ReasonedReply{"", std::string(text)};
   AssistantReply reply{whole.content, whole.reasoning, {}};
   ReplyDelta left;
-  std::string content_left;  // content feed() has not passed on yet (all of it went, without reasoning)
+  std::string
+      content_left;  // content feed() has not passed on yet (all of it went, without reasoning)
   if (reasoning_) {
     const ReasonedReply r = reasoning_->rest(whole);
     left.reasoning = r.reasoning;

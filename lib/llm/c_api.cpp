@@ -227,8 +227,9 @@ int oxi_llm_embed(oxi_llm_engine* engine, const char* text, const char* pooling,
     oxi::llm::Pooling how = oxi::llm::default_pooling(e.model());
     if (pooling != nullptr) {
       const auto parsed = oxi::llm::parse_pooling(pooling);
-      if (!parsed) throw oxi::Error("embeddings", std::string("unknown pooling '") + pooling +
-                                                      "' (mean, cls or last)");
+      if (!parsed)
+        throw oxi::Error("embeddings",
+                         std::string("unknown pooling '") + pooling + "' (mean, cls or last)");
       how = *parsed;
     }
     const oxi::tokenizer::Tokenizer& tok = e.model().tokenizer();

@@ -243,7 +243,8 @@ TurnStats Engine::send(const std::vector<ChatMessage>& messages, const GenerateO
   // shift discards half of what follows the kept tokens, but exact: no RoPE re-rotation of
   // cached keys).
   std::vector<ChatMessage> history = history_;
-  std::vector<int32_t> prompt = tokenize_prompt(render_after(history, messages, options.template_variables));
+  std::vector<int32_t> prompt =
+      tokenize_prompt(render_after(history, messages, options.template_variables));
   const size_t n_ctx = session_->n_ctx();
   const size_t reply_room = options.max_tokens >= 0
                                 ? std::min(static_cast<size_t>(options.max_tokens), n_ctx / 4)

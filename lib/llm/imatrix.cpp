@@ -160,8 +160,8 @@ void save_gguf(const ImportanceMatrix& im, const std::filesystem::path& file) {
   };
   for (const auto& [name, e] : im.entries) {  // in name order, as llama.cpp writes them
     const std::vector<float> sums(e.in_sum2.begin(), e.in_sum2.end());
-    w.add_tensor(name + kInSum2, kernels::DType::F32,
-                 {1, static_cast<int64_t>(sums.size())}, f32_bytes(sums));
+    w.add_tensor(name + kInSum2, kernels::DType::F32, {1, static_cast<int64_t>(sums.size())},
+                 f32_bytes(sums));
     w.add_tensor(name + kCounts, kernels::DType::F32, {1, 1},
                  f32_bytes({static_cast<float>(e.count)}));
   }
@@ -217,8 +217,7 @@ ImatrixCollector::ImatrixCollector(const Model& model, backends::Backend& inner,
     names_.emplace(w.output.data, "output.weight");
 }
 
-void ImatrixCollector::collect(const void* data, std::span<const float> x, size_t m,
-                               size_t cols) {
+void ImatrixCollector::collect(const void* data, std::span<const float> x, size_t m, size_t cols) {
   const auto it = names_.find(data);
   if (it == names_.end() || m < kMinRows) return;
   ImportanceMatrix::Entry& e = out_.entries[it->second];

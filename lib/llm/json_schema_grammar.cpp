@@ -648,7 +648,8 @@ std::string json_schema_to_gbnf(std::string_view schema, const std::string& root
   // a left-recursive grammar: refused here, saying why, rather than by whoever parses it.
   try {
     // A grammar for another's use has no root of its own: checked with one that refers to it.
-    (void)gbnf::Grammar::parse(root_rule == "root" ? grammar : grammar + "root ::= " + root_rule + "\n");
+    (void)gbnf::Grammar::parse(root_rule == "root" ? grammar
+                                                   : grammar + "root ::= " + root_rule + "\n");
   } catch (const Error& e) {
     throw Error("json schema", std::string("its grammar is refused (a $ref that comes back to "
                                            "itself before any JSON text?): ") +

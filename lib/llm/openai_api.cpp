@@ -52,9 +52,10 @@ Json message_fields(const Json& m, size_t index) {
     if (!calls->is_array())
       bad("messages[" + std::to_string(index) + "].tool_calls must be a list");
     for (Json& call : *calls) {
-      Json* arguments = call.is_object() && call.contains("function") && call["function"].is_object()
-                            ? &call["function"]["arguments"]
-                            : nullptr;
+      Json* arguments =
+          call.is_object() && call.contains("function") && call["function"].is_object()
+              ? &call["function"]["arguments"]
+              : nullptr;
       if (!arguments || !arguments->is_string()) continue;
       Json parsed = Json::parse(arguments->get<std::string>(), nullptr, false);
       if (!parsed.is_discarded()) *arguments = std::move(parsed);
@@ -76,7 +77,8 @@ std::optional<ToolOffer> parse_tools(const Json& body) {
     const Json* f = t.is_object() ? field(t, "function") : nullptr;
     if (!t.is_object() || t.value("type", "") != "function" || !f || !f->is_object() ||
         !f->contains("name") || !(*f)["name"].is_string())
-      bad("tools[" + std::to_string(i) + "] must be {\"type\": \"function\", \"function\": {\"name\", ...}}");
+      bad("tools[" + std::to_string(i) +
+          "] must be {\"type\": \"function\", \"function\": {\"name\", ...}}");
   }
   if (const Json* choice = field(body, "tool_choice")) {
     if (choice->is_string() && *choice == "auto") {
@@ -96,7 +98,8 @@ std::optional<ToolOffer> parse_tools(const Json& body) {
       offer.tools = std::move(named);
       offer.choice = ToolChoice::required;
     } else {
-      bad("tool_choice must be auto, none, required or {\"type\": \"function\", \"function\": {\"name\"}}");
+      bad("tool_choice must be auto, none, required or {\"type\": \"function\", \"function\": "
+          "{\"name\"}}");
     }
   }
   if (const Json* parallel = field(body, "parallel_tool_calls")) {
@@ -371,11 +374,11 @@ void name_tool_calls(std::vector<ToolCall>& calls, const std::function<uint32_t(
 
 Json chat_chunk(const Identity& who, const Json& delta, const TurnStats* final_stats,
                 bool called_tools, const PieceText* piece) {
-  Json choice = {{"index", 0},
-                 {"delta", delta},
-                 {"finish_reason",
-                  final_stats ? Json(finish_reason(final_stats->stop_reason, called_tools))
-                              : Json()}};
+  Json choice = {
+      {"index", 0},
+      {"delta", delta},
+      {"finish_reason",
+       final_stats ? Json(finish_reason(final_stats->stop_reason, called_tools)) : Json()}};
   Json chunk = {{"id", who.id},
                 {"object", "chat.completion.chunk"},
                 {"created", who.created},

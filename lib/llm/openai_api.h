@@ -28,8 +28,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/llm/engine.h"
 #include "lib/llm/assistant_reply.h"
+#include "lib/llm/engine.h"
 
 namespace oxi::llm::openai {
 
@@ -60,7 +60,6 @@ Request parse_completion_request(std::string_view body, const GenerateOptions& d
 // "stop" (an end token, a stop string, a choice) or "length" (max_tokens, a full context);
 // "tool_calls" for a reply that calls tools.
 const char* finish_reason(StopReason reason, bool called_tools = false);
-
 
 // One response's identity: its id ("chatcmpl-..." / "cmpl-..."), creation time, model name.
 struct Identity {

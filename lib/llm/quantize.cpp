@@ -382,10 +382,10 @@ QuantizePlan quantize_model(
     for (const QuantizedTensor& q : plan.tensors) {
       const std::optional<std::vector<float>> importance = imatrix->importance(q.name);
       if (importance && importance->size() != static_cast<size_t>(q.shape.back()))
-        throw Error(options.imatrix_file,
-                    "'" + q.name + "' has " + std::to_string(importance->size()) +
-                        " columns in the imatrix, " + std::to_string(q.shape.back()) +
-                        " in the model");
+        throw Error(options.imatrix_file, "'" + q.name + "' has " +
+                                              std::to_string(importance->size()) +
+                                              " columns in the imatrix, " +
+                                              std::to_string(q.shape.back()) + " in the model");
       if (importance && std::any_of(importance->begin(), importance->end(),
                                     [](float v) { return !std::isfinite(v) || v < 0; }))
         throw Error(options.imatrix_file, "'" + q.name + "' has a negative or non-finite value");
@@ -400,34 +400,35 @@ QuantizePlan quantize_model(
     std::optional<std::vector<float>> importance;
     if (imatrix && q.to != q.from && kernels::importance_row_encoder(q.to))
       importance = imatrix->importance(q.name);
-    writer.add_tensor(q.name, q.to, q.shape, [&view, &q, &backend, &on_tensor, &plan, index,
-                                              importance = std::move(importance)] {
-      std::vector<std::byte> bytes;
-      if (q.to == q.from) {
-        bytes.assign(view.data.begin(), view.data.end());
-      } else {
-        const auto ncols = static_cast<size_t>(q.shape.back());
-        const size_t rows = static_cast<size_t>(view.numel()) / ncols;
-        const size_t in_row = kernels::row_bytes(q.from, ncols);
-        const size_t out_row = kernels::row_bytes(q.to, ncols);
-        bytes.resize(rows * out_row);
-        const kernels::RowDecoder decode = kernels::row_decoder(q.from);
-        const kernels::RowEncoder encode = kernels::row_encoder(q.to);
-        const kernels::ImportanceRowEncoder weighted = kernels::importance_row_encoder(q.to);
-        backend->parallel_for(rows, 16, [&](size_t begin, size_t end) {
-          std::vector<float> row(ncols);
-          for (size_t r = begin; r < end; ++r) {
-            decode(view.data.data() + r * in_row, row.data(), ncols);
-            if (importance)
-              weighted(row.data(), importance->data(), bytes.data() + r * out_row, ncols);
-            else
-              encode(row.data(), bytes.data() + r * out_row, ncols);
+    writer.add_tensor(
+        q.name, q.to, q.shape,
+        [&view, &q, &backend, &on_tensor, &plan, index, importance = std::move(importance)] {
+          std::vector<std::byte> bytes;
+          if (q.to == q.from) {
+            bytes.assign(view.data.begin(), view.data.end());
+          } else {
+            const auto ncols = static_cast<size_t>(q.shape.back());
+            const size_t rows = static_cast<size_t>(view.numel()) / ncols;
+            const size_t in_row = kernels::row_bytes(q.from, ncols);
+            const size_t out_row = kernels::row_bytes(q.to, ncols);
+            bytes.resize(rows * out_row);
+            const kernels::RowDecoder decode = kernels::row_decoder(q.from);
+            const kernels::RowEncoder encode = kernels::row_encoder(q.to);
+            const kernels::ImportanceRowEncoder weighted = kernels::importance_row_encoder(q.to);
+            backend->parallel_for(rows, 16, [&](size_t begin, size_t end) {
+              std::vector<float> row(ncols);
+              for (size_t r = begin; r < end; ++r) {
+                decode(view.data.data() + r * in_row, row.data(), ncols);
+                if (importance)
+                  weighted(row.data(), importance->data(), bytes.data() + r * out_row, ncols);
+                else
+                  encode(row.data(), bytes.data() + r * out_row, ncols);
+              }
+            });
           }
+          if (on_tensor) on_tensor(q, index, plan.tensors.size());
+          return bytes;
         });
-      }
-      if (on_tensor) on_tensor(q, index, plan.tensors.size());
-      return bytes;
-    });
   }
   writer.write(out);
   return plan;

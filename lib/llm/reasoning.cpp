@@ -59,8 +59,7 @@ std::string added(const std::string& now, const std::string& sent) {
 
 bool prompt_opens_thinking(std::string_view prompt) {
   const size_t open = prompt.rfind(kOpen);
-  return open != std::string_view::npos &&
-         prompt.find(kClose, open) == std::string_view::npos;
+  return open != std::string_view::npos && prompt.find(kClose, open) == std::string_view::npos;
 }
 
 ReasonedReply split_reasoning(std::string_view reply, bool opened) {

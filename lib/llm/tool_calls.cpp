@@ -102,7 +102,8 @@ ToolReply parse_hermes(std::string_view text) {
   while (pos < text.size()) {
     if (text.substr(pos, kHermesOpen.size()) != kHermesOpen) return content_only(text);
     const auto value = json_at(text, skip_space(text, pos + kHermesOpen.size()));
-    const std::optional<ToolCall> call = value ? call_of(value->first, {"arguments"}) : std::nullopt;
+    const std::optional<ToolCall> call =
+        value ? call_of(value->first, {"arguments"}) : std::nullopt;
     if (!call) return content_only(text);
     reply.calls.push_back(*call);
     pos = skip_space(text, value->second);
@@ -293,8 +294,8 @@ ToolTurn offer_tools(const ChatTemplate& chat_template, std::vector<ChatMessage>
       // "auto": the same grammar, lazy, from the first <tool_call> on.
       const std::string call =
           "(\"<tool_call>\" \"\\n\"? tool-call \"\\n\"? \"</tool_call>\" \"\\n\"?)";
-      turn.grammar = schema_rules(any_call(functions, "arguments"), "tool-call") + "root ::= " +
-                     call + (offer.parallel ? "+" : "") + "\n";
+      turn.grammar = schema_rules(any_call(functions, "arguments"), "tool-call") +
+                     "root ::= " + call + (offer.parallel ? "+" : "") + "\n";
       if (!required) turn.grammar_triggers.push_back(std::string(kHermesOpen));
       break;
     }
@@ -303,8 +304,8 @@ ToolTurn offer_tools(const ChatTemplate& chat_template, std::vector<ChatMessage>
       turn.template_variables["tools_in_user_message"] = false;
       turn.stop.push_back("<|eom_id|>");
       if (required)
-        turn.grammar = schema_rules(any_call(functions, "parameters"), "tool-call") +
-                       "root ::= tool-call\n";
+        turn.grammar =
+            schema_rules(any_call(functions, "parameters"), "tool-call") + "root ::= tool-call\n";
       break;
     }
     case ToolCallFormat::mistral_nemo: {
@@ -313,8 +314,8 @@ ToolTurn offer_tools(const ChatTemplate& chat_template, std::vector<ChatMessage>
       Json array = {
           {"type", "array"}, {"items", any_call(functions, "arguments", id)}, {"minItems", 1}};
       if (!offer.parallel) array["maxItems"] = 1;
-      turn.grammar = schema_rules(array, "tool-calls") + "root ::= " +
-                     gbnf_literal(kMistralMarker) + " tool-calls\n";
+      turn.grammar = schema_rules(array, "tool-calls") +
+                     "root ::= " + gbnf_literal(kMistralMarker) + " tool-calls\n";
       if (!required) turn.grammar_triggers.push_back(std::string(kMistralMarker));
       break;
     }
@@ -335,10 +336,10 @@ ToolTurn offer_tools(const ChatTemplate& chat_template, std::vector<ChatMessage>
       turn.grammar = schema_rules(required ? calls : Json{{"anyOf", {calls, response}}}, "root");
       const char* key = offer.parallel ? "`tool_calls` (a list of requests to call tools)"
                                        : "`tool_call` (a request to call a tool)";
-      std::string instruction =
-          required ? std::string("Respond in JSON format, with ") + key
-                   : std::string("Respond in JSON format, either with ") + key +
-                         " or with `response` (a reply to the user's request)";
+      std::string instruction = required
+                                    ? std::string("Respond in JSON format, with ") + key
+                                    : std::string("Respond in JSON format, either with ") + key +
+                                          " or with `response` (a reply to the user's request)";
       // A template that does not show the tools to the model: the instruction lists them.
       if (chat_template.source().find("tools") == std::string::npos)
         instruction += ". The tools you can call:\n" + Json(functions).dump(2);

@@ -226,11 +226,12 @@ TEST(CpuAttention, HeadMajorRowsEqualPositionMajor) {
   const auto backend = make_cpu_backend(2);
   // The last: a cache of one position (a session of n_ctx 1, as embeddings of one token make),
   // whose head-major rows lie as position-major ones would.
-  for (const auto& [s, spare] :
-       {std::pair{Shape{1, 90, 8, 2, 64, 89, true, 0}, 3},
-        {Shape{37, 50, 8, 2, 64, 13, true, 0}, 3}, {Shape{40, 40, 4, 1, 32, 0, true, 7}, 3},
-        {Shape{150, 300, 6, 3, 64, 0, false, 0}, 3}, {Shape{1, 77, 6, 3, 128, 76, true, 0}, 3},
-        {Shape{1, 1, 8, 2, 64, 0, true, 0}, 0}}) {
+  for (const auto& [s, spare] : {std::pair{Shape{1, 90, 8, 2, 64, 89, true, 0}, 3},
+                                 {Shape{37, 50, 8, 2, 64, 13, true, 0}, 3},
+                                 {Shape{40, 40, 4, 1, 32, 0, true, 7}, 3},
+                                 {Shape{150, 300, 6, 3, 64, 0, false, 0}, 3},
+                                 {Shape{1, 77, 6, 3, 128, 76, true, 0}, 3},
+                                 {Shape{1, 1, 8, 2, 64, 0, true, 0}, 0}}) {
     const Problem p = make_problem(s, 31);
     // head g's row of position j at (g * head_stride + j) * head_dim, `spare` positions spare a
     // head

@@ -31,14 +31,27 @@ std::vector<int32_t> some_tokens(size_t n, int n_vocab) {
   return t;
 }
 
-TEST(Imatrix, CollectsEachLayerMatrixsInputSquares) {
-  const TinyModel tiny =
-      make_tiny_model(tiny_spec("llama", false), kernels::DType::F32, kernels::DType::F32, 3);
+// A tiny f32 model of `arch` through its GGUF file, and a collector over a CPU backend.
+struct Collecting {
+  Collecting(const std::string& arch, uint32_t seed)
+      : tiny(make_tiny_model(tiny_spec(arch, false), kernels::DType::F32, kernels::DType::F32,
+                             seed)) {
+    write_gguf(tiny, dir / "m.gguf");
+    model = Model::load(dir / "m.gguf");
+  }
+  TinyModel tiny;
   oxi::test::TempDir dir;
-  write_gguf(tiny, dir / "m.gguf");
-  const auto model = Model::load(dir / "m.gguf");
-  const auto cpu = backends::make_cpu_backend(2);
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<backends::Backend> cpu = backends::make_cpu_backend(2);
   ImportanceMatrix im;
+};
+
+TEST(Imatrix, CollectsEachLayerMatrixsInputSquares) {
+  Collecting c("llama", 3);
+  const TinyModel& tiny = c.tiny;
+  const auto& model = c.model;
+  const auto& cpu = c.cpu;
+  ImportanceMatrix& im = c.im;
   ImatrixCollector collector(*model, *cpu, im);
   Session session(model, collector, 64);
   const std::vector<int32_t> tokens = some_tokens(40, tiny.spec.n_vocab);
@@ -50,8 +63,8 @@ TEST(Imatrix, CollectsEachLayerMatrixsInputSquares) {
   for (const auto& [name, e] : im.entries) names.push_back(name);
   std::vector<std::string> want;
   for (int il = 0; il < tiny.spec.n_layer; ++il)
-    for (const char* m : {"attn_k", "attn_output", "attn_q", "attn_v", "ffn_down", "ffn_gate",
-                          "ffn_up"})
+    for (const char* m :
+         {"attn_k", "attn_output", "attn_q", "attn_v", "ffn_down", "ffn_gate", "ffn_up"})
       want.push_back("blk." + std::to_string(il) + "." + m + ".weight");
   std::sort(want.begin(), want.end());
   EXPECT_EQ(names, want);  // no output.weight without asking
@@ -88,16 +101,11 @@ TEST(Imatrix, CollectsEachLayerMatrixsInputSquares) {
 }
 
 TEST(Imatrix, FusedMatricesCountOncePerProduct) {
-  const TinyModel tiny =
-      make_tiny_model(tiny_spec("phi3", false), kernels::DType::F32, kernels::DType::F32, 4);
-  oxi::test::TempDir dir;
-  write_gguf(tiny, dir / "m.gguf");
-  const auto model = Model::load(dir / "m.gguf");
-  const auto cpu = backends::make_cpu_backend(1);
-  ImportanceMatrix im;
-  ImatrixCollector collector(*model, *cpu, im);
-  Session session(model, collector, 64);
-  session.eval(some_tokens(20, tiny.spec.n_vocab));
+  Collecting c("phi3", 4);
+  const ImportanceMatrix& im = c.im;
+  ImatrixCollector collector(*c.model, *c.cpu, c.im);
+  Session session(c.model, collector, 64);
+  session.eval(some_tokens(20, c.tiny.spec.n_vocab));
   ASSERT_TRUE(im.entries.count("blk.0.attn_qkv.weight"));
   ASSERT_TRUE(im.entries.count("blk.0.ffn_up.weight"));
   EXPECT_FALSE(im.entries.count("blk.0.attn_q.weight"));

@@ -328,8 +328,9 @@ TEST_P(PerArch, EmbeddingsMatchTheReference) {
         double sum = 0;
         for (double x : pooled)
           sum = norm == 0 ? std::max(sum, std::abs(x)) : sum + std::pow(std::abs(x), norm);
-        const double scale =
-            norm < 0 ? 1.0 : norm == 0 ? 32760.0 / sum : 1.0 / std::pow(sum, 1.0 / norm);
+        const double scale = norm < 0    ? 1.0
+                             : norm == 0 ? 32760.0 / sum
+                                         : 1.0 / std::pow(sum, 1.0 / norm);
         const std::vector<float> mine = embed(session, prompt, pooling, norm);
         ASSERT_EQ(mine.size(), width);
         double worst = 0, size = 0;

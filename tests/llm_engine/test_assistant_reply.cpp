@@ -62,8 +62,7 @@ TEST(AssistantReply, StreamedDeltasJoinIntoTheWholeReading) {
   std::mt19937 rng(11);
   for (const Case& c : cases) {
     for (const bool reasoning : {true, false}) {
-      const std::optional<bool> thinking =
-          reasoning ? std::optional<bool>(c.opened) : std::nullopt;
+      const std::optional<bool> thinking = reasoning ? std::optional<bool>(c.opened) : std::nullopt;
       AssistantReply expected;
       {
         const AssistantReplyReader whole(c.tools, thinking);
@@ -92,12 +91,14 @@ TEST(AssistantReply, StreamedDeltasJoinIntoTheWholeReading) {
     }
   }
   // What the readings are.
-  const AssistantReply r = AssistantReplyReader(ToolCallFormat::hermes, false).finish(cases[3].reply);
+  const AssistantReply r =
+      AssistantReplyReader(ToolCallFormat::hermes, false).finish(cases[3].reply);
   EXPECT_EQ(r.reasoning, "I should call");
   EXPECT_EQ(r.content, "");
   ASSERT_EQ(r.calls.size(), 1u);
   EXPECT_EQ(r.calls[0].name, "f");
-  const AssistantReply plain = AssistantReplyReader(std::nullopt, std::nullopt).finish(cases[0].reply);
+  const AssistantReply plain =
+      AssistantReplyReader(std::nullopt, std::nullopt).finish(cases[0].reply);
   EXPECT_EQ(plain.content, cases[0].reply);  // no reasoning asked: the block stays content
   EXPECT_EQ(plain.reasoning, "");
 }

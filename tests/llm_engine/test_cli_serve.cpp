@@ -475,10 +475,10 @@ TEST_F(CliServe, ThinkingRepliesAsReasoningContent) {
   const Json whole = ask(two_parts, "")["choices"][0]["message"];
   EXPECT_EQ(whole["reasoning_content"], want.reasoning);
   EXPECT_EQ(whole["content"], want.content);
-  const Reply streamed = post(port, "/v1/chat/completions",
-                              R"({"messages": [{"role": "user", "content": "w264"}], "grammar": )" +
-                                  Json(two_parts).dump() +
-                                  R"(, "temperature": 0, "max_tokens": 30, "stream": true})");
+  const Reply streamed =
+      post(port, "/v1/chat/completions",
+           R"({"messages": [{"role": "user", "content": "w264"}], "grammar": )" +
+               Json(two_parts).dump() + R"(, "temperature": 0, "max_tokens": 30, "stream": true})");
   std::string reasoning, content;
   for (const std::string& data : events_of(streamed.body)) {
     if (data == "[DONE]") continue;
@@ -496,7 +496,8 @@ TEST_F(CliServe, ThinkingRepliesAsReasoningContent) {
   const Json thinking = ask(one_part, "")["choices"][0]["message"];
   EXPECT_FALSE(thinking["reasoning_content"].get<std::string>().empty());
   EXPECT_EQ(thinking["content"], "");
-  const Json direct_reply = ask(one_part, R"(, "chat_template_kwargs": {"enable_thinking": false})");
+  const Json direct_reply =
+      ask(one_part, R"(, "chat_template_kwargs": {"enable_thinking": false})");
   const Json direct = direct_reply["choices"][0]["message"];
   EXPECT_FALSE(direct.contains("reasoning_content"));
   GenerateOptions closed = g;
@@ -509,11 +510,11 @@ TEST_F(CliServe, ThinkingRepliesAsReasoningContent) {
   ServeProcess told({"-m", model_, "--threads", "1", "--template", tmpl_file,
                      "--chat-template-kwargs", R"({"enable_thinking": false})"});
   ASSERT_GT(told.port(), 0);
-  const Json by_flag = Json::parse(
-      post(told.port(), "/v1/chat/completions",
-           R"({"messages": [{"role": "user", "content": "w264"}], "grammar": )" +
-               Json(one_part).dump() + R"(, "temperature": 0, "max_tokens": 30})")
-          .body)["choices"][0]["message"];
+  const Json by_flag =
+      Json::parse(post(told.port(), "/v1/chat/completions",
+                       R"({"messages": [{"role": "user", "content": "w264"}], "grammar": )" +
+                           Json(one_part).dump() + R"(, "temperature": 0, "max_tokens": 30})")
+                      .body)["choices"][0]["message"];
   EXPECT_EQ(by_flag["content"], direct["content"]);
   EXPECT_FALSE(by_flag.contains("reasoning_content"));
 }
@@ -549,8 +550,8 @@ TEST_F(CliServe, EmbeddingsAsOpenAiClientsReadThem) {
   expect_close(j["data"][0]["embedding"], want(text_ids("w264 w265")));
   EXPECT_EQ(j["usage"]["prompt_tokens"], text_ids("w264 w265").size());
 
-  const Json many = Json::parse(
-      post(port, "/v1/embeddings", R"({"input": ["w264", "w270 w271"]})").body);
+  const Json many =
+      Json::parse(post(port, "/v1/embeddings", R"({"input": ["w264", "w270 w271"]})").body);
   ASSERT_EQ(many["data"].size(), 2u);
   EXPECT_EQ(many["data"][1]["index"], 1);
   expect_close(many["data"][1]["embedding"], want(text_ids("w270 w271")));
@@ -569,8 +570,7 @@ TEST_F(CliServe, EmbeddingsAsOpenAiClientsReadThem) {
   int have = 0;
   for (char c : text) {
     if (c == '=') break;
-    const std::string alphabet =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     bits = (bits << 6) | static_cast<uint32_t>(alphabet.find(c));
     if ((have += 6) >= 8) bytes += static_cast<char>((bits >> (have -= 8)) & 0xFF);
   }
@@ -594,8 +594,8 @@ TEST_F(CliServe, EmbeddingsAsOpenAiClientsReadThem) {
 // llama-server's GET /props (the defaults, the context, the template) and POST /apply-template
 // (a chat request's prompt as the engine renders it, --system and chat_template_kwargs in).
 TEST_F(CliServe, PropsAndApplyTemplate) {
-  ServeProcess server({"-m", model_, "--threads", "1", "--temp", "0.5", "--ctx", "256",
-                       "--system", "w270"});
+  ServeProcess server(
+      {"-m", model_, "--threads", "1", "--temp", "0.5", "--ctx", "256", "--system", "w270"});
   ASSERT_GT(server.port(), 0);
   const int port = server.port();
   EngineOptions eo;
@@ -607,8 +607,8 @@ TEST_F(CliServe, PropsAndApplyTemplate) {
   EXPECT_FLOAT_EQ(props["default_generation_settings"]["params"]["temperature"].get<float>(), 0.5f);
   EXPECT_EQ(props["total_slots"], 1);
   EXPECT_EQ(props["bos_token"], "<s>");
-  const Reply applied = post(port, "/apply-template",
-                             R"({"messages": [{"role": "user", "content": "w264 w265"}]})");
+  const Reply applied =
+      post(port, "/apply-template", R"({"messages": [{"role": "user", "content": "w264 w265"}]})");
   ASSERT_EQ(applied.status, 200) << applied.body;
   EXPECT_EQ(Json::parse(applied.body)["prompt"],
             engine->render({{"system", "w270"}, {"user", "w264 w265"}}));

@@ -186,8 +186,8 @@ TEST(OpenAiApi, ToolsToolChoiceAndToolMessages) {
         "function": {"name": "f", "arguments": "{\"a\": 1}"}}, {"id": "call_2", "type": "function",
         "function": {"name": "f", "arguments": "not json"}}]},
       {"role": "tool", "tool_call_id": "call_1", "name": "f", "content": "42"}])";
-  const Request r = parse_chat_request("{" + messages + R"(, "tools": [)" + f + ", " + g + "]}",
-                                       {}, 1);
+  const Request r =
+      parse_chat_request("{" + messages + R"(, "tools": [)" + f + ", " + g + "]}", {}, 1);
   ASSERT_TRUE(r.tools.has_value());
   EXPECT_EQ(r.tools->tools.size(), 2u);
   EXPECT_EQ(r.tools->choice, ToolChoice::automatic);
@@ -205,11 +205,11 @@ TEST(OpenAiApi, ToolsToolChoiceAndToolMessages) {
   EXPECT_EQ(r.messages[2].content, "42");
   EXPECT_EQ(r.messages[2].fields, Json({{"tool_call_id", "call_1"}, {"name", "f"}}));
 
-  const Request named = parse_chat_request(
-      "{" + messages + R"(, "tools": [)" + f + ", " + g +
-          R"(], "tool_choice": {"type": "function", "function": {"name": "g"}},
+  const Request named =
+      parse_chat_request("{" + messages + R"(, "tools": [)" + f + ", " + g +
+                             R"(], "tool_choice": {"type": "function", "function": {"name": "g"}},
               "parallel_tool_calls": true})",
-      {}, 1);
+                         {}, 1);
   ASSERT_TRUE(named.tools.has_value());
   EXPECT_EQ(named.tools->choice, ToolChoice::required);
   ASSERT_EQ(named.tools->tools.size(), 1u);

@@ -44,7 +44,8 @@ const char* const kLlama3Template =
     "{# <|start_header_id|>ipython<|end_header_id|> #}";
 const char* const kMistralTemplate =
     "{% for m in messages %}[INST]{{ m.content }}[/INST]{% endfor %}{# [TOOL_CALLS] #}";
-const char* const kPlainTemplate = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}";
+const char* const kPlainTemplate =
+    "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}";
 
 ChatTemplate make_template(const char* source) {
   return ChatTemplate(source, "<s>", "</s>");
@@ -106,8 +107,8 @@ TEST(ToolCalls, HermesRepliesRead) {
   // Not calls: all content, as llama.cpp leaves them.
   for (const std::string text :
        {"no call here", "<tool_call>{\"name\": \"a\", \"arguments\": {}}",  // not closed
-        "<tool_call>{\"name\": \"a\", \"arguments\": {}</tool_call>",         // JSON cut
-        "<tool_call>{\"arguments\": {}}</tool_call>",                         // no name
+        "<tool_call>{\"name\": \"a\", \"arguments\": {}</tool_call>",       // JSON cut
+        "<tool_call>{\"arguments\": {}}</tool_call>",                       // no name
         "<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call> and more"}) {
     r = parse_tool_reply(text, ToolCallFormat::hermes);
     EXPECT_EQ(r.content, text);
@@ -122,9 +123,10 @@ TEST(ToolCalls, Llama3MistralAndGenericRepliesRead) {
   EXPECT_EQ(r.content, "");
   ASSERT_EQ(r.calls.size(), 1u);
   expect_call(r.calls[0], "get_time", {{"zone", "UTC"}});
-  r = parse_tool_reply("Sure: {\"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", "
-                       "\"parameters\": {\"k\": [1, {\"n\": 2}]}}",
-                       ToolCallFormat::llama3);
+  r = parse_tool_reply(
+      "Sure: {\"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", "
+      "\"parameters\": {\"k\": [1, {\"n\": 2}]}}",
+      ToolCallFormat::llama3);
   ASSERT_EQ(r.calls.size(), 2u);
   EXPECT_EQ(r.content, "");  // as llama.cpp: the text around calls is dropped
   expect_call(r.calls[1], "b", {{"k", {1, {{"n", 2}}}}});
@@ -165,57 +167,60 @@ TEST(ToolCalls, Llama3MistralAndGenericRepliesRead) {
 // calls of others, arguments off their schema and text around the calls.
 TEST(ToolCalls, RequiredGrammarsHoldRepliesToCalls) {
   const std::vector<ChatMessage> messages = {{"user", "weather?"}};
-  const ToolTurn hermes = offer_tools(make_template(kHermesTemplate), messages,
-                                      offer(ToolChoice::required));
+  const ToolTurn hermes =
+      offer_tools(make_template(kHermesTemplate), messages, offer(ToolChoice::required));
   EXPECT_EQ(hermes.format, ToolCallFormat::hermes);
   const std::string oslo =
       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\", \"days\": "
       "3}}\n</tool_call>";
   EXPECT_TRUE(grammar_takes(hermes.grammar, oslo));
   EXPECT_TRUE(grammar_takes(
-      hermes.grammar, "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}</tool_call>"));
+      hermes.grammar,
+      "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}</tool_call>"));
   EXPECT_FALSE(grammar_takes(hermes.grammar, oslo + oslo));  // one call: parallel is off
   EXPECT_FALSE(grammar_takes(hermes.grammar, "Sure. " + oslo));
   EXPECT_FALSE(grammar_takes(
-      hermes.grammar, "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"zone\": \"PST\"}}</tool_call>"));
+      hermes.grammar,
+      "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"zone\": \"PST\"}}</tool_call>"));
   EXPECT_FALSE(grammar_takes(
-      hermes.grammar, "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"days\": 3}}</tool_call>"));
+      hermes.grammar,
+      "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"days\": 3}}</tool_call>"));
   EXPECT_FALSE(grammar_takes(
       hermes.grammar, "<tool_call>{\"name\": \"retrieval\", \"arguments\": {}}</tool_call>"));
-  const ToolTurn parallel = offer_tools(make_template(kHermesTemplate), messages,
-                                        offer(ToolChoice::required, true));
+  const ToolTurn parallel =
+      offer_tools(make_template(kHermesTemplate), messages, offer(ToolChoice::required, true));
   EXPECT_TRUE(grammar_takes(parallel.grammar, oslo + "\n" + oslo));
   EXPECT_EQ(parse_tool_reply(oslo + "\n" + oslo, ToolCallFormat::hermes).calls.size(), 2u);
 
-  const ToolTurn llama3 = offer_tools(make_template(kLlama3Template), messages,
-                                      offer(ToolChoice::required));
+  const ToolTurn llama3 =
+      offer_tools(make_template(kLlama3Template), messages, offer(ToolChoice::required));
   EXPECT_EQ(llama3.format, ToolCallFormat::llama3);
-  EXPECT_TRUE(
-      grammar_takes(llama3.grammar, "{\"name\": \"get_time\", \"parameters\": {\"zone\": \"UTC\"}}"));
-  EXPECT_FALSE(
-      grammar_takes(llama3.grammar, "{\"name\": \"get_time\", \"arguments\": {\"zone\": \"UTC\"}}"));
+  EXPECT_TRUE(grammar_takes(llama3.grammar,
+                            "{\"name\": \"get_time\", \"parameters\": {\"zone\": \"UTC\"}}"));
+  EXPECT_FALSE(grammar_takes(llama3.grammar,
+                             "{\"name\": \"get_time\", \"arguments\": {\"zone\": \"UTC\"}}"));
   EXPECT_EQ(llama3.stop, std::vector<std::string>{"<|eom_id|>"});
   EXPECT_EQ(llama3.template_variables["tools_in_user_message"], false);
 
-  const ToolTurn mistral = offer_tools(make_template(kMistralTemplate), messages,
-                                       offer(ToolChoice::required));
+  const ToolTurn mistral =
+      offer_tools(make_template(kMistralTemplate), messages, offer(ToolChoice::required));
   const std::string nemo =
       "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"zone\": \"UTC\"}, \"id\": "
       "\"a1B2c3D4e\"}]";
   EXPECT_TRUE(grammar_takes(mistral.grammar, nemo));
   EXPECT_FALSE(grammar_takes(mistral.grammar, nemo.substr(12)));  // the marker is needed
-  EXPECT_FALSE(grammar_takes(
-      mistral.grammar,
-      "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"zone\": \"UTC\"}, \"id\": \"short\"}]"));
+  EXPECT_FALSE(grammar_takes(mistral.grammar,
+                             "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"zone\": "
+                             "\"UTC\"}, \"id\": \"short\"}]"));
 
-  const ToolTurn generic = offer_tools(make_template(kPlainTemplate), messages,
-                                       offer(ToolChoice::required));
+  const ToolTurn generic =
+      offer_tools(make_template(kPlainTemplate), messages, offer(ToolChoice::required));
   EXPECT_TRUE(grammar_takes(generic.grammar,
                             "{\"tool_call\": {\"name\": \"get_time\", \"arguments\": {\"zone\": "
                             "\"UTC\"}}}"));
   EXPECT_FALSE(grammar_takes(generic.grammar, "{\"response\": \"hi\"}"));
-  const ToolTurn generic_auto = offer_tools(make_template(kPlainTemplate), messages,
-                                            offer(ToolChoice::automatic));
+  const ToolTurn generic_auto =
+      offer_tools(make_template(kPlainTemplate), messages, offer(ToolChoice::automatic));
   EXPECT_TRUE(grammar_takes(generic_auto.grammar, "{\"response\": \"hi\"}"));
   EXPECT_TRUE(grammar_takes(generic_auto.grammar,
                             "{\"tool_call\": {\"name\": \"get_weather\", \"arguments\": "
@@ -235,31 +240,32 @@ TEST(ToolCalls, RequiredGrammarsHoldRepliesToCalls) {
 
 TEST(ToolCalls, TurnsGiveTheTemplateTheToolsAndTheGenericInstruction) {
   const std::vector<ChatMessage> messages = {{"system", "Be brief."}, {"user", "time?"}};
-  const ToolTurn hermes = offer_tools(make_template(kHermesTemplate), messages,
-                                      offer(ToolChoice::automatic));
+  const ToolTurn hermes =
+      offer_tools(make_template(kHermesTemplate), messages, offer(ToolChoice::automatic));
   EXPECT_EQ(hermes.messages.size(), 2u);
   EXPECT_EQ(hermes.messages[0].content, "Be brief.");
   EXPECT_EQ(hermes.template_variables["tools"], weather_tools());
-  const std::string prompt = make_template(kHermesTemplate)
-                                 .apply(hermes.messages, true, hermes.template_variables);
+  const std::string prompt =
+      make_template(kHermesTemplate).apply(hermes.messages, true, hermes.template_variables);
   EXPECT_NE(prompt.find("<tools>{\"type\": \"function\""), std::string::npos) << prompt;
 
   // The generic form: the instruction joins the system message; this template does not show
   // tools, so the instruction lists them.
-  const ToolTurn generic = offer_tools(make_template(kPlainTemplate), messages,
-                                       offer(ToolChoice::automatic));
+  const ToolTurn generic =
+      offer_tools(make_template(kPlainTemplate), messages, offer(ToolChoice::automatic));
   ASSERT_EQ(generic.messages.size(), 2u);
-  EXPECT_EQ(generic.messages[0].content.rfind("Be brief.\n\nRespond in JSON format, either with", 0),
-            0u);
+  EXPECT_EQ(
+      generic.messages[0].content.rfind("Be brief.\n\nRespond in JSON format, either with", 0), 0u);
   EXPECT_NE(generic.messages[0].content.find("\"name\": \"get_weather\""), std::string::npos);
-  const ToolTurn inserted = offer_tools(make_template(kPlainTemplate), {{"user", "time?"}},
-                                        offer(ToolChoice::required));
+  const ToolTurn inserted =
+      offer_tools(make_template(kPlainTemplate), {{"user", "time?"}}, offer(ToolChoice::required));
   ASSERT_EQ(inserted.messages.size(), 2u);
   EXPECT_EQ(inserted.messages[0].role, "system");
   EXPECT_EQ(inserted.messages[0].content.find("either"), std::string::npos);
 
   // "none": the tools reach the template, nothing else changes.
-  const ToolTurn none = offer_tools(make_template(kPlainTemplate), messages, offer(ToolChoice::none));
+  const ToolTurn none =
+      offer_tools(make_template(kPlainTemplate), messages, offer(ToolChoice::none));
   EXPECT_EQ(none.messages.size(), 2u);
   EXPECT_EQ(none.messages[0].content, "Be brief.");
   EXPECT_TRUE(none.grammar.empty());

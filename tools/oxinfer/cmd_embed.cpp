@@ -76,7 +76,8 @@ int run_embed(const Argv& argv) {
     vectors.push_back(llm::embed(session, ids, pooling, static_cast<int>(norm)));
   if (args.flag("json")) {
     const std::string name = std::filesystem::path(*args.get("model")).filename().string();
-    std::printf("%s\n", llm::openai::dump(llm::openai::embeddings_response(name, vectors, total)).c_str());
+    std::printf("%s\n",
+                llm::openai::dump(llm::openai::embeddings_response(name, vectors, total)).c_str());
     return 0;
   }
   for (const std::vector<float>& v : vectors) {

@@ -49,7 +49,8 @@ int run_imatrix(const Argv& argv) {
   const long long chunks = args.get_int("chunks", 0);
   if (chunks < 0) throw UsageError("--chunks must not be negative");
   const std::string output = args.get_or("output", "imatrix.gguf");
-  const std::string format = args.get_or("output-format", output.ends_with(".dat") ? "dat" : "gguf");
+  const std::string format =
+      args.get_or("output-format", output.ends_with(".dat") ? "dat" : "gguf");
   if (format != "gguf" && format != "dat") throw UsageError("--output-format must be gguf or dat");
 
   const std::string text = read_text_input(*file);

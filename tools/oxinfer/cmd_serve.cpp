@@ -31,11 +31,11 @@
 
 #include "lib/core/error.h"
 #include "lib/formats/utf8.h"
+#include "lib/llm/assistant_reply.h"
+#include "lib/llm/embeddings.h"
 #include "lib/llm/engine.h"
 #include "lib/llm/model.h"
 #include "lib/llm/openai_api.h"
-#include "lib/llm/assistant_reply.h"
-#include "lib/llm/embeddings.h"
 #include "lib/llm/reasoning.h"
 #include "lib/llm/session.h"
 #include "lib/llm/tool_calls.h"
@@ -57,12 +57,12 @@ extern "C" void on_stop_signal(int) {
 
 // What the command line sets beside the generate options.
 struct ServeSettings {
-  std::string model_name;  // in responses and /v1/models
-  std::string api_key;     // empty: none asked
-  std::string system;      // a system message for chats that bring none
-  std::string reasoning_format = "deepseek";                      // --reasoning-format
-  jinja::Json template_kwargs = jinja::Json::object();            // --chat-template-kwargs
-  std::optional<llm::Pooling> pooling;  // --pooling; none: the model's
+  std::string model_name;                     // in responses and /v1/models
+  std::string api_key;                        // empty: none asked
+  std::string system;                         // a system message for chats that bring none
+  std::string reasoning_format = "deepseek";  // --reasoning-format
+  jinja::Json template_kwargs = jinja::Json::object();  // --chat-template-kwargs
+  std::optional<llm::Pooling> pooling;                  // --pooling; none: the model's
 };
 
 class Server {
@@ -177,8 +177,10 @@ class Server {
     // A thinking model's <think> block set apart (lib/llm/reasoning.h), unless asked not to.
     std::optional<bool> thinking;
     const std::string& format = r.reasoning_format.empty() ? reasoning_format_ : r.reasoning_format;
-    if (chat && format != "none" && engine_.chat_template().source().find("<think>") != std::string::npos)
-      thinking = llm::prompt_opens_thinking(engine_.render(r.messages, r.options.template_variables));
+    if (chat && format != "none" &&
+        engine_.chat_template().source().find("<think>") != std::string::npos)
+      thinking =
+          llm::prompt_opens_thinking(engine_.render(r.messages, r.options.template_variables));
     llm::AssistantReplyReader reader(tool_format, thinking);
     const bool read_reply = tool_format || thinking;
     // What a streamed chat reply sends as it comes: reasoning and content deltas.
@@ -237,13 +239,15 @@ class Server {
     std::optional<llm::ToolCallFormat> tool_format;
     jinja::Json variables = jinja::Json::object();
     if (r.tools) {
-      llm::ToolTurn turn = llm::offer_tools(engine_.chat_template(), std::move(r.messages), *r.tools);
+      llm::ToolTurn turn =
+          llm::offer_tools(engine_.chat_template(), std::move(r.messages), *r.tools);
       r.messages = std::move(turn.messages);
       variables = turn.template_variables;
       if (!turn.grammar.empty()) {
         if (!r.options.grammar.empty())
-          throw Error("request", "grammar, json_schema or response_format cannot be given with "
-                                 "tools that constrain the reply");
+          throw Error("request",
+                      "grammar, json_schema or response_format cannot be given with "
+                      "tools that constrain the reply");
         r.options.grammar = turn.grammar;
         r.options.grammar_triggers = turn.grammar_triggers;
       }
@@ -297,19 +301,21 @@ class Server {
     std::vector<std::vector<int32_t>> inputs;
     size_t longest = 1, total = 0;
     for (const openai::EmbeddingInput& in : r.inputs) {
-      inputs.push_back(in.given_as_ids ? in.ids
-                                       : tok.encode(in.text, tok.add_bos(), /*parse_special=*/true));
+      inputs.push_back(
+          in.given_as_ids ? in.ids : tok.encode(in.text, tok.add_bos(), /*parse_special=*/true));
       if (inputs.back().empty()) throw Error("request", "an input has no tokens");
       for (int32_t id : inputs.back())
         if (static_cast<size_t>(id) >= tok.vocab_size())
-          throw Error("request", "input: " + std::to_string(id) + " is not a token id of this model");
+          throw Error("request",
+                      "input: " + std::to_string(id) + " is not a token id of this model");
       longest = std::max(longest, inputs.back().size());
       total += inputs.back().size();
     }
     const llm::Pooling pooling = pooling_ ? *pooling_ : llm::default_pooling(engine_.model());
     llm::Session session(engine_.model_ptr(), engine_.backend(), longest);
     std::vector<std::vector<float>> vectors;
-    for (const std::vector<int32_t>& ids : inputs) vectors.push_back(llm::embed(session, ids, pooling));
+    for (const std::vector<int32_t>& ids : inputs)
+      vectors.push_back(llm::embed(session, ids, pooling));
     return openai::embeddings_response(model_, vectors, total, r.base64);
   }
 
