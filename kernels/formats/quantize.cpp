@@ -149,8 +149,7 @@ void symmetric_levels(const float* x, const float* w, int nneg, int npos, float&
   for (size_t j = 0; j < QK; ++j)
     q[j] = (d != 0 ? std::clamp(static_cast<int>(std::lrintf(x[j] / d)), -nneg, npos) : 0) + nneg;
 }
-void affine_levels(const float* x, const float* w, int nmax, float& d, float& m,
-                   int* q) noexcept {
+void affine_levels(const float* x, const float* w, int nmax, float& d, float& m, int* q) noexcept {
   float min_off = 0;
   fit_block_affine(x, w, nmax, d, min_off);
   m = -min_off;
@@ -172,8 +171,12 @@ void pack_fifth_bits(const int* q, uint8_t* qh) noexcept {
 // fifth bits) with each block's levels fitted under the importance's weights.
 template <class Block>
 void importance_row(const float* x, const float* importance, void* dst, size_t n) noexcept {
-  constexpr bool kAffine = requires(Block b) { b.m; };
-  constexpr bool kFifthBits = requires(Block b) { b.qh; };
+  constexpr bool kAffine = requires(Block b) {
+    b.m;
+  };
+  constexpr bool kFifthBits = requires(Block b) {
+    b.qh;
+  };
   constexpr int kLevels = kFifthBits ? 32 : 16;
   const float sigma2 = row_sigma2(x, n);
   auto* b = blocks<Block>(dst);

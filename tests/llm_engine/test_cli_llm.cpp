@@ -561,8 +561,8 @@ TEST_F(CliLlm, EmbedPrintsEachTextsEmbedding) {
       if (std::abs(got[i] - expected[i]) > tol) return false;
     return true;
   };
-  const CommandResult json = run_oxinfer(
-      {"embed", "-m", model_, "--threads", "2", "--json", texts[0], texts[1]});
+  const CommandResult json =
+      run_oxinfer({"embed", "-m", model_, "--threads", "2", "--json", texts[0], texts[1]});
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const nlohmann::json j = nlohmann::json::parse(json.out);
   ASSERT_EQ(j["data"].size(), 2u);
@@ -593,8 +593,9 @@ TEST_F(CliLlm, EmbedPrintsEachTextsEmbedding) {
   const CommandResult by_file =
       run_oxinfer({"embed", "-m", last, "--threads", "2", "--json", texts[0]});
   ASSERT_EQ(by_file.exit_code, 0) << by_file.err;
-  EXPECT_TRUE(close_to(nlohmann::json::parse(by_file.out)["data"][0]["embedding"].get<std::vector<double>>(),
-                       want(texts[0], Pooling::last, 2), 1e-6));
+  EXPECT_TRUE(close_to(
+      nlohmann::json::parse(by_file.out)["data"][0]["embedding"].get<std::vector<double>>(),
+      want(texts[0], Pooling::last, 2), 1e-6));
   const CommandResult reranker = run_oxinfer({"embed", "-m", rank, texts[0]});
   EXPECT_NE(reranker.exit_code, 0);
   EXPECT_NE(reranker.err.find("reranker"), std::string::npos) << reranker.err;
@@ -1036,11 +1037,11 @@ TEST_F(CliLlm, ImatrixThenQuantizeWithIt) {
   const std::string text_file = (dir_ / "calib.txt").string();
   std::ofstream(text_file) << text;
   const std::string im_file = (dir_ / "im.gguf").string();
-  const CommandResult made = run_oxinfer({"imatrix", "-m", model_, "-f", text_file, "--ctx", "32",
-                                          "-o", im_file, "--threads", "2"});
+  const CommandResult made = run_oxinfer(
+      {"imatrix", "-m", model_, "-f", text_file, "--ctx", "32", "-o", im_file, "--threads", "2"});
   ASSERT_EQ(made.exit_code, 0) << made.err;
-  const CommandResult ppl = run_oxinfer(
-      {"perplexity", "-m", model_, "-f", text_file, "--ctx", "32", "--threads", "2"});
+  const CommandResult ppl =
+      run_oxinfer({"perplexity", "-m", model_, "-f", text_file, "--ctx", "32", "--threads", "2"});
   ASSERT_EQ(ppl.exit_code, 0) << ppl.err;
   const auto final_line = [](const std::string& out) {
     const size_t at = out.find("Final estimate");
@@ -1079,8 +1080,8 @@ TEST_F(CliLlm, ImatrixThenQuantizeWithIt) {
   wrong.entries["blk.0.attn_q.weight"] = {std::vector<double>(10, 1.0), 1};
   const std::string wrong_file = (dir_ / "wrong.gguf").string();
   wrong.save(wrong_file);
-  const CommandResult refused =
-      run_oxinfer({"quantize", "--imatrix", wrong_file, model_, (dir_ / "x.gguf").string(), "Q4_0"});
+  const CommandResult refused = run_oxinfer(
+      {"quantize", "--imatrix", wrong_file, model_, (dir_ / "x.gguf").string(), "Q4_0"});
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_NE(refused.err.find(wrong_file), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("10 columns in the imatrix, 64 in the model"), std::string::npos);

@@ -252,8 +252,8 @@ TEST(ImportanceEncoders, WeighTheImportantColumns) {
     }
     EXPECT_LT(weighted_err, 0.95 * plain_err) << kernels::name(t);
     EXPECT_LT(alike_err, 1.5 * plain_err) << kernels::name(t);
-    std::cout << "[ measure ] " << kernels::name(t) << " important-column error, weighted / plain = "
-              << weighted_err / plain_err << "\n";
+    std::cout << "[ measure ] " << kernels::name(t)
+              << " important-column error, weighted / plain = " << weighted_err / plain_err << "\n";
   }
   for (DType t : {DType::Q8_0, DType::F16, DType::F32, DType::IQ4_NL})
     EXPECT_EQ(kernels::importance_row_encoder(t), nullptr) << kernels::name(t);
