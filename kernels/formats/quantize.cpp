@@ -217,6 +217,10 @@ ImportanceRowEncoder importance_row_encoder(DType t) noexcept {
       return quantize_row_q5_K;
     case DType::Q6_K:
       return quantize_row_q6_K;
+    case DType::IQ4_NL:
+      return quantize_row_iq4_nl;
+    case DType::IQ4_XS:
+      return quantize_row_iq4_xs;
     default:
       return nullptr;
   }

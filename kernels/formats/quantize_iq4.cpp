@@ -1,7 +1,7 @@
 // Scalar encoders of the non-linear 4-bit formats (iq4_nl, iq4_xs): each weight becomes the
 // index of the nearest kIq4Values level for its block's scale, and the scale is a least-squares
-// fit over a few starting points, as ggml's reference quantizers search it (without an
-// importance matrix; not bit-identical to them).
+// fit over a few starting points, as ggml's reference quantizers search it (not bit-identical
+// to them); with an importance matrix the fit is weighted as ggml weighs it.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -36,9 +36,9 @@ void write_indices(const float* x, float d, uint8_t* qs) noexcept {
 }
 
 // The scale of 32 values: the value of largest magnitude first maps to a level near -127 (the
-// widest one), then each candidate's indices are fixed and the scale refitted by least squares;
-// the fit with the least squared error wins.
-float best_scale(const float* x) noexcept {
+// widest one), then each candidate's indices are fixed and the scale refitted by least squares
+// weighted by w (nullptr: every value alike); the fit with the least squared error wins.
+float best_scale(const float* x, const float* w) noexcept {
   float amax = 0, max = 0;
   for (size_t j = 0; j < QK; ++j) {
     if (std::fabs(x[j]) > amax) amax = std::fabs(x[j]), max = x[j];
@@ -49,9 +49,10 @@ float best_scale(const float* x) noexcept {
     const float id = (static_cast<float>(kIq4Values[0]) + static_cast<float>(step)) / max;
     double sum_qx = 0, sum_qq = 0;
     for (size_t j = 0; j < QK; ++j) {
+      const double wj = w ? w[j] : 1.0;
       const double q = kIq4Values[nearest_level(x[j] * id)];
-      sum_qx += q * x[j];
-      sum_qq += q * q;
+      sum_qx += wj * q * x[j];
+      sum_qq += wj * q * q;
     }
     // The squared error of the fitted scale is sum(x^2) - sum_qx^2 / sum_qq: the larger that
     // ratio, the better.
@@ -64,22 +65,38 @@ float best_scale(const float* x) noexcept {
   return best;
 }
 
+// The error weights of `count` values from their columns' importance, as ggml's iq4 encoders
+// weigh them: importance x sqrt(sigma2 + x^2), sigma2 twice the values' mean square; nullptr
+// without importance.
+const float* weights_of(const float* x, const float* importance, size_t count, float* w) noexcept {
+  if (importance == nullptr) return nullptr;
+  float sum_x2 = 0;
+  for (size_t j = 0; j < count; ++j) sum_x2 += x[j] * x[j];
+  const float sigma2 = 2 * sum_x2 / static_cast<float>(count);
+  for (size_t j = 0; j < count; ++j) w[j] = importance[j] * std::sqrt(sigma2 + x[j] * x[j]);
+  return w;
+}
+
 }  // namespace
 
-void quantize_row_iq4_nl(const float* x, void* dst, size_t n) noexcept {
+void quantize_row_iq4_nl(const float* x, const float* importance, void* dst, size_t n) noexcept {
   auto* b = static_cast<BlockIQ4_NL*>(dst);
   for (size_t i = 0; i < n / QK; ++i, x += QK) {
-    b[i].d = f32_to_f16(best_scale(x));
+    float w[QK];
+    b[i].d =
+        f32_to_f16(best_scale(x, weights_of(x, importance ? importance + i * QK : nullptr, QK, w)));
     write_indices(x, f16_to_f32(b[i].d), b[i].qs);
   }
 }
 
-void quantize_row_iq4_xs(const float* x, void* dst, size_t n) noexcept {
+void quantize_row_iq4_xs(const float* x, const float* importance, void* dst, size_t n) noexcept {
   auto* b = static_cast<BlockIQ4_XS*>(dst);
   for (size_t i = 0; i < n / QK_K; ++i, x += QK_K) {
+    float w[QK_K];
+    const float* weights = weights_of(x, importance ? importance + i * QK_K : nullptr, QK_K, w);
     float scales[8], max_scale = 0;
     for (int g = 0; g < 8; ++g) {
-      scales[g] = best_scale(x + QK * g);
+      scales[g] = best_scale(x + QK * g, weights ? weights + QK * g : nullptr);
       if (std::fabs(scales[g]) > std::fabs(max_scale)) max_scale = scales[g];
     }
     // The group scale of largest magnitude maps to ls - 32 = -32, the widest 6-bit value.
@@ -94,6 +111,13 @@ void quantize_row_iq4_xs(const float* x, void* dst, size_t n) noexcept {
       write_indices(x + QK * g, d * static_cast<float>(l - 32), b[i].qs + 16 * g);
     }
   }
+}
+
+void quantize_row_iq4_nl(const float* x, void* dst, size_t n) noexcept {
+  quantize_row_iq4_nl(x, nullptr, dst, n);
+}
+void quantize_row_iq4_xs(const float* x, void* dst, size_t n) noexcept {
+  quantize_row_iq4_xs(x, nullptr, dst, n);
 }
 
 }  // namespace oxi::kernels

@@ -41,6 +41,8 @@ void fit_block_affine(const float* x, const float* w, int nmax, float& scale,
 // quantize_iq4.cpp
 void quantize_row_iq4_nl(const float* x, void* dst, size_t n) noexcept;
 void quantize_row_iq4_xs(const float* x, void* dst, size_t n) noexcept;
+void quantize_row_iq4_nl(const float* x, const float* importance, void* dst, size_t n) noexcept;
+void quantize_row_iq4_xs(const float* x, const float* importance, void* dst, size_t n) noexcept;
 // quantize_ternary.cpp
 void quantize_row_tq1_0(const float* x, void* dst, size_t n) noexcept;
 void quantize_row_tq2_0(const float* x, void* dst, size_t n) noexcept;

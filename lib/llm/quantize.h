@@ -8,8 +8,8 @@
 // Differences: the K-quant encoders search scales as ggml's reference quantizers do but are
 // not bit-identical to them (kernels/formats/quant.h), so a file holds the same types and
 // shapes as llama-quantize's and close but not equal blocks; an importance matrix (--imatrix,
-// imatrix.h) weighs the K-quants' and Q4_0 / Q4_1 / Q5_0 / Q5_1's fits, not IQ4_NL / IQ4_XS's;
-// the types that need one (Q2_K_S and the IQ1/IQ2/IQ3 families) are not done and refused;
+// imatrix.h) weighs the K-quants', Q4_0 / Q4_1 / Q5_0 / Q5_1's and IQ4_NL / IQ4_XS's fits; the
+// types that need one (Q2_K_S and the IQ1/IQ2/IQ3 families) are not done and refused;
 // mixture-of-experts files are refused.
 //
 //   QuantizeResult r = quantize_model("m-f16.gguf", "m-q4_k_m.gguf", {.type = "Q4_K_M"});

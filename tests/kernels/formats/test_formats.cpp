@@ -229,7 +229,7 @@ TEST(ImportanceEncoders, WeighTheImportantColumns) {
   std::vector<float> important(n, 1.0f), alike(n, 3.0f);
   for (size_t j = 0; j < n; j += 7) important[j] = 60.0f;
   for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
-                  DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+                  DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS}) {
     const kernels::ImportanceRowEncoder encode = kernels::importance_row_encoder(t);
     ASSERT_NE(encode, nullptr) << kernels::name(t);
     double plain_err = 0, weighted_err = 0, alike_err = 0;
@@ -255,7 +255,7 @@ TEST(ImportanceEncoders, WeighTheImportantColumns) {
     std::cout << "[ measure ] " << kernels::name(t)
               << " important-column error, weighted / plain = " << weighted_err / plain_err << "\n";
   }
-  for (DType t : {DType::Q8_0, DType::F16, DType::F32, DType::IQ4_NL})
+  for (DType t : {DType::Q8_0, DType::F16, DType::F32, DType::TQ2_0})
     EXPECT_EQ(kernels::importance_row_encoder(t), nullptr) << kernels::name(t);
   // No importance: the K-quants' plain encoders, bit for bit.
   const std::vector<float> x = random_normal(n, 9);
