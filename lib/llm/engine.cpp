@@ -54,8 +54,8 @@ constexpr size_t kGrammarLeadFactor = 8;
 // appears in the reply's bytes, then given the text from the trigger's start on.
 class LazyGrammar {
  public:
-  LazyGrammar(const std::vector<std::string>& triggers, GrammarConstraint* grammar)
-      : triggers_(triggers), grammar_(triggers.empty() ? nullptr : grammar) {
+  LazyGrammar(const std::vector<std::string>& triggers, bool at_start, GrammarConstraint* grammar)
+      : triggers_(triggers), at_start_(at_start), grammar_(triggers.empty() ? nullptr : grammar) {
     for (const std::string& t : triggers_) longest_ = std::max(longest_, t.size());
   }
   // The grammar waits for a trigger (the reply is free meanwhile).
@@ -67,14 +67,32 @@ class LazyGrammar {
     const size_t from = text_.size() >= longest_ ? text_.size() - longest_ + 1 : 0;
     text_ += piece;
     size_t start = std::string::npos;
-    for (const std::string& t : triggers_) start = std::min(start, text_.find(t, from));
-    if (start == std::string::npos) return nullptr;
+    if (at_start_) {
+      // At the reply's first byte, or after its leading whitespace.
+      const size_t lead = std::min(text_.find_first_not_of(" \t\r\n"), text_.size());
+      bool may_start = false;
+      for (const size_t at : {size_t{0}, lead}) {
+        const std::string_view rest = std::string_view(text_).substr(at);
+        for (const std::string& t : triggers_) {
+          if (rest.starts_with(t)) start = std::min(start, at);
+          may_start = may_start || std::string_view(t).starts_with(rest);
+        }
+      }
+      if (start == std::string::npos) {
+        if (!may_start) grammar_ = nullptr;  // the reply began otherwise: it stays free
+        return nullptr;
+      }
+    } else {
+      for (const std::string& t : triggers_) start = std::min(start, text_.find(t, from));
+      if (start == std::string::npos) return nullptr;
+    }
     GrammarConstraint* grammar = std::exchange(grammar_, nullptr);
     return grammar->accept_text(std::string_view(text_).substr(start)) ? grammar : nullptr;
   }
 
  private:
   const std::vector<std::string>& triggers_;
+  bool at_start_;
   GrammarConstraint* grammar_;
   size_t longest_ = 0;
   std::string text_;  // the reply's bytes so far
@@ -377,7 +395,7 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
     grammar = &grammar_constraint(options.grammar);
   }
   // A lazy grammar waits for a trigger in the reply's bytes.
-  LazyGrammar lazy(options.grammar_triggers, grammar);
+  LazyGrammar lazy(options.grammar_triggers, options.grammar_triggers_at_start, grammar);
   if (lazy.waiting()) grammar = nullptr;
   TurnStats stats;
   prompt_logits_.clear();

@@ -87,6 +87,9 @@ struct GenerateOptions {
   // follows the grammar (the text and the rest of its token first; when they cannot start a
   // sentence of the grammar, the reply stays free).
   std::vector<std::string> grammar_triggers;
+  // The triggers count only at the reply's start (after whitespace), as llama.cpp's at_start
+  // triggers (Llama 3.x tool calls); a reply that starts otherwise stays free.
+  bool grammar_triggers_at_start = false;
   // >= 0: each generated token's log-probability under the model (its logits' softmax, before
   // bias, penalties and filters) and those of the `logprobs` likeliest tokens there, in
   // TurnStats::logprobs (OpenAI's logprobs / top_logprobs). < 0: not recorded.

@@ -303,9 +303,12 @@ ToolTurn offer_tools(const ChatTemplate& chat_template, std::vector<ChatMessage>
       // llama.cpp's: the tools in the system message, not the first user message.
       turn.template_variables["tools_in_user_message"] = false;
       turn.stop.push_back("<|eom_id|>");
-      if (required)
-        turn.grammar =
-            schema_rules(any_call(functions, "parameters"), "tool-call") + "root ::= tool-call\n";
+      turn.grammar =
+          schema_rules(any_call(functions, "parameters"), "tool-call") + "root ::= tool-call\n";
+      if (!required) {  // "auto": a call that opens the reply, as llama.cpp's at_start triggers
+        turn.grammar_triggers = {"{\"name\":", "{\n  \"name\":", "{\n    \"name\":"};
+        turn.grammar_triggers_at_start = true;
+      }
       break;
     }
     case ToolCallFormat::mistral_nemo: {

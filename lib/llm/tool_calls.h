@@ -17,8 +17,8 @@
 // from the tools' parameter schemas (json_schema_grammar.h). With "auto" the reply is free
 // until a call opens: hermes and mistral_nemo replies are held to the grammar from their
 // marker on (a lazy grammar, GenerateOptions::grammar_triggers, as llama.cpp's); llama3
-// replies are read back from free text (llama.cpp triggers on {"name": at the reply's start,
-// not done); generic replies are JSON throughout. A reply whose calls do not parse is content,
+// replies from a {"name": at their start (llama.cpp's at_start triggers; a call later in the
+// text is read back from free text); generic replies are JSON throughout. A reply whose calls do not parse is content,
 // as llama.cpp treats it.
 #pragma once
 
@@ -55,6 +55,7 @@ struct ToolTurn {
   jinja::Json template_variables;
   std::string grammar;
   std::vector<std::string> grammar_triggers;
+  bool grammar_triggers_at_start = false;  // they count only at the reply's start
   std::vector<std::string> stop;
 };
 // Throws oxi::Error("tools", ...) for a tool without a name or with parameters the grammar

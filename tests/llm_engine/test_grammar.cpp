@@ -502,7 +502,7 @@ TEST_F(GrammarReply, KeptConstraintsAnswerAsNewOnes) {
 // appears in it, then held to the grammar from the trigger's start on: the trigger's text and
 // the rest of its token first, then only what the grammar allows. A trigger that is a whole
 // token's text and one across two tokens; a trigger whose text cannot start the grammar leaves
-// the reply free.
+// the reply free; a trigger that must open the reply holds there and not later.
 TEST_F(GrammarReply, LazyGrammarHoldsFromItsTrigger) {
   GenerateOptions free;
   free.sampling.temperature = 0;
@@ -547,6 +547,26 @@ TEST_F(GrammarReply, LazyGrammarHoldsFromItsTrigger) {
   stray.grammar_triggers = {pieces[k]};
   engine_->reset();
   EXPECT_EQ(engine_->send_raw("w260 w261", stray).generated_ids, plain.generated_ids);
+
+  // At the start only (grammar_triggers_at_start): the reply's first word, not a later one.
+  GenerateOptions at_start = free;
+  at_start.max_tokens = 40;
+  at_start.grammar_triggers_at_start = true;
+  at_start.grammar = "root ::= \"" + pieces[0] + "\" \"x\"{5}";
+  at_start.grammar_triggers = {pieces[0]};
+  if (printable(pieces[0])) {
+    engine_->reset();
+    const TurnStats first = engine_->send_raw("w260 w261", at_start);
+    EXPECT_EQ(first.text, pieces[0] + "xxxxx");
+    EXPECT_EQ(first.generated_ids.front(), plain.generated_ids.front());
+  }
+  at_start.grammar = "root ::= \"" + pieces[k] + "\" \"x\"{5}";
+  at_start.grammar_triggers = {pieces[k]};
+  if ((before + pieces[k]).find(pieces[k]) == before.size() && k > 0) {
+    engine_->reset();
+    at_start.max_tokens = free.max_tokens;
+    EXPECT_EQ(engine_->send_raw("w260 w261", at_start).generated_ids, plain.generated_ids);
+  }
 }
 
 }  // namespace

@@ -225,7 +225,7 @@ TEST(ToolCalls, RequiredGrammarsHoldRepliesToCalls) {
   EXPECT_TRUE(grammar_takes(generic_auto.grammar,
                             "{\"tool_call\": {\"name\": \"get_weather\", \"arguments\": "
                             "{\"city\": \"Rome\"}}}"));
-  // With "auto" the hermes and mistral_nemo grammars wait for their marker; llama3 is free.
+  // With "auto" the hermes and mistral_nemo grammars wait for their marker anywhere.
   const ToolTurn hermes_auto =
       offer_tools(make_template(kHermesTemplate), messages, offer(ToolChoice::automatic));
   EXPECT_EQ(hermes_auto.grammar, hermes.grammar);
@@ -234,8 +234,15 @@ TEST(ToolCalls, RequiredGrammarsHoldRepliesToCalls) {
   EXPECT_EQ(offer_tools(make_template(kMistralTemplate), messages, offer(ToolChoice::automatic))
                 .grammar_triggers,
             std::vector<std::string>{"[TOOL_CALLS]"});
-  EXPECT_TRUE(offer_tools(make_template(kLlama3Template), messages, offer(ToolChoice::automatic))
-                  .grammar.empty());
+  // llama3: the same grammar from a {"name": that opens the reply.
+  const ToolTurn llama3_auto =
+      offer_tools(make_template(kLlama3Template), messages, offer(ToolChoice::automatic));
+  EXPECT_EQ(llama3_auto.grammar, llama3.grammar);
+  EXPECT_TRUE(llama3_auto.grammar_triggers_at_start);
+  for (const std::string& trigger : llama3_auto.grammar_triggers) {
+    GrammarMatcher m(std::make_shared<const gbnf::Grammar>(gbnf::Grammar::parse(llama3.grammar)));
+    EXPECT_TRUE(m.accepts(trigger)) << trigger;  // each can start the grammar
+  }
 }
 
 TEST(ToolCalls, TurnsGiveTheTemplateTheToolsAndTheGenericInstruction) {

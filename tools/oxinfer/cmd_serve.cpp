@@ -250,6 +250,7 @@ class Server {
                       "tools that constrain the reply");
         r.options.grammar = turn.grammar;
         r.options.grammar_triggers = turn.grammar_triggers;
+        r.options.grammar_triggers_at_start = turn.grammar_triggers_at_start;
       }
       r.options.stop.insert(r.options.stop.end(), turn.stop.begin(), turn.stop.end());
       if (r.tools->choice != llm::ToolChoice::none) tool_format = turn.format;
