@@ -62,4 +62,8 @@ struct Grammar {
   static Grammar parse(std::string_view text);
 };
 
+// A GBNF string literal of `text` (its bytes; quotes, backslashes and controls escaped), as
+// the grammars built from JSON Schemas and tools write theirs.
+std::string literal(std::string_view text);
+
 }  // namespace oxi::llm::gbnf

@@ -21,6 +21,8 @@
 namespace oxi::llm {
 namespace {
 
+using gbnf::literal;
+
 // The schema's own key order (properties come out in it, as llama.cpp's converter keeps it).
 using json = nlohmann::ordered_json;
 
@@ -87,31 +89,6 @@ const std::set<std::string, std::less<>> kHandled = {"type",
                                                      "pattern"};
 // The bounds keywords, which this converter takes on integers only.
 const char* const kBounds[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
-
-// A GBNF string literal of `text` (its bytes; quotes, backslashes and controls escaped).
-std::string literal(std::string_view text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7F) {
-      static constexpr char kHex[] = "0123456789ABCDEF";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
 
 // A rule name from a schema path: letters, digits and '-'.
 std::string rule_name(std::string_view path) {

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "lib/core/error.h"
+#include "lib/llm/gbnf.h"
 #include "lib/llm/json_schema_grammar.h"
 
 namespace oxi::llm {
@@ -227,19 +228,6 @@ std::string schema_rules(const Json& schema, const std::string& rule) {
   }
 }
 
-std::string gbnf_literal(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
 // The generic form's instruction, as a system message (joined to the first one when there is).
 std::vector<ChatMessage> with_instruction(std::vector<ChatMessage> messages,
                                           const std::string& instruction) {
@@ -318,7 +306,7 @@ ToolTurn offer_tools(const ChatTemplate& chat_template, std::vector<ChatMessage>
           {"type", "array"}, {"items", any_call(functions, "arguments", id)}, {"minItems", 1}};
       if (!offer.parallel) array["maxItems"] = 1;
       turn.grammar = schema_rules(array, "tool-calls") +
-                     "root ::= " + gbnf_literal(kMistralMarker) + " tool-calls\n";
+                     "root ::= " + gbnf::literal(kMistralMarker) + " tool-calls\n";
       if (!required) turn.grammar_triggers.push_back(std::string(kMistralMarker));
       break;
     }
