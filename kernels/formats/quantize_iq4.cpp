@@ -65,26 +65,14 @@ float best_scale(const float* x, const float* w) noexcept {
   return best;
 }
 
-// The error weights of `count` values from their columns' importance, as ggml's iq4 encoders
-// weigh them: importance x sqrt(sigma2 + x^2), sigma2 twice the values' mean square; nullptr
-// without importance.
-const float* weights_of(const float* x, const float* importance, size_t count, float* w) noexcept {
-  if (importance == nullptr) return nullptr;
-  float sum_x2 = 0;
-  for (size_t j = 0; j < count; ++j) sum_x2 += x[j] * x[j];
-  const float sigma2 = 2 * sum_x2 / static_cast<float>(count);
-  for (size_t j = 0; j < count; ++j) w[j] = importance[j] * std::sqrt(sigma2 + x[j] * x[j]);
-  return w;
-}
-
 }  // namespace
 
 void quantize_row_iq4_nl(const float* x, const float* importance, void* dst, size_t n) noexcept {
   auto* b = static_cast<BlockIQ4_NL*>(dst);
   for (size_t i = 0; i < n / QK; ++i, x += QK) {
     float w[QK];
-    b[i].d =
-        f32_to_f16(best_scale(x, weights_of(x, importance ? importance + i * QK : nullptr, QK, w)));
+    b[i].d = f32_to_f16(
+        best_scale(x, importance_weights(x, importance ? importance + i * QK : nullptr, QK, w)));
     write_indices(x, f16_to_f32(b[i].d), b[i].qs);
   }
 }
@@ -93,7 +81,8 @@ void quantize_row_iq4_xs(const float* x, const float* importance, void* dst, siz
   auto* b = static_cast<BlockIQ4_XS*>(dst);
   for (size_t i = 0; i < n / QK_K; ++i, x += QK_K) {
     float w[QK_K];
-    const float* weights = weights_of(x, importance ? importance + i * QK_K : nullptr, QK_K, w);
+    const float* weights =
+        importance_weights(x, importance ? importance + i * QK_K : nullptr, QK_K, w);
     float scales[8], max_scale = 0;
     for (int g = 0; g < 8; ++g) {
       scales[g] = best_scale(x + QK * g, weights ? weights + QK * g : nullptr);

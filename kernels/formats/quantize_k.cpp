@@ -160,18 +160,6 @@ SymmetricBlock quantize_symmetric(const float* x, const float* w, int nneg, int 
   return b;
 }
 
-// The weight of each element's error in a super-block (w, QK_K), from its column's importance
-// (the mean square of its input, imatrix) as ggml's K-quants weigh it: importance x sqrt(sigma2
-// + x^2), sigma2 = 2 x the block's mean square. nullptr without importance (plain least squares).
-const float* element_weights(const float* x, const float* importance, float* w) noexcept {
-  if (importance == nullptr) return nullptr;
-  float sum_x2 = 0;
-  for (size_t l = 0; l < QK_K; ++l) sum_x2 += x[l] * x[l];
-  const float sigma2 = 2 * sum_x2 / static_cast<float>(QK_K);
-  for (size_t l = 0; l < QK_K; ++l) w[l] = importance[l] * std::sqrt(sigma2 + x[l] * x[l]);
-  return w;
-}
-
 // Packs eight 6-bit scales and mins the way k4_scale_min() unpacks them.
 void pack_k4_scales(const uint8_t* sc, const uint8_t* mn, uint8_t* out) noexcept {
   for (int j = 0; j < 4; ++j) {
@@ -188,7 +176,7 @@ void quantize_row_q2_K(const float* x, const float* importance, void* dst, size_
   for (size_t i = 0; i < n / QK_K;
        ++i, x += QK_K, importance = importance ? importance + QK_K : nullptr) {
     float w[QK_K];
-    const AffineBlock b = quantize_affine(x, element_weights(x, importance, w), 16, 3, 15);
+    const AffineBlock b = quantize_affine(x, importance_weights(x, importance, QK_K, w), 16, 3, 15);
     BlockQ2_K& o = out[i];
     std::memset(&o, 0, sizeof(o));
     o.d = f32_to_f16(b.d);
@@ -206,7 +194,8 @@ void quantize_row_q3_K(const float* x, const float* importance, void* dst, size_
   for (size_t i = 0; i < n / QK_K;
        ++i, x += QK_K, importance = importance ? importance + QK_K : nullptr) {
     float w[QK_K];
-    const SymmetricBlock b = quantize_symmetric(x, element_weights(x, importance, w), 4, 3, 32, 31);
+    const SymmetricBlock b =
+        quantize_symmetric(x, importance_weights(x, importance, QK_K, w), 4, 3, 32, 31);
     BlockQ3_K& o = out[i];
     std::memset(&o, 0, sizeof(o));
     o.d = f32_to_f16(b.d);
@@ -229,7 +218,8 @@ void quantize_row_q4_K(const float* x, const float* importance, void* dst, size_
   for (size_t i = 0; i < n / QK_K;
        ++i, x += QK_K, importance = importance ? importance + QK_K : nullptr) {
     float w[QK_K];
-    const AffineBlock b = quantize_affine(x, element_weights(x, importance, w), 32, 15, 63);
+    const AffineBlock b =
+        quantize_affine(x, importance_weights(x, importance, QK_K, w), 32, 15, 63);
     BlockQ4_K& o = out[i];
     o.d = f32_to_f16(b.d);
     o.dmin = f32_to_f16(b.dmin);
@@ -247,7 +237,8 @@ void quantize_row_q5_K(const float* x, const float* importance, void* dst, size_
   for (size_t i = 0; i < n / QK_K;
        ++i, x += QK_K, importance = importance ? importance + QK_K : nullptr) {
     float w[QK_K];
-    const AffineBlock b = quantize_affine(x, element_weights(x, importance, w), 32, 31, 63);
+    const AffineBlock b =
+        quantize_affine(x, importance_weights(x, importance, QK_K, w), 32, 31, 63);
     BlockQ5_K& o = out[i];
     std::memset(&o, 0, sizeof(o));
     o.d = f32_to_f16(b.d);
@@ -269,7 +260,7 @@ void quantize_row_q6_K(const float* x, const float* importance, void* dst, size_
        ++i, x += QK_K, importance = importance ? importance + QK_K : nullptr) {
     float w[QK_K];
     const SymmetricBlock b =
-        quantize_symmetric(x, element_weights(x, importance, w), 32, 31, 128, 127);
+        quantize_symmetric(x, importance_weights(x, importance, QK_K, w), 32, 31, 128, 127);
     BlockQ6_K& o = out[i];
     o.d = f32_to_f16(b.d);
     for (int g = 0; g < 16; ++g) o.scales[g] = static_cast<int8_t>(b.sc[g]);
@@ -300,6 +291,16 @@ void quantize_row_q5_K(const float* x, void* dst, size_t n) noexcept {
 }
 void quantize_row_q6_K(const float* x, void* dst, size_t n) noexcept {
   quantize_row_q6_K(x, nullptr, dst, n);
+}
+
+const float* importance_weights(const float* x, const float* importance, size_t count,
+                                float* w) noexcept {
+  if (importance == nullptr) return nullptr;
+  float sum_x2 = 0;
+  for (size_t l = 0; l < count; ++l) sum_x2 += x[l] * x[l];
+  const float sigma2 = 2 * sum_x2 / static_cast<float>(count);
+  for (size_t l = 0; l < count; ++l) w[l] = importance[l] * std::sqrt(sigma2 + x[l] * x[l]);
+  return w;
 }
 
 // The 32-element formats by the same weighted fits (quantize.cpp keeps ggml's plain rules).

@@ -33,6 +33,12 @@ void quantize_row_q3_K(const float* x, const float* importance, void* dst, size_
 void quantize_row_q4_K(const float* x, const float* importance, void* dst, size_t n) noexcept;
 void quantize_row_q5_K(const float* x, const float* importance, void* dst, size_t n) noexcept;
 void quantize_row_q6_K(const float* x, const float* importance, void* dst, size_t n) noexcept;
+// The weight of each of `count` values' error (into w) from its column's importance (the mean
+// square of its input, imatrix), as ggml's K-quant and iq4 encoders weigh it: importance x
+// sqrt(sigma2 + x^2), sigma2 twice the values' mean square. nullptr without importance
+// (plain least squares).
+const float* importance_weights(const float* x, const float* importance, size_t count,
+                               float* w) noexcept;
 // The K-quants' weighted fits of one 32-element block (w: per-element weights): the scale of
 // x ~= scale * q, q in -nneg..npos; and of x ~= scale * q - min_off, q in 0..nmax.
 float fit_block_symmetric(const float* x, const float* w, int nneg, int npos) noexcept;
