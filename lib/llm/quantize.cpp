@@ -370,17 +370,19 @@ QuantizePlan quantize_model(
   if (reader.alignment() != 32) writer.set_alignment(reader.alignment());
   writer.set_u32("general.quantization_version", 2);  // ggml's GGML_QNT_VERSION
   writer.set_u32("general.file_type", plan.file_type->id);
-  std::optional<ImportanceMatrix> imatrix;
+  // Each tensor's importance (where the imatrix has it), checked before any tensor is written.
+  std::vector<std::optional<std::vector<float>>> importances(plan.tensors.size());
   if (!options.imatrix_file.empty()) {
-    imatrix = ImportanceMatrix::load(options.imatrix_file);
+    const ImportanceMatrix imatrix = ImportanceMatrix::load(options.imatrix_file);
     writer.set_string("quantize.imatrix.file", options.imatrix_file);
-    if (!imatrix->datasets.empty())
-      writer.set_string("quantize.imatrix.dataset", imatrix->datasets.front());
-    writer.set_i32("quantize.imatrix.entries_count", static_cast<int32_t>(imatrix->entries.size()));
-    writer.set_i32("quantize.imatrix.chunks_count", static_cast<int32_t>(imatrix->chunk_count));
-    // Each tensor's importance, checked before any is written.
-    for (const QuantizedTensor& q : plan.tensors) {
-      const std::optional<std::vector<float>> importance = imatrix->importance(q.name);
+    if (!imatrix.datasets.empty())
+      writer.set_string("quantize.imatrix.dataset", imatrix.datasets.front());
+    writer.set_i32("quantize.imatrix.entries_count", static_cast<int32_t>(imatrix.entries.size()));
+    writer.set_i32("quantize.imatrix.chunks_count", static_cast<int32_t>(imatrix.chunk_count));
+    for (size_t index = 0; index < plan.tensors.size(); ++index) {
+      const QuantizedTensor& q = plan.tensors[index];
+      std::optional<std::vector<float>>& importance = importances[index];
+      importance = imatrix.importance(q.name);
       if (importance && importance->size() != static_cast<size_t>(q.shape.back()))
         throw Error(options.imatrix_file, "'" + q.name + "' has " +
                                               std::to_string(importance->size()) +
@@ -398,8 +400,8 @@ QuantizePlan quantize_model(
     const TensorView& view = reader.tensor(q.name);
     // The columns' importance where the imatrix has this tensor and its type weighs by one.
     std::optional<std::vector<float>> importance;
-    if (imatrix && q.to != q.from && kernels::importance_row_encoder(q.to))
-      importance = imatrix->importance(q.name);
+    if (q.to != q.from && kernels::importance_row_encoder(q.to))
+      importance = std::move(importances[index]);
     writer.add_tensor(
         q.name, q.to, q.shape,
         [&view, &q, &backend, &on_tensor, &plan, index, importance = std::move(importance)] {
