@@ -16,8 +16,6 @@
 #include "lib/llm/gbnf.h"
 #include "lib/llm/json_schema_grammar.h"
 #include "lib/llm/kv_cache.h"
-#include "lib/llm/session.h"
-#include "lib/tokenizer/tokenizer.h"
 
 struct oxi_llm_engine {
   std::unique_ptr<oxi::llm::Engine> engine;
@@ -232,10 +230,9 @@ int oxi_llm_embed(oxi_llm_engine* engine, const char* text, const char* pooling,
                          std::string("unknown pooling '") + pooling + "' (mean, cls or last)");
       how = *parsed;
     }
-    const oxi::tokenizer::Tokenizer& tok = e.model().tokenizer();
-    const std::vector<int32_t> ids = tok.encode(text, tok.add_bos(), /*parse_special=*/true);
-    oxi::llm::Session session(e.model_ptr(), e.backend(), std::max<size_t>(ids.size(), 1));
-    embedding = oxi::llm::embed(session, ids, how, norm);
+    embedding = oxi::llm::embed_all(e.model_ptr(), e.backend(),
+                                    {oxi::llm::embedding_tokens(e.model(), text)}, how, norm)
+                    .front();
   });
   if (code != OXI_LLM_OK) return code;
   *dim = embedding.size();

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "lib/core/error.h"
+#include "lib/tokenizer/tokenizer.h"
 
 namespace oxi::llm {
 
@@ -80,6 +81,23 @@ std::vector<float> embed(Session& session, std::span<const int32_t> tokens, Pool
   }
   std::vector<float> out(pooled.begin(), pooled.end());
   normalize_embedding(out, norm);
+  return out;
+}
+
+std::vector<int32_t> embedding_tokens(const Model& model, std::string_view text) {
+  const tokenizer::Tokenizer& tok = model.tokenizer();
+  return tok.encode(text, tok.add_bos(), /*parse_special=*/true);
+}
+
+std::vector<std::vector<float>> embed_all(const std::shared_ptr<const Model>& model,
+                                          backends::Backend& backend,
+                                          const std::vector<std::vector<int32_t>>& inputs,
+                                          Pooling pooling, int norm) {
+  size_t longest = 1;
+  for (const std::vector<int32_t>& ids : inputs) longest = std::max(longest, ids.size());
+  Session session(model, backend, longest);
+  std::vector<std::vector<float>> out;
+  for (const std::vector<int32_t>& ids : inputs) out.push_back(embed(session, ids, pooling, norm));
   return out;
 }
 

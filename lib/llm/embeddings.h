@@ -9,10 +9,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
+
+#include "backends/backend.h"
 
 #include "lib/llm/model.h"
 #include "lib/llm/session.h"
@@ -38,5 +41,15 @@ void normalize_embedding(std::span<float> v, int norm);
 // Throws oxi::Error when they do not fit its context.
 std::vector<float> embed(Session& session, std::span<const int32_t> tokens, Pooling pooling,
                          int norm = 2);
+
+// The tokens an embedding of `text` takes, as llama-embedding tokenizes it: BOS / EOS as the
+// model's tokenizer adds them, special-token text parsed.
+std::vector<int32_t> embedding_tokens(const Model& model, std::string_view text);
+// The embeddings of several token lists (each non-empty) from one session of its own, sized to
+// the longest. Throws oxi::Error for an empty list.
+std::vector<std::vector<float>> embed_all(const std::shared_ptr<const Model>& model,
+                                          backends::Backend& backend,
+                                          const std::vector<std::vector<int32_t>>& inputs,
+                                          Pooling pooling, int norm = 2);
 
 }  // namespace oxi::llm

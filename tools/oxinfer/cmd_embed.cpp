@@ -15,8 +15,6 @@
 #include "lib/llm/engine.h"
 #include "lib/llm/model.h"
 #include "lib/llm/openai_api.h"
-#include "lib/llm/session.h"
-#include "lib/tokenizer/tokenizer.h"
 #include "tools/oxinfer/args.h"
 #include "tools/oxinfer/commands.h"
 #include "tools/oxinfer/llm_cli_options.h"
@@ -61,19 +59,15 @@ int run_embed(const Argv& argv) {
     if (!parsed) throw UsageError("--pooling must be mean, cls or last");
     pooling = *parsed;
   }
-  const tokenizer::Tokenizer& tok = model.tokenizer();
   std::vector<std::vector<int32_t>> inputs;
-  size_t longest = 1, total = 0;
+  size_t total = 0;
   for (const std::string& text : texts) {
-    inputs.push_back(tok.encode(text, tok.add_bos(), /*parse_special=*/true));
+    inputs.push_back(llm::embedding_tokens(model, text));
     if (inputs.back().empty()) throw Error("embed", "'" + text + "' has no tokens");
-    longest = std::max(longest, inputs.back().size());
     total += inputs.back().size();
   }
-  llm::Session session(engine->model_ptr(), engine->backend(), longest);
-  std::vector<std::vector<float>> vectors;
-  for (const std::vector<int32_t>& ids : inputs)
-    vectors.push_back(llm::embed(session, ids, pooling, static_cast<int>(norm)));
+  const std::vector<std::vector<float>> vectors = llm::embed_all(
+      engine->model_ptr(), engine->backend(), inputs, pooling, static_cast<int>(norm));
   if (args.flag("json")) {
     const std::string name = std::filesystem::path(*args.get("model")).filename().string();
     std::printf("%s\n",

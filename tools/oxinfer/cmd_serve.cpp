@@ -300,23 +300,19 @@ class Server {
     const openai::EmbeddingRequest r = openai::parse_embedding_request(body);
     const tokenizer::Tokenizer& tok = engine_.model().tokenizer();
     std::vector<std::vector<int32_t>> inputs;
-    size_t longest = 1, total = 0;
+    size_t total = 0;
     for (const openai::EmbeddingInput& in : r.inputs) {
-      inputs.push_back(
-          in.given_as_ids ? in.ids : tok.encode(in.text, tok.add_bos(), /*parse_special=*/true));
+      inputs.push_back(in.given_as_ids ? in.ids : llm::embedding_tokens(engine_.model(), in.text));
       if (inputs.back().empty()) throw Error("request", "an input has no tokens");
       for (int32_t id : inputs.back())
         if (static_cast<size_t>(id) >= tok.vocab_size())
           throw Error("request",
                       "input: " + std::to_string(id) + " is not a token id of this model");
-      longest = std::max(longest, inputs.back().size());
       total += inputs.back().size();
     }
     const llm::Pooling pooling = pooling_ ? *pooling_ : llm::default_pooling(engine_.model());
-    llm::Session session(engine_.model_ptr(), engine_.backend(), longest);
-    std::vector<std::vector<float>> vectors;
-    for (const std::vector<int32_t>& ids : inputs)
-      vectors.push_back(llm::embed(session, ids, pooling));
+    const std::vector<std::vector<float>> vectors =
+        llm::embed_all(engine_.model_ptr(), engine_.backend(), inputs, pooling);
     return openai::embeddings_response(model_, vectors, total, r.base64);
   }
 
