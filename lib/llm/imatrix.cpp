@@ -15,10 +15,6 @@ namespace {
 constexpr size_t kMinRows = 16;  // llama-imatrix leaves out smaller batches
 constexpr char kInSum2[] = ".in_sum2", kCounts[] = ".counts";
 
-bool ends_with(const std::string& s, std::string_view tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 // ---- the .dat form ----
 
 class DatReader {
@@ -133,7 +129,7 @@ ImportanceMatrix load_gguf(const std::filesystem::path& file) {
     return v;
   };
   for (const TensorView& t : reader.tensors()) {
-    if (!ends_with(t.name, kInSum2)) continue;
+    if (!t.name.ends_with(kInSum2)) continue;
     const std::string name = t.name.substr(0, t.name.size() - std::strlen(kInSum2));
     const TensorView* counts = reader.find_tensor(name + kCounts);
     if (!counts) throw Error(file.string(), "tensor " + t.name + " has no " + name + kCounts);
