@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <vector>
 
 namespace oxi::kernels {
 namespace {
@@ -124,12 +125,19 @@ void rope(std::span<float> x, size_t n_tokens, size_t token_stride, size_t n_hea
 
 void rope_table(std::span<const float> inv_freq, int64_t pos0, size_t n_tokens, float attn_factor,
                 RopeTable& table) {
+  std::vector<int64_t> positions(n_tokens);
+  for (size_t t = 0; t < n_tokens; ++t) positions[t] = pos0 + static_cast<int64_t>(t);
+  rope_table(inv_freq, positions, attn_factor, table);
+}
+
+void rope_table(std::span<const float> inv_freq, std::span<const int64_t> positions,
+                float attn_factor, RopeTable& table) {
   const size_t pairs = inv_freq.size();
   table.pairs = pairs;
-  table.cos.resize(n_tokens * pairs);
-  table.sin.resize(n_tokens * pairs);
-  for (size_t t = 0; t < n_tokens; ++t) {
-    angles(inv_freq, static_cast<double>(pos0 + static_cast<int64_t>(t)), attn_factor, 0, pairs,
+  table.cos.resize(positions.size() * pairs);
+  table.sin.resize(positions.size() * pairs);
+  for (size_t t = 0; t < positions.size(); ++t) {
+    angles(inv_freq, static_cast<double>(positions[t]), attn_factor, 0, pairs,
            table.cos.data() + t * pairs, table.sin.data() + t * pairs);
   }
 }

@@ -56,6 +56,9 @@ struct RopeTable {
 
 void rope_table(std::span<const float> inv_freq, int64_t pos0, size_t n_tokens, float attn_factor,
                 RopeTable& table);
+// The same for tokens at any positions (a batch of several sequences, each at its own place).
+void rope_table(std::span<const float> inv_freq, std::span<const int64_t> positions,
+                float attn_factor, RopeTable& table);
 
 // rope() over tokens 0 .. n_tokens - 1 of the table (n_tokens <= the table's).
 void rope(std::span<float> x, size_t n_tokens, size_t token_stride, size_t n_heads, size_t head_dim,

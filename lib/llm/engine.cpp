@@ -14,6 +14,7 @@
 #include "lib/core/error.h"
 #include "lib/hub/hub.h"
 #include "lib/llm/draft_model.h"
+#include "lib/llm/eval_batcher.h"
 #include "lib/llm/grammar_constraint.h"
 #include "lib/llm/stream_decoder.h"
 
@@ -173,6 +174,10 @@ std::unique_ptr<Engine> Engine::load(std::string_view spec, const EngineOptions&
 Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& options)
     : model_(std::move(model)), backend_(backends::make_cpu_backend(options.threads)) {
   session_ = std::make_unique<Session>(model_, *backend_, options.n_ctx, options.kv_type);
+  if (options.batcher) {
+    session_->use_batcher(options.batcher);
+    batcher_ = options.batcher;
+  }
   const tokenizer::Tokenizer& tok = model_->tokenizer();
   if (!options.draft_model.empty() || options.loaded_draft) {
     if (options.draft_max < 1 || options.draft_min < 0 || options.draft_min > options.draft_max ||
@@ -386,6 +391,9 @@ SamplerOptions Engine::sampling_options(const GenerateOptions& options) const {
 TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& options,
                            bool strip_leading_space, const PieceCallback& on_piece) {
   cancel_requested_.store(false, std::memory_order_relaxed);
+  // Passes shared with other engines wait for this one while its turn runs.
+  std::optional<EvalBatcher::Activity> active;
+  if (batcher_) active.emplace(*batcher_);
   // Before the prompt, so that bad options change nothing.
   Sampler sampler(sampling_options(options));
   sampler.check_logit_bias(static_cast<size_t>(model_->config().n_vocab));

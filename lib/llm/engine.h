@@ -37,6 +37,7 @@
 namespace oxi::llm {
 
 class DraftModel;
+class EvalBatcher;
 class GrammarConstraint;
 class TokenTrie;
 
@@ -57,6 +58,10 @@ struct EngineOptions {
   // The draft model already loaded (shared between engines, as the element's model cache shares
   // it); used instead of loading draft_model.
   std::shared_ptr<const Model> loaded_draft;
+  // Continuous batching (oxinfer serve --parallel): the evaluations of this engine's session run
+  // in passes shared with the other engines of the batcher that generate at the same time.
+  // The batcher's model must be this engine's. Empty: passes of its own.
+  std::shared_ptr<EvalBatcher> batcher;
   int draft_max = 16;
   int draft_min = 0;
   float draft_p_min = 0.8f;
@@ -195,6 +200,7 @@ class Engine {
   const Model& model() const { return *model_; }
   std::shared_ptr<const Model> model_ptr() const { return model_; }
   Session& session() { return *session_; }
+  const Session& session() const { return *session_; }
   backends::Backend& backend() { return *backend_; }
 
  private:
@@ -221,6 +227,7 @@ class Engine {
   std::shared_ptr<const Model> model_;
   std::unique_ptr<backends::Backend> backend_;
   std::unique_ptr<Session> session_;
+  std::shared_ptr<EvalBatcher> batcher_;
   std::optional<ChatTemplate> template_;
   std::string template_name_;
   std::vector<ChatMessage> history_;

@@ -29,19 +29,45 @@ struct Activations {
   std::vector<float> logits;  // (n_vocab), or (rows, n_vocab) once all logits were asked for
 };
 
-// Everything a forward pass writes: cache, activations, and the RoPE angles of the batch.
+// The RoPE angles of a batch: the distinct frequency sets of the layers (one for most models;
+// Gemma 3's local and global layers two), each set's cos / sin for the batch's rows, and each
+// layer's set.
+struct RopeAngles {
+  explicit RopeAngles(const Model& model);
+  std::vector<std::vector<float>> inv_freq;
+  std::vector<kernels::RopeTable> tables;
+  std::vector<size_t> set_of_layer;
+  const kernels::RopeTable& of_layer(size_t layer) const { return tables[set_of_layer[layer]]; }
+  // Each set's angles for rows at these positions.
+  void compute(std::span<const int64_t> positions);
+};
+
+// One sequence's rows in a batch: rows [first_row, first_row + n) at positions pos0 .. pos0 +
+// n - 1 of `cache`, where their keys and values go and whose rows their attention reads.
+// Several sequences (each with a cache of its own) share one batch's matrix products; that is
+// what batches the decode steps of concurrent conversations (EvalBatcher).
+struct BatchSegment {
+  KvCache* cache = nullptr;
+  size_t first_row = 0;
+  size_t pos0 = 0;
+  size_t n = 0;
+  bool all_logits = false;  // logits of every row, else of the last
+};
+
+// A batch in flight: its rows' activations and angles, and the sequences they belong to.
+struct ForwardBatch {
+  Activations& act;
+  const RopeAngles& rope;
+  std::span<const BatchSegment> segments;
+  size_t n = 0;  // rows in all
+};
+
+// Everything a single sequence's forward pass writes: cache, activations and angles.
 struct ForwardState {
   ForwardState(const Model& model, size_t n_ctx, size_t batch_capacity, kernels::DType kv_type);
   KvCache cache;
   Activations act;
-  // The distinct RoPE frequency sets of the layers (one for most models; Gemma 3's local and
-  // global layers two), each set's cos / sin for the current batch, and each layer's set.
-  std::vector<std::vector<float>> inv_freq;
-  std::vector<kernels::RopeTable> rope_tables;
-  std::vector<size_t> rope_set_of_layer;
-  const kernels::RopeTable& rope_table(size_t layer) const {
-    return rope_tables[rope_set_of_layer[layer]];
-  }
+  RopeAngles rope;
 };
 
 // Runs tokens at positions pos0 .. pos0 + n - 1 (n <= act.capacity, pos0 + n <= n_ctx),
@@ -54,6 +80,14 @@ std::span<const float> forward(const Model& model, backends::Backend& backend, F
 std::span<const float> forward_hidden(const Model& model, backends::Backend& backend,
                                       ForwardState& state, std::span<const int32_t> tokens,
                                       size_t pos0);
+// Several sequences in one pass: tokens[segment.first_row ...] of each segment (the segments
+// cover the rows in order, each at its own positions of its own cache). Returns the logits of
+// each segment's last row, or of all its rows when it asks for them, segment after segment
+// ((rows, n_vocab), inside act.logits). Throws oxi::Error for segments that do not fit.
+std::span<const float> forward_segments(const Model& model, backends::Backend& backend,
+                                        Activations& act, RopeAngles& rope,
+                                        std::span<const BatchSegment> segments,
+                                        std::span<const int32_t> tokens);
 
 // ---- building blocks (layers.cpp) ----
 
@@ -67,14 +101,17 @@ void rms_norm_rows(backends::Backend& backend, std::span<const float> x, size_t 
 void cached_attention(backends::Backend& backend, const ModelConfig& c, const KvCache& cache,
                       size_t layer, std::span<const float> q, size_t n, size_t pos0,
                       std::span<float> out);
-// Final norm and output projection of rows [first, n) of x; the logits go to act.logits.
+// Stores the batch's new keys and values (rows of act.k / act.v) in each segment's cache and
+// runs each segment's attention over its cache into act.attn.
+void store_and_attend(backends::Backend& backend, const ModelConfig& c, const ForwardBatch& batch,
+                      size_t layer);
+// Final norm and output projection of the rows each segment asks logits for (its last, or
+// all); the logits go to act.logits, row after row.
 std::span<const float> output_logits(backends::Backend& backend, const Model& model,
-                                     Activations& act, size_t n, bool all_logits);
+                                     Activations& act, std::span<const BatchSegment> segments);
 
 // One architecture's pass over the layers (x in, x out).
-void llama_layers(const Model& model, backends::Backend& backend, ForwardState& state, size_t n,
-                  size_t pos0);
-void gemma3_layers(const Model& model, backends::Backend& backend, ForwardState& state, size_t n,
-                   size_t pos0);
+void llama_layers(const Model& model, backends::Backend& backend, const ForwardBatch& batch);
+void gemma3_layers(const Model& model, backends::Backend& backend, const ForwardBatch& batch);
 
 }  // namespace oxi::llm

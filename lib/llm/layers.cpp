@@ -22,11 +22,7 @@ Activations::Activations(const ModelConfig& c, size_t cap)
       up(cap * c.n_ff),
       logits(c.n_vocab) {}
 
-ForwardState::ForwardState(const Model& model, size_t n_ctx, size_t batch_capacity,
-                           kernels::DType kv_type)
-    : cache(model.config().n_layer, n_ctx, model.config().n_head_kv, model.config().head_dim,
-            kv_type),
-      act(model.config(), batch_capacity) {
+RopeAngles::RopeAngles(const Model& model) {
   const ModelConfig& c = model.config();
   for (int il = 0; il < c.n_layer; ++il) {
     const kernels::RopeScaling none;
@@ -34,51 +30,83 @@ ForwardState::ForwardState(const Model& model, size_t n_ctx, size_t batch_capaci
                                                   c.rope_scaled_layer(il) ? c.rope_scaling : none,
                                                   model.weights().rope_freq_factors);
     const auto same = std::find(inv_freq.begin(), inv_freq.end(), f);
-    rope_set_of_layer.push_back(static_cast<size_t>(same - inv_freq.begin()));
+    set_of_layer.push_back(static_cast<size_t>(same - inv_freq.begin()));
     if (same == inv_freq.end()) inv_freq.push_back(std::move(f));
   }
-  rope_tables.resize(inv_freq.size());
+  tables.resize(inv_freq.size());
 }
+
+void RopeAngles::compute(std::span<const int64_t> positions) {
+  for (size_t set = 0; set < inv_freq.size(); ++set)
+    kernels::rope_table(inv_freq[set], positions, 1.0f, tables[set]);
+}
+
+ForwardState::ForwardState(const Model& model, size_t n_ctx, size_t batch_capacity,
+                           kernels::DType kv_type)
+    : cache(model.config().n_layer, n_ctx, model.config().n_head_kv, model.config().head_dim,
+            kv_type),
+      act(model.config(), batch_capacity),
+      rope(model) {}
 
 namespace {
 
-// Embeds the tokens and runs the layers: the residual stream in state.act.x.
-void run_layers(const Model& model, backends::Backend& backend, ForwardState& state,
-                std::span<const int32_t> tokens, size_t pos0) {
+// Checks the batch, embeds its tokens and runs the layers: the residual stream in act.x.
+void run_layers(const Model& model, backends::Backend& backend, Activations& act,
+                RopeAngles& rope, std::span<const BatchSegment> segments,
+                std::span<const int32_t> tokens) {
   const ModelConfig& c = model.config();
   const size_t n = tokens.size();
-  if (n == 0 || n > state.act.capacity || pos0 + n > state.cache.n_ctx())
-    throw Error("llm forward", std::to_string(n) + " tokens at position " + std::to_string(pos0) +
-                                   " do not fit (batch " + std::to_string(state.act.capacity) +
-                                   ", context " + std::to_string(state.cache.n_ctx()) + ")");
+  if (n == 0 || n > act.capacity)
+    throw Error("llm forward", std::to_string(n) + " tokens do not fit a batch of " +
+                                   std::to_string(act.capacity));
+  std::vector<int64_t> positions;
+  positions.reserve(n);
+  for (const BatchSegment& seg : segments) {
+    if (seg.n == 0 || seg.first_row != positions.size() || seg.pos0 + seg.n > seg.cache->n_ctx())
+      throw Error("llm forward", std::to_string(seg.n) + " tokens at position " +
+                                     std::to_string(seg.pos0) + " do not fit (context " +
+                                     std::to_string(seg.cache->n_ctx()) + ")");
+    for (size_t t = 0; t < seg.n; ++t) positions.push_back(static_cast<int64_t>(seg.pos0 + t));
+  }
+  if (positions.size() != n)
+    throw Error("llm forward", "the batch's segments do not cover its " + std::to_string(n) +
+                                   " tokens");
   for (int32_t t : tokens)
     if (t < 0 || t >= c.n_vocab)
       throw Error("llm forward", "token id " + std::to_string(t) + " outside the vocabulary of " +
                                      std::to_string(c.n_vocab));
   // Gemma scales embeddings by sqrt(n_embd) (HF Gemma3TextScaledWordEmbedding).
   const float embed_scale = c.arch == "gemma3" ? std::sqrt(static_cast<float>(c.n_embd)) : 1.0f;
-  embed_tokens(model.weights(), tokens, c.n_embd, embed_scale, state.act.x);
-  for (size_t set = 0; set < state.inv_freq.size(); ++set)
-    kernels::rope_table(state.inv_freq[set], static_cast<int64_t>(pos0), n, 1.0f,
-                        state.rope_tables[set]);
+  embed_tokens(model.weights(), tokens, c.n_embd, embed_scale, act.x);
+  rope.compute(positions);
+  const ForwardBatch batch{act, rope, segments, n};
   if (c.arch == "gemma3")
-    gemma3_layers(model, backend, state, n, pos0);
+    gemma3_layers(model, backend, batch);
   else
-    llama_layers(model, backend, state, n, pos0);
+    llama_layers(model, backend, batch);
 }
 
 }  // namespace
 
 std::span<const float> forward(const Model& model, backends::Backend& backend, ForwardState& state,
                                std::span<const int32_t> tokens, size_t pos0, bool all_logits) {
-  run_layers(model, backend, state, tokens, pos0);
-  return output_logits(backend, model, state.act, tokens.size(), all_logits);
+  const BatchSegment one{&state.cache, 0, pos0, tokens.size(), all_logits};
+  return forward_segments(model, backend, state.act, state.rope, {&one, 1}, tokens);
+}
+
+std::span<const float> forward_segments(const Model& model, backends::Backend& backend,
+                                        Activations& act, RopeAngles& rope,
+                                        std::span<const BatchSegment> segments,
+                                        std::span<const int32_t> tokens) {
+  run_layers(model, backend, act, rope, segments, tokens);
+  return output_logits(backend, model, act, segments);
 }
 
 std::span<const float> forward_hidden(const Model& model, backends::Backend& backend,
                                       ForwardState& state, std::span<const int32_t> tokens,
                                       size_t pos0) {
-  run_layers(model, backend, state, tokens, pos0);
+  const BatchSegment one{&state.cache, 0, pos0, tokens.size(), true};
+  run_layers(model, backend, state.act, state.rope, {&one, 1}, tokens);
   const ModelConfig& c = model.config();
   const size_t n = tokens.size(), width = static_cast<size_t>(c.n_embd);
   rms_norm_rows(backend, std::span<const float>(state.act.x).first(n * width), n, width,
@@ -125,12 +153,33 @@ void cached_attention(backends::Backend& backend, const ModelConfig& c, const Kv
   backend.attention(a);
 }
 
+void store_and_attend(backends::Backend& backend, const ModelConfig& c, const ForwardBatch& batch,
+                      size_t layer) {
+  Activations& a = batch.act;
+  const size_t kv_dim = c.kv_dim(), q_dim = c.q_dim();
+  for (const BatchSegment& seg : batch.segments) {
+    seg.cache->store(layer, seg.pos0, std::span(a.k).subspan(seg.first_row * kv_dim, seg.n * kv_dim),
+                     std::span(a.v).subspan(seg.first_row * kv_dim, seg.n * kv_dim));
+    cached_attention(backend, c, *seg.cache, layer,
+                     std::span<const float>(a.q).subspan(seg.first_row * q_dim), seg.n, seg.pos0,
+                     std::span(a.attn).subspan(seg.first_row * q_dim));
+  }
+}
+
 std::span<const float> output_logits(backends::Backend& backend, const Model& model,
-                                     Activations& act, size_t n, bool all_logits) {
+                                     Activations& act, std::span<const BatchSegment> segments) {
   const ModelConfig& c = model.config();
-  const size_t first = all_logits ? 0 : n - 1, rows = n - first;
-  const std::span<const float> x = std::span(act.x).subspan(first * c.n_embd, rows * c.n_embd);
-  rms_norm_rows(backend, x, rows, c.n_embd, model.weights().output_norm, c.rms_eps, act.h);
+  const size_t width = static_cast<size_t>(c.n_embd);
+  // The rows that get logits, normed into h side by side.
+  size_t rows = 0;
+  for (const BatchSegment& seg : segments) {
+    const size_t first = seg.all_logits ? seg.first_row : seg.first_row + seg.n - 1;
+    const size_t count = seg.first_row + seg.n - first;
+    rms_norm_rows(backend, std::span<const float>(act.x).subspan(first * width, count * width),
+                  count, width, model.weights().output_norm, c.rms_eps,
+                  std::span(act.h).subspan(rows * width, count * width));
+    rows += count;
+  }
   // Grown only when a caller asks for every token's logits: a whole batch's (256 x 32k
   // vocabulary = 33 MB) would otherwise stay resident for nothing.
   if (act.logits.size() < rows * c.n_vocab) act.logits.resize(rows * c.n_vocab);

@@ -14,11 +14,12 @@
 namespace oxi::llm {
 namespace {
 
-void forward_layer(const Model& model, backends::Backend& backend, ForwardState& s, size_t il,
-                   size_t n, size_t pos0) {
+void forward_layer(const Model& model, backends::Backend& backend, const ForwardBatch& b,
+                   size_t il) {
   const ModelConfig& c = model.config();
   const LayerWeights& w = model.weights().layers[il];
-  Activations& a = s.act;
+  Activations& a = b.act;
+  const size_t n = b.n;
   const size_t embd = c.n_embd, q_dim = c.q_dim(), kv_dim = c.kv_dim(), ff = c.n_ff;
   const std::span<float> k = std::span(a.k).first(n * kv_dim), v = std::span(a.v).first(n * kv_dim);
   const std::span<float> x = std::span(a.x).first(n * embd), h = std::span(a.h).first(n * embd);
@@ -36,12 +37,11 @@ void forward_layer(const Model& model, backends::Backend& backend, ForwardState&
     rms_norm_rows(backend, k, n * c.n_head_kv, c.head_dim, w.k_norm, c.rms_eps, k);
   }
   // 4. rotate q and k by their positions
-  kernels::rope(a.q, n, q_dim, c.n_head, c.head_dim, s.rope_table(il), c.rope_layout);
-  kernels::rope(k, n, kv_dim, c.n_head_kv, c.head_dim, s.rope_table(il), c.rope_layout);
+  kernels::rope(a.q, n, q_dim, c.n_head, c.head_dim, b.rope.of_layer(il), c.rope_layout);
+  kernels::rope(k, n, kv_dim, c.n_head_kv, c.head_dim, b.rope.of_layer(il), c.rope_layout);
   // 5. attn = softmax(q k^T / sqrt(head_dim) + causal mask) v, over the whole cache with the
   //    new rows stored
-  s.cache.store(il, pos0, k, v);
-  cached_attention(backend, c, s.cache, il, a.q, n, pos0, a.attn);
+  store_and_attend(backend, c, b, il);
   // 6. x = x + attn Wo^T
   backend.matmul(w.wo, a.attn, n, h);
   add_in_place(x, h);
@@ -58,10 +58,9 @@ void forward_layer(const Model& model, backends::Backend& backend, ForwardState&
 
 }  // namespace
 
-void llama_layers(const Model& model, backends::Backend& backend, ForwardState& state, size_t n,
-                  size_t pos0) {
+void llama_layers(const Model& model, backends::Backend& backend, const ForwardBatch& batch) {
   for (size_t il = 0; il < model.weights().layers.size(); ++il)
-    forward_layer(model, backend, state, il, n, pos0);
+    forward_layer(model, backend, batch, il);
 }
 
 }  // namespace oxi::llm

@@ -5,6 +5,7 @@
 
 #include "kernels/formats/dtype.h"
 #include "lib/core/error.h"
+#include "lib/llm/eval_batcher.h"
 #include "lib/llm/forward.h"
 
 namespace oxi::llm {
@@ -28,6 +29,12 @@ kernels::DType Session::default_kv_type(const Model& model) {
          {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
       if (kernels::info(m->dtype).quantized) return kernels::DType::F16;
   return kernels::DType::F32;
+}
+
+void Session::use_batcher(std::shared_ptr<EvalBatcher> batcher) {
+  if (batcher && &batcher->model() != model_.get())
+    throw Error("llm session", "the eval batcher runs another model");
+  batcher_ = std::move(batcher);
 }
 
 size_t Session::n_ctx() const {
@@ -54,7 +61,8 @@ std::span<const float> Session::eval(std::span<const int32_t> tokens, bool all_l
   std::span<const float> logits;
   for (size_t done = 0; done < tokens.size(); done += batch) {
     const auto chunk = tokens.subspan(done, std::min(batch, tokens.size() - done));
-    logits = forward(*model_, backend_, *state_, chunk, n_past(), all_logits);
+    logits = batcher_ ? batcher_->eval(*state_, chunk, n_past(), all_logits)
+                      : forward(*model_, backend_, *state_, chunk, n_past(), all_logits);
     tokens_.insert(tokens_.end(), chunk.begin(), chunk.end());
     if (all_logits && !one_batch)
       std::copy(logits.begin(), logits.end(), all_logits_.begin() + done * n_vocab);

@@ -18,6 +18,7 @@
 namespace oxi::llm {
 
 struct ForwardState;
+class EvalBatcher;
 
 class Session {
  public:
@@ -49,6 +50,11 @@ class Session {
   // embeddings pool) instead of logits.
   std::span<const float> hidden(std::span<const int32_t> tokens);
 
+  // From now on eval() runs in passes shared with the other sessions of `batcher` that evaluate
+  // at the same time (continuous batching; hidden() stays on this session's backend). The
+  // batcher's model must be this session's. nullptr: back to passes of its own.
+  void use_batcher(std::shared_ptr<EvalBatcher> batcher);
+
   size_t n_past() const { return tokens_.size(); }
   size_t n_ctx() const;
   size_t kv_cache_bytes() const;
@@ -77,6 +83,7 @@ class Session {
   std::shared_ptr<const Model> model_;
   backends::Backend& backend_;
   std::unique_ptr<ForwardState> state_;
+  std::shared_ptr<EvalBatcher> batcher_;
   std::vector<int32_t> tokens_;
   std::vector<float> all_logits_;  // eval(all_logits) over several batches
   std::vector<float> hidden_;      // hidden() over several batches
