@@ -1,6 +1,7 @@
 // CpuBackend::matmul: picks the kernel for the weight type and token count, and cuts the work
 // into pieces whose boundaries depend only on the shape (so results do not depend on threads).
 //   quantized, m == 1      activation quantized once, matvec over row blocks
+//   r16 layouts, m <= 3    the same, token after token over each row block
 //   quantized, m > 1       activations quantized once per token, gemm_q over (row, token) tiles
 //   f32/f16/bf16, m <= 4   matvec per token over row blocks (packing would cost more than it saves)
 //   f32/f16/bf16, m > 4    gemm_f32 over (row, token) tiles with per-thread packing scratch
@@ -30,6 +31,19 @@ namespace oxi::backends {
 namespace {
 
 constexpr size_t kMatvecMaxTokensFloat = 4;
+// Up to this many tokens (decode steps of conversations batched together), the r16 layouts'
+// one-token matvec, token after token over each piece (the first streams it from memory with
+// its prefetch, the others find it in cache), beats their gemm tiles, which read without
+// prefetch: `bench llm --pp 2 / 3` on TinyLlama shapes, tok/s matvec against tiles: q4_0 85 / 97
+// against 45 / 56, q8_0 42 / 62 against 33 / 45, q5_0 67 / 74 against 33 / 47, q4_1 81 / 87
+// against 41 / 51. The K-quants' r8 tiles win there (q4_K_M 74 / 107 against 69 / 81).
+constexpr size_t kMatvecMaxTokensR16 = 3;
+
+bool r16_layout(kernels::DType t) {
+  using kernels::DType;
+  return t == DType::Q4_0_R16 || t == DType::Q8_0_R16 || t == DType::IQ4_NL_R16 ||
+         t == DType::Q5_0_R16 || t == DType::Q5_1_R16 || t == DType::Q4_1_R16;
+}
 // A matvec piece covers about this many weight bytes: large enough to hide task overhead,
 // small enough that a 4096-row layer still makes 100+ pieces.
 constexpr size_t kMatvecPieceBytes = 32 * 1024;
@@ -158,7 +172,7 @@ void CpuBackend::matmul(const WeightMatrix& w, std::span<const float> x, size_t 
   validate(w, x, m, y);
   if (m == 0) return;
   const bool quantized = kernels::info(w.dtype).quantized;
-  if (quantized && m == 1)
+  if (quantized && (m == 1 || (m <= kMatvecMaxTokensR16 && r16_layout(w.dtype))))
     matvec_path(w, x, m, y, bias);
   else if (quantized)
     gemm_q_path(w, x, m, y, bias);

@@ -284,6 +284,38 @@ TEST(CpuMatmul, RepackedQ4_KMatchesPlainQ4_K) {
 
 // q4_K_r8s takes whole sets of rows: a count that does not fill them is an error, not a product
 // of the rows it happens to cover.
+// A few tokens (decode steps of conversations batched together, llm::EvalBatcher) on the r16
+// layouts, whichever path takes them (the one-token matvec token after token up to 3, the gemm
+// tiles beyond): each token's outputs are the bits it gets alone, so batched conversations get
+// exactly their own logits.
+TEST(CpuMatmul, FewTokensOnR16LayoutsGiveEachTokensOwnBits) {
+  const auto backend = make_cpu_backend(2);
+  const std::vector<std::pair<DType, DType>> layouts = {
+      {DType::Q4_0, DType::Q4_0_R16},     {DType::Q8_0, DType::Q8_0_R16},
+      {DType::IQ4_NL, DType::IQ4_NL_R16}, {DType::Q5_0, DType::Q5_0_R16},
+      {DType::Q5_1, DType::Q5_1_R16},     {DType::Q4_1, DType::Q4_1_R16}};
+  for (const auto& [plain_type, packed_type] : layouts) {
+    SCOPED_TRACE(std::string(kernels::name(packed_type)));
+    const size_t rows = 67, cols = 32 * 16 * 5 + 32 * 7;
+    const TestWeights plain = make_quant_weights(plain_type, rows, cols, 29);
+    TestWeights packed = plain;
+    packed.dtype = packed_type;
+    ASSERT_TRUE(kernels::repack_rows(plain_type, packed_type, plain.bytes.data(),
+                                     packed.bytes.data(), rows, cols));
+    for (size_t m : {2, 3, 4, 5}) {
+      const std::vector<float> x = test::random_floats(m * cols, 700 + static_cast<uint32_t>(m));
+      std::vector<float> y(m * rows);
+      backend->matmul(packed.view(), x, m, y);
+      for (size_t t = 0; t < m; ++t) {
+        std::vector<float> alone(rows);
+        backend->matmul(packed.view(), std::span(x).subspan(t * cols, cols), 1, alone);
+        ASSERT_EQ(std::memcmp(alone.data(), y.data() + t * rows, rows * sizeof(float)), 0)
+            << "m=" << m << " token " << t;
+      }
+    }
+  }
+}
+
 TEST(CpuMatmul, RowSetsMustBeWhole) {
   const auto backend = make_cpu_backend(2);
   TestWeights w = make_quant_weights(DType::Q4_K_R8S, 8, 256 * 9, 5);
