@@ -51,9 +51,8 @@ ForwardState::ForwardState(const Model& model, size_t n_ctx, size_t batch_capaci
 namespace {
 
 // Checks the batch, embeds its tokens and runs the layers: the residual stream in act.x.
-void run_layers(const Model& model, backends::Backend& backend, Activations& act,
-                RopeAngles& rope, std::span<const BatchSegment> segments,
-                std::span<const int32_t> tokens) {
+void run_layers(const Model& model, backends::Backend& backend, Activations& act, RopeAngles& rope,
+                std::span<const BatchSegment> segments, std::span<const int32_t> tokens) {
   const ModelConfig& c = model.config();
   const size_t n = tokens.size();
   if (n == 0 || n > act.capacity)
@@ -69,8 +68,8 @@ void run_layers(const Model& model, backends::Backend& backend, Activations& act
     for (size_t t = 0; t < seg.n; ++t) positions.push_back(static_cast<int64_t>(seg.pos0 + t));
   }
   if (positions.size() != n)
-    throw Error("llm forward", "the batch's segments do not cover its " + std::to_string(n) +
-                                   " tokens");
+    throw Error("llm forward",
+                "the batch's segments do not cover its " + std::to_string(n) + " tokens");
   for (int32_t t : tokens)
     if (t < 0 || t >= c.n_vocab)
       throw Error("llm forward", "token id " + std::to_string(t) + " outside the vocabulary of " +
@@ -158,7 +157,8 @@ void store_and_attend(backends::Backend& backend, const ModelConfig& c, const Fo
   Activations& a = batch.act;
   const size_t kv_dim = c.kv_dim(), q_dim = c.q_dim();
   for (const BatchSegment& seg : batch.segments) {
-    seg.cache->store(layer, seg.pos0, std::span(a.k).subspan(seg.first_row * kv_dim, seg.n * kv_dim),
+    seg.cache->store(layer, seg.pos0,
+                     std::span(a.k).subspan(seg.first_row * kv_dim, seg.n * kv_dim),
                      std::span(a.v).subspan(seg.first_row * kv_dim, seg.n * kv_dim));
     cached_attention(backend, c, *seg.cache, layer,
                      std::span<const float>(a.q).subspan(seg.first_row * q_dim), seg.n, seg.pos0,

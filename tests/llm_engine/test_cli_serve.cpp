@@ -14,6 +14,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -729,6 +730,56 @@ TEST_F(CliServe, ASlowClientDoesNotHoldUpOthers) {
                 .rfind("HTTP/1.1 200", 0),
             0u);
   ::close(slow);
+}
+
+// --parallel N: N slots of --ctx / N positions each, answering at once (their passes shared):
+// requests sent together, more than the slots, each get the engine's greedy reply.
+TEST_F(CliServe, ParallelSlotsAnswerTogetherAsTheEngineAlone) {
+  ServeProcess server({"-m", model_, "--threads", "2", "--ctx", "256", "--parallel", "2"});
+  ASSERT_GT(server.port(), 0);
+  const int port = server.port();
+  const Json props = Json::parse(get(port, "/props").body);
+  EXPECT_EQ(props["total_slots"], 2);
+  EXPECT_EQ(props["default_generation_settings"]["n_ctx"], 128);
+  const Json slots = Json::parse(get(port, "/slots").body);
+  ASSERT_EQ(slots.size(), 2u);
+  EXPECT_EQ(slots[1]["id"], 1);
+  EXPECT_EQ(slots[1]["n_ctx"], 128);
+  EXPECT_EQ(slots[0]["is_processing"], false);
+
+  const std::vector<std::string> users = {"w264 w265", "w280", "w290 w291 w292", "w270 w271"};
+  const std::vector<int> lengths = {14, 9, 11, 6};
+  std::vector<Reply> replies(users.size());
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < users.size(); ++i)
+    clients.emplace_back([&, i] {
+      replies[i] =
+          post(port, "/v1/chat/completions",
+               R"({"messages": [{"role": "user", "content": ")" + users[i] +
+                   R"("}], "temperature": 0, "max_tokens": )" + std::to_string(lengths[i]) + "}");
+    });
+  for (std::thread& t : clients) t.join();
+
+  EngineOptions eo;
+  eo.threads = 2;
+  eo.n_ctx = 128;
+  const auto engine = Engine::load(model_, eo);
+  for (size_t i = 0; i < users.size(); ++i) {
+    ASSERT_EQ(replies[i].status, 200) << replies[i].body;
+    GenerateOptions g;
+    g.sampling.temperature = 0;
+    g.max_tokens = lengths[i];
+    engine->new_conversation();
+    const TurnStats want = engine->send({{"user", users[i]}}, g);
+    const Json got = Json::parse(replies[i].body);
+    EXPECT_EQ(got["usage"]["completion_tokens"], want.generated_tokens) << i;
+    EXPECT_EQ(got["choices"][0]["message"]["content"],
+              Json::parse(Json(want.text).dump(-1, ' ', false, Json::error_handler_t::replace)))
+        << i;
+  }
+  const CommandResult bad = run_oxinfer({"serve", "-m", model_, "--parallel", "0"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--parallel"), std::string::npos) << bad.err;
 }
 
 }  // namespace

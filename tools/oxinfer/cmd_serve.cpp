@@ -26,14 +26,17 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
+#include "backends/cpu/cpu_backend.h"
 #include "lib/core/error.h"
 #include "lib/formats/utf8.h"
 #include "lib/llm/assistant_reply.h"
 #include "lib/llm/embeddings.h"
 #include "lib/llm/engine.h"
+#include "lib/llm/eval_batcher.h"
 #include "lib/llm/model.h"
 #include "lib/llm/openai_api.h"
 #include "lib/llm/reasoning.h"
@@ -44,6 +47,7 @@
 #include "tools/oxinfer/commands.h"
 #include "tools/oxinfer/http_server.h"
 #include "tools/oxinfer/llm_cli_options.h"
+#include "tools/oxinfer/serve_slots.h"
 
 namespace oxi::cli {
 namespace {
@@ -67,8 +71,8 @@ struct ServeSettings {
 
 class Server {
  public:
-  Server(llm::Engine& engine, llm::GenerateOptions defaults, ServeSettings settings)
-      : engine_(engine),
+  Server(ServeSlots& slots, llm::GenerateOptions defaults, ServeSettings settings)
+      : slots_(slots),
         defaults_(std::move(defaults)),
         model_(std::move(settings.model_name)),
         api_key_(std::move(settings.api_key)),
@@ -93,12 +97,14 @@ class Server {
     }
     if (req.path == "/props") {
       if (req.method != "GET") return send_error(res, 405, "use GET");
-      std::lock_guard lock(engine_mutex_);
       return send_json(res, 200, props());
+    }
+    if (req.path == "/slots") {
+      if (req.method != "GET") return send_error(res, 405, "use GET");
+      return send_json(res, 200, slots());
     }
     if (req.path == "/apply-template") {
       if (req.method != "POST") return send_error(res, 405, "use POST");
-      std::lock_guard lock(engine_mutex_);
       try {
         return send_json(res, 200, apply_template(req.body));
       } catch (const Error& e) {
@@ -107,7 +113,6 @@ class Server {
     }
     if (req.path == "/v1/embeddings" || req.path == "/embeddings") {
       if (req.method != "POST") return send_error(res, 405, "use POST");
-      std::lock_guard lock(engine_mutex_);  // the engine's backend, one job at a time
       try {
         return send_json(res, 200, embeddings(req.body));
       } catch (const Error& e) {
@@ -133,7 +138,6 @@ class Server {
     else
       return send_error(res, 404, "no such endpoint: " + req.path);
     if (req.method != "POST") return send_error(res, 405, "use POST");
-    std::lock_guard lock(engine_mutex_);  // one completion at a time on the one engine
     if (stopping_) return send_error(res, 503, "the server is stopping");
     try {
       answer(req, res, kind);
@@ -150,10 +154,10 @@ class Server {
   // OpenAI's chat and text completions, llama-server's own /completion.
   enum class Kind { chat, text, native };
 
-  // Under engine_mutex_: parses, generates and answers (or streams) one completion.
+  // Parses, generates (on a slot's engine) and answers (or streams) one completion.
   void answer(const HttpRequest& req, HttpResponse& res, Kind kind) {
     const bool chat = kind == Kind::chat;
-    const uint64_t seed = (uint64_t{random_()} << 32) | random_();
+    const uint64_t seed = (uint64_t{random()} << 32) | random();
     openai::Request r = chat ? openai::parse_chat_request(req.body, defaults_, seed)
                              : openai::parse_completion_request(req.body, defaults_, seed);
     if (chat) add_system(r);
@@ -173,14 +177,21 @@ class Server {
                                   : openai::native_completion(model_, "", &stats);
     };
     const std::optional<llm::ToolCallFormat> tool_format = chat ? prepare_chat(r) : std::nullopt;
-    engine_.new_conversation();
+    // The prompt (as the template renders it) picks the slot whose cache holds most of it.
+    std::string prompt =
+        chat ? slots_.first().chat_template().apply(r.messages, true, r.options.template_variables)
+             : r.prompt;
+    const ServeSlots::Lease lease = slots_.lease(prompt);
+    if (stopping_) throw Error("serve", "the server is stopping");
+    llm::Engine& engine = lease.engine();
+    engine.new_conversation();
     // A thinking model's <think> block set apart (lib/llm/reasoning.h), unless asked not to.
     std::optional<bool> thinking;
     const std::string& format = r.reasoning_format.empty() ? reasoning_format_ : r.reasoning_format;
     if (chat && format != "none" &&
-        engine_.chat_template().source().find("<think>") != std::string::npos)
+        engine.chat_template().source().find("<think>") != std::string::npos)
       thinking =
-          llm::prompt_opens_thinking(engine_.render(r.messages, r.options.template_variables));
+          llm::prompt_opens_thinking(engine.render(r.messages, r.options.template_variables));
     llm::AssistantReplyReader reader(tool_format, thinking);
     const bool read_reply = tool_format || thinking;
     // What a streamed chat reply sends as it comes: reasoning and content deltas.
@@ -197,15 +208,16 @@ class Server {
         return read_reply ? send_delta(reader.feed(piece)) : event(res, piece_event(piece));
       };
     }
-    const llm::TurnStats stats = chat ? engine_.send(r.messages, r.options, on_piece)
-                                      : engine_.send_raw(r.prompt, r.options, on_piece);
+    const llm::TurnStats stats = chat ? engine.send(r.messages, r.options, on_piece)
+                                      : engine.send_raw(r.prompt, r.options, on_piece);
     spdlog::info("serve: {} prompt tokens ({} cached), {} generated, {}", stats.prompt_ids.size(),
                  stats.cached_tokens, stats.generated_tokens, llm::to_string(stats.stop_reason));
     llm::ReplyDelta rest;
     llm::AssistantReply reply = reader.finish(stats.text, &rest);
-    openai::name_tool_calls(reply.calls, [this] { return random_(); });
-    const openai::PieceText piece = [this](int32_t id) {
-      return engine_.model().tokenizer().token_piece(id);
+    lease.set_prompt(std::move(prompt));
+    openai::name_tool_calls(reply.calls, [this] { return random(); });
+    const openai::PieceText piece = [&engine](int32_t id) {
+      return engine.model().tokenizer().token_piece(id);
     };
     const openai::PieceText* logprobs = r.options.logprobs >= 0 ? &piece : nullptr;
     if (!r.stream)
@@ -240,7 +252,7 @@ class Server {
     jinja::Json variables = jinja::Json::object();
     if (r.tools) {
       llm::ToolTurn turn =
-          llm::offer_tools(engine_.chat_template(), std::move(r.messages), *r.tools);
+          llm::offer_tools(slots_.first().chat_template(), std::move(r.messages), *r.tools);
       r.messages = std::move(turn.messages);
       variables = turn.template_variables;
       if (!turn.grammar.empty()) {
@@ -267,19 +279,21 @@ class Server {
     openai::Request r = openai::parse_chat_request(body, defaults_, 0);
     add_system(r);
     prepare_chat(r);
-    engine_.new_conversation();
-    return {{"prompt", engine_.render(r.messages, r.options.template_variables)}};
+    const ServeSlots::Lease lease = slots_.lease("");
+    lease.engine().new_conversation();
+    return {{"prompt", lease.engine().render(r.messages, r.options.template_variables)}};
   }
 
   // llama-server's /props: the defaults a request starts from and the model's template.
   openai::Json props() const {
     const llm::SamplerOptions& s = defaults_.sampling;
-    const tokenizer::Tokenizer& tok = engine_.model().tokenizer();
+    const llm::Engine& engine = slots_.first();
+    const tokenizer::Tokenizer& tok = engine.model().tokenizer();
     const auto token_text = [&](std::optional<int32_t> id) {
       return id ? tok.token_piece(*id) : std::string();
     };
     return {{"default_generation_settings",
-             {{"n_ctx", engine_.session().n_ctx()},
+             {{"n_ctx", engine.session().n_ctx()},
               {"params",
                {{"temperature", s.temperature},
                 {"top_k", s.top_k},
@@ -287,22 +301,24 @@ class Server {
                 {"min_p", s.min_p},
                 {"repeat_penalty", s.repeat_penalty},
                 {"n_predict", defaults_.max_tokens}}}}},
-            {"total_slots", 1},
+            {"total_slots", slots_.size()},
             {"model_path", model_},
-            {"chat_template", engine_.chat_template().source()},
+            {"chat_template", engine.chat_template().source()},
             {"bos_token", token_text(tok.bos())},
             {"eos_token", token_text(tok.eos())}};
   }
 
   // OpenAI's /v1/embeddings (lib/llm/embeddings.h): each input from an empty cache of its own
   // (the chat's cache stays), pooled as --pooling says, euclidean-normalized.
-  openai::Json embeddings(const std::string& body) const {
+  openai::Json embeddings(const std::string& body) {
     const openai::EmbeddingRequest r = openai::parse_embedding_request(body);
-    const tokenizer::Tokenizer& tok = engine_.model().tokenizer();
+    const ServeSlots::Lease lease = slots_.lease("");  // its backend, one job at a time
+    llm::Engine& engine = lease.engine();
+    const tokenizer::Tokenizer& tok = engine.model().tokenizer();
     std::vector<std::vector<int32_t>> inputs;
     size_t total = 0;
     for (const openai::EmbeddingInput& in : r.inputs) {
-      inputs.push_back(in.given_as_ids ? in.ids : llm::embedding_tokens(engine_.model(), in.text));
+      inputs.push_back(in.given_as_ids ? in.ids : llm::embedding_tokens(engine.model(), in.text));
       if (inputs.back().empty()) throw Error("request", "an input has no tokens");
       for (int32_t id : inputs.back())
         if (static_cast<size_t>(id) >= tok.vocab_size())
@@ -310,9 +326,9 @@ class Server {
                       "input: " + std::to_string(id) + " is not a token id of this model");
       total += inputs.back().size();
     }
-    const llm::Pooling pooling = pooling_ ? *pooling_ : llm::default_pooling(engine_.model());
+    const llm::Pooling pooling = pooling_ ? *pooling_ : llm::default_pooling(engine.model());
     const std::vector<std::vector<float>> vectors =
-        llm::embed_all(engine_.model_ptr(), engine_.backend(), inputs, pooling);
+        llm::embed_all(engine.model_ptr(), engine.backend(), inputs, pooling);
     return openai::embeddings_response(model_, vectors, total, r.base64);
   }
 
@@ -321,7 +337,7 @@ class Server {
     const openai::Json j = openai::Json::parse(body, nullptr, false);
     if (!j.is_object() || !j.contains("content") || !j["content"].is_string())
       throw Error("request", "content must be a string");
-    const tokenizer::Tokenizer& tok = engine_.model().tokenizer();
+    const tokenizer::Tokenizer& tok = slots_.first().model().tokenizer();
     const bool special = j.value("add_special", false) == true;
     const std::vector<int32_t> ids =
         tok.encode(j["content"].get<std::string>(), special, /*parse_special=*/true);
@@ -345,7 +361,7 @@ class Server {
     const openai::Json j = openai::Json::parse(body, nullptr, false);
     if (!j.is_object() || !j.contains("tokens") || !j["tokens"].is_array())
       throw Error("request", "tokens must be a list of token ids");
-    const tokenizer::Tokenizer& tok = engine_.model().tokenizer();
+    const tokenizer::Tokenizer& tok = slots_.first().model().tokenizer();
     std::vector<int32_t> ids;
     for (const openai::Json& t : j["tokens"]) {
       if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
@@ -370,21 +386,65 @@ class Server {
   // Stops the running completion and refuses those waiting (the server is shutting down).
   void stop() {
     stopping_ = true;
-    engine_.cancel();
+    slots_.stop();
   }
 
  private:
-  llm::Engine& engine_;
-  std::mutex engine_mutex_;
+  // llama-server's /slots: each slot's id, context and whether it is answering a request.
+  openai::Json slots() const {
+    openai::Json list = openai::Json::array();
+    for (const ServeSlots::SlotInfo& s : slots_.info())
+      list.push_back({{"id", s.id}, {"n_ctx", s.n_ctx}, {"is_processing", s.busy}});
+    return list;
+  }
+  // std::random_device is not safe to call from several threads at once.
+  uint32_t random() {
+    std::lock_guard lock(random_mutex_);
+    return random_();
+  }
+
+  ServeSlots& slots_;
   std::atomic<bool> stopping_{false};
   llm::GenerateOptions defaults_;
   std::string model_, api_key_, system_, reasoning_format_;
   jinja::Json defaults_kwargs_;
   std::optional<llm::Pooling> pooling_;
   int64_t created_ = static_cast<int64_t>(std::time(nullptr));
-  size_t count_ = 0;
+  std::atomic<size_t> count_{0};
+  std::mutex random_mutex_;
   std::random_device random_;
 };
+
+// The slots' engines: one model, each engine a context of its own (--ctx split between them, as
+// llama-server does), their passes shared through one batcher when there are several.
+struct ServeEngines {
+  std::unique_ptr<backends::Backend> batch_backend;  // the shared passes' (outlives the batcher)
+  std::shared_ptr<llm::EvalBatcher> batcher;         // none with one slot
+  std::vector<std::unique_ptr<llm::Engine>> engines;
+};
+
+ServeEngines load_serve_engines(const ParsedArgs& args, size_t parallel) {
+  ServeEngines out;
+  std::unique_ptr<llm::Engine> first = load_engine(args);
+  if (parallel == 1) {
+    out.engines.push_back(std::move(first));
+    return out;
+  }
+  llm::EngineOptions options = engine_options(args);
+  const size_t total = first->session().n_ctx();
+  if (total / parallel < 8)
+    throw UsageError("--ctx " + std::to_string(total) + " leaves too few positions for " +
+                     std::to_string(parallel) + " slots");
+  options.n_ctx = total / parallel;
+  out.batch_backend = backends::make_cpu_backend(options.threads);
+  out.batcher = std::make_shared<llm::EvalBatcher>(first->model_ptr(), *out.batch_backend);
+  options.batcher = out.batcher;
+  const std::shared_ptr<const llm::Model> model = first->model_ptr();
+  first.reset();  // its context was the whole --ctx
+  for (size_t i = 0; i < parallel; ++i)
+    out.engines.push_back(std::make_unique<llm::Engine>(model, options));
+  return out;
+}
 
 }  // namespace
 
@@ -393,9 +453,13 @@ int run_serve(const Argv& argv) {
               "An OpenAI-compatible HTTP server for MODEL (as llama-server): POST\n"
               "/v1/chat/completions and /v1/completions (\"stream\": true for server-sent\n"
               "events; \"tools\" for tool calls), /v1/embeddings, GET /v1/models and /health.\n"
-              "The sampling options below are the defaults requests override; requests are\n"
-              "answered one at a time.");
+              "The sampling options below are the defaults requests override; --parallel N\n"
+              "answers N requests at once.");
   add_llm_options(p);
+  p.option("parallel", "N",
+           "slots: requests answered at once, their decoding batched (default 1); each has "
+           "--ctx / N positions",
+           "np");
   p.option("host", "HOST", "address to listen on (default 127.0.0.1: this machine only)");
   p.option("port", "N", "port to listen on (default 8080; 0 = any free one)");
   p.option("api-key", "KEY", "require 'Authorization: Bearer KEY' (but on /health)");
@@ -415,7 +479,12 @@ int run_serve(const Argv& argv) {
   if (port < 0 || port > 65535) throw UsageError("--port must be 0..65535");
   llm::GenerateOptions defaults = generate_options(args);
   if (!args.has("max-tokens")) defaults.max_tokens = -1;  // llama-server: until the end
-  const std::unique_ptr<llm::Engine> engine = load_engine(args);
+  const long long parallel = args.get_int("parallel", 1);
+  if (parallel < 1 || parallel > 256) throw UsageError("--parallel must be 1..256");
+  if (parallel > 1 && args.has("model-draft"))
+    throw UsageError("--model-draft does not go with --parallel yet");
+  ServeEngines engines = load_serve_engines(args, static_cast<size_t>(parallel));
+  ServeSlots slots(std::move(engines.engines));
   const std::string model =
       args.get_or("alias", std::filesystem::path(*args.get("model")).filename().string());
   HttpServer http(args.get_or("host", "127.0.0.1"), static_cast<uint16_t>(port));
@@ -436,7 +505,7 @@ int run_serve(const Argv& argv) {
     settings.pooling = llm::parse_pooling(*name);
     if (!settings.pooling) throw UsageError("--pooling must be mean, cls or last");
   }
-  Server server(*engine, defaults, std::move(settings));
+  Server server(slots, defaults, std::move(settings));
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   std::printf("oxinfer serve: %s on http://%s:%u\n", model.c_str(),
@@ -448,6 +517,11 @@ int run_serve(const Argv& argv) {
                server.stop();
                return true;
              });
+  if (engines.batcher) {
+    const llm::EvalBatcher::Stats b = engines.batcher->stats();
+    spdlog::info("serve: {} evaluations ({} tokens) in {} shared passes, at most {} a pass",
+                 b.requests, b.rows, b.passes, b.most_shared);
+  }
   spdlog::info("serve: stopped");
   return 0;
 }
