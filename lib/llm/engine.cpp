@@ -313,6 +313,17 @@ TurnStats Engine::send_raw(std::string_view text, const GenerateOptions& options
   return stats;
 }
 
+TurnStats Engine::send_tokens(std::vector<int32_t> prompt, const GenerateOptions& options,
+                              const PieceCallback& on_piece) {
+  const size_t n_vocab = model_->tokenizer().vocab_size();
+  for (int32_t id : prompt)
+    if (id < 0 || static_cast<size_t>(id) >= n_vocab)
+      throw Error("llm engine", "token id " + std::to_string(id) + " is not in the vocabulary");
+  history_.clear();
+  raw_text_.clear();
+  return run_turn(std::move(prompt), options, /*strip_leading_space=*/false, on_piece);
+}
+
 void Engine::evaluate_prompt(const std::vector<int32_t>& prompt, TurnStats& stats) {
   if (prompt.empty()) throw Error("llm engine", "the prompt is empty (no text and no BOS token)");
   if (prompt.size() > session_->n_ctx())

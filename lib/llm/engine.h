@@ -170,6 +170,12 @@ class Engine {
   TurnStats send_raw(std::string_view text, const GenerateOptions& options,
                      const PieceCallback& on_piece = {});
 
+  // Raw mode over token ids built elsewhere (a fill-in-the-middle prompt, infill.h): the context
+  // is exactly `prompt`, then the reply (a new conversation: the history and the raw text are
+  // forgotten; the cache keeps the start it shares with `prompt`).
+  TurnStats send_tokens(std::vector<int32_t> prompt, const GenerateOptions& options,
+                        const PieceCallback& on_piece = {});
+
   // The prompt text send(messages) would render (the history plus these, generation prompt;
   // `template_variables` as GenerateOptions').
   std::string render(const std::vector<ChatMessage>& messages,

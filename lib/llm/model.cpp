@@ -131,6 +131,11 @@ void Model::collect_eos_ids(const std::vector<int32_t>& extra) {
   std::vector<int32_t> ids;
   if (auto eos = tokenizer_->eos()) ids.push_back(*eos);
   if (auto eot = tokenizer_->eot()) ids.push_back(*eot);
+  // As llama.cpp: a code model's fill-in-the-middle padding, repository and file separator
+  // tokens end generation too.
+  const tokenizer::TokenizerSpec::Fim& fim = tokenizer_->fim();
+  for (const std::optional<int32_t>& id : {fim.pad, fim.rep, fim.sep})
+    if (id) ids.push_back(*id);
   ids.insert(ids.end(), extra.begin(), extra.end());
   for (int32_t id : ids)
     if (id >= 0 && id < config_.n_vocab &&

@@ -47,7 +47,8 @@ class Model {
   std::optional<std::string> chat_template() const { return chat_template_; }
   bool add_bos() const { return tokenizer_->add_bos(); }
   int32_t bos_id() const { return tokenizer_->bos().value_or(-1); }
-  // Tokens that end generation: eos, eot, and generation_config.json's eos_token_id list.
+  // Tokens that end generation: eos, eot, the fill-in-the-middle padding / repository / file
+  // separator tokens, and generation_config.json's eos_token_id list.
   std::vector<int32_t> eos_ids() const { return eos_ids_; }
 
  private:

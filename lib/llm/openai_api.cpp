@@ -322,6 +322,61 @@ Request parse_completion_request(std::string_view body, const GenerateOptions& d
   return parse_request(body, defaults, random_seed, /*chat=*/false);
 }
 
+namespace {
+
+// input_prefix / input_suffix: text, or a list of token ids and texts (llama.cpp's
+// tokenize_mixed), without BOS and special tokens as text.
+std::vector<int32_t> mixed_tokens(const Json& value, const char* key,
+                                  const tokenizer::Tokenizer& tok) {
+  const auto text = [&](const Json& v) {
+    return tok.encode(v.get<std::string>(), /*add_bos=*/false, /*parse_special=*/false);
+  };
+  if (value.is_string()) return text(value);
+  if (!value.is_array()) bad(std::string(key) + " must be a string or a list of tokens and texts");
+  std::vector<int32_t> ids;
+  for (const Json& item : value) {
+    if (item.is_string()) {
+      const std::vector<int32_t> more = text(item);
+      ids.insert(ids.end(), more.begin(), more.end());
+    } else if (item.is_number_integer() && item.get<int64_t>() >= 0 &&
+               item.get<int64_t>() < static_cast<int64_t>(tok.vocab_size())) {
+      ids.push_back(static_cast<int32_t>(item.get<int64_t>()));
+    } else {
+      bad(std::string(key) + ": " + item.dump() + " is neither text nor a token id of this model");
+    }
+  }
+  return ids;
+}
+
+}  // namespace
+
+InfillRequest parse_infill_request(std::string_view body, const GenerateOptions& defaults,
+                                   uint64_t random_seed, const tokenizer::Tokenizer& tok) {
+  Json j = parse_body(body);
+  if (!field(j, "prompt")) j["prompt"] = "";
+  InfillRequest out{parse_request(j.dump(), defaults, random_seed, /*chat=*/false), {}};
+  if (const Json* prefix = field(j, "input_prefix"))
+    out.input.prefix = mixed_tokens(*prefix, "input_prefix", tok);
+  if (const Json* suffix = field(j, "input_suffix"))
+    out.input.suffix = mixed_tokens(*suffix, "input_suffix", tok);
+  if (const Json* extra = field(j, "input_extra")) {
+    if (!extra->is_array()) bad("input_extra must be a list of {\"filename\", \"text\"}");
+    for (const Json& chunk : *extra) {
+      if (!chunk.is_object() || !chunk.contains("text") || !chunk["text"].is_string())
+        bad("input_extra: each chunk must be an object with a \"text\" string");
+      InfillChunk c;
+      c.text = chunk["text"].get<std::string>();
+      if (const Json* name = field(chunk, "filename")) {
+        if (!name->is_string()) bad("input_extra: a chunk's filename must be a string");
+        c.filename = name->get<std::string>();
+      }
+      out.input.extra.push_back(std::move(c));
+    }
+  }
+  out.input.prompt = tok.encode(out.request.prompt, /*add_bos=*/false, /*parse_special=*/true);
+  return out;
+}
+
 const char* finish_reason(StopReason reason, bool called_tools) {
   if (called_tools) return "tool_calls";
   return reason == StopReason::max_tokens || reason == StopReason::context_full ? "length" : "stop";
@@ -516,6 +571,7 @@ Json embeddings_response(std::string_view model, const std::vector<std::vector<f
 Json error_body(int status, std::string_view message) {
   const char* type = status == 401   ? "authentication_error"
                      : status == 404 ? "not_found_error"
+                     : status == 501 ? "not_supported_error"
                      : status >= 500 ? "server_error"
                                      : "invalid_request_error";
   return {{"error", {{"message", message}, {"type", type}, {"code", status}}}};

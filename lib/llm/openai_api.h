@@ -30,6 +30,8 @@
 
 #include "lib/llm/assistant_reply.h"
 #include "lib/llm/engine.h"
+#include "lib/llm/infill.h"
+#include "lib/tokenizer/tokenizer.h"
 
 namespace oxi::llm::openai {
 
@@ -56,6 +58,17 @@ Request parse_chat_request(std::string_view body, const GenerateOptions& default
                            uint64_t random_seed);
 Request parse_completion_request(std::string_view body, const GenerateOptions& defaults,
                                  uint64_t random_seed);
+
+// llama-server's /infill: /completion's fields (prompt optional: the start of the middle, its
+// special tokens parsed), input_prefix / input_suffix (text, or a list of token ids and texts),
+// input_extra ([{"filename", "text"}]: other files of the project). Texts tokenized as llama.cpp
+// does there (no BOS, special tokens as text). Throws oxi::Error("request", ...) (status 400).
+struct InfillRequest {
+  Request request;
+  InfillInput input;
+};
+InfillRequest parse_infill_request(std::string_view body, const GenerateOptions& defaults,
+                                   uint64_t random_seed, const tokenizer::Tokenizer& tok);
 
 // "stop" (an end token, a stop string, a choice) or "length" (max_tokens, a full context);
 // "tool_calls" for a reply that calls tools.

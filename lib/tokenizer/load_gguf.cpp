@@ -66,6 +66,17 @@ TokenizerSpec spec_from_gguf(const gguf::Reader& r) {
   spec.eot = optional_id(r, "tokenizer.ggml.eot_token_id");
   spec.unk = optional_id(r, "tokenizer.ggml.unknown_token_id");
   spec.pad = optional_id(r, "tokenizer.ggml.padding_token_id");
+  // The older prefix / suffix / middle keys win where both are there (llama.cpp reads them last).
+  const auto either = [&](std::string_view key, std::string_view older) {
+    const std::optional<int32_t> old = optional_id(r, older);
+    return old ? old : optional_id(r, key);
+  };
+  spec.fim.pre = either("tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.prefix_token_id");
+  spec.fim.suf = either("tokenizer.ggml.fim_suf_token_id", "tokenizer.ggml.suffix_token_id");
+  spec.fim.mid = either("tokenizer.ggml.fim_mid_token_id", "tokenizer.ggml.middle_token_id");
+  spec.fim.pad = optional_id(r, "tokenizer.ggml.fim_pad_token_id");
+  spec.fim.rep = optional_id(r, "tokenizer.ggml.fim_rep_token_id");
+  spec.fim.sep = optional_id(r, "tokenizer.ggml.fim_sep_token_id");
 
   if (model == "llama") {
     spec.algorithm = Algorithm::sentencepiece;

@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
 #include "lib/core/error.h"
 #include "lib/tokenizer/tokenizer_impl.h"
 #include "lib/tokenizer/unicode.h"
@@ -97,6 +99,17 @@ Tokenizer::Tokenizer(TokenizerSpec spec) {
   check_id(s.eot, n, "EOT");
   check_id(s.pad, n, "padding");
   check_id(s.unk, n, "unknown");
+  // A fill-in-the-middle id outside the vocabulary is dropped (as llama.cpp does): the model
+  // still chats, and infill asks for the markers it lacks.
+  TokenizerSpec::Fim& fim = impl->spec.fim;
+  for (std::optional<int32_t>* id : {&fim.pre, &fim.suf, &fim.mid, &fim.pad, &fim.rep, &fim.sep})
+    if (*id && (**id < 0 || static_cast<size_t>(**id) >= n)) {
+      spdlog::warn(
+          "tokenizer: fill-in-the-middle token id {} is outside the vocabulary of {}; "
+          "ignored",
+          **id, n);
+      id->reset();
+    }
 
   impl->ids_by_text.reserve(n);
   for (size_t i = 0; i < n; ++i) impl->ids_by_text[s.tokens[i]] = static_cast<int32_t>(i);
@@ -170,6 +183,24 @@ Tokenizer::Tokenizer(TokenizerSpec spec) {
       }
     }
   }
+  // Fill-in-the-middle markers the spec does not name, by the texts llama.cpp looks for (Qwen,
+  // StarCoder / Granite, DeepSeek, CodeLlama, ...), the first found of each list.
+  const auto by_text = [&](std::optional<int32_t>& id,
+                           std::initializer_list<std::string_view> names) {
+    for (std::string_view name : names) {
+      if (id) return;
+      if (const int32_t found = impl->find(name); found >= 0) id = found;
+    }
+  };
+  by_text(fim.pre, {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>",
+                    "▁<PRE>", "<|code_prefix|>"});
+  by_text(fim.suf, {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>",
+                    "▁<SUF>", "<|code_suffix|>"});
+  by_text(fim.mid, {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>",
+                    "▁<MID>", "<|code_middle|>"});
+  by_text(fim.pad, {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>"});
+  by_text(fim.rep, {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"});
+  by_text(fim.sep, {"<|file_sep|>"});
   impl_ = std::move(impl);
 }
 
@@ -343,6 +374,9 @@ std::optional<int32_t> Tokenizer::eos() const {
 }
 std::optional<int32_t> Tokenizer::eot() const {
   return impl_->spec.eot;
+}
+const TokenizerSpec::Fim& Tokenizer::fim() const {
+  return impl_->spec.fim;
 }
 std::optional<int32_t> Tokenizer::pad() const {
   return impl_->spec.pad;

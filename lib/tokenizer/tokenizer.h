@@ -51,6 +51,8 @@ class Tokenizer {
   std::optional<int32_t> eot() const;  // end of turn (<|eot_id|>, <|im_end|>...), if any
   std::optional<int32_t> pad() const;
   std::optional<int32_t> unk() const;
+  // Fill-in-the-middle markers (TokenizerSpec::Fim), those the model has.
+  const TokenizerSpec::Fim& fim() const;
   bool add_bos() const;  // the model's default for encode()
   bool add_eos() const;
 

@@ -61,6 +61,12 @@ struct TokenizerSpec {
 
   // Special tokens.
   std::optional<int32_t> bos, eos, eot, pad, unk;
+  // Fill-in-the-middle (code models): prefix, suffix and middle markers, padding, and the
+  // repository-level pattern's repo name and file separator. Those the file does not name are
+  // found by their text as llama.cpp finds them (<|fim_prefix|>, <PRE>, ...).
+  struct Fim {
+    std::optional<int32_t> pre, suf, mid, pad, rep, sep;
+  } fim;
   bool add_bos = false;  // what encode(text, add_bos=true) adds, per the model
   bool add_eos = false;
   // Added tokens that swallow the whitespace before (lstrip) / after (rstrip) them in text.

@@ -21,6 +21,7 @@
 
 #include "lib/llm/embeddings.h"
 #include "lib/llm/engine.h"
+#include "lib/llm/infill.h"
 #include "lib/llm/model.h"
 #include "lib/llm/reasoning.h"
 #include "lib/llm/session.h"
@@ -780,6 +781,69 @@ TEST_F(CliServe, ParallelSlotsAnswerTogetherAsTheEngineAlone) {
   const CommandResult bad = run_oxinfer({"serve", "-m", model_, "--parallel", "0"});
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--parallel"), std::string::npos) << bad.err;
+}
+
+// llama-server's /infill: the fill-in-the-middle prompt (lib/llm/infill.h) of the request's
+// parts continued greedily as the engine continues those tokens; streamed, the same text;
+// input_extra malformed is 400, a model without the markers 501.
+TEST_F(CliServe, InfillContinuesTheFillInTheMiddlePrompt) {
+  const std::string fim_model = (dir_ / "fim.gguf").string();
+  rewrite_gguf(model_, fim_model, {}, [](gguf::Writer& w) {
+    w.set_u32("tokenizer.ggml.fim_pre_token_id", 291);
+    w.set_u32("tokenizer.ggml.fim_suf_token_id", 292);
+    w.set_u32("tokenizer.ggml.fim_mid_token_id", 293);
+  });
+  ServeProcess server({"-m", fim_model, "--threads", "2", "--ctx", "256"});
+  ASSERT_GT(server.port(), 0);
+  const std::string body =
+      R"({"input_prefix": "w260 w261", "input_suffix": "w270", "prompt": "w262",
+          "input_extra": [{"filename": "a.txt", "text": "w280 w281"}],
+          "temperature": 0, "n_predict": 7)";
+  const Reply reply = post(server.port(), "/infill", body + "}");
+  ASSERT_EQ(reply.status, 200) << reply.body;
+
+  EngineOptions eo;
+  eo.threads = 2;
+  eo.n_ctx = 256;
+  const auto engine = Engine::load(fim_model, eo);
+  const tokenizer::Tokenizer& tok = engine->model().tokenizer();
+  InfillInput in;
+  in.prefix = tok.encode("w260 w261", false, false);
+  in.suffix = tok.encode("w270", false, false);
+  in.prompt = tok.encode("w262", false, true);
+  in.extra = {{"a.txt", "w280 w281"}};
+  InfillBudget budget;
+  budget.n_ctx = 256;
+  budget.n_batch = 256;
+  budget.n_predict = 7;
+  GenerateOptions g;
+  g.sampling.temperature = 0;
+  g.max_tokens = 7;
+  const TurnStats want = engine->send_tokens(infill_tokens(tok, in, budget), g);
+  const Json got = Json::parse(reply.body);
+  const std::string want_text =
+      Json::parse(Json(want.text).dump(-1, ' ', false, Json::error_handler_t::replace));
+  EXPECT_EQ(got["content"], want_text);
+  EXPECT_EQ(got["tokens_predicted"], want.generated_tokens);
+  EXPECT_EQ(got["tokens_evaluated"], want.prompt_ids.size());
+
+  const Reply streamed = post(server.port(), "/infill", body + R"(, "stream": true})");
+  ASSERT_EQ(streamed.status, 200);
+  std::string joined;
+  for (size_t at = 0; (at = streamed.body.find("data: ", at)) != std::string::npos;) {
+    const size_t end = streamed.body.find("\n\n", at);
+    joined += Json::parse(streamed.body.substr(at + 6, end - at - 6))["content"].get<std::string>();
+    at = end;
+  }
+  EXPECT_EQ(joined, want_text);
+  EXPECT_EQ(streamed.body.find("[DONE]"), std::string::npos);
+
+  EXPECT_EQ(
+      post(server.port(), "/infill", R"({"input_prefix": "a", "input_extra": [{"x": 1}]})").status,
+      400);
+  ServeProcess plain({"-m", model_, "--threads", "1"});
+  ASSERT_GT(plain.port(), 0);
+  EXPECT_EQ(post(plain.port(), "/infill", R"({"input_prefix": "a"})").status, 501);
 }
 
 }  // namespace

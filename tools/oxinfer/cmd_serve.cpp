@@ -37,6 +37,7 @@
 #include "lib/llm/embeddings.h"
 #include "lib/llm/engine.h"
 #include "lib/llm/eval_batcher.h"
+#include "lib/llm/infill.h"
 #include "lib/llm/model.h"
 #include "lib/llm/openai_api.h"
 #include "lib/llm/reasoning.h"
@@ -67,6 +68,7 @@ struct ServeSettings {
   std::string reasoning_format = "deepseek";  // --reasoning-format
   jinja::Json template_kwargs = jinja::Json::object();  // --chat-template-kwargs
   std::optional<llm::Pooling> pooling;                  // --pooling; none: the model's
+  bool spm_infill = false;                              // --spm-infill
 };
 
 class Server {
@@ -79,7 +81,8 @@ class Server {
         system_(std::move(settings.system)),
         reasoning_format_(std::move(settings.reasoning_format)),
         defaults_kwargs_(std::move(settings.template_kwargs)),
-        pooling_(settings.pooling) {}
+        pooling_(settings.pooling),
+        spm_infill_(settings.spm_infill) {}
 
   void handle(const HttpRequest& req, HttpResponse& res) {
     if (req.method == "OPTIONS") return res.send(200, "text/plain", "");  // CORS preflight
@@ -135,10 +138,17 @@ class Server {
       kind = Kind::text;
     else if (req.path == "/completion")
       kind = Kind::native;
+    else if (req.path == "/infill")
+      kind = Kind::infill;
     else
       return send_error(res, 404, "no such endpoint: " + req.path);
     if (req.method != "POST") return send_error(res, 405, "use POST");
     if (stopping_) return send_error(res, 503, "the server is stopping");
+    if (kind == Kind::infill) {
+      const tokenizer::TokenizerSpec::Fim& fim = slots_.first().model().tokenizer().fim();
+      if (!fim.pre || !fim.suf || !fim.mid)
+        return send_error(res, 501, "infill needs a model with fill-in-the-middle tokens");
+    }
     try {
       answer(req, res, kind);
     } catch (const Error& e) {
@@ -151,15 +161,31 @@ class Server {
   }
 
  private:
-  // OpenAI's chat and text completions, llama-server's own /completion.
-  enum class Kind { chat, text, native };
+  // OpenAI's chat and text completions, llama-server's own /completion and /infill (answered
+  // as /completion is).
+  enum class Kind { chat, text, native, infill };
 
   // Parses, generates (on a slot's engine) and answers (or streams) one completion.
   void answer(const HttpRequest& req, HttpResponse& res, Kind kind) {
     const bool chat = kind == Kind::chat;
     const uint64_t seed = (uint64_t{random()} << 32) | random();
-    openai::Request r = chat ? openai::parse_chat_request(req.body, defaults_, seed)
-                             : openai::parse_completion_request(req.body, defaults_, seed);
+    std::vector<int32_t> infill;  // Kind::infill: the prompt's tokens
+    openai::Request r;
+    if (kind == Kind::infill) {
+      const tokenizer::Tokenizer& tok = slots_.first().model().tokenizer();
+      openai::InfillRequest f = openai::parse_infill_request(req.body, defaults_, seed, tok);
+      r = std::move(f.request);
+      llm::InfillBudget budget;
+      budget.n_ctx = slots_.first().session().n_ctx();
+      budget.n_batch = std::min<size_t>(budget.n_batch, budget.n_ctx);
+      budget.n_predict = r.options.max_tokens;
+      budget.spm = spm_infill_;
+      infill = llm::infill_tokens(tok, f.input, budget);
+      r.prompt = tok.decode(infill);  // what picks the slot
+    } else {
+      r = chat ? openai::parse_chat_request(req.body, defaults_, seed)
+               : openai::parse_completion_request(req.body, defaults_, seed);
+    }
     if (chat) add_system(r);
     const openai::Identity who{(chat ? "chatcmpl-" : "cmpl-") + std::to_string(++count_),
                                static_cast<int64_t>(std::time(nullptr)), model_};
@@ -209,7 +235,9 @@ class Server {
       };
     }
     const llm::TurnStats stats = chat ? engine.send(r.messages, r.options, on_piece)
-                                      : engine.send_raw(r.prompt, r.options, on_piece);
+                                 : kind == Kind::infill
+                                     ? engine.send_tokens(std::move(infill), r.options, on_piece)
+                                     : engine.send_raw(r.prompt, r.options, on_piece);
     spdlog::info("serve: {} prompt tokens ({} cached), {} generated, {}", stats.prompt_ids.size(),
                  stats.cached_tokens, stats.generated_tokens, llm::to_string(stats.stop_reason));
     llm::ReplyDelta rest;
@@ -233,7 +261,8 @@ class Server {
         event(res, openai::chat_chunk(who, openai::tool_calls_delta(reply.calls), nullptr));
     }
     event(res, final_event(stats, !reply.calls.empty(), logprobs));
-    if (kind != Kind::native) res.write("data: [DONE]\n\n");  // OpenAI's end of stream
+    if (kind == Kind::chat || kind == Kind::text)
+      res.write("data: [DONE]\n\n");  // OpenAI's end of stream
   }
 
   // --system: the system message of chats that bring none.
@@ -409,6 +438,7 @@ class Server {
   std::string model_, api_key_, system_, reasoning_format_;
   jinja::Json defaults_kwargs_;
   std::optional<llm::Pooling> pooling_;
+  bool spm_infill_;
   int64_t created_ = static_cast<int64_t>(std::time(nullptr));
   std::atomic<size_t> count_{0};
   std::mutex random_mutex_;
@@ -469,6 +499,8 @@ int run_serve(const Argv& argv) {
            "none (left in the content)");
   p.option("pooling", "P",
            "/v1/embeddings: mean, cls or last (default: the model's pooling_type, else mean)");
+  p.flag("spm-infill",
+         "/infill: the suffix before the prefix (the SPM order some code models were trained on)");
   p.option("chat-template-kwargs", "JSON",
            "more variables for the chat template, e.g. '{\"enable_thinking\": false}'");
   const ParsedArgs args = p.parse(argv);
@@ -501,6 +533,7 @@ int run_serve(const Argv& argv) {
     if (!settings.template_kwargs.is_object())
       throw UsageError("--chat-template-kwargs must be a JSON object");
   }
+  settings.spm_infill = args.has("spm-infill");
   if (const auto name = args.get("pooling")) {
     settings.pooling = llm::parse_pooling(*name);
     if (!settings.pooling) throw UsageError("--pooling must be mean, cls or last");
