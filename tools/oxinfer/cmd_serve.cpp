@@ -1,13 +1,17 @@
-// oxinfer serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY]: an OpenAI-compatible
-// HTTP server for one model, as llama.cpp's llama-server: POST /v1/chat/completions and
-// /v1/completions (streamed as server-sent events with "stream": true), GET /v1/models and
-// /health. The generate options (--temp, --top-k, --max-tokens, --ctx, ...) are the defaults a
-// request's own fields override (lib/llm/openai_api.h). POST /tokenize and /detokenize are
-// llama-server's own, as is POST /completion ({"prompt", "n_predict", ...} -> {"content",
-// "stop", "stop_type", ...}). Each connection has a thread; the completions take the one engine in
-// turn, while /health, /v1/models and the tokenizer answer at once. Each completion starts a new
-// conversation on the engine, whose KV cache keeps the longest start it shares with the last
-// request (a system prompt, earlier turns), as llama-server reuses its slot's cache.
+// oxinfer serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--parallel N]: an
+// OpenAI-compatible HTTP server for one model, as llama.cpp's llama-server: POST
+// /v1/chat/completions and /v1/completions (streamed as server-sent events with "stream": true),
+// GET /v1/models and /health. The generate options (--temp, --top-k, --max-tokens, --ctx, ...)
+// are the defaults a request's own fields override (lib/llm/openai_api.h). POST /tokenize and
+// /detokenize are llama-server's own, as are POST /completion ({"prompt", "n_predict", ...} ->
+// {"content", "stop", "stop_type", ...}) and POST /infill (fill-in-the-middle for code models,
+// lib/llm/infill.h). Each connection has a thread; completions lease one of the --parallel slots
+// (serve_slots.h: engines of --ctx / N positions each, whose passes are shared by continuous
+// batching, lib/llm/eval_batcher.h), waiting while all are busy, while /health, /v1/models and
+// the tokenizer answer at once. Each completion starts a new conversation on its slot's engine,
+// whose KV cache keeps the longest start it shares with the slot's last request (a system
+// prompt, earlier turns), as llama-server reuses its slot's cache; the free slot whose last
+// prompt shares the most with the request's is the one it gets. GET /slots lists them.
 // Chat requests may offer tools (OpenAI's tools / tool_choice / parallel_tool_calls): the model's
 // template is given them and the reply comes back as tool_calls in the form the template's
 // model writes them (lib/llm/tool_calls.h); streamed, content before a call goes out as it
@@ -482,7 +486,8 @@ int run_serve(const Argv& argv) {
   ArgParser p("serve", "oxinfer serve -m MODEL [--host H] [--port N] [--api-key KEY]",
               "An OpenAI-compatible HTTP server for MODEL (as llama-server): POST\n"
               "/v1/chat/completions and /v1/completions (\"stream\": true for server-sent\n"
-              "events; \"tools\" for tool calls), /v1/embeddings, GET /v1/models and /health.\n"
+              "events; \"tools\" for tool calls), /v1/embeddings, /completion, /infill, GET\n"
+              "/v1/models, /health, /props and /slots.\n"
               "The sampling options below are the defaults requests override; --parallel N\n"
               "answers N requests at once.");
   add_llm_options(p);
