@@ -220,6 +220,11 @@ void parse_options(const Json& body, Request& r, uint64_t random_seed, bool chat
     if (!stream->is_boolean()) bad("stream must be true or false");
     r.stream = stream->get<bool>();
   }
+  if (const Json* slot = field(body, "id_slot")) {
+    if (!slot->is_number_integer() || slot->get<int64_t>() < -1)
+      bad("id_slot must be a slot's id, or -1 for any");
+    r.id_slot = static_cast<int>(std::min<int64_t>(slot->get<int64_t>(), 1 << 20));
+  }
 }
 
 Json bytes_of(const std::string& text) {
@@ -271,7 +276,8 @@ Json usage(const TurnStats& stats) {
   const size_t prompt = stats.prompt_ids.size();
   return {{"prompt_tokens", prompt},
           {"completion_tokens", stats.generated_tokens},
-          {"total_tokens", prompt + stats.generated_tokens}};
+          {"total_tokens", prompt + stats.generated_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", stats.cached_tokens}}}};
 }
 
 // Either kind of request: messages (chat) or a prompt, then the fields both share.
@@ -486,6 +492,19 @@ Json native_completion(std::string_view model, std::string_view content,
     j["model"] = model;
     j["tokens_predicted"] = final_stats->generated_tokens;
     j["tokens_evaluated"] = final_stats->prompt_ids.size();
+    j["tokens_cached"] = final_stats->cached_tokens;
+    const auto per = [](double ms, size_t n) {
+      return Json{{"ms", ms},
+                  {"per_token_ms", n > 0 ? ms / static_cast<double>(n) : 0.0},
+                  {"per_second", ms > 0 ? 1e3 * static_cast<double>(n) / ms : 0.0}};
+    };
+    const Json p = per(final_stats->prompt_ms, final_stats->prompt_tokens);
+    const Json g = per(final_stats->generation_ms, final_stats->generated_tokens);
+    j["timings"] = {
+        {"prompt_n", final_stats->prompt_tokens},       {"prompt_ms", p["ms"]},
+        {"prompt_per_token_ms", p["per_token_ms"]},     {"prompt_per_second", p["per_second"]},
+        {"predicted_n", final_stats->generated_tokens}, {"predicted_ms", g["ms"]},
+        {"predicted_per_token_ms", g["per_token_ms"]},  {"predicted_per_second", g["per_second"]}};
   }
   return j;
 }

@@ -49,6 +49,8 @@ struct Request {
   // chat: llama-server's reasoning_format: "none" leaves a thinking model's <think> block in
   // the content, "auto" / "deepseek" set it apart as reasoning_content; empty: the server's.
   std::string reasoning_format;
+  // llama-server's id_slot: the slot to answer on (oxinfer serve --parallel); -1: any.
+  int id_slot = -1;
 };
 
 // Fields absent from the body keep `defaults`' values (the server's command-line sampling),

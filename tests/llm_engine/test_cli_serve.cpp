@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <thread>
@@ -844,6 +845,61 @@ TEST_F(CliServe, InfillContinuesTheFillInTheMiddlePrompt) {
   ServeProcess plain({"-m", model_, "--threads", "1"});
   ASSERT_GT(plain.port(), 0);
   EXPECT_EQ(post(plain.port(), "/infill", R"({"input_prefix": "a"})").status, 501);
+}
+
+// llama-server's slot actions and id_slot: a slot's cache saved to --slot-save-path, erased,
+// restored into another slot, whose next request with the same start finds it cached; bad
+// names, slots and actions refused; without --slot-save-path save is 501.
+TEST_F(CliServe, SlotsSavedErasedAndRestored) {
+  oxi::test::TempDir saves;
+  ServeProcess server({"-m", model_, "--threads", "2", "--ctx", "256", "--parallel", "2",
+                       "--slot-save-path", saves.path().string()});
+  ASSERT_GT(server.port(), 0);
+  const int port = server.port();
+  const std::string chat =
+      R"({"messages": [{"role": "user", "content": "w264 w265 w266"}], "temperature": 0,
+          "max_tokens": 5, "id_slot": )";
+  const Json first = Json::parse(post(port, "/v1/chat/completions", chat + "1}").body);
+  const size_t prompt_tokens = first["usage"]["prompt_tokens"];
+  EXPECT_EQ(first["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+
+  const Reply saved = post(port, "/slots/1?action=save", R"({"filename": "one.bin"})");
+  ASSERT_EQ(saved.status, 200) << saved.body;
+  const Json s = Json::parse(saved.body);
+  EXPECT_EQ(s["id_slot"], 1);
+  EXPECT_EQ(s["filename"], "one.bin");
+  const size_t n_saved = s["n_saved"];
+  EXPECT_GE(n_saved, prompt_tokens);  // the prompt and the reply's tokens but its last
+  EXPECT_EQ(s["n_written"], std::filesystem::file_size(saves.path() / "one.bin"));
+
+  const Json erased = Json::parse(post(port, "/slots/1?action=erase", "").body);
+  EXPECT_EQ(erased["n_erased"], n_saved);
+  const Json restored =
+      Json::parse(post(port, "/slots/0?action=restore", R"({"filename": "one.bin"})").body);
+  EXPECT_EQ(restored["id_slot"], 0);
+  EXPECT_EQ(restored["n_restored"], n_saved);
+  // Slot 0 now holds the conversation: the same request there reuses its prompt but the last
+  // 5 tokens (the engine evaluates at least that many: the same kernels as a whole prompt), and
+  // replies as before.
+  const Json again = Json::parse(post(port, "/v1/chat/completions", chat + "0}").body);
+  ASSERT_GT(prompt_tokens, 10u);
+  EXPECT_EQ(again["usage"]["prompt_tokens_details"]["cached_tokens"], prompt_tokens - 5);
+  EXPECT_EQ(again["choices"][0]["message"]["content"], first["choices"][0]["message"]["content"]);
+  // Slot 1 was erased: nothing cached there.
+  const Json fresh = Json::parse(post(port, "/v1/chat/completions", chat + "1}").body);
+  EXPECT_EQ(fresh["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+
+  EXPECT_EQ(post(port, "/slots/0?action=save", R"({"filename": "../x.bin"})").status, 400);
+  EXPECT_EQ(post(port, "/slots/0?action=save", "{}").status, 400);
+  EXPECT_EQ(post(port, "/slots/2?action=erase", "").status, 400);
+  EXPECT_EQ(post(port, "/slots/0?action=melt", "").status, 400);
+  EXPECT_EQ(post(port, "/slots/0?action=restore", R"({"filename": "none.bin"})").status, 400);
+  EXPECT_EQ(get(port, "/slots/0?action=erase").status, 405);
+  EXPECT_EQ(post(port, "/v1/chat/completions", chat + "7}").status, 400);
+  ServeProcess plain({"-m", model_, "--threads", "1"});
+  ASSERT_GT(plain.port(), 0);
+  EXPECT_EQ(post(plain.port(), "/slots/0?action=save", R"({"filename": "a.bin"})").status, 501);
+  EXPECT_EQ(post(plain.port(), "/slots/0?action=erase", "").status, 200);
 }
 
 }  // namespace

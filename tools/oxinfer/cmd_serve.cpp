@@ -21,7 +21,9 @@
 // (enable_thinking, ...). POST /v1/embeddings embeds each input from an empty cache of its own
 // (lib/llm/embeddings.h; --pooling), leaving the chat's cache as it was. llama-server's GET
 // /props and POST /apply-template tell the defaults and the prompt a chat request makes.
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
@@ -73,6 +75,7 @@ struct ServeSettings {
   jinja::Json template_kwargs = jinja::Json::object();  // --chat-template-kwargs
   std::optional<llm::Pooling> pooling;                  // --pooling; none: the model's
   bool spm_infill = false;                              // --spm-infill
+  std::filesystem::path slot_save_path;                 // --slot-save-path; empty: none
 };
 
 class Server {
@@ -86,7 +89,8 @@ class Server {
         reasoning_format_(std::move(settings.reasoning_format)),
         defaults_kwargs_(std::move(settings.template_kwargs)),
         pooling_(settings.pooling),
-        spm_infill_(settings.spm_infill) {}
+        spm_infill_(settings.spm_infill),
+        slot_save_path_(std::move(settings.slot_save_path)) {}
 
   void handle(const HttpRequest& req, HttpResponse& res) {
     if (req.method == "OPTIONS") return res.send(200, "text/plain", "");  // CORS preflight
@@ -109,6 +113,22 @@ class Server {
     if (req.path == "/slots") {
       if (req.method != "GET") return send_error(res, 405, "use GET");
       return send_json(res, 200, slots());
+    }
+    if (req.path.starts_with("/slots/")) {
+      if (req.method != "POST") return send_error(res, 405, "use POST");
+      const std::string id = req.path.substr(7), action = req.query_value("action");
+      if (id.empty() || id.size() > 6 ||
+          !std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return send_error(res, 400, "no such slot: " + id);
+      if (action != "save" && action != "restore" && action != "erase")
+        return send_error(res, 400, "action must be save, restore or erase");
+      if (action != "erase" && slot_save_path_.empty())
+        return send_error(res, 501, "slot save and restore need --slot-save-path");
+      try {
+        return send_json(res, 200, slot_action(req.body, std::stoul(id), action));
+      } catch (const Error& e) {
+        return send_error(res, 400, e.what());
+      }
     }
     if (req.path == "/apply-template") {
       if (req.method != "POST") return send_error(res, 405, "use POST");
@@ -211,7 +231,8 @@ class Server {
     std::string prompt =
         chat ? slots_.first().chat_template().apply(r.messages, true, r.options.template_variables)
              : r.prompt;
-    const ServeSlots::Lease lease = slots_.lease(prompt);
+    const ServeSlots::Lease lease =
+        r.id_slot >= 0 ? slots_.lease_slot(static_cast<size_t>(r.id_slot)) : slots_.lease(prompt);
     if (stopping_) throw Error("serve", "the server is stopping");
     llm::Engine& engine = lease.engine();
     engine.new_conversation();
@@ -423,6 +444,52 @@ class Server {
   }
 
  private:
+  // llama-server's POST /slots/{id}?action=...: save writes the slot's cache (and conversation)
+  // to {"filename"} in --slot-save-path, restore reads one back (its cache then serves the
+  // requests that start as it does), erase empties the slot. Each waits for the slot to be free.
+  openai::Json slot_action(const std::string& body, size_t id, const std::string& action) {
+    std::filesystem::path file;
+    if (action != "erase") {
+      const openai::Json j = openai::Json::parse(body, nullptr, false);
+      const std::string name = j.is_object() && j.contains("filename") && j["filename"].is_string()
+                                   ? j["filename"].get<std::string>()
+                                   : std::string();
+      if (name.empty() || name == "." || name == ".." ||
+          name.find_first_of(std::string("/\\\0", 3)) != std::string::npos)
+        throw Error("request", "filename must be a plain file name");
+      file = slot_save_path_ / name;
+    }
+    const ServeSlots::Lease lease = slots_.lease_slot(id);
+    llm::Engine& engine = lease.engine();
+    const auto start = std::chrono::steady_clock::now();
+    const auto ms = [&] {
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+          .count();
+    };
+    if (action == "erase") {
+      const size_t n = engine.session().n_past();
+      engine.reset();
+      lease.set_prompt("");
+      return {{"id_slot", id}, {"n_erased", n}};
+    }
+    if (action == "save") {
+      engine.save_state(file);
+      return {{"id_slot", id},
+              {"filename", file.filename().string()},
+              {"n_saved", engine.session().n_past()},
+              {"n_written", std::filesystem::file_size(file)},
+              {"timings", {{"save_ms", ms()}}}};
+    }
+    engine.load_state(file);
+    const tokenizer::Tokenizer& tok = engine.model().tokenizer();
+    lease.set_prompt(tok.decode(engine.session().tokens()));
+    return {{"id_slot", id},
+            {"filename", file.filename().string()},
+            {"n_restored", engine.session().n_past()},
+            {"n_read", std::filesystem::file_size(file)},
+            {"timings", {{"restore_ms", ms()}}}};
+  }
+
   // llama-server's /slots: each slot's id, context and whether it is answering a request.
   openai::Json slots() const {
     openai::Json list = openai::Json::array();
@@ -443,6 +510,7 @@ class Server {
   jinja::Json defaults_kwargs_;
   std::optional<llm::Pooling> pooling_;
   bool spm_infill_;
+  std::filesystem::path slot_save_path_;
   int64_t created_ = static_cast<int64_t>(std::time(nullptr));
   std::atomic<size_t> count_{0};
   std::mutex random_mutex_;
@@ -504,6 +572,8 @@ int run_serve(const Argv& argv) {
            "none (left in the content)");
   p.option("pooling", "P",
            "/v1/embeddings: mean, cls or last (default: the model's pooling_type, else mean)");
+  p.option("slot-save-path", "DIR",
+           "POST /slots/{id}?action=save|restore {\"filename\"} keeps slots' caches here");
   p.flag("spm-infill",
          "/infill: the suffix before the prefix (the SPM order some code models were trained on)");
   p.option("chat-template-kwargs", "JSON",
@@ -539,6 +609,11 @@ int run_serve(const Argv& argv) {
       throw UsageError("--chat-template-kwargs must be a JSON object");
   }
   settings.spm_infill = args.has("spm-infill");
+  if (const auto dir = args.get("slot-save-path")) {
+    if (!std::filesystem::is_directory(*dir))
+      throw UsageError("--slot-save-path: " + *dir + " is not a directory");
+    settings.slot_save_path = *dir;
+  }
   if (const auto name = args.get("pooling")) {
     settings.pooling = llm::parse_pooling(*name);
     if (!settings.pooling) throw UsageError("--pooling must be mean, cls or last");

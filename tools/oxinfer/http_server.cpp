@@ -8,6 +8,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <condition_variable>
@@ -75,6 +76,17 @@ bool read_more(int fd, std::string& buffer) {
 }
 
 }  // namespace
+
+std::string HttpRequest::query_value(const std::string& name) const {
+  for (size_t at = 0; at <= query.size();) {
+    const size_t end = std::min(query.find('&', at), query.size());
+    const std::string pair = query.substr(at, end - at);
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) == name) return eq == std::string::npos ? "" : pair.substr(eq + 1);
+    at = end + 1;
+  }
+  return "";
+}
 
 std::string HttpRequest::header(const std::string& lower_name) const {
   const auto it = headers.find(lower_name);
@@ -230,7 +242,10 @@ bool HttpServer::handle_one(int fd, std::string& buffer, const HttpHandler& hand
   request.method = request_line.substr(0, sp1);
   request.path = request_line.substr(sp1 + 1, sp2 - sp1 - 1);
   const std::string version = request_line.substr(sp2 + 1);
-  if (const size_t q = request.path.find('?'); q != std::string::npos) request.path.resize(q);
+  if (const size_t q = request.path.find('?'); q != std::string::npos) {
+    request.query = request.path.substr(q + 1);
+    request.path.resize(q);
+  }
   while (line_end != std::string::npos && line_end < head.size()) {
     const size_t next = head.find("\r\n", line_end + 2);
     const std::string line = head.substr(line_end + 2, next - line_end - 2);

@@ -25,9 +25,12 @@ namespace oxi::cli {
 struct HttpRequest {
   std::string method;                          // "GET", "POST", ...
   std::string path;                            // without the query string
+  std::string query;                           // after '?' (not decoded), empty: none
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
   std::string header(const std::string& lower_name) const;
+  // The value of `name` in the query ("a=1&b=2"), not decoded; empty: not there.
+  std::string query_value(const std::string& name) const;
 };
 
 // What a handler writes back: send() once, or begin_stream() and write() pieces (server-sent

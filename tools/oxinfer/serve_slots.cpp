@@ -1,6 +1,7 @@
 #include "tools/oxinfer/serve_slots.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 #include "lib/core/error.h"
@@ -46,6 +47,18 @@ ServeSlots::Lease ServeSlots::lease(std::string_view prompt) {
   slots_[best].busy = true;
   slots_[best].last_use = ++clock_;
   return Lease(*this, best);
+}
+
+ServeSlots::Lease ServeSlots::lease_slot(size_t id) {
+  if (id >= slots_.size())
+    throw Error("serve", "no slot " + std::to_string(id) + " (there are " +
+                             std::to_string(slots_.size()) + ")");
+  std::unique_lock lock(mutex_);
+  freed_.wait(lock, [&] { return stopping_ || !slots_[id].busy; });
+  if (stopping_) throw Error("serve", "the server is stopping");
+  slots_[id].busy = true;
+  slots_[id].last_use = ++clock_;
+  return Lease(*this, id);
 }
 
 void ServeSlots::release(size_t id) {

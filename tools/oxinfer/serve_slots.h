@@ -47,6 +47,8 @@ class ServeSlots {
   // Waits for a free slot (the best for `prompt`, see above). Throws oxi::Error once stop()
   // was called.
   Lease lease(std::string_view prompt);
+  // Waits for slot `id` (< size()) to be free (a request's id_slot, the /slots actions).
+  Lease lease_slot(size_t id);
   // Cancels the running requests and refuses the waiting and later ones.
   void stop();
 
