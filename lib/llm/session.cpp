@@ -64,6 +64,7 @@ std::span<const float> Session::eval(std::span<const int32_t> tokens, bool all_l
     logits = batcher_ ? batcher_->eval(*state_, chunk, n_past(), all_logits)
                       : forward(*model_, backend_, *state_, chunk, n_past(), all_logits);
     tokens_.insert(tokens_.end(), chunk.begin(), chunk.end());
+    passes_.fetch_add(1, std::memory_order_relaxed);
     if (all_logits && !one_batch)
       std::copy(logits.begin(), logits.end(), all_logits_.begin() + done * n_vocab);
   }
@@ -79,6 +80,7 @@ std::span<const float> Session::hidden(std::span<const int32_t> tokens) {
     const auto chunk = tokens.subspan(done, std::min(batch, tokens.size() - done));
     const std::span<const float> h = forward_hidden(*model_, backend_, *state_, chunk, n_past());
     tokens_.insert(tokens_.end(), chunk.begin(), chunk.end());
+    passes_.fetch_add(1, std::memory_order_relaxed);
     std::copy(h.begin(), h.end(), hidden_.begin() + static_cast<std::ptrdiff_t>(done * width));
   }
   return hidden_;

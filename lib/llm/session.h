@@ -3,6 +3,7 @@
 // run concurrently).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -56,6 +57,9 @@ class Session {
   void use_batcher(std::shared_ptr<EvalBatcher> batcher);
 
   size_t n_past() const { return tokens_.size(); }
+  // Forward passes this session has run (each eval batch; with a batcher, the passes it took
+  // part in).
+  uint64_t passes() const { return passes_.load(std::memory_order_relaxed); }
   size_t n_ctx() const;
   size_t kv_cache_bytes() const;
   const std::vector<int32_t>& tokens() const { return tokens_; }
@@ -85,6 +89,7 @@ class Session {
   std::unique_ptr<ForwardState> state_;
   std::shared_ptr<EvalBatcher> batcher_;
   std::vector<int32_t> tokens_;
+  std::atomic<uint64_t> passes_{0};  // read by other threads (a server's metrics)
   std::vector<float> all_logits_;  // eval(all_logits) over several batches
   std::vector<float> hidden_;      // hidden() over several batches
 };

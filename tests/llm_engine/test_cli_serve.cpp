@@ -902,5 +902,41 @@ TEST_F(CliServe, SlotsSavedErasedAndRestored) {
   EXPECT_EQ(post(plain.port(), "/slots/0?action=erase", "").status, 200);
 }
 
+// llama-server's GET /metrics (--metrics): Prometheus text whose counters add up what the
+// completions did.
+TEST_F(CliServe, MetricsCountWhatCompletionsDid) {
+  ServeProcess server({"-m", model_, "--threads", "1", "--metrics"});
+  ASSERT_GT(server.port(), 0);
+  const int port = server.port();
+  const Json a = Json::parse(
+      post(port, "/completion", R"({"prompt": "w260 w261 w262", "n_predict": 4})").body);
+  const Json b =
+      Json::parse(post(port, "/completion", R"({"prompt": "w270 w271", "n_predict": 3})").body);
+  const Reply m = get(port, "/metrics");
+  ASSERT_EQ(m.status, 200) << m.body;
+  EXPECT_NE(m.headers.find("Content-Type: text/plain"), std::string::npos);
+  const auto value = [&](const std::string& name) {
+    const std::string line = "\nllamacpp:" + name + " ";
+    const size_t at = m.body.find(line);
+    EXPECT_NE(at, std::string::npos) << name;
+    EXPECT_NE(m.body.find("# TYPE llamacpp:" + name + " "), std::string::npos) << name;
+    return at == std::string::npos ? -1.0 : std::stod(m.body.substr(at + line.size()));
+  };
+  EXPECT_EQ(value("tokens_predicted_total"),
+            a["tokens_predicted"].get<double>() + b["tokens_predicted"].get<double>());
+  EXPECT_EQ(value("prompt_tokens_total"),
+            a["timings"]["prompt_n"].get<double>() + b["timings"]["prompt_n"].get<double>());
+  EXPECT_GE(value("n_decode_total"),
+            a["tokens_predicted"].get<double>() + b["tokens_predicted"].get<double>());
+  EXPECT_EQ(value("n_busy_slots_per_decode"), 1.0);
+  EXPECT_EQ(value("requests_processing"), 0.0);
+  EXPECT_EQ(value("requests_deferred"), 0.0);
+  EXPECT_GT(value("predicted_tokens_seconds"), 0.0);
+  EXPECT_EQ(Json::parse(get(port, "/props").body)["endpoint_metrics"], true);
+  ServeProcess plain({"-m", model_, "--threads", "1"});
+  ASSERT_GT(plain.port(), 0);
+  EXPECT_EQ(get(plain.port(), "/metrics").status, 501);
+}
+
 }  // namespace
 }  // namespace oxi::llm::test

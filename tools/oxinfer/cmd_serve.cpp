@@ -76,6 +76,8 @@ struct ServeSettings {
   std::optional<llm::Pooling> pooling;                  // --pooling; none: the model's
   bool spm_infill = false;                              // --spm-infill
   std::filesystem::path slot_save_path;                 // --slot-save-path; empty: none
+  bool metrics = false;                                 // --metrics: GET /metrics
+  std::shared_ptr<llm::EvalBatcher> batcher;            // the slots' shared passes, if any
 };
 
 class Server {
@@ -90,7 +92,9 @@ class Server {
         defaults_kwargs_(std::move(settings.template_kwargs)),
         pooling_(settings.pooling),
         spm_infill_(settings.spm_infill),
-        slot_save_path_(std::move(settings.slot_save_path)) {}
+        slot_save_path_(std::move(settings.slot_save_path)),
+        metrics_(settings.metrics),
+        batcher_(std::move(settings.batcher)) {}
 
   void handle(const HttpRequest& req, HttpResponse& res) {
     if (req.method == "OPTIONS") return res.send(200, "text/plain", "");  // CORS preflight
@@ -109,6 +113,11 @@ class Server {
     if (req.path == "/props") {
       if (req.method != "GET") return send_error(res, 405, "use GET");
       return send_json(res, 200, props());
+    }
+    if (req.path == "/metrics") {
+      if (!metrics_) return send_error(res, 501, "metrics need --metrics");
+      if (req.method != "GET") return send_error(res, 405, "use GET");
+      return res.send(200, "text/plain; version=0.0.4", metrics());
     }
     if (req.path == "/slots") {
       if (req.method != "GET") return send_error(res, 405, "use GET");
@@ -263,6 +272,13 @@ class Server {
                                  : kind == Kind::infill
                                      ? engine.send_tokens(std::move(infill), r.options, on_piece)
                                      : engine.send_raw(r.prompt, r.options, on_piece);
+    {
+      std::lock_guard lock(totals_mutex_);
+      totals_.prompt_tokens += stats.prompt_tokens;
+      totals_.prompt_ms += stats.prompt_ms;
+      totals_.predicted_tokens += stats.generated_tokens;
+      totals_.predicted_ms += stats.generation_ms;
+    }
     spdlog::info("serve: {} prompt tokens ({} cached), {} generated, {}", stats.prompt_ids.size(),
                  stats.cached_tokens, stats.generated_tokens, llm::to_string(stats.stop_reason));
     llm::ReplyDelta rest;
@@ -356,6 +372,8 @@ class Server {
                 {"repeat_penalty", s.repeat_penalty},
                 {"n_predict", defaults_.max_tokens}}}}},
             {"total_slots", slots_.size()},
+            {"endpoint_slots", true},
+            {"endpoint_metrics", metrics_},
             {"model_path", model_},
             {"chat_template", engine.chat_template().source()},
             {"bos_token", token_text(tok.bos())},
@@ -490,6 +508,51 @@ class Server {
             {"timings", {{"restore_ms", ms()}}}};
   }
 
+  // llama-server's GET /metrics (--metrics): its Prometheus counters and gauges.
+  std::string metrics() const {
+    Totals t;
+    {
+      std::lock_guard lock(totals_mutex_);
+      t = totals_;
+    }
+    const std::vector<ServeSlots::SlotInfo> slots = slots_.info();
+    size_t busy = 0;
+    uint64_t passes = 0, slot_passes = 0;
+    for (const ServeSlots::SlotInfo& s : slots) {
+      busy += s.busy ? 1 : 0;
+      slot_passes += s.passes;
+    }
+    // With shared passes a pass serves several slots; alone, each slot's pass is its own.
+    passes = batcher_ ? batcher_->stats().passes : slot_passes;
+    const auto rate = [](double n, double ms) { return ms > 0 ? 1e3 * n / ms : 0.0; };
+    std::string out;
+    const auto metric = [&](const char* type, const char* name, const char* help, double value) {
+      out += fmt::format("# HELP llamacpp:{} {}\n# TYPE llamacpp:{} {}\nllamacpp:{} {}\n", name,
+                         help, name, type, name, value);
+    };
+    metric("counter", "prompt_tokens_total", "Number of prompt tokens processed.",
+           static_cast<double>(t.prompt_tokens));
+    metric("counter", "prompt_seconds_total", "Prompt process time", t.prompt_ms / 1e3);
+    metric("counter", "tokens_predicted_total", "Number of generation tokens processed.",
+           static_cast<double>(t.predicted_tokens));
+    metric("counter", "tokens_predicted_seconds_total", "Predict process time",
+           t.predicted_ms / 1e3);
+    metric("counter", "n_decode_total", "Total number of llama_decode() calls",
+           static_cast<double>(passes));
+    metric("gauge", "n_busy_slots_per_decode",
+           "Average number of busy slots per llama_decode() call",
+           passes > 0 ? static_cast<double>(slot_passes) / static_cast<double>(passes) : 0.0);
+    metric("gauge", "prompt_tokens_seconds", "Average prompt throughput in tokens/s.",
+           rate(static_cast<double>(t.prompt_tokens), t.prompt_ms));
+    metric("gauge", "predicted_tokens_seconds", "Average generation throughput in tokens/s.",
+           rate(static_cast<double>(t.predicted_tokens), t.predicted_ms));
+    metric("gauge", "requests_processing", "Number of requests processing.",
+           static_cast<double>(busy));
+    metric("gauge", "requests_deferred", "Number of requests deferred.",
+           static_cast<double>(slots_.waiting()));
+    return out;
+  }
+
   // llama-server's /slots: each slot's id, context and whether it is answering a request.
   openai::Json slots() const {
     openai::Json list = openai::Json::array();
@@ -511,6 +574,15 @@ class Server {
   std::optional<llm::Pooling> pooling_;
   bool spm_infill_;
   std::filesystem::path slot_save_path_;
+  bool metrics_;
+  std::shared_ptr<llm::EvalBatcher> batcher_;
+  // What the completions have done, for /metrics.
+  struct Totals {
+    uint64_t prompt_tokens = 0, predicted_tokens = 0;
+    double prompt_ms = 0, predicted_ms = 0;
+  };
+  mutable std::mutex totals_mutex_;
+  Totals totals_;
   int64_t created_ = static_cast<int64_t>(std::time(nullptr));
   std::atomic<size_t> count_{0};
   std::mutex random_mutex_;
@@ -574,6 +646,7 @@ int run_serve(const Argv& argv) {
            "/v1/embeddings: mean, cls or last (default: the model's pooling_type, else mean)");
   p.option("slot-save-path", "DIR",
            "POST /slots/{id}?action=save|restore {\"filename\"} keeps slots' caches here");
+  p.flag("metrics", "GET /metrics: llama-server's Prometheus counters");
   p.flag("spm-infill",
          "/infill: the suffix before the prefix (the SPM order some code models were trained on)");
   p.option("chat-template-kwargs", "JSON",
@@ -609,6 +682,8 @@ int run_serve(const Argv& argv) {
       throw UsageError("--chat-template-kwargs must be a JSON object");
   }
   settings.spm_infill = args.has("spm-infill");
+  settings.metrics = args.has("metrics");
+  settings.batcher = engines.batcher;
   if (const auto dir = args.get("slot-save-path")) {
     if (!std::filesystem::is_directory(*dir))
       throw UsageError("--slot-save-path: " + *dir + " is not a directory");

@@ -27,7 +27,9 @@ ServeSlots::Lease ServeSlots::lease(std::string_view prompt) {
   const auto any_free = [&] {
     return std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.busy; });
   };
+  ++waiting_;
   freed_.wait(lock, [&] { return stopping_ || any_free(); });
+  --waiting_;
   if (stopping_) throw Error("serve", "the server is stopping");
   const auto shared_start = [&](const Slot& s) {
     return static_cast<size_t>(
@@ -54,7 +56,9 @@ ServeSlots::Lease ServeSlots::lease_slot(size_t id) {
     throw Error("serve", "no slot " + std::to_string(id) + " (there are " +
                              std::to_string(slots_.size()) + ")");
   std::unique_lock lock(mutex_);
+  ++waiting_;
   freed_.wait(lock, [&] { return stopping_ || !slots_[id].busy; });
+  --waiting_;
   if (stopping_) throw Error("serve", "the server is stopping");
   slots_[id].busy = true;
   slots_[id].last_use = ++clock_;
@@ -74,11 +78,17 @@ void ServeSlots::stop() {
   freed_.notify_all();
 }
 
+size_t ServeSlots::waiting() const {
+  std::lock_guard lock(mutex_);
+  return waiting_;
+}
+
 std::vector<ServeSlots::SlotInfo> ServeSlots::info() const {
   std::lock_guard lock(mutex_);
   std::vector<SlotInfo> out;
   for (size_t i = 0; i < slots_.size(); ++i)
-    out.push_back({i, slots_[i].engine->session().n_ctx(), slots_[i].busy});
+    out.push_back({i, slots_[i].engine->session().n_ctx(), slots_[i].busy,
+                   slots_[i].engine->session().passes()});
   return out;
 }
 

@@ -56,8 +56,11 @@ class ServeSlots {
     size_t id = 0;
     size_t n_ctx = 0;
     bool busy = false;
+    uint64_t passes = 0;  // the slot's forward passes (Session::passes)
   };
   std::vector<SlotInfo> info() const;
+  // Requests waiting for a slot.
+  size_t waiting() const;
 
  private:
   struct Slot {
@@ -72,6 +75,7 @@ class ServeSlots {
   mutable std::mutex mutex_;
   std::condition_variable freed_;
   uint64_t clock_ = 0;
+  size_t waiting_ = 0;
   bool stopping_ = false;
 };
 
