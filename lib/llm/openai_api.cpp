@@ -505,6 +505,10 @@ Json native_completion(std::string_view model, std::string_view content,
         {"prompt_per_token_ms", p["per_token_ms"]},     {"prompt_per_second", p["per_second"]},
         {"predicted_n", final_stats->generated_tokens}, {"predicted_ms", g["ms"]},
         {"predicted_per_token_ms", g["per_token_ms"]},  {"predicted_per_second", g["per_second"]}};
+    if (final_stats->draft_tokens > 0) {  // speculative decoding: llama-server's draft counts
+      j["timings"]["draft_n"] = final_stats->draft_tokens;
+      j["timings"]["draft_n_accepted"] = final_stats->draft_accepted;
+    }
   }
   return j;
 }

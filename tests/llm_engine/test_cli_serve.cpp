@@ -779,6 +779,33 @@ TEST_F(CliServe, ParallelSlotsAnswerTogetherAsTheEngineAlone) {
               Json::parse(Json(want.text).dump(-1, ' ', false, Json::error_handler_t::replace)))
         << i;
   }
+  // The same with a draft model (the model itself: every proposal kept; proposals at any
+  // probability) shared by the slots.
+  ServeProcess drafted({"-m", model_, "--threads", "2", "--ctx", "256", "--parallel", "2",
+                        "--model-draft", model_, "--draft-p-min", "0"});
+  ASSERT_GT(drafted.port(), 0);
+  std::vector<Reply> drafted_replies(users.size());
+  clients.clear();
+  for (size_t i = 0; i < users.size(); ++i)
+    clients.emplace_back([&, i] {
+      drafted_replies[i] =
+          post(drafted.port(), "/v1/chat/completions",
+               R"({"messages": [{"role": "user", "content": ")" + users[i] +
+                   R"("}], "temperature": 0, "max_tokens": )" + std::to_string(lengths[i]) + "}");
+    });
+  for (std::thread& t : clients) t.join();
+  for (size_t i = 0; i < users.size(); ++i) {
+    ASSERT_EQ(drafted_replies[i].status, 200) << drafted_replies[i].body;
+    EXPECT_EQ(Json::parse(drafted_replies[i].body)["choices"][0]["message"]["content"],
+              Json::parse(replies[i].body)["choices"][0]["message"]["content"])
+        << i;
+  }
+  const Json timings = Json::parse(
+      post(drafted.port(), "/completion", R"({"prompt": "w260", "n_predict": 8, "temperature": 0})")
+          .body)["timings"];
+  ASSERT_TRUE(timings.contains("draft_n")) << timings.dump();
+  EXPECT_GT(timings["draft_n"].get<int>(), 0);
+  EXPECT_EQ(timings["draft_n_accepted"], timings["draft_n"]);
   const CommandResult bad = run_oxinfer({"serve", "-m", model_, "--parallel", "0"});
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--parallel"), std::string::npos) << bad.err;

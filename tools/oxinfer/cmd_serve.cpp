@@ -39,6 +39,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "lib/core/error.h"
 #include "lib/formats/utf8.h"
+#include "lib/hub/hub.h"
 #include "lib/llm/assistant_reply.h"
 #include "lib/llm/embeddings.h"
 #include "lib/llm/engine.h"
@@ -615,6 +616,15 @@ ServeEngines load_serve_engines(const ParsedArgs& args, size_t parallel) {
   options.batcher = out.batcher;
   const std::shared_ptr<const llm::Model> model = first->model_ptr();
   first.reset();  // its context was the whole --ctx
+  // One draft model (--model-draft) for every slot, each with a draft session of its own.
+  if (!options.draft_model.empty()) {
+    llm::LoadOptions load;
+    load.quant = options.quant;
+    options.loaded_draft = llm::Model::load(
+        hub::resolve_model(options.draft_model,
+                           options.hub.value_or(hub::HubOptions::from_environment())),
+        load);
+  }
   for (size_t i = 0; i < parallel; ++i)
     out.engines.push_back(std::make_unique<llm::Engine>(model, options));
   return out;
@@ -661,8 +671,6 @@ int run_serve(const Argv& argv) {
   if (!args.has("max-tokens")) defaults.max_tokens = -1;  // llama-server: until the end
   const long long parallel = args.get_int("parallel", 1);
   if (parallel < 1 || parallel > 256) throw UsageError("--parallel must be 1..256");
-  if (parallel > 1 && args.has("model-draft"))
-    throw UsageError("--model-draft does not go with --parallel yet");
   ServeEngines engines = load_serve_engines(args, static_cast<size_t>(parallel));
   ServeSlots slots(std::move(engines.engines));
   const std::string model =
