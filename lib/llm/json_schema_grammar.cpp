@@ -118,18 +118,28 @@ std::string repeat(size_t min, long max) {
 
 class Converter {
  public:
-  explicit Converter(const json& root) : root_(root) {}
+  explicit Converter(const json& root) : root_(&root) {}
 
   // The rules, the schema's own named `root_rule`.
   std::string convert(const std::string& root_rule) {
-    const std::string body = visit(root_, "root");
+    const std::string body = visit(*root_, "root");
     if (root_rule == "root") {
       define("root", body);
     } else {
-      if (rules_.count(root_rule) || kPrimitives.count(root_rule))
-        throw Error("json schema", "the rule name '" + root_rule + "' is taken");
-      rules_[root_rule] = body;
+      name_rule(root_rule, body);
     }
+    return rules_text();
+  }
+
+  // Another schema's rules beside those made so far: its own rule `rule`, the rules of its
+  // parts named from that (its $refs resolved within it), the JSON primitives shared.
+  void add(const json& schema, const std::string& rule) {
+    root_ = &schema;
+    refs_.clear();  // "#/..." names another document now
+    name_rule(rule, visit(schema, rule));
+  }
+
+  std::string rules_text() const {
     std::string out;
     for (const auto& [name, body_text] : rules_) out += name + " ::= " + body_text + "\n";
     return out;
@@ -138,6 +148,12 @@ class Converter {
  private:
   [[noreturn]] void fail(const std::string& where, const std::string& message) const {
     throw Error("json schema", where + ": " + message);
+  }
+
+  void name_rule(const std::string& rule, const std::string& body) {
+    if (rules_.count(rule) || kPrimitives.count(rule))
+      throw Error("json schema", "the rule name '" + rule + "' is taken");
+    rules_[rule] = body;
   }
 
   void use(const std::string& primitive) {
@@ -320,7 +336,7 @@ class Converter {
     std::string_view rest = std::string_view(target).substr(1);
     if (!rest.empty() && rest.front() != '/')
       refuse("anchors are not supported, only JSON pointers (#/...)");
-    const json* at = &root_;
+    const json* at = root_;
     std::string name = "root";
     while (!rest.empty()) {
       rest.remove_prefix(1);
@@ -601,37 +617,66 @@ class Converter {
     return one;
   }
 
-  const json& root_;
+  const json* root_;
   std::map<std::string, std::string> rules_;
   std::map<std::string, std::string> refs_;  // $ref target -> rule
 };
 
 }  // namespace
 
-std::string json_schema_to_gbnf(std::string_view schema, const std::string& root_rule) {
-  json parsed;
+namespace {
+
+json parse_schema(std::string_view schema) {
   try {
-    parsed = json::parse(schema);
+    return json::parse(schema);
   } catch (const json::exception& e) {  // a syntax error, or a number beyond double
     throw Error("json schema", std::string("not JSON: ") + e.what());
   }
+}
+
+// A schema that refers to itself before any JSON text ({"anyOf": [{"$ref": "#"}...]}) makes a
+// left-recursive grammar: refused here, saying why, rather than by whoever parses it. A grammar
+// for another's use has no root of its own: checked with one that refers to `rule`.
+void check_grammar(const std::string& grammar, const std::string& rule) {
+  try {
+    (void)gbnf::Grammar::parse(rule == "root" ? grammar : grammar + "root ::= " + rule + "\n");
+  } catch (const Error& e) {
+    throw Error("json schema", std::string("its grammar is refused (a $ref that comes back to "
+                                           "itself before any JSON text?): ") +
+                                   e.what());
+  }
+}
+
+}  // namespace
+
+std::string json_schema_to_gbnf(std::string_view schema, const std::string& root_rule) {
+  const json parsed = parse_schema(schema);
   std::string grammar;
   try {
     grammar = Converter(parsed).convert(root_rule);
   } catch (const json::exception& e) {  // a keyword's value of a type the converter did not check
     throw Error("json schema", std::string("unexpected value: ") + e.what());
   }
-  // A schema that refers to itself before any JSON text ({"anyOf": [{"$ref": "#"}...]}) makes
-  // a left-recursive grammar: refused here, saying why, rather than by whoever parses it.
+  check_grammar(grammar, root_rule);
+  return grammar;
+}
+
+std::string json_schemas_to_gbnf(
+    const std::vector<std::pair<std::string, std::string>>& named_schemas) {
+  std::vector<json> parsed;
+  for (const auto& [rule, schema] : named_schemas) parsed.push_back(parse_schema(schema));
+  if (parsed.empty()) return "";
+  Converter converter(parsed[0]);
   try {
-    // A grammar for another's use has no root of its own: checked with one that refers to it.
-    (void)gbnf::Grammar::parse(root_rule == "root" ? grammar
-                                                   : grammar + "root ::= " + root_rule + "\n");
-  } catch (const Error& e) {
-    throw Error("json schema", std::string("its grammar is refused (a $ref that comes back to "
-                                           "itself before any JSON text?): ") +
-                                   e.what());
+    for (size_t i = 0; i < parsed.size(); ++i) converter.add(parsed[i], named_schemas[i].first);
+  } catch (const json::exception& e) {
+    throw Error("json schema", std::string("unexpected value: ") + e.what());
   }
+  const std::string grammar = converter.rules_text();
+  std::string any = "root ::= ";
+  for (size_t i = 0; i < named_schemas.size(); ++i)
+    any += (i ? " | " : "") + named_schemas[i].first;
+  check_grammar(grammar + any + "\n", "root");
   return grammar;
 }
 

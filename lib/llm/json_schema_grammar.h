@@ -24,6 +24,8 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace oxi::llm {
 
@@ -32,5 +34,10 @@ namespace oxi::llm {
 // grammar without a root, for a grammar that embeds it (tool_calls.h). Rules of its own are
 // named from "root-..." and "ref-..." paths and the JSON primitives (value, string, space, ...).
 std::string json_schema_to_gbnf(std::string_view schema, const std::string& root_rule = "root");
+// Several schemas in one grammar without a root (for a grammar that puts them between its own
+// texts: a tool call's name before its arguments): each (rule name, schema) as that rule, the
+// rules of its parts named from it, the JSON primitives shared.
+std::string json_schemas_to_gbnf(
+    const std::vector<std::pair<std::string, std::string>>& named_schemas);
 
 }  // namespace oxi::llm

@@ -939,7 +939,13 @@ TEST_F(CliServe, MetricsCountWhatCompletionsDid) {
       post(port, "/completion", R"({"prompt": "w260 w261 w262", "n_predict": 4})").body);
   const Json b =
       Json::parse(post(port, "/completion", R"({"prompt": "w270 w271", "n_predict": 3})").body);
-  const Reply m = get(port, "/metrics");
+  // A slot is free once its response is written: the client may ask before that.
+  Reply m;
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    m = get(port, "/metrics");
+    if (m.body.find("\nllamacpp:requests_processing 0\n") != std::string::npos) break;
+    ::usleep(10000);
+  }
   ASSERT_EQ(m.status, 200) << m.body;
   EXPECT_NE(m.headers.find("Content-Type: text/plain"), std::string::npos);
   const auto value = [&](const std::string& name) {
