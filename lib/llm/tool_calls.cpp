@@ -1,7 +1,9 @@
 #include "lib/llm/tool_calls.h"
 
 #include <algorithm>
+#include <ctime>
 #include <optional>
+#include <utility>
 
 #include "lib/core/error.h"
 #include "lib/llm/gbnf.h"
@@ -14,6 +16,17 @@ using Json = jinja::Json;
 
 constexpr std::string_view kHermesOpen = "<tool_call>", kHermesClose = "</tool_call>";
 constexpr std::string_view kMistralMarker = "[TOOL_CALLS]";
+// DeepSeek R1's markers (full-width bars, U+2581 for spaces), and the other spellings of the
+// calls' opening llama.cpp takes.
+constexpr std::string_view kR1CallsBegin = "<｜tool▁calls▁begin｜>";
+constexpr std::string_view kR1CallsEnd = "<｜tool▁calls▁end｜>";
+constexpr std::string_view kR1CallBegin = "<｜tool▁call▁begin｜>";
+constexpr std::string_view kR1CallEnd = "<｜tool▁call▁end｜>";
+constexpr std::string_view kR1Function = "function<｜tool▁sep｜>";
+constexpr std::string_view kR1Opens[] = {kR1CallsBegin, "<｜tool_calls_begin｜>",
+                                         "<｜tool calls begin｜>", "<｜tool\\_calls\\_begin｜>",
+                                         "<｜tool▁calls｜>"};
+constexpr std::string_view kFireFunctionMarker = " functools[";
 
 bool is_space(char c) {
   return c == ' ' || c == '\n' || c == '\r' || c == '\t';
@@ -150,6 +163,69 @@ ToolReply parse_mistral_nemo(std::string_view text) {
   return reply;
 }
 
+// (content)? <calls begin> (<call begin>? function<sep>NAME\n```json\n{args}\n```<call end>)+
+// <calls end>, whitespace between; a reply cut right after its last call is taken too.
+ToolReply parse_deepseek_r1(std::string_view text) {
+  size_t open = std::string_view::npos, open_size = 0;
+  for (std::string_view marker : kR1Opens)
+    if (const size_t at = text.find(marker); at < open) {
+      open = at;
+      open_size = marker.size();
+    }
+  if (open == std::string_view::npos) return content_only(text);
+  ToolReply reply{trim_right(text.substr(0, open)), {}};
+  const auto takes = [&](size_t& pos, std::string_view word) {
+    if (text.substr(pos, word.size()) != word) return false;
+    pos += word.size();
+    return true;
+  };
+  size_t pos = skip_space(text, open + open_size);
+  while (pos < text.size() && !takes(pos, kR1CallsEnd)) {
+    takes(pos, kR1CallBegin);
+    if (!takes(pos, kR1Function)) return content_only(text);
+    const size_t name_end = text.find('\n', pos);
+    if (name_end == std::string_view::npos || name_end == pos) return content_only(text);
+    ToolCall call{std::string(text.substr(pos, name_end - pos)), "", ""};
+    pos = name_end;
+    if (!takes(pos, "\n```json\n")) return content_only(text);
+    const auto value = json_at(text, pos);
+    if (!value) return content_only(text);
+    call.arguments = arguments_text(value->first);
+    pos = skip_space(text, value->second);
+    if (!takes(pos, "```")) return content_only(text);
+    pos = skip_space(text, pos);
+    if (!takes(pos, kR1CallEnd)) return content_only(text);
+    pos = skip_space(text, pos);
+    reply.calls.push_back(std::move(call));
+  }
+  if (reply.calls.empty() || skip_space(text, pos) != text.size()) return content_only(text);
+  return reply;
+}
+
+// (content)? " functools[{call}, ...]", or the list of calls alone (perhaps after "functools":
+// a reply's first space may have been left out of its text).
+ToolReply parse_firefunction_v2(std::string_view text) {
+  const size_t marker = text.find(kFireFunctionMarker);
+  size_t start = skip_space(text, 0);
+  ToolReply reply;
+  if (marker != std::string_view::npos) {
+    reply.content = std::string(text.substr(0, marker));
+    start = marker + kFireFunctionMarker.size() - 1;  // at the '['
+  } else if (text.substr(start).starts_with(kFireFunctionMarker.substr(1))) {
+    start += kFireFunctionMarker.size() - 2;
+  }
+  const auto value = json_at(text, start);
+  if (!value || !value->first.is_array() || value->first.empty() ||
+      skip_space(text, value->second) != text.size())
+    return content_only(text);
+  for (const Json& item : value->first) {
+    const std::optional<ToolCall> call = call_of(item, {"arguments"});
+    if (!call) return content_only(text);
+    reply.calls.push_back(*call);
+  }
+  return reply;
+}
+
 // {"tool_calls": [...]}, {"tool_call": {...}} or {"response": ...}.
 ToolReply parse_generic(std::string_view text) {
   const size_t start = skip_space(text, 0);
@@ -250,13 +326,20 @@ const char* to_string(ToolCallFormat format) {
       return "llama3";
     case ToolCallFormat::mistral_nemo:
       return "mistral_nemo";
+    case ToolCallFormat::deepseek_r1:
+      return "deepseek_r1";
+    case ToolCallFormat::firefunction_v2:
+      return "firefunction_v2";
   }
   return "?";
 }
 
 ToolCallFormat tool_call_format(std::string_view source) {
   // llama.cpp's order of checks (common/chat.cpp), for the forms done here.
+  if (source.find(kR1CallsBegin) != std::string_view::npos) return ToolCallFormat::deepseek_r1;
   if (source.find(kHermesOpen) != std::string_view::npos) return ToolCallFormat::hermes;
+  if (source.find(kFireFunctionMarker) != std::string_view::npos)
+    return ToolCallFormat::firefunction_v2;
   if (source.find("<|start_header_id|>ipython<|end_header_id|>") != std::string_view::npos)
     return ToolCallFormat::llama3;
   if (source.find(kMistralMarker) != std::string_view::npos) return ToolCallFormat::mistral_nemo;
@@ -310,6 +393,50 @@ ToolTurn offer_tools(const ChatTemplate& chat_template, std::vector<ChatMessage>
       if (!required) turn.grammar_triggers.push_back(std::string(kMistralMarker));
       break;
     }
+    case ToolCallFormat::deepseek_r1: {
+      // llama.cpp's grammar: one rule per function, its name written before its arguments.
+      std::vector<std::pair<std::string, std::string>> arguments;
+      std::string calls;
+      for (size_t i = 0; i < functions.size(); ++i) {
+        const std::string rule = "tool-" + std::to_string(i) + "-arguments";
+        arguments.emplace_back(rule, parameters_of(functions[i]).dump());
+        calls += std::string(i ? " | " : "") + "(" + gbnf::literal(kR1CallBegin) + "? " +
+                 gbnf::literal(std::string(kR1Function) + functions[i]["name"].get<std::string>() +
+                               "\n```json\n") +
+                 " " + rule + " \"\\n\"? " + gbnf::literal("```") + " " +
+                 gbnf::literal(kR1CallEnd) + ")";
+      }
+      std::string opens;
+      for (std::string_view marker : kR1Opens)
+        opens += std::string(opens.empty() ? "" : " | ") + gbnf::literal(marker);
+      try {
+        turn.grammar = json_schemas_to_gbnf(arguments);
+      } catch (const Error& e) {
+        throw Error("tools", std::string("the tools' parameters: ") + e.what());
+      }
+      turn.grammar += "tool-call ::= " + calls + "\nroot ::= (" + opens + ") tool-call" +
+                      (offer.parallel ? " (\"\\n\"? tool-call)*" : "") + " " +
+                      gbnf::literal(kR1CallsEnd) + "\n";
+      if (!required)
+        for (std::string_view marker : kR1Opens) turn.grammar_triggers.emplace_back(marker);
+      break;
+    }
+    case ToolCallFormat::firefunction_v2: {
+      // The template lists the functions from a text of their JSON, and wants the date.
+      turn.template_variables["functions"] = Json(functions).dump(2);
+      const std::time_t now = std::time(nullptr);
+      char date[64];
+      std::tm utc{};
+      gmtime_r(&now, &utc);
+      std::strftime(date, sizeof date, "%b %d %Y %H:%M:%S GMT", &utc);
+      turn.template_variables["datetime"] = date;
+      Json array = {
+          {"type", "array"}, {"items", any_call(functions, "arguments")}, {"minItems", 1}};
+      if (!offer.parallel) array["maxItems"] = 1;
+      turn.grammar = schema_rules(array, "tool-calls") + "root ::= \" functools\"? tool-calls\n";
+      if (!required) turn.grammar_triggers.push_back(std::string(kFireFunctionMarker));
+      break;
+    }
     case ToolCallFormat::generic: {
       const Json call = any_call(functions, "arguments");
       const Json calls =
@@ -350,6 +477,10 @@ ToolReply parse_tool_reply(std::string_view text, ToolCallFormat format) {
       return parse_llama3(text);
     case ToolCallFormat::mistral_nemo:
       return parse_mistral_nemo(text);
+    case ToolCallFormat::deepseek_r1:
+      return parse_deepseek_r1(text);
+    case ToolCallFormat::firefunction_v2:
+      return parse_firefunction_v2(text);
     case ToolCallFormat::generic:
       return parse_generic(text);
   }
@@ -357,9 +488,11 @@ ToolReply parse_tool_reply(std::string_view text, ToolCallFormat format) {
 }
 
 ToolContentStream::ToolContentStream(ToolCallFormat format)
-    : marker_(format == ToolCallFormat::hermes         ? kHermesOpen
-              : format == ToolCallFormat::mistral_nemo ? kMistralMarker
-                                                       : std::string_view()),
+    : marker_(format == ToolCallFormat::hermes            ? kHermesOpen
+              : format == ToolCallFormat::mistral_nemo    ? kMistralMarker
+              : format == ToolCallFormat::deepseek_r1     ? kR1CallsBegin
+              : format == ToolCallFormat::firefunction_v2 ? kFireFunctionMarker
+                                                          : std::string_view()),
       held_(marker_.empty()) {}
 
 std::string ToolContentStream::feed(std::string_view piece) {

@@ -8,6 +8,11 @@
 //   llama3        {"name": "f", "parameters": {...}} (Llama 3.1-3.3: templates with an ipython
 //                 header); the template is told tools_in_user_message = false, as llama.cpp does
 //   mistral_nemo  [TOOL_CALLS][{"name": "f", "arguments": {...}, "id": "abcDEF123"}, ...]
+//   deepseek_r1   <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f
+//                 ```json\n{...}\n```<｜tool▁call▁end｜>...<｜tool▁calls▁end｜> (DeepSeek R1 and
+//                 its distills: templates that write <｜tool▁calls▁begin｜>)
+//   firefunction_v2  " functools[{"name": "f", "arguments": {...}}, ...]" (FireFunction v2; the
+//                 template is given the tools as `functions` text and `datetime`)
 //   generic       any other template: an added system instruction (with the tools' JSON when the
 //                 template does not mention tools) asks for {"tool_call": {"name", "arguments"}}
 //                 ({"tool_calls": [...]} with parallel calls) or {"response": "..."}, and a
@@ -15,11 +20,11 @@
 //
 // tool_choice "required" (or a named function) holds every form to calls by a grammar built
 // from the tools' parameter schemas (json_schema_grammar.h). With "auto" the reply is free
-// until a call opens: hermes and mistral_nemo replies are held to the grammar from their
-// marker on (a lazy grammar, GenerateOptions::grammar_triggers, as llama.cpp's); llama3
-// replies from a {"name": at their start (llama.cpp's at_start triggers; a call later in the
-// text is read back from free text); generic replies are JSON throughout. A reply whose calls do not parse is content,
-// as llama.cpp treats it.
+// until a call opens: hermes, mistral_nemo, deepseek_r1 and firefunction_v2 replies are held
+// to the grammar from their marker on (a lazy grammar, GenerateOptions::grammar_triggers, as
+// llama.cpp's); llama3 replies from a {"name": at their start (llama.cpp's at_start triggers; a
+// call later in the text is read back from free text); generic replies are JSON throughout. A reply
+// whose calls do not parse is content, as llama.cpp treats it.
 #pragma once
 
 #include <string>
@@ -30,7 +35,7 @@
 
 namespace oxi::llm {
 
-enum class ToolCallFormat { generic, hermes, llama3, mistral_nemo };
+enum class ToolCallFormat { generic, hermes, llama3, mistral_nemo, deepseek_r1, firefunction_v2 };
 const char* to_string(ToolCallFormat format);
 // The form a template's model writes calls in (above).
 ToolCallFormat tool_call_format(std::string_view template_source);
@@ -77,10 +82,11 @@ struct ToolReply {
 // does not parse as calls is all content.
 ToolReply parse_tool_reply(std::string_view text, ToolCallFormat format);
 
-// What of a streamed reply can go out as content before it ends: for hermes and mistral_nemo,
-// whose calls open with a marker, the text before the marker, less a tail that could be the
-// marker's start or whitespace before it; llama3 and generic replies are held whole (a call is
-// their whole text). The content parse_tool_reply then finds begins with what was sent.
+// What of a streamed reply can go out as content before it ends: for the forms whose calls
+// open with a marker (hermes, mistral_nemo, deepseek_r1, firefunction_v2), the text before the
+// marker, less a tail that could be the marker's start or whitespace before it; llama3 and generic
+// replies are held whole (a call is their whole text). The content parse_tool_reply then finds
+// begins with what was sent.
 class ToolContentStream {
  public:
   explicit ToolContentStream(ToolCallFormat format);

@@ -44,6 +44,14 @@ const char* const kLlama3Template =
     "{# <|start_header_id|>ipython<|end_header_id|> #}";
 const char* const kMistralTemplate =
     "{% for m in messages %}[INST]{{ m.content }}[/INST]{% endfor %}{# [TOOL_CALLS] #}";
+// DeepSeek R1's template writes the calls' markers; FireFunction v2's ends a reply's calls
+// with " functools[" and lists `functions` (a text) and `datetime`.
+const char* const kDeepSeekR1Template =
+    "{% for m in messages %}<｜{{ m.role }}｜>{{ m.content }}{% endfor %}"
+    "{# <｜tool▁calls▁begin｜><｜tool▁call▁begin｜> #}<｜Assistant｜>";
+const char* const kFireFunctionTemplate =
+    "{{ functions }}|{{ datetime }}|{% for m in messages %}{{ m.role }}: {{ m.content }}\n"
+    "{% endfor %}{# functools[ #}";
 const char* const kPlainTemplate =
     "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}";
 
@@ -76,6 +84,11 @@ TEST(ToolCalls, FormatToldFromTheTemplate) {
   EXPECT_EQ(tool_call_format(kLlama3Template), ToolCallFormat::llama3);
   EXPECT_EQ(tool_call_format(kMistralTemplate), ToolCallFormat::mistral_nemo);
   EXPECT_EQ(tool_call_format(kPlainTemplate), ToolCallFormat::generic);
+  EXPECT_EQ(tool_call_format(kDeepSeekR1Template), ToolCallFormat::deepseek_r1);
+  EXPECT_EQ(tool_call_format(kFireFunctionTemplate), ToolCallFormat::firefunction_v2);
+  // R1 first, as llama.cpp checks it first (its templates may mention <tool_call> too).
+  EXPECT_EQ(tool_call_format(std::string(kDeepSeekR1Template) + "<tool_call>"),
+            ToolCallFormat::deepseek_r1);
   // A Llama 3 header alone is not the tool form: no ipython turn.
   EXPECT_EQ(tool_call_format("<|start_header_id|>user<|end_header_id|>"), ToolCallFormat::generic);
   EXPECT_STREQ(to_string(ToolCallFormat::mistral_nemo), "mistral_nemo");
@@ -161,6 +174,104 @@ TEST(ToolCalls, Llama3MistralAndGenericRepliesRead) {
   EXPECT_EQ(r.content, "Hello there");
   r = parse_tool_reply("{\"response\": \"cut", ToolCallFormat::generic);
   EXPECT_EQ(r.content, "{\"response\": \"cut");
+}
+
+const std::string kR1Oslo =
+    "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Oslo\"}\n```"
+    "<｜tool▁call▁end｜>";
+const std::string kR1Utc =
+    "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n{\"zone\": \"UTC\"}\n```"
+    "<｜tool▁call▁end｜>";
+
+TEST(ToolCalls, DeepSeekR1AndFireFunctionRepliesRead) {
+  ToolReply r = parse_tool_reply(
+      "I will look.\n\n<｜tool▁calls▁begin｜>" + kR1Oslo + "\n" + kR1Utc + "<｜tool▁calls▁end｜>",
+      ToolCallFormat::deepseek_r1);
+  EXPECT_EQ(r.content, "I will look.");
+  ASSERT_EQ(r.calls.size(), 2u);
+  expect_call(r.calls[0], "get_weather", {{"city", "Oslo"}});
+  expect_call(r.calls[1], "get_time", {{"zone", "UTC"}});
+  // llama.cpp's other spellings of the opening, a call without its own opening, no closing.
+  r = parse_tool_reply(
+      "<｜tool_calls_begin｜>function<｜tool▁sep｜>f\n```json\n{}```<｜tool▁call▁end｜>",
+      ToolCallFormat::deepseek_r1);
+  ASSERT_EQ(r.calls.size(), 1u);
+  expect_call(r.calls[0], "f", Json::object());
+  for (const std::string& text :
+       {std::string("plain"), "<｜tool▁calls▁begin｜>" + kR1Oslo.substr(0, 60),
+        std::string(
+            "<｜tool▁calls▁begin｜>function<｜tool▁sep｜>\n```json\n{}\n```<｜tool▁call▁end｜>"),
+        "<｜tool▁calls▁begin｜>" + kR1Oslo + "<｜tool▁calls▁end｜> more"}) {
+    r = parse_tool_reply(text, ToolCallFormat::deepseek_r1);
+    EXPECT_TRUE(r.calls.empty()) << text;
+    EXPECT_EQ(r.content, text);
+  }
+
+  r = parse_tool_reply(
+      "Sure. functools[{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}]",
+      ToolCallFormat::firefunction_v2);
+  EXPECT_EQ(r.content, "Sure.");
+  ASSERT_EQ(r.calls.size(), 1u);
+  expect_call(r.calls[0], "get_time", {{"zone", "CET"}});
+  r = parse_tool_reply(
+      "[{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b\", "
+      "\"arguments\": {\"n\": 1}}]",
+      ToolCallFormat::firefunction_v2);
+  ASSERT_EQ(r.calls.size(), 2u);
+  expect_call(r.calls[1], "b", {{"n", 1}});
+  r = parse_tool_reply("functools[{\"name\": \"a\", \"arguments\": {}}]",
+                       ToolCallFormat::firefunction_v2);
+  ASSERT_EQ(r.calls.size(), 1u);  // a reply's first space left out of its text
+  EXPECT_EQ(r.content, "");
+  r = parse_tool_reply(" functools[{\"name\": \"a\"}]", ToolCallFormat::firefunction_v2);
+  EXPECT_TRUE(r.calls.empty());
+}
+
+TEST(ToolCalls, DeepSeekR1AndFireFunctionGrammarsAndTurns) {
+  const std::vector<ChatMessage> messages = {{"user", "weather?"}};
+  const ToolTurn r1 =
+      offer_tools(make_template(kDeepSeekR1Template), messages, offer(ToolChoice::required));
+  EXPECT_EQ(r1.format, ToolCallFormat::deepseek_r1);
+  const std::string begin = "<｜tool▁calls▁begin｜>", end = "<｜tool▁calls▁end｜>";
+  EXPECT_TRUE(grammar_takes(r1.grammar, begin + kR1Oslo + end));
+  EXPECT_TRUE(grammar_takes(r1.grammar, begin + kR1Utc + end));
+  EXPECT_FALSE(grammar_takes(r1.grammar, begin + kR1Oslo + "\n" + kR1Utc + end));  // one call
+  EXPECT_FALSE(grammar_takes(r1.grammar, "Sure. " + begin + kR1Oslo + end));
+  // The name goes with its own arguments: get_time's zone under get_weather is refused.
+  std::string swapped = kR1Utc;
+  swapped.replace(swapped.find("get_time"), 8, "get_weather");
+  EXPECT_FALSE(grammar_takes(r1.grammar, begin + swapped + end));
+  EXPECT_FALSE(grammar_takes(r1.grammar, begin + end));
+  EXPECT_TRUE(r1.grammar_triggers.empty());
+  const ToolTurn r1_parallel =
+      offer_tools(make_template(kDeepSeekR1Template), messages, offer(ToolChoice::required, true));
+  EXPECT_TRUE(grammar_takes(r1_parallel.grammar, begin + kR1Oslo + "\n" + kR1Utc + end));
+  EXPECT_EQ(parse_tool_reply(begin + kR1Oslo + "\n" + kR1Utc + end, ToolCallFormat::deepseek_r1)
+                .calls.size(),
+            2u);
+  const ToolTurn r1_auto =
+      offer_tools(make_template(kDeepSeekR1Template), messages, offer(ToolChoice::automatic));
+  EXPECT_EQ(r1_auto.grammar, r1.grammar);
+  ASSERT_FALSE(r1_auto.grammar_triggers.empty());
+  EXPECT_EQ(r1_auto.grammar_triggers[0], begin);
+
+  const ToolTurn fire =
+      offer_tools(make_template(kFireFunctionTemplate), messages, offer(ToolChoice::required));
+  EXPECT_EQ(fire.format, ToolCallFormat::firefunction_v2);
+  const std::string call = "[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}]";
+  EXPECT_TRUE(grammar_takes(fire.grammar, " functools" + call));
+  EXPECT_TRUE(grammar_takes(fire.grammar, call));
+  EXPECT_FALSE(
+      grammar_takes(fire.grammar, " functools[{\"name\": \"get_weather\", \"arguments\": {}}]"));
+  // The template sees the functions as text and the date.
+  const std::string prompt =
+      make_template(kFireFunctionTemplate).apply(fire.messages, true, fire.template_variables);
+  EXPECT_NE(prompt.find("\"name\": \"get_time\""), std::string::npos) << prompt;
+  EXPECT_NE(prompt.find(" GMT|"), std::string::npos) << prompt;
+  EXPECT_EQ(
+      offer_tools(make_template(kFireFunctionTemplate), messages, offer(ToolChoice::automatic))
+          .grammar_triggers,
+      std::vector<std::string>{" functools["});
 }
 
 // Each form's "required" grammar takes well-formed calls of the offered functions and refuses
@@ -297,6 +408,10 @@ TEST(ToolCalls, StreamedContentIsTheParsedContentsStart) {
       {ToolCallFormat::mistral_nemo, "So [TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}]"},
       {ToolCallFormat::llama3, "{\"name\": \"f\", \"parameters\": {}}"},
       {ToolCallFormat::generic, "{\"response\": \"hi\"}"},
+      {ToolCallFormat::deepseek_r1,
+       "Looking. <｜tool▁calls▁begin｜>" + kR1Oslo + "<｜tool▁calls▁end｜>"},
+      {ToolCallFormat::deepseek_r1, "A <｜tool but no call"},
+      {ToolCallFormat::firefunction_v2, "Fine. functools[{\"name\": \"f\", \"arguments\": {}}]"},
   };
   std::mt19937 rng(3);
   for (const auto& [format, text] : replies) {
@@ -326,7 +441,8 @@ TEST(ToolCalls, StreamedContentIsTheParsedContentsStart) {
 TEST(ToolCalls, RequiredRepliesOfAModelAreCalls) {
   oxi::test::TempDir dir;
   write_tiny_llama(dir.path() / "tiny.gguf");
-  for (const char* source : {kHermesTemplate, kPlainTemplate}) {
+  for (const char* source :
+       {kHermesTemplate, kPlainTemplate, kDeepSeekR1Template, kFireFunctionTemplate}) {
     EngineOptions options;
     options.threads = 1;
     options.n_ctx = 2048;  // the tools' JSON in byte tokens
