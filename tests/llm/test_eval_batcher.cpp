@@ -25,16 +25,6 @@ namespace {
 
 using kernels::DType;
 
-std::vector<int32_t> random_tokens(size_t n, int n_vocab, uint32_t seed) {
-  std::vector<int32_t> ids;
-  uint32_t state = seed;
-  for (size_t i = 0; i < n; ++i) {
-    state = state * 1664525u + 1013904223u;
-    ids.push_back(3 + static_cast<int32_t>((state >> 8) % (n_vocab - 3)));
-  }
-  return ids;
-}
-
 // What one conversation evaluates: a prompt (all its logits, or the last's), then tokens one at
 // a time.
 struct Script {
@@ -73,9 +63,9 @@ TEST_P(Batched, SessionsSharingPassesGetTheirOwnLogits) {
     // A prompt longer than a session's batch (two passes), one whose every logit is asked
     // for, a short one; then decode steps of different counts.
     const std::vector<Script> scripts = {
-        {random_tokens(300, n_vocab, 1), false, random_tokens(6, n_vocab, 2)},
-        {random_tokens(23, n_vocab, 3), true, random_tokens(9, n_vocab, 4)},
-        {random_tokens(4, n_vocab, 5), false, random_tokens(12, n_vocab, 6)},
+        {test_prompt(300, n_vocab, 1), false, test_prompt(6, n_vocab, 2)},
+        {test_prompt(23, n_vocab, 3), true, test_prompt(9, n_vocab, 4)},
+        {test_prompt(4, n_vocab, 5), false, test_prompt(12, n_vocab, 6)},
     };
     const auto cpu = backends::make_cpu_backend(2);
 
@@ -154,7 +144,7 @@ TEST(EvalBatcher, ABadRequestFailsItsSessionAlone) {
   Session good(model, *cpu, 16), bad(model, *cpu, 16), alone(model, *cpu, 16);
   good.use_batcher(batcher);
   bad.use_batcher(batcher);
-  const std::vector<int32_t> prompt = random_tokens(5, tiny.spec.n_vocab, 9);
+  const std::vector<int32_t> prompt = test_prompt(5, tiny.spec.n_vocab, 9);
   const int32_t outside = tiny.spec.n_vocab;
   EXPECT_THROW(bad.eval(std::span(&outside, 1)), Error);
   EXPECT_EQ(bad.n_past(), 0u);

@@ -49,16 +49,6 @@ double logit_tolerance(DType t) {
   return kernels::info(t).quantized ? 0.12 : 1e-4;
 }
 
-std::vector<int32_t> test_prompt(size_t n, int n_vocab, uint32_t seed) {
-  std::vector<int32_t> ids;
-  uint32_t state = seed;
-  for (size_t i = 0; i < n; ++i) {
-    state = state * 1664525u + 1013904223u;
-    ids.push_back(3 + static_cast<int32_t>((state >> 8) % (n_vocab - 3)));
-  }
-  return ids;
-}
-
 template <class V>
 int32_t argmax(const V& v) {
   return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());

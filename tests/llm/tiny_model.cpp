@@ -366,4 +366,14 @@ void write_hf_dir(const TinyModel& m, const std::filesystem::path& dir, const st
   }
 }
 
+std::vector<int32_t> test_prompt(size_t n, int n_vocab, uint32_t seed) {
+  std::vector<int32_t> ids;
+  uint32_t state = seed;
+  for (size_t i = 0; i < n; ++i) {
+    state = state * 1664525u + 1013904223u;
+    ids.push_back(3 + static_cast<int32_t>((state >> 8) % (n_vocab - 3)));
+  }
+  return ids;
+}
+
 }  // namespace oxi::llm::test

@@ -56,6 +56,9 @@ TinyModel make_tiny_model(const TinySpec& spec, kernels::DType matrix_dtype,
 TinyModel quantized_copy(const TinyModel& model, kernels::DType dtype);
 
 void write_gguf(const TinyModel& model, const std::filesystem::path& file);
+
+// n token ids in 3 .. n_vocab - 1 (past <unk> <s> </s>) from a seeded linear congruence.
+std::vector<int32_t> test_prompt(size_t n, int n_vocab, uint32_t seed);
 // format: "safetensors" or "torch".
 void write_hf_dir(const TinyModel& model, const std::filesystem::path& dir,
                   const std::string& format = "safetensors");

@@ -40,7 +40,7 @@ void rewrite_gguf(const std::filesystem::path& from, const std::filesystem::path
   writer.write(to);
 }
 
-tokenizer::Tokenizer hand_tokenizer() {
+tokenizer::TokenizerSpec byte_fallback_spec() {
   using tokenizer::TokenType;
   tokenizer::TokenizerSpec spec;
   spec.algorithm = tokenizer::Algorithm::sentencepiece;
@@ -55,6 +55,12 @@ tokenizer::Tokenizer hand_tokenizer() {
     spec.tokens.emplace_back(text);
     spec.types.push_back(TokenType::byte);
   }
+  return spec;
+}
+
+tokenizer::Tokenizer hand_tokenizer() {
+  using tokenizer::TokenType;
+  tokenizer::TokenizerSpec spec = byte_fallback_spec();
   const std::vector<std::string> words = {"\xE2\x96\x81Hello",
                                           "\xE2\x96\x81world",
                                           "ST",

@@ -25,6 +25,9 @@ void rewrite_gguf(const std::filesystem::path& from, const std::filesystem::path
                   const std::vector<std::string>& drop,
                   const std::function<void(gguf::Writer&)>& edit);
 
+// SentencePiece with byte fallback, its first 259 tokens: <unk> <s> </s>, <0x00>..<0xFF> (id 3 +
+// byte); no scores, ids or other tokens yet.
+tokenizer::TokenizerSpec byte_fallback_spec();
 // SentencePiece with byte fallback: <unk> <s> </s>, <0x00>..<0xFF> (id 3 + byte), then the
 // pieces below (ids from 259): "▁Hello" "▁world" "ST" "OP" "STOP" "aSTOPb" "!" "▁yes" "▁no"
 // "▁please" "▁maybe".

@@ -5,7 +5,6 @@
 // markers is refused.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -25,19 +24,7 @@ using Ids = std::vector<int32_t>;
 // Byte-fallback SentencePiece (<unk> <s> </s>, 256 bytes) and, when asked, control tokens with
 // these texts after them (ids 259, 260, ...).
 tokenizer::Tokenizer byte_tokenizer(const std::vector<std::string>& specials) {
-  tokenizer::TokenizerSpec spec;
-  spec.algorithm = tokenizer::Algorithm::sentencepiece;
-  spec.byte_fallback = true;
-  spec.add_space_prefix = true;
-  spec.escape_spaces = true;
-  spec.tokens = {"<unk>", "<s>", "</s>"};
-  spec.types = {TokenType::unknown, TokenType::control, TokenType::control};
-  for (int b = 0; b < 256; ++b) {
-    char text[8];
-    std::snprintf(text, sizeof text, "<0x%02X>", b);
-    spec.tokens.emplace_back(text);
-    spec.types.push_back(TokenType::byte);
-  }
+  tokenizer::TokenizerSpec spec = byte_fallback_spec();
   for (const std::string& s : specials) {
     spec.tokens.push_back(s);
     spec.types.push_back(TokenType::control);
