@@ -27,6 +27,7 @@ constexpr std::string_view kR1Opens[] = {kR1CallsBegin, "<｜tool_calls_begin｜
                                          "<｜tool calls begin｜>", "<｜tool\\_calls\\_begin｜>",
                                          "<｜tool▁calls｜>"};
 constexpr std::string_view kFireFunctionMarker = " functools[";
+constexpr std::string_view kFunctionarySeparator = ">>>";
 
 bool is_space(char c) {
   return c == ' ' || c == '\n' || c == '\r' || c == '\t';
@@ -226,6 +227,51 @@ ToolReply parse_firefunction_v2(std::string_view text) {
   return reply;
 }
 
+// Segments joined by ">>>", each "HEADER\nbody": "all" is content, "python" code (the body as
+// {"code": ...} unless it is JSON), another word a function's name and its JSON arguments. The
+// first segment may also be plain content (no header).
+ToolReply parse_functionary_v3_2(std::string_view text) {
+  ToolReply reply;
+  const auto is_word = [](std::string_view w) {
+    return !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    });
+  };
+  size_t pos = 0;
+  for (bool first = true; pos <= text.size(); first = false) {
+    const size_t next = std::min(text.find(kFunctionarySeparator, pos), text.size());
+    const std::string_view segment = text.substr(pos, next - pos);
+    const size_t newline = segment.find('\n');
+    const std::string_view header =
+        newline == std::string_view::npos ? segment : segment.substr(0, newline);
+    const std::string_view body =
+        newline == std::string_view::npos ? std::string_view() : segment.substr(newline + 1);
+    if (header == "all") {
+      reply.content += body;
+    } else if (is_word(header) && newline != std::string_view::npos) {
+      const size_t start = skip_space(body, 0);
+      const auto value = json_at(body, start);
+      if (value && value->first.is_object() && skip_space(body, value->second) == body.size()) {
+        reply.calls.push_back({std::string(header), value->first.dump(), ""});
+      } else if (header == "python") {
+        reply.calls.push_back({"python", Json{{"code", std::string(body)}}.dump(), ""});
+      } else if (first) {
+        reply.content += segment;
+      } else {
+        return content_only(text);
+      }
+    } else if (first) {
+      reply.content += segment;
+    } else {
+      return content_only(text);
+    }
+    if (next == text.size()) break;
+    pos = next + kFunctionarySeparator.size();
+  }
+  if (!reply.calls.empty()) reply.content = trim_right(reply.content);  // the space before calls
+  return reply;
+}
+
 // {"tool_calls": [...]}, {"tool_call": {...}} or {"response": ...}.
 ToolReply parse_generic(std::string_view text) {
   const size_t start = skip_space(text, 0);
@@ -330,6 +376,8 @@ const char* to_string(ToolCallFormat format) {
       return "deepseek_r1";
     case ToolCallFormat::firefunction_v2:
       return "firefunction_v2";
+    case ToolCallFormat::functionary_v3_2:
+      return "functionary_v3_2";
   }
   return "?";
 }
@@ -338,6 +386,7 @@ ToolCallFormat tool_call_format(std::string_view source) {
   // llama.cpp's order of checks (common/chat.cpp), for the forms done here.
   if (source.find(kR1CallsBegin) != std::string_view::npos) return ToolCallFormat::deepseek_r1;
   if (source.find(kHermesOpen) != std::string_view::npos) return ToolCallFormat::hermes;
+  if (source.find(">>>all") != std::string_view::npos) return ToolCallFormat::functionary_v3_2;
   if (source.find(kFireFunctionMarker) != std::string_view::npos)
     return ToolCallFormat::firefunction_v2;
   if (source.find("<|start_header_id|>ipython<|end_header_id|>") != std::string_view::npos)
@@ -437,6 +486,28 @@ ToolTurn offer_tools(const ChatTemplate& chat_template, std::vector<ChatMessage>
       if (!required) turn.grammar_triggers.push_back(std::string(kFireFunctionMarker));
       break;
     }
+    case ToolCallFormat::functionary_v3_2: {
+      // "NAME\n{arguments}", later calls after ">>>" (the generation prompt ends with one).
+      std::vector<std::pair<std::string, std::string>> arguments;
+      std::string calls;
+      for (size_t i = 0; i < functions.size(); ++i) {
+        const std::string rule = "tool-" + std::to_string(i) + "-arguments";
+        const std::string name = functions[i]["name"].get<std::string>();
+        arguments.emplace_back(rule, parameters_of(functions[i]).dump());
+        calls += std::string(i ? " | " : "") + "(" + gbnf::literal(name + "\n") + " " + rule + ")";
+        if (!required)
+          turn.grammar_triggers.push_back(std::string(kFunctionarySeparator) + name + "\n");
+      }
+      try {
+        turn.grammar = json_schemas_to_gbnf(arguments);
+      } catch (const Error& e) {
+        throw Error("tools", std::string("the tools' parameters: ") + e.what());
+      }
+      // "auto": the grammar holds from a ">>>NAME\n" on, so the separator may open it.
+      turn.grammar += "tool-call ::= " + calls + "\nroot ::= " + (required ? "" : "\">>>\"? ") +
+                      "tool-call" + (offer.parallel ? " (\">>>\" tool-call)*" : "") + "\n";
+      break;
+    }
     case ToolCallFormat::generic: {
       const Json call = any_call(functions, "arguments");
       const Json calls =
@@ -481,6 +552,8 @@ ToolReply parse_tool_reply(std::string_view text, ToolCallFormat format) {
       return parse_deepseek_r1(text);
     case ToolCallFormat::firefunction_v2:
       return parse_firefunction_v2(text);
+    case ToolCallFormat::functionary_v3_2:
+      return parse_functionary_v3_2(text);
     case ToolCallFormat::generic:
       return parse_generic(text);
   }

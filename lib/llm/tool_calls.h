@@ -13,6 +13,8 @@
 //                 its distills: templates that write <｜tool▁calls▁begin｜>)
 //   firefunction_v2  " functools[{"name": "f", "arguments": {...}}, ...]" (FireFunction v2; the
 //                 template is given the tools as `functions` text and `datetime`)
+//   functionary_v3_2  segments "name\n{...}" joined by ">>>", "all\n" ones being content, a
+//                 "python\n" one code (Functionary v3.2: templates that write ">>>all")
 //   generic       any other template: an added system instruction (with the tools' JSON when the
 //                 template does not mention tools) asks for {"tool_call": {"name", "arguments"}}
 //                 ({"tool_calls": [...]} with parallel calls) or {"response": "..."}, and a
@@ -35,7 +37,15 @@
 
 namespace oxi::llm {
 
-enum class ToolCallFormat { generic, hermes, llama3, mistral_nemo, deepseek_r1, firefunction_v2 };
+enum class ToolCallFormat {
+  generic,
+  hermes,
+  llama3,
+  mistral_nemo,
+  deepseek_r1,
+  firefunction_v2,
+  functionary_v3_2
+};
 const char* to_string(ToolCallFormat format);
 // The form a template's model writes calls in (above).
 ToolCallFormat tool_call_format(std::string_view template_source);
@@ -83,7 +93,8 @@ struct ToolReply {
 ToolReply parse_tool_reply(std::string_view text, ToolCallFormat format);
 
 // What of a streamed reply can go out as content before it ends: for the forms whose calls
-// open with a marker (hermes, mistral_nemo, deepseek_r1, firefunction_v2), the text before the
+// open with a marker (hermes, mistral_nemo, deepseek_r1, firefunction_v2; functionary_v3_2
+// replies are held whole, their content having headers), the text before the
 // marker, less a tail that could be the marker's start or whitespace before it; llama3 and generic
 // replies are held whole (a call is their whole text). The content parse_tool_reply then finds
 // begins with what was sent.

@@ -52,6 +52,10 @@ const char* const kDeepSeekR1Template =
 const char* const kFireFunctionTemplate =
     "{{ functions }}|{{ datetime }}|{% for m in messages %}{{ m.role }}: {{ m.content }}\n"
     "{% endfor %}{# functools[ #}";
+// Functionary v3.2's generation prompt ends with ">>>"; its template writes ">>>all".
+const char* const kFunctionaryTemplate =
+    "{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n{{ m.content }}"
+    "<|eot_id|>{% endfor %}{# >>>all #}<|start_header_id|>assistant<|end_header_id|>\n\n>>>";
 const char* const kPlainTemplate =
     "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}";
 
@@ -86,6 +90,7 @@ TEST(ToolCalls, FormatToldFromTheTemplate) {
   EXPECT_EQ(tool_call_format(kPlainTemplate), ToolCallFormat::generic);
   EXPECT_EQ(tool_call_format(kDeepSeekR1Template), ToolCallFormat::deepseek_r1);
   EXPECT_EQ(tool_call_format(kFireFunctionTemplate), ToolCallFormat::firefunction_v2);
+  EXPECT_EQ(tool_call_format(kFunctionaryTemplate), ToolCallFormat::functionary_v3_2);
   // R1 first, as llama.cpp checks it first (its templates may mention <tool_call> too).
   EXPECT_EQ(tool_call_format(std::string(kDeepSeekR1Template) + "<tool_call>"),
             ToolCallFormat::deepseek_r1);
@@ -225,6 +230,51 @@ TEST(ToolCalls, DeepSeekR1AndFireFunctionRepliesRead) {
   EXPECT_EQ(r.content, "");
   r = parse_tool_reply(" functools[{\"name\": \"a\"}]", ToolCallFormat::firefunction_v2);
   EXPECT_TRUE(r.calls.empty());
+}
+
+TEST(ToolCalls, FunctionaryRepliesGrammarsAndTurns) {
+  const ToolCallFormat f = ToolCallFormat::functionary_v3_2;
+  ToolReply r = parse_tool_reply(
+      "all\nLet me see.\n>>>get_weather\n{\"city\": \"Oslo\"}>>>get_time\n{\"zone\": \"UTC\"}", f);
+  EXPECT_EQ(r.content, "Let me see.");
+  ASSERT_EQ(r.calls.size(), 2u);
+  expect_call(r.calls[0], "get_weather", {{"city", "Oslo"}});
+  expect_call(r.calls[1], "get_time", {{"zone", "UTC"}});
+  r = parse_tool_reply("get_time\n{\"zone\": \"CET\"}\n", f);
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.content, "");
+  r = parse_tool_reply("python\nprint(1 + 1)", f);
+  ASSERT_EQ(r.calls.size(), 1u);
+  expect_call(r.calls[0], "python", {{"code", "print(1 + 1)"}});
+  r = parse_tool_reply("all\nJust an answer.", f);
+  EXPECT_TRUE(r.calls.empty());
+  EXPECT_EQ(r.content, "Just an answer.");
+  for (const std::string& text : {std::string("plain words"), std::string("get_time\n{\"zone\": "),
+                                  std::string("get_time\n{}>>>get weather\n{}")}) {
+    r = parse_tool_reply(text, f);
+    EXPECT_TRUE(r.calls.empty()) << text;
+    EXPECT_EQ(r.content, text);
+  }
+
+  const std::vector<ChatMessage> messages = {{"user", "weather?"}};
+  const ToolTurn required =
+      offer_tools(make_template(kFunctionaryTemplate), messages, offer(ToolChoice::required));
+  EXPECT_EQ(required.format, f);
+  const std::string oslo = "get_weather\n{\"city\": \"Oslo\"}";
+  EXPECT_TRUE(grammar_takes(required.grammar, oslo));
+  EXPECT_TRUE(grammar_takes(required.grammar, "get_time\n{\"zone\": \"UTC\"}"));
+  EXPECT_FALSE(grammar_takes(required.grammar, "get_time\n{\"city\": \"Oslo\"}"));
+  EXPECT_FALSE(grammar_takes(required.grammar, oslo + ">>>" + oslo));  // one call
+  EXPECT_FALSE(grammar_takes(required.grammar, "all\nhi"));
+  EXPECT_TRUE(required.grammar_triggers.empty());
+  const ToolTurn parallel =
+      offer_tools(make_template(kFunctionaryTemplate), messages, offer(ToolChoice::required, true));
+  EXPECT_TRUE(grammar_takes(parallel.grammar, oslo + ">>>" + oslo));
+  const ToolTurn automatic =
+      offer_tools(make_template(kFunctionaryTemplate), messages, offer(ToolChoice::automatic));
+  EXPECT_EQ(automatic.grammar_triggers,
+            (std::vector<std::string>{">>>get_weather\n", ">>>get_time\n"}));
+  EXPECT_TRUE(grammar_takes(automatic.grammar, ">>>" + oslo));
 }
 
 TEST(ToolCalls, DeepSeekR1AndFireFunctionGrammarsAndTurns) {
@@ -428,7 +478,8 @@ TEST(ToolCalls, StreamedContentIsTheParsedContentsStart) {
       if (!reply.calls.empty()) {
         EXPECT_EQ(sent.find('{'), std::string::npos) << text;  // no call text went out
       }
-      if (format == ToolCallFormat::llama3 || format == ToolCallFormat::generic) {
+      if (format == ToolCallFormat::llama3 || format == ToolCallFormat::generic ||
+          format == ToolCallFormat::functionary_v3_2) {
         EXPECT_EQ(sent, "") << text;
       }
     }
