@@ -98,6 +98,17 @@ std::optional<ToolCall> call_of(const Json& j, std::initializer_list<const char*
   return std::nullopt;
 }
 
+// Each item of a JSON list as a call {"name", "arguments"} appended to `calls`; false when one
+// is not a call.
+bool append_calls(const Json& list, std::vector<ToolCall>& calls) {
+  for (const Json& item : list) {
+    const std::optional<ToolCall> call = call_of(item, {"arguments"});
+    if (!call) return false;
+    calls.push_back(*call);
+  }
+  return true;
+}
+
 ToolReply content_only(std::string_view text) {
   return {std::string(text), {}};
 }
@@ -156,11 +167,7 @@ ToolReply parse_mistral_nemo(std::string_view text) {
   if (!value || !value->first.is_array() || skip_space(text, value->second) != text.size())
     return content_only(text);
   ToolReply reply{std::string(text.substr(0, marker)), {}};
-  for (const Json& item : value->first) {
-    const std::optional<ToolCall> call = call_of(item, {"arguments"});
-    if (!call) return content_only(text);
-    reply.calls.push_back(*call);
-  }
+  if (!append_calls(value->first, reply.calls)) return content_only(text);
   return reply;
 }
 
@@ -219,11 +226,7 @@ ToolReply parse_firefunction_v2(std::string_view text) {
   if (!value || !value->first.is_array() || value->first.empty() ||
       skip_space(text, value->second) != text.size())
     return content_only(text);
-  for (const Json& item : value->first) {
-    const std::optional<ToolCall> call = call_of(item, {"arguments"});
-    if (!call) return content_only(text);
-    reply.calls.push_back(*call);
-  }
+  if (!append_calls(value->first, reply.calls)) return content_only(text);
   return reply;
 }
 
@@ -281,11 +284,7 @@ ToolReply parse_generic(std::string_view text) {
   const Json& j = value->first;
   ToolReply reply;
   if (j.contains("tool_calls") && j["tool_calls"].is_array()) {
-    for (const Json& item : j["tool_calls"]) {
-      const std::optional<ToolCall> call = call_of(item, {"arguments"});
-      if (!call) return content_only(text);
-      reply.calls.push_back(*call);
-    }
+    if (!append_calls(j["tool_calls"], reply.calls)) return content_only(text);
   } else if (j.contains("tool_call")) {
     const std::optional<ToolCall> call = call_of(j["tool_call"], {"arguments"});
     if (!call) return content_only(text);
@@ -341,13 +340,35 @@ Json any_call(const std::vector<Json>& functions, const char* arguments_key,
   return schemas.size() == 1 ? schemas[0] : Json{{"anyOf", schemas}};
 }
 
-// The rules of `schema` under the name `rule`, the grammar's root given by the caller.
-std::string schema_rules(const Json& schema, const std::string& rule) {
+// The rules `convert` makes of the tools' schemas, its errors named as the tools'.
+template <class Convert>
+std::string parameters_rules(const Convert& convert) {
   try {
-    return json_schema_to_gbnf(schema.dump(), rule);
+    return convert();
   } catch (const Error& e) {
     throw Error("tools", std::string("the tools' parameters: ") + e.what());
   }
+}
+
+// The rules of `schema` under the name `rule`, the grammar's root given by the caller.
+std::string schema_rules(const Json& schema, const std::string& rule) {
+  return parameters_rules([&] { return json_schema_to_gbnf(schema.dump(), rule); });
+}
+
+// The rules of a call whose function's name is written outside its JSON arguments: each
+// function's arguments as the rule tool-I-arguments, and tool-call ::= one of `call(function,
+// that rule)`.
+template <class Call>
+std::string named_call_rules(const std::vector<Json>& functions, const Call& call) {
+  std::vector<std::pair<std::string, std::string>> arguments;
+  std::string calls;
+  for (size_t i = 0; i < functions.size(); ++i) {
+    const std::string rule = "tool-" + std::to_string(i) + "-arguments";
+    arguments.emplace_back(rule, parameters_of(functions[i]).dump());
+    calls += std::string(i ? " | " : "") + "(" + call(functions[i], rule) + ")";
+  }
+  return parameters_rules([&] { return json_schemas_to_gbnf(arguments); }) +
+         "tool-call ::= " + calls + "\n";
 }
 
 // The generic form's instruction, as a system message (joined to the first one when there is).
@@ -444,28 +465,20 @@ ToolTurn offer_tools(const ChatTemplate& chat_template, std::vector<ChatMessage>
     }
     case ToolCallFormat::deepseek_r1: {
       // llama.cpp's grammar: one rule per function, its name written before its arguments.
-      std::vector<std::pair<std::string, std::string>> arguments;
-      std::string calls;
-      for (size_t i = 0; i < functions.size(); ++i) {
-        const std::string rule = "tool-" + std::to_string(i) + "-arguments";
-        arguments.emplace_back(rule, parameters_of(functions[i]).dump());
-        calls += std::string(i ? " | " : "") + "(" + gbnf::literal(kR1CallBegin) + "? " +
-                 gbnf::literal(std::string(kR1Function) + functions[i]["name"].get<std::string>() +
-                               "\n```json\n") +
-                 " " + rule + " \"\\n\"? " + gbnf::literal("```") + " " +
-                 gbnf::literal(kR1CallEnd) + ")";
-      }
+      const std::string calls =
+          named_call_rules(functions, [](const Json& f, const std::string& rule) {
+            return gbnf::literal(kR1CallBegin) + "? " +
+                   gbnf::literal(std::string(kR1Function) + f["name"].get<std::string>() +
+                                 "\n```json\n") +
+                   " " + rule + " \"\\n\"? " + gbnf::literal("```") + " " +
+                   gbnf::literal(kR1CallEnd);
+          });
       std::string opens;
       for (std::string_view marker : kR1Opens)
         opens += std::string(opens.empty() ? "" : " | ") + gbnf::literal(marker);
-      try {
-        turn.grammar = json_schemas_to_gbnf(arguments);
-      } catch (const Error& e) {
-        throw Error("tools", std::string("the tools' parameters: ") + e.what());
-      }
-      turn.grammar += "tool-call ::= " + calls + "\nroot ::= (" + opens + ") tool-call" +
-                      (offer.parallel ? " (\"\\n\"? tool-call)*" : "") + " " +
-                      gbnf::literal(kR1CallsEnd) + "\n";
+      turn.grammar = calls + "root ::= (" + opens + ") tool-call" +
+                     (offer.parallel ? " (\"\\n\"? tool-call)*" : "") + " " +
+                     gbnf::literal(kR1CallsEnd) + "\n";
       if (!required)
         for (std::string_view marker : kR1Opens) turn.grammar_triggers.emplace_back(marker);
       break;
@@ -488,24 +501,16 @@ ToolTurn offer_tools(const ChatTemplate& chat_template, std::vector<ChatMessage>
     }
     case ToolCallFormat::functionary_v3_2: {
       // "NAME\n{arguments}", later calls after ">>>" (the generation prompt ends with one).
-      std::vector<std::pair<std::string, std::string>> arguments;
-      std::string calls;
-      for (size_t i = 0; i < functions.size(); ++i) {
-        const std::string rule = "tool-" + std::to_string(i) + "-arguments";
-        const std::string name = functions[i]["name"].get<std::string>();
-        arguments.emplace_back(rule, parameters_of(functions[i]).dump());
-        calls += std::string(i ? " | " : "") + "(" + gbnf::literal(name + "\n") + " " + rule + ")";
-        if (!required)
-          turn.grammar_triggers.push_back(std::string(kFunctionarySeparator) + name + "\n");
-      }
-      try {
-        turn.grammar = json_schemas_to_gbnf(arguments);
-      } catch (const Error& e) {
-        throw Error("tools", std::string("the tools' parameters: ") + e.what());
-      }
+      turn.grammar = named_call_rules(functions, [](const Json& f, const std::string& rule) {
+        return gbnf::literal(f["name"].get<std::string>() + "\n") + " " + rule;
+      });
       // "auto": the grammar holds from a ">>>NAME\n" on, so the separator may open it.
-      turn.grammar += "tool-call ::= " + calls + "\nroot ::= " + (required ? "" : "\">>>\"? ") +
-                      "tool-call" + (offer.parallel ? " (\">>>\" tool-call)*" : "") + "\n";
+      turn.grammar += "root ::= " + std::string(required ? "" : "\">>>\"? ") + "tool-call" +
+                      (offer.parallel ? " (\">>>\" tool-call)*" : "") + "\n";
+      if (!required)
+        for (const Json& f : functions)
+          turn.grammar_triggers.push_back(std::string(kFunctionarySeparator) +
+                                          f["name"].get<std::string>() + "\n");
       break;
     }
     case ToolCallFormat::generic: {
