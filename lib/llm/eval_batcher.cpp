@@ -56,15 +56,7 @@ std::span<const float> EvalBatcher::eval(ForwardState& state, std::span<const in
                                     " tokens do not fit the session's batch of " +
                                     std::to_string(state.act.capacity));
   // Checked here, so that one session's bad request fails it alone and not the shared pass.
-  if (pos0 + tokens.size() > state.cache.n_ctx())
-    throw Error("eval batcher", std::to_string(tokens.size()) + " tokens at position " +
-                                    std::to_string(pos0) + " do not fit (context " +
-                                    std::to_string(state.cache.n_ctx()) + ")");
-  const int32_t n_vocab = model_->config().n_vocab;
-  for (int32_t t : tokens)
-    if (t < 0 || t >= n_vocab)
-      throw Error("eval batcher", "token id " + std::to_string(t) + " outside the vocabulary of " +
-                                      std::to_string(n_vocab));
+  check_sequence(model_->config(), state.cache, tokens, pos0);
   Request request{&state, tokens, pos0, all_logits};
   std::unique_lock lock(mutex_);
   queue_.push_back(&request);

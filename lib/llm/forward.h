@@ -91,6 +91,11 @@ std::span<const float> forward_segments(const Model& model, backends::Backend& b
 
 // ---- building blocks (layers.cpp) ----
 
+// Throws oxi::Error unless `tokens` (one or more) fit `cache` from pos0 and are all in the
+// vocabulary: what a sequence of a pass must be.
+void check_sequence(const ModelConfig& c, const KvCache& cache, std::span<const int32_t> tokens,
+                    size_t pos0);
+
 // x[t] = token_embd[tokens[t]] * scale.
 void embed_tokens(const ModelWeights& w, std::span<const int32_t> tokens, size_t n_embd,
                   float scale, std::span<float> x);

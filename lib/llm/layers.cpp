@@ -48,6 +48,18 @@ ForwardState::ForwardState(const Model& model, size_t n_ctx, size_t batch_capaci
       act(model.config(), batch_capacity),
       rope(model) {}
 
+void check_sequence(const ModelConfig& c, const KvCache& cache, std::span<const int32_t> tokens,
+                    size_t pos0) {
+  if (tokens.empty() || pos0 + tokens.size() > cache.n_ctx())
+    throw Error("llm forward", std::to_string(tokens.size()) + " tokens at position " +
+                                   std::to_string(pos0) + " do not fit (context " +
+                                   std::to_string(cache.n_ctx()) + ")");
+  for (int32_t t : tokens)
+    if (t < 0 || t >= c.n_vocab)
+      throw Error("llm forward", "token id " + std::to_string(t) + " outside the vocabulary of " +
+                                     std::to_string(c.n_vocab));
+}
+
 namespace {
 
 // Checks the batch, embeds its tokens and runs the layers: the residual stream in act.x.
@@ -61,19 +73,15 @@ void run_layers(const Model& model, backends::Backend& backend, Activations& act
   std::vector<int64_t> positions;
   positions.reserve(n);
   for (const BatchSegment& seg : segments) {
-    if (seg.n == 0 || seg.first_row != positions.size() || seg.pos0 + seg.n > seg.cache->n_ctx())
-      throw Error("llm forward", std::to_string(seg.n) + " tokens at position " +
-                                     std::to_string(seg.pos0) + " do not fit (context " +
-                                     std::to_string(seg.cache->n_ctx()) + ")");
+    if (seg.first_row != positions.size() || seg.n > n - positions.size())
+      throw Error("llm forward", "the batch's segments do not follow each other over its " +
+                                     std::to_string(n) + " tokens");
+    check_sequence(c, *seg.cache, tokens.subspan(seg.first_row, seg.n), seg.pos0);
     for (size_t t = 0; t < seg.n; ++t) positions.push_back(static_cast<int64_t>(seg.pos0 + t));
   }
   if (positions.size() != n)
     throw Error("llm forward",
                 "the batch's segments do not cover its " + std::to_string(n) + " tokens");
-  for (int32_t t : tokens)
-    if (t < 0 || t >= c.n_vocab)
-      throw Error("llm forward", "token id " + std::to_string(t) + " outside the vocabulary of " +
-                                     std::to_string(c.n_vocab));
   // Gemma scales embeddings by sqrt(n_embd) (HF Gemma3TextScaledWordEmbedding).
   const float embed_scale = c.arch == "gemma3" ? std::sqrt(static_cast<float>(c.n_embd)) : 1.0f;
   embed_tokens(model.weights(), tokens, c.n_embd, embed_scale, act.x);
