@@ -1,5 +1,6 @@
 // Continuous batching (lib/llm/eval_batcher.h): sessions of several threads whose evaluations
-// share forward passes get the logits each would get alone (within the batched-prefill
+// share forward passes get the double-precision reference's logits (float weights) and the
+// logits each would get alone (within the batched-prefill
 // tolerance: a pass's rows go through the GEMM path where one token alone takes the
 // matrix-vector one), on every architecture; their caches hold their own rows; one session's
 // bad request fails it alone.
@@ -7,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <cmath>
 #include <memory>
 #include <thread>
@@ -18,6 +20,7 @@
 #include "lib/llm/model.h"
 #include "lib/llm/session.h"
 #include "tests/common/test_data.h"
+#include "tests/llm/reference.h"
 #include "tests/llm/tiny_model.h"
 
 namespace oxi::llm::test {
@@ -106,6 +109,37 @@ TEST_P(Batched, SessionsSharingPassesGetTheirOwnLogits) {
       tokens.insert(tokens.end(), scripts[i].steps.begin(), scripts[i].steps.end());
       EXPECT_EQ(sessions[i]->tokens(), tokens);
     }
+    // Against the independent double-precision reference (float weights, f32 cache: exact
+    // arithmetic but for f32 rounding, the 1e-4 x RMS bound of the model tests): every row of
+    // logits a shared pass gave.
+    if (dtype == DType::F32) {
+      for (size_t i = 0; i < scripts.size(); ++i) {
+        ReferenceModel ref(tiny);
+        std::vector<std::vector<double>> want;
+        const Script& sc = scripts[i];
+        for (size_t t = 0; t < sc.prompt.size(); ++t) {
+          std::vector<double> l = ref.step(sc.prompt[t]);
+          if (sc.all_logits || t + 1 == sc.prompt.size()) want.push_back(std::move(l));
+        }
+        for (int32_t t : sc.steps) want.push_back(ref.step(t));
+        ASSERT_EQ(want.size() * static_cast<size_t>(n_vocab), together[i].size());
+        double worst = 0, worst_abs = 0;
+        for (size_t row = 0; row < want.size(); ++row) {
+          double ss = 0, diff = 0;
+          for (double v : want[row]) ss += v * v;
+          for (size_t k = 0; k < want[row].size(); ++k)
+            diff = std::max(diff, std::abs(together[i][row * n_vocab + k] - want[row][k]));
+          worst = std::max(worst, diff / std::sqrt(ss / static_cast<double>(want[row].size())));
+          worst_abs = std::max(worst_abs, diff);
+        }
+        EXPECT_LE(worst, 1e-4) << GetParam() << " script " << i;
+        EXPECT_LE(worst_abs, 1e-3) << GetParam() << " script " << i;
+        std::cout << "[ measure ] " << GetParam() << " script " << i
+                  << " batched vs double reference: max |diff| = " << worst_abs << " = " << worst
+                  << " x rms(logits)\n";
+      }
+    }
+
     // 300 + 23 + 4 prompt tokens, then 6 + 9 + 12 steps: the first pass took the first
     // script's 256-token batch with the two others' prompts, later passes their steps together
     // (fewer passes than requests), and the rows are all the tokens.
