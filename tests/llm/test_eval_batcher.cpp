@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <iostream>
 #include <cmath>
+#include <iostream>
 #include <memory>
 #include <thread>
 #include <vector>
