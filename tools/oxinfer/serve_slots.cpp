@@ -22,47 +22,50 @@ void ServeSlots::Lease::set_prompt(std::string prompt) const {
   slots_->slots_[id_].prompt = std::move(prompt);
 }
 
-ServeSlots::Lease ServeSlots::lease(std::string_view prompt) {
+// Waits (counted in waiting()) until `ready` holds or the server stops, then leases the slot
+// `pick` names.
+template <class Ready, class Pick>
+ServeSlots::Lease ServeSlots::take(const Ready& ready, const Pick& pick) {
   std::unique_lock lock(mutex_);
+  ++waiting_;
+  freed_.wait(lock, [&] { return stopping_ || ready(); });
+  --waiting_;
+  if (stopping_) throw Error("serve", "the server is stopping");
+  const size_t id = pick();
+  slots_[id].busy = true;
+  slots_[id].last_use = ++clock_;
+  return Lease(*this, id);
+}
+
+ServeSlots::Lease ServeSlots::lease(std::string_view prompt) {
   const auto any_free = [&] {
     return std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.busy; });
   };
-  ++waiting_;
-  freed_.wait(lock, [&] { return stopping_ || any_free(); });
-  --waiting_;
-  if (stopping_) throw Error("serve", "the server is stopping");
   const auto shared_start = [&](const Slot& s) {
     return static_cast<size_t>(
         std::mismatch(s.prompt.begin(), s.prompt.end(), prompt.begin(), prompt.end()).first -
         s.prompt.begin());
   };
-  size_t best = slots_.size();
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    if (slots_[i].busy) continue;
-    if (best == slots_.size()) {
-      best = i;
-      continue;
+  return take(any_free, [&] {
+    size_t best = slots_.size();
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i].busy) continue;
+      if (best == slots_.size()) {
+        best = i;
+        continue;
+      }
+      const size_t mine = shared_start(slots_[i]), theirs = shared_start(slots_[best]);
+      if (mine > theirs || (mine == theirs && slots_[i].last_use < slots_[best].last_use)) best = i;
     }
-    const size_t mine = shared_start(slots_[i]), theirs = shared_start(slots_[best]);
-    if (mine > theirs || (mine == theirs && slots_[i].last_use < slots_[best].last_use)) best = i;
-  }
-  slots_[best].busy = true;
-  slots_[best].last_use = ++clock_;
-  return Lease(*this, best);
+    return best;
+  });
 }
 
 ServeSlots::Lease ServeSlots::lease_slot(size_t id) {
   if (id >= slots_.size())
     throw Error("serve", "no slot " + std::to_string(id) + " (there are " +
                              std::to_string(slots_.size()) + ")");
-  std::unique_lock lock(mutex_);
-  ++waiting_;
-  freed_.wait(lock, [&] { return stopping_ || !slots_[id].busy; });
-  --waiting_;
-  if (stopping_) throw Error("serve", "the server is stopping");
-  slots_[id].busy = true;
-  slots_[id].last_use = ++clock_;
-  return Lease(*this, id);
+  return take([&] { return !slots_[id].busy; }, [id] { return id; });
 }
 
 void ServeSlots::release(size_t id) {

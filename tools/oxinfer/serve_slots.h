@@ -69,6 +69,8 @@ class ServeSlots {
     std::string prompt{};   // the last prompt it evaluated
     uint64_t last_use = 0;  // when it was last leased (a counter)
   };
+  template <class Ready, class Pick>
+  Lease take(const Ready& ready, const Pick& pick);
   void release(size_t id);
 
   std::vector<Slot> slots_;
