@@ -493,18 +493,18 @@ Json native_completion(std::string_view model, std::string_view content,
     j["tokens_predicted"] = final_stats->generated_tokens;
     j["tokens_evaluated"] = final_stats->prompt_ids.size();
     j["tokens_cached"] = final_stats->cached_tokens;
-    const auto per = [](double ms, size_t n) {
-      return Json{{"ms", ms},
-                  {"per_token_ms", n > 0 ? ms / static_cast<double>(n) : 0.0},
-                  {"per_second", ms > 0 ? 1e3 * static_cast<double>(n) / ms : 0.0}};
+    const TurnStats& st = *final_stats;
+    const auto per_token_ms = [](double ms, size_t n) {
+      return n > 0 ? ms / static_cast<double>(n) : 0.0;
     };
-    const Json p = per(final_stats->prompt_ms, final_stats->prompt_tokens);
-    const Json g = per(final_stats->generation_ms, final_stats->generated_tokens);
-    j["timings"] = {
-        {"prompt_n", final_stats->prompt_tokens},       {"prompt_ms", p["ms"]},
-        {"prompt_per_token_ms", p["per_token_ms"]},     {"prompt_per_second", p["per_second"]},
-        {"predicted_n", final_stats->generated_tokens}, {"predicted_ms", g["ms"]},
-        {"predicted_per_token_ms", g["per_token_ms"]},  {"predicted_per_second", g["per_second"]}};
+    j["timings"] = {{"prompt_n", st.prompt_tokens},
+                    {"prompt_ms", st.prompt_ms},
+                    {"prompt_per_token_ms", per_token_ms(st.prompt_ms, st.prompt_tokens)},
+                    {"prompt_per_second", st.prompt_tok_s()},
+                    {"predicted_n", st.generated_tokens},
+                    {"predicted_ms", st.generation_ms},
+                    {"predicted_per_token_ms", per_token_ms(st.generation_ms, st.generated_tokens)},
+                    {"predicted_per_second", st.generation_tok_s()}};
     if (final_stats->draft_tokens > 0) {  // speculative decoding: llama-server's draft counts
       j["timings"]["draft_n"] = final_stats->draft_tokens;
       j["timings"]["draft_n_accepted"] = final_stats->draft_accepted;
