@@ -31,12 +31,13 @@ namespace oxi::backends {
 namespace {
 
 constexpr size_t kMatvecMaxTokensFloat = 4;
-// Up to this many tokens (decode steps of conversations batched together), the r16 layouts'
-// one-token matvec, token after token over each piece (the first streams it from memory with
-// its prefetch, the others find it in cache), beats their gemm tiles, which read without
-// prefetch: `bench llm --pp 2 / 3` on TinyLlama shapes, tok/s matvec against tiles: q4_0 85 / 97
-// against 45 / 56, q8_0 42 / 62 against 33 / 45, q5_0 67 / 74 against 33 / 47, q4_1 81 / 87
-// against 41 / 51. The K-quants' r8 tiles win there (q4_K_M 74 / 107 against 69 / 81).
+// Up to this many tokens (decode steps of conversations batched together, a short speculative
+// draft), the r16 layouts take the matvec path's pieces (each streamed from memory with its
+// prefetch), all tokens at once through their few-token tiles. `bench llm --pp 2 / 3` on
+// TinyLlama shapes, avx512, tok/s against one matvec a token over each piece: q4_0 91-105 /
+// 128-136 against 78-83 / 99-103, q8_0 52 / 73 against 45 / 65 (docs/benchmarks.md,
+// sixty-third session). From 4 tokens the gemm path's tiles of 64 rows win (q4_0 152 against
+// 138). The K-quants' r8 tiles take the gemm path from 2 tokens.
 constexpr size_t kMatvecMaxTokensR16 = 3;
 
 bool r16_layout(kernels::DType t) {
@@ -198,10 +199,25 @@ void CpuBackend::matvec_path(const WeightMatrix& w, std::span<const float> x, si
   const size_t act_stride = as_is ? w.cols * sizeof(float) : act_bytes;
   const size_t rows_per_piece = matvec_rows_per_piece(w);
   const auto* weights = static_cast<const std::byte*>(w.data);
+  // Several tokens: all of them at once through the layout's tiles where those stream the
+  // weights and unpack each weight vector once for all (few_token_tiles), else one matvec a
+  // token (the first streams the piece from memory, the others find it in cache).
+  const kernels::GemmQFn tiles =
+      m > 1 && !as_is && kernels::format_kernels().few_token_tiles_for(w.dtype)
+          ? kernels::format_kernels().gemm_q_for(w.dtype)
+          : nullptr;
   const auto product = [&] {
     run_pieces(ceil_div(w.rows, rows_per_piece), [&](size_t piece) {
       const size_t r0 = piece * rows_per_piece, rows = std::min(w.rows - r0, rows_per_piece);
       prime_stream(weights + r0 * w.row_bytes, rows * w.row_bytes);
+      if (tiles) {
+        float* out = y.data() + r0;
+        tiles(weights + r0 * w.row_bytes, w.row_bytes, rows, w.cols, act, act_stride, m, out,
+              w.rows);
+        if (bias)
+          for (size_t t = 0; t < m; ++t) add_bias(out + t * w.rows, bias + r0, rows);
+        return;
+      }
       for (size_t t = 0; t < m; ++t) {
         float* out = y.data() + t * w.rows + r0;
         matvec(weights + r0 * w.row_bytes, w.row_bytes, rows, w.cols, act + t * act_stride, out);

@@ -84,6 +84,12 @@ void fill_format_kernels(FormatKernels& k) noexcept {
   k.fast_iq4_xs_r8 = true;
   k.fast_q2_k_r8 = true;
   k.fast_q3_k_r8 = true;
+  // The r16 tiles of 2-3 tokens: one row a pass, their lines requested ahead (kStreamTokens),
+  // 512-bit on avx512 (r16_pass_512); faster than a matvec a token on avx2 too (q4_0 / q8_0
+  // pp2 +5-12 / +30-50 %, docs/benchmarks.md, sixty-third session)
+  for (DType t : {DType::Q4_0_R16, DType::IQ4_NL_R16, DType::Q8_0_R16, DType::Q5_0_R16,
+                  DType::Q5_1_R16, DType::Q4_1_R16})
+    k.few_token_tiles[static_cast<size_t>(t)] = true;
 #endif
 #if defined(OXI_ARCH_AVX512)
   // AVX2 alone has a q5_K_r8 tile too (q5_k_r8_tiles.h), but keeps plain q5_K: prefill +70 %,

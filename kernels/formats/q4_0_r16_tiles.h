@@ -8,7 +8,8 @@
 // maddubs pairs and their int16 sums become VNNI dot products into int32 (simd::ByteDots), and
 // the high nibbles enter as byte & 0xF0 into their own sums, divided by 16 once per half
 // (simd::NibbleDots): one op per 32 bytes instead of three; in cache (2048-wide rows,
-// one core) 57 -> 61 GB/s, same sums. One token takes a 512-bit pass there (one_token).
+// one core) 57 -> 61 GB/s, same sums. On avx512 every pass is 512-bit (pass_512): a group's 16
+// blocks in 16 int32 lanes, one VNNI op per 64 bytes, nibble half and token.
 //
 // The int16 sums cannot overflow: a maddubs lane is u0 * a0 + u1 * a1 with u <= 15 and
 // |a| <= 127 (q8_0 activations never hold -128), so 8 of them stay within 8 * 3810 = 30480.
@@ -43,23 +44,28 @@ namespace oxi::kernels::OXI_ARCH_NS {
 struct Q4_0Nibbles {
   using Dots = simd::NibbleDots;
 
-  // The 16 int32 block sums of a group minus its zeros: quants(k) gives chunk k's 64 bytes.
-  // The high nibbles enter as byte & 0xF0 and their sums are divided by 16 once.
 #if defined(OXI_ARCH_AVX512)
-  template <class Quants>
-  [[gnu::always_inline]] static __m512i sums_512(const ActGroupR16* a,
-                                                 const Quants& quants) noexcept {
+  // A group's chunk of 64 weight bytes split once for every token: the low nibbles, and the
+  // high ones as byte & 0xF0 (their sums are divided by 16 once per group).
+  struct Split512 {
+    __m512i low, high;
+  };
+  static Split512 split_512(__m512i q) noexcept {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
-    __m512i low = _mm512_setzero_si512(), high = _mm512_setzero_si512();
-    for (int k = 0; k < 4; ++k) {
-      const __m512i q = quants(k);
-      low = _mm512_dpbusd_epi32(low, _mm512_and_si512(q, low4), _mm512_loadu_si512(a->q[k][0]));
-      high = _mm512_dpbusd_epi32(high, _mm512_maskz_andnot_epi32(0xFFFF, low4, q),
-                                 _mm512_loadu_si512(a->q[k][1]));
-    }
-    return _mm512_sub_epi32(_mm512_add_epi32(low, _mm512_maskz_srai_epi32(0xFFFF, high, 4)),
-                            _mm512_loadu_si512(a->zero));
+    return {_mm512_and_si512(q, low4), _mm512_maskz_andnot_epi32(0xFFFF, low4, q)};
   }
+  // One token's 16 int32 block sums over a group, its zeros removed by sums().
+  struct Dots512 {
+    __m512i low = _mm512_setzero_si512(), high = _mm512_setzero_si512();
+    void add(const Split512& q, const ActGroupR16* a, int k) noexcept {
+      low = _mm512_dpbusd_epi32(low, q.low, _mm512_loadu_si512(a->q[k][0]));
+      high = _mm512_dpbusd_epi32(high, q.high, _mm512_loadu_si512(a->q[k][1]));
+    }
+    __m512i sums(const ActGroupR16* a) const noexcept {
+      return _mm512_sub_epi32(_mm512_add_epi32(low, _mm512_maskz_srai_epi32(0xFFFF, high, 4)),
+                              _mm512_loadu_si512(a->zero));
+    }
+  };
 #endif
 };
 
@@ -103,23 +109,27 @@ struct IQ4Nibbles {
   };
 
 #if defined(OXI_ARCH_AVX512)
-  template <class Quants>
-  [[gnu::always_inline]] static __m512i sums_512(const ActGroupR16* a,
-                                                 const Quants& quants) noexcept {
+  struct Split512 {
+    __m512i low, high;  // the levels + 128 of the low and the high nibbles
+  };
+  static Split512 split_512(__m512i q) noexcept {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i table = _mm512_maskz_broadcast_i32x4(
         0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4LevelsPlus128)));
-    __m512i sum = _mm512_setzero_si512();
-    for (int k = 0; k < 4; ++k) {
-      const __m512i q = quants(k);
-      const __m512i low = _mm512_shuffle_epi8(table, _mm512_and_si512(q, low4));
-      const __m512i high = _mm512_shuffle_epi8(
-          table, _mm512_and_si512(_mm512_maskz_srli_epi16(0xFFFFFFFF, q, 4), low4));
-      sum = _mm512_dpbusd_epi32(sum, low, _mm512_loadu_si512(a->q[k][0]));
-      sum = _mm512_dpbusd_epi32(sum, high, _mm512_loadu_si512(a->q[k][1]));
-    }
-    return _mm512_sub_epi32(sum, _mm512_loadu_si512(a->zero));
+    return {_mm512_shuffle_epi8(table, _mm512_and_si512(q, low4)),
+            _mm512_shuffle_epi8(table,
+                                _mm512_and_si512(_mm512_maskz_srli_epi16(0xFFFFFFFF, q, 4), low4))};
   }
+  struct Dots512 {
+    __m512i sum = _mm512_setzero_si512();
+    void add(const Split512& q, const ActGroupR16* a, int k) noexcept {
+      sum = _mm512_dpbusd_epi32(sum, q.low, _mm512_loadu_si512(a->q[k][0]));
+      sum = _mm512_dpbusd_epi32(sum, q.high, _mm512_loadu_si512(a->q[k][1]));
+    }
+    __m512i sums(const ActGroupR16* a) const noexcept {
+      return _mm512_sub_epi32(sum, _mm512_loadu_si512(a->zero));
+    }
+  };
 #endif
 };
 
@@ -166,10 +176,11 @@ inline __m256i block_sums(const IQ4Nibbles::Dots& d, __m256i zero) noexcept {
 
 template <class Nibbles>
 struct R16NibbleTile : RowPasses<R16NibbleTile<Nibbles>> {
-  // Rows P at a time so that the T x P accumulators, T int16 sums and the unpacked weights fit
-  // the 16 ymm registers.
+  // Rows P at a time: four for one token in a gemm tile; one for several, so that a pass is
+  // one stream of weights (a few tokens' passes read them from memory; two rows a pass had run
+  // `bench llm --pp 2` at 60-64 tok/s against 105, sixty-third session).
   template <int T>
-  static constexpr int kRowsPerPass = T >= 4 ? 1 : (T >= 2 ? 2 : 4);
+  static constexpr int kRowsPerPass = T >= 2 ? 1 : 4;
 
   using WholeGroup = WholeR16Group<WeightGroupR16, true>;
   using ShortGroup = ShortR16Group;
@@ -201,73 +212,50 @@ struct R16NibbleTile : RowPasses<R16NibbleTile<Nibbles>> {
   }
 
 #if defined(OXI_ARCH_AVX512)
-  // One token on 512-bit vectors: a group's 16 blocks in the 16 int32 lanes, one VNNI op per 64
-  // weight bytes and nibble half instead of two (Nibbles::sums_512); the same integer sums, and
-  // the same f32 steps (add_r16_group_sums_512), so the same bits.
+  // T tokens on 512-bit vectors (r16_pass_512): one VNNI op per 64 weight bytes, nibble half and
+  // token instead of two, each chunk's bytes split once for all T tokens (Nibbles::split_512);
+  // the same integer sums as the 256-bit passes.
   //
-  // acc += one group's sums: quants(k) gives chunk k's 64 bytes, d16 the 16 f16 scales; blocks
-  // 8-15 only when `both`.
-  template <class Quants>
-  [[gnu::always_inline]] static void add_group_512(__m256& acc, const ActGroupR16* a,
-                                                   const Quants& quants, __m256i d16,
-                                                   bool both) noexcept {
-    add_r16_group_sums_512(acc, a->d, Nibbles::sums_512(a, quants), d16, both);
+  // acc[t][p] += the sums of row p's group of m blocks at g. A whole group's qs[k] start 32
+  // bytes into a line in every other 288-byte group, so they are loaded as two halves; the
+  // activation's start a line (the backend's buffer is aligned). A short group is read with
+  // masked loads (its bytes only).
+  template <int T, int P>
+  [[gnu::always_inline]] static void add_group_512(__m256 (&acc)[T][P], int p,
+                                                   const ActGroupR16* const (&a)[T],
+                                                   const uint8_t* g, size_t m) noexcept {
+    const __mmask64 byte_mask = m == kR16Blocks ? ~__mmask64{0} : (uint64_t{1} << (4 * m)) - 1;
+    const auto quants = [&](int k) {
+      if (m == kR16Blocks)
+        return load_halves_512(reinterpret_cast<const WeightGroupR16*>(g)->qs[k]);
+      return _mm512_maskz_loadu_epi8(byte_mask, r16_quants(g, m, k));
+    };
+    const __m256i d16 = m == kR16Blocks
+                            ? simd::load256(g)
+                            : _mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << m) - 1), g);
+    typename Nibbles::Dots512 dots[T];
+    for (int k = 0; k < 4; ++k) {
+      const auto q = Nibbles::split_512(quants(k));
+      for (int t = 0; t < T; ++t) dots[t].add(q, a[t], k);
+    }
+    for (int t = 0; t < T; ++t)
+      add_r16_group_sums_512(acc[t][p], a[t]->d, dots[t].sums(a[t]), d16, m > 8);
   }
 
-  // A whole group's qs[k] start 32 bytes into a line in every other 288-byte group, so they are
-  // loaded as two halves (one load across two lines had halved the stream: docs/benchmarks.md,
-  // twenty-fourth session); the activation's start a line (the backend's buffer is aligned).
-  // The short group is read with masked loads (its bytes only).
-  //
-  // The page starts ahead, not the lines, where stream_lines(kQ4_0R16) says so (prefetch.h) and the
-  // rows do not end in a short group (ends_in_short_group); else the lines too (kLines).
-  template <int P, bool kLines = false>
-  static void one_token(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t n,
-                        float* y) noexcept {
-    const size_t blocks = n / QK, groups = blocks / kR16Blocks, m = blocks % kR16Blocks;
-    __m256 acc[P];
-    for (int p = 0; p < P; ++p) acc[p] = _mm256_setzero_ps();
-    for (size_t g = 0; g < groups; ++g) {
-      const ActGroupR16* a = reinterpret_cast<const ActGroupR16*>(x) + g;
-      for (int p = 0; p < P; ++p) {
-        const WeightGroupR16* wg = reinterpret_cast<const WeightGroupR16*>(w + p * w_row_bytes) + g;
-        if constexpr (kLines)
-          prefetch_stream_part<sizeof(WeightGroupR16)>(reinterpret_cast<const uint8_t*>(wg) +
-                                                       kPrefetchBytes);
-        else
-          prefetch_page_starts<sizeof(WeightGroupR16)>(reinterpret_cast<const uint8_t*>(wg) +
-                                                       kPrefetchBytes);
-        const auto quants = [wg](int k) {
-          const __m512i first = _mm512_castsi256_si512(simd::load256(wg->qs[k]));
-          return _mm512_mask_inserti64x4(first, 0xFF, first, simd::load256(wg->qs[k] + 32), 1);
-        };
-        add_group_512(acc[p], a, quants, simd::load256(wg->d), true);
-      }
-    }
-    if (m > 0) {
-      const ActGroupR16* a = reinterpret_cast<const ActGroupR16*>(x) + groups;
-      const __mmask64 byte_mask = (uint64_t{1} << (4 * m)) - 1;
-      for (int p = 0; p < P; ++p) {
-        const uint8_t* sg = w + p * w_row_bytes + groups * sizeof(WeightGroupR16);
-        if constexpr (kLines)  // the short groups' lines too (the groups' stop short)
-          prefetch_stream_part(sg + kPrefetchBytes, m * sizeof(BlockQ4_0), 0, 1);
-        const auto quants = [sg, m, byte_mask](int k) {
-          return _mm512_maskz_loadu_epi8(byte_mask, r16_quants(sg, m, k));
-        };
-        const __m256i d16 = _mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << m) - 1), sg);
-        add_group_512(acc[p], a, quants, d16, m > 8);
-      }
-    }
-    for (int p = 0; p < P; ++p) y[p] = simd::hsum(acc[p]);
+  template <int T, int P>
+  static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
+                   size_t n, float* y, size_t y_stride) noexcept {
+    r16_pass_512<R16NibbleTile, ActGroupR16, WeightGroupR16, sizeof(BlockQ4_0), T, P>(
+        w, w_row_bytes, x, x_stride, n, y, y_stride);
   }
-#endif
-
+#else
   template <int T, int P>
   static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
     r16_pass<R16NibbleTile, ActGroupR16, WholeGroup, ShortGroup, sizeof(BlockQ4_0), T, P>(
         w, w_row_bytes, x, x_stride, n, y, y_stride);
   }
+#endif
 };
 
 #else

@@ -122,10 +122,9 @@ struct Q5R16Tile : RowPasses<Q5R16Tile<Format>> {
   using WGroup = typename Format::WGroup;
   using AGroup = typename Format::AGroup;
 
-  // Rows P at a time so that the T x P accumulators, T block sums and a chunk's values fit the
-  // 16 ymm registers.
+  // Rows P at a time, as q4_0_r16's tile (q4_0_r16_tiles.h).
   template <int T>
-  static constexpr int kRowsPerPass = T >= 4 ? 1 : (T >= 2 ? 2 : 4);
+  static constexpr int kRowsPerPass = T >= 2 ? 1 : 4;
 
   // acc[t][p] += every block's integer dot times its two scales, blocks 0-7 then 8-15.
   template <int T, int P, class Group>
@@ -163,106 +162,76 @@ struct Q5R16Tile : RowPasses<Q5R16Tile<Format>> {
   }
 
 #if defined(OXI_ARCH_AVX512)
-  // A group's 16 block sums: quants(k) gives chunk k's 64 bytes, fifth the group's 64
-  // fifth-bit bytes (not read for q4_1).
-  template <class Quants>
-  [[gnu::always_inline]] static __m512i sums_512(const AGroup* a, const Quants& quants,
-                                                 __m512i fifth) noexcept {
-    const __m512i low4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(0x10);
+  // Chunk k's 64 values (0..15 for q4_1, 0..31 with the fifth bits), the low nibbles' and the
+  // high ones', from its 64 bytes q and the group's 64 fifth-bit bytes (not read for q4_1).
+  struct Values512 {
+    __m512i low, high;
+  };
+  [[gnu::always_inline]] static Values512 values_512(__m512i q, __m512i fifth, int k) noexcept {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i low = _mm512_and_si512(q, low4);
+    const __m512i high = _mm512_and_si512(_mm512_maskz_srli_epi16(0xFFFFFFFF, q, 4), low4);
+    if constexpr (!Format::kFifthBits) return {low, high};
+    const __m512i sixteen = _mm512_set1_epi8(0x10);
     const __m512i low_bit = _mm512_set1_epi32(0x08040201);
     const __m512i high_bit = _mm512_set1_epi32(static_cast<int>(0x80402010u));
-    __m512i sum = _mm512_setzero_si512();
+    const __m512i spread = _mm512_maskz_broadcast_i32x4(
+        0xFFFF, _mm256_castsi256_si128(q5_spread_byte(k)));  // per 128-bit lane, as on 256
+    const __m512i bits = _mm512_shuffle_epi8(fifth, spread);
+    const __mmask64 low_set = _mm512_test_epi8_mask(bits, low_bit);
+    const __mmask64 high_set = _mm512_test_epi8_mask(bits, high_bit);
+    return {_mm512_mask_add_epi8(low, low_set, low, sixteen),
+            _mm512_mask_add_epi8(high, high_set, high, sixteen)};
+  }
+
+  // T tokens on 512-bit vectors (r16_pass_512), as q4_0_r16's: acc[t][p] += the sums of row p's
+  // group of m blocks at g times their scales (and q5_1's mins), each chunk's values made once
+  // for all T tokens; whole groups' fields as two 32-byte halves, a short group's through
+  // masked loads.
+  template <int T, int P>
+  [[gnu::always_inline]] static void add_group_512(__m256 (&acc)[T][P], int p,
+                                                   const AGroup* const (&a)[T], const uint8_t* g,
+                                                   size_t m) noexcept {
+    const bool whole = m == kR16Blocks;
+    const auto* wg = reinterpret_cast<const WGroup*>(g);
+    const __mmask64 byte_mask = whole ? ~__mmask64{0} : (uint64_t{1} << (4 * m)) - 1;
+    const auto block_mask = static_cast<__mmask16>((1u << m) - 1);
+    __m512i fifth = _mm512_setzero_si512();
+    if constexpr (Format::kFifthBits)
+      fifth = whole ? load_halves_512(wg->qh[0])
+                    : _mm512_maskz_loadu_epi8(byte_mask, Format::fifth_bits(g, m));
+    __m512i sum[T];
+    for (int t = 0; t < T; ++t) sum[t] = _mm512_setzero_si512();
     for (int k = 0; k < 4; ++k) {
-      const __m512i q = quants(k);
-      const __m512i low = _mm512_and_si512(q, low4);
-      const __m512i high = _mm512_and_si512(_mm512_maskz_srli_epi16(0xFFFFFFFF, q, 4), low4);
-      if constexpr (!Format::kFifthBits) {
-        sum = _mm512_dpbusd_epi32(sum, low, _mm512_loadu_si512(a->q[k][0]));
-        sum = _mm512_dpbusd_epi32(sum, high, _mm512_loadu_si512(a->q[k][1]));
-        continue;
-      }
-      const __m512i spread = _mm512_maskz_broadcast_i32x4(
-          0xFFFF, _mm256_castsi256_si128(q5_spread_byte(k)));  // per 128-bit lane, as on 256
-      const __m512i bits = _mm512_shuffle_epi8(fifth, spread);
-      const __mmask64 low_set = _mm512_test_epi8_mask(bits, low_bit);
-      const __mmask64 high_set = _mm512_test_epi8_mask(bits, high_bit);
-      sum = _mm512_dpbusd_epi32(sum, _mm512_mask_add_epi8(low, low_set, low, sixteen),
-                                _mm512_loadu_si512(a->q[k][0]));
-      sum = _mm512_dpbusd_epi32(sum, _mm512_mask_add_epi8(high, high_set, high, sixteen),
-                                _mm512_loadu_si512(a->q[k][1]));
-    }
-    return sum;
-  }
-
-  // acc += a group's sums (s32) times their scales (d16: the weights' f16 scales, m16 their f16
-  // mins for q5_1), blocks 8-15 only when `both`: the 256-bit pass's f32 steps, in its order.
-  [[gnu::always_inline]] static void add_group_512(__m256& acc, const AGroup* a, __m512i s32,
-                                                   __m256i d16, __m256i m16, bool both) noexcept {
-    if constexpr (Format::kMins)
-      add_r16_group_sums_512(acc, a->d, s32, d16, both, a->s, m16);
-    else
-      add_r16_group_sums_512(acc, a->d, _mm512_sub_epi32(s32, _mm512_loadu_si512(a->zero)), d16,
-                             both);
-  }
-
-  // Two 32-byte halves as one vector: a whole group's fields start 32 bytes into a line in
-  // every other 352-byte group, and a 64-byte load across two lines had halved q4_0_r16's
-  // stream (q4_0_r16_tiles.h).
-  static __m512i load_halves(const uint8_t* p) noexcept {
-    const __m512i first = _mm512_castsi256_si512(simd::load256(p));
-    return _mm512_mask_inserti64x4(first, 0xFF, first, simd::load256(p + 32), 1);
-  }
-
-  // One token on 512-bit vectors, as q4_0_r16's one_token: the lines or the page starts ahead,
-  // the short group through masked loads.
-  template <int P, bool kLines = false>
-  static void one_token(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t n,
-                        float* y) noexcept {
-    const size_t blocks = n / QK, groups = blocks / kR16Blocks, m = blocks % kR16Blocks;
-    __m256 acc[P];
-    for (int p = 0; p < P; ++p) acc[p] = _mm256_setzero_ps();
-    for (size_t g = 0; g < groups; ++g) {
-      const AGroup* a = reinterpret_cast<const AGroup*>(x) + g;
-      for (int p = 0; p < P; ++p) {
-        const auto* wg = reinterpret_cast<const WGroup*>(w + p * w_row_bytes) + g;
-        const auto* ahead = reinterpret_cast<const uint8_t*>(wg) + kPrefetchBytes;
-        if constexpr (kLines)
-          prefetch_stream_part<sizeof(WGroup)>(ahead);
-        else
-          prefetch_page_starts<sizeof(WGroup)>(ahead);
-        const auto quants = [wg](int k) { return load_halves(wg->qs[k]); };
-        __m512i fifth = _mm512_setzero_si512();
-        if constexpr (Format::kFifthBits) fifth = load_halves(wg->qh[0]);
-        const __m512i s32 = sums_512(a, quants, fifth);
-        __m256i m16 = _mm256_setzero_si256();
-        if constexpr (Format::kMins) m16 = simd::load256(wg->m);
-        add_group_512(acc[p], a, s32, simd::load256(wg->d), m16, true);
+      const __m512i q = whole ? load_halves_512(wg->qs[k])
+                              : _mm512_maskz_loadu_epi8(byte_mask, Format::quants(g, m, k));
+      const Values512 v = values_512(q, fifth, k);
+      for (int t = 0; t < T; ++t) {
+        sum[t] = _mm512_dpbusd_epi32(sum[t], v.low, _mm512_loadu_si512(a[t]->q[k][0]));
+        sum[t] = _mm512_dpbusd_epi32(sum[t], v.high, _mm512_loadu_si512(a[t]->q[k][1]));
       }
     }
-    if (m > 0) {
-      const AGroup* a = reinterpret_cast<const AGroup*>(x) + groups;
-      const __mmask64 byte_mask = (uint64_t{1} << (4 * m)) - 1;
-      const auto block_mask = static_cast<__mmask16>((1u << m) - 1);
-      for (int p = 0; p < P; ++p) {
-        const uint8_t* sg = w + p * w_row_bytes + groups * sizeof(WGroup);
-        if constexpr (kLines)  // the short groups' lines too (the groups' stop short)
-          prefetch_stream_part(sg + kPrefetchBytes, m * sizeof(typename Format::Block), 0, 1);
-        const auto quants = [sg, m, byte_mask](int k) {
-          return _mm512_maskz_loadu_epi8(byte_mask, Format::quants(sg, m, k));
-        };
-        __m512i fifth = _mm512_setzero_si512();
-        if constexpr (Format::kFifthBits)
-          fifth = _mm512_maskz_loadu_epi8(byte_mask, Format::fifth_bits(sg, m));
-        const __m256i d16 = _mm256_maskz_loadu_epi16(block_mask, sg);
-        __m256i m16 = _mm256_setzero_si256();
-        if constexpr (Format::kMins)
-          m16 = _mm256_maskz_loadu_epi16(block_mask, Format::mins(sg, m));
-        add_group_512(acc[p], a, sums_512(a, quants, fifth), d16, m16, m > 8);
+    const __m256i d16 = whole ? simd::load256(wg->d) : _mm256_maskz_loadu_epi16(block_mask, g);
+    for (int t = 0; t < T; ++t) {
+      if constexpr (Format::kMins) {  // d_w d_a sum + m_w s_a
+        const __m256i m16 =
+            whole ? simd::load256(wg->m) : _mm256_maskz_loadu_epi16(block_mask, Format::mins(g, m));
+        add_r16_group_sums_512(acc[t][p], a[t]->d, sum[t], d16, m > 8, a[t]->s, m16);
+      } else {  // d_w d_a (sum - zero)
+        add_r16_group_sums_512(acc[t][p], a[t]->d,
+                               _mm512_sub_epi32(sum[t], _mm512_loadu_si512(a[t]->zero)), d16,
+                               m > 8);
       }
     }
-    for (int p = 0; p < P; ++p) y[p] = simd::hsum(acc[p]);
   }
-#endif
+
+  template <int T, int P>
+  static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
+                   size_t n, float* y, size_t y_stride) noexcept {
+    r16_pass_512<Q5R16Tile, AGroup, WGroup, sizeof(typename Format::Block), T, P>(
+        w, w_row_bytes, x, x_stride, n, y, y_stride);
+  }
+#else
 
   template <int T, int P>
   static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
@@ -270,6 +239,7 @@ struct Q5R16Tile : RowPasses<Q5R16Tile<Format>> {
     r16_pass<Q5R16Tile, AGroup, WholeQ5Group<Format>, ShortQ5Group<Format>,
              sizeof(typename Format::Block), T, P>(w, w_row_bytes, x, x_stride, n, y, y_stride);
   }
+#endif
 };
 
 #else

@@ -40,10 +40,9 @@ namespace oxi::kernels::OXI_ARCH_NS {
 #if defined(OXI_ARCH_AVX2)
 
 struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
-  // Rows P at a time so that the T x P accumulators, T int32 sums, the weights and their
-  // absolute values fit the 16 ymm registers.
+  // Rows P at a time, as q4_0_r16's tile (q4_0_r16_tiles.h).
   template <int T>
-  static constexpr int kRowsPerPass = T >= 4 ? 1 : (T >= 2 ? 2 : 4);
+  static constexpr int kRowsPerPass = T >= 2 ? 1 : 4;
 
   // acc[t][p] += the dots of blocks 8c .. 8c + 7 of row p's group, times their two scales.
   template <int T, int P, class Group>
@@ -81,14 +80,14 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
     }
   }
 
-  // One token requests its lines ahead (kLines) on AVX2, and on avx512 where a row ends in a
-  // short group (ends_in_short_group) or stream_lines(kQ8_0R16) says so (prefetch.h); else only the
-  // page starts.
+  // A few tokens (kStreamTokens) request their lines ahead (kLines) on AVX2, and on avx512 where
+  // a row ends in a short group (ends_in_short_group) or stream_lines(kQ8_0R16) says so
+  // (prefetch.h); else only the page starts.
   template <int T, int P>
   static void pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride,
                    size_t n, float* y, size_t y_stride) noexcept {
 #if defined(OXI_ARCH_AVX512)
-    if constexpr (T == 1) {
+    if constexpr (T < kStreamTokens) {
       if (!ends_in_short_group(n / QK) && !stream_lines(StreamLayout::kQ8_0R16))
         return pass_with<T, P, false>(w, w_row_bytes, x, x_stride, n, y, y_stride);
     }
@@ -102,9 +101,9 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
     __m256 acc[T][P];
     for (int t = 0; t < T; ++t)
       for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
-    // One token, page starts only: those of each row's groups, kPrefetchBytes ahead, requested
+    // A few tokens, page starts only: those of each row's groups, kPrefetchBytes ahead, requested
     // here once per row and not looked for in every group (prefetch.h, thirty-sixth session).
-    if constexpr (T == 1 && !kLines)
+    if constexpr (T < kStreamTokens && !kLines)
       for (int p = 0; p < P; ++p)
         prefetch_page_starts(w + p * w_row_bytes + kPrefetchBytes,
                              groups * sizeof(WeightGroupQ8R16));
@@ -126,7 +125,7 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
           // weights read higher in 9 of 10 alternating pairs, +1.5 to +8 points
           // (docs/benchmarks.md, twenty-fifth session). avx512, whose loop is shorter, may
           // request the page starts alone, once per row (above; pass).
-          if constexpr (T == 1 && kLines) {
+          if constexpr (T < kStreamTokens && kLines) {
             constexpr size_t kHalf = sizeof(WeightGroupQ8R16) / 2;
             prefetch_stream_part<kHalf>(reinterpret_cast<const uint8_t*>(wg[p]) + kPrefetchBytes +
                                         kHalf * c);
@@ -139,7 +138,8 @@ struct Q8_0R16Tile : RowPasses<Q8_0R16Tile> {
       for (int t = 0; t < T; ++t)
         a[t] = reinterpret_cast<const ActGroupQ8R16*>(x + t * x_stride) + groups;
       const size_t offset = groups * sizeof(WeightGroupQ8R16);
-      if constexpr (T == 1 && kLines) {  // the short groups' lines too (the groups' stop short)
+      if constexpr (T < kStreamTokens &&
+                    kLines) {  // the short groups' lines too (the groups' stop short)
         for (int p = 0; p < P; ++p)
           prefetch_stream_part(w + p * w_row_bytes + offset + kPrefetchBytes, m * sizeof(BlockQ8_0),
                                0, 1);

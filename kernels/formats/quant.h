@@ -162,6 +162,11 @@ struct FormatKernels {
   bool fast_q3_k_r8 = false;
   // The same for q2_K_r8 and plain q2_K.
   bool fast_q2_k_r8 = false;
+  // Per weight type: whether gemm_q's tiles of 2-3 tokens request their weights ahead and
+  // split each weight vector once for all the tokens, so that a few tokens (decode steps of
+  // conversations batched together, a speculative draft) run faster through gemm_q than
+  // through one matvec a token.
+  std::array<bool, kDTypeSlots> few_token_tiles{};
   // Whether some one-token passes follow stream_lines(layout) (prefetch.h): the avx512 kernels.
   bool stream_lines_choice = false;
   // q8_0 activation blocks of x[0..n), bit-identical to quantize_row_q8_0 for finite x (what
@@ -175,6 +180,9 @@ struct FormatKernels {
 
   MatvecFn matvec_for(DType t) const noexcept { return slot(matvec, t); }
   GemmQFn gemm_q_for(DType t) const noexcept { return slot(gemm_q, t); }
+  bool few_token_tiles_for(DType t) const noexcept {
+    return static_cast<size_t>(t) < kDTypeSlots && few_token_tiles[static_cast<size_t>(t)];
+  }
   // The layout to hold weights stored as t in for these kernels: q4_0_r16 for q4_0,
   // q8_0_r16 for q8_0, q4_K_r8 for q4_K, iq4_xs_r8 for iq4_xs, iq4_nl_r16 for iq4_nl,
   // q5_0_r16 for q5_0, q5_1_r16 for q5_1, q4_1_r16 for q4_1, q5_K_r8 for q5_K, q3_K_r8 for q3_K and q2_K_r8

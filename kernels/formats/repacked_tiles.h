@@ -32,6 +32,11 @@ constexpr bool ends_in_short_group(size_t blocks) noexcept {
   return blocks % kR16Blocks != 0;
 }
 
+// Passes of fewer tokens than this stream their weights from memory (the decode steps of one or
+// a few conversations, a speculative draft) and request them ahead as a one-token pass does;
+// gemm tiles of this many tokens meet weights that earlier tiles left in cache.
+inline constexpr int kStreamTokens = 4;
+
 #if defined(OXI_ARCH_AVX2)
 
 // A row's whole group (WGroup: d[16], then qs[k][64]) as the 256-bit passes read it: the
@@ -98,25 +103,16 @@ struct ShortR16Group {
   }
 };
 
-// Tile::pass<T, P> of an r16 layout (q4_0_r16_tiles.h, q5_r16_tiles.h): T tokens x P rows over a
-// row's whole groups (WholeGroup), then its short group of m blocks of kBlockBytes (ShortGroup),
-// each through Tile::add_groups<T, P>, so every (token, row) accumulator sees the same steps
-// whatever T and P are. One token on avx512 goes to Tile::one_token<P, kLines>: the lines ahead
-// too where the rows end in a short group or stream_lines(kQ4_0R16) says so (prefetch.h).
+// Tile::pass<T, P> of an r16 layout (q4_0_r16_tiles.h, q5_r16_tiles.h) on 256-bit vectors: T
+// tokens x P rows over a row's whole groups (WholeGroup), then its short group of m blocks of
+// kBlockBytes (ShortGroup), each through Tile::add_groups<T, P>, so every (token, row)
+// accumulator sees the same steps whatever T and P are. Fewer than kStreamTokens tokens request
+// their lines ahead (prefetch.h).
 template <class Tile, class AGroup, class WholeGroup, class ShortGroup, size_t kBlockBytes, int T,
           int P>
 [[gnu::always_inline]] inline void r16_pass(const uint8_t* w, size_t w_row_bytes, const uint8_t* x,
                                             size_t x_stride, size_t n, float* y,
                                             size_t y_stride) noexcept {
-#if defined(OXI_ARCH_AVX512)
-  if constexpr (T == 1) {
-    if (ends_in_short_group(n / QK) || stream_lines(StreamLayout::kQ4_0R16))
-      Tile::template one_token<P, true>(w, w_row_bytes, x, n, y);
-    else
-      Tile::template one_token<P>(w, w_row_bytes, x, n, y);
-    return;
-  }
-#endif
   using WGroup = std::remove_cvref_t<decltype(*WholeGroup::g)>;
   const size_t blocks = n / QK, groups = blocks / kR16Blocks, m = blocks % kR16Blocks;
   __m256 acc[T][P];
@@ -128,7 +124,7 @@ template <class Tile, class AGroup, class WholeGroup, class ShortGroup, size_t k
     WholeGroup wg[P];
     for (int p = 0; p < P; ++p) {
       wg[p].g = reinterpret_cast<const WGroup*>(w + p * w_row_bytes) + g;
-      if constexpr (T == 1)  // its lines and the page start among them (prefetch.h)
+      if constexpr (T < kStreamTokens)  // its lines and the page start among them (prefetch.h)
         prefetch_stream_part<sizeof(WGroup)>(reinterpret_cast<const uint8_t*>(wg[p].g) +
                                              kPrefetchBytes);
     }
@@ -140,7 +136,7 @@ template <class Tile, class AGroup, class WholeGroup, class ShortGroup, size_t k
     for (int p = 0; p < P; ++p) {
       sg[p].g = w + p * w_row_bytes + groups * sizeof(WGroup);
       sg[p].m = m;
-      if constexpr (T == 1)  // the short groups' lines too (the groups' stop short)
+      if constexpr (T < kStreamTokens)  // the short groups' lines too (the groups' stop short)
         prefetch_stream_part(sg[p].g + kPrefetchBytes, m * kBlockBytes, 0, 1);
     }
     Tile::template add_groups<T, P>(sg, a, acc);
@@ -148,6 +144,68 @@ template <class Tile, class AGroup, class WholeGroup, class ShortGroup, size_t k
   for (int t = 0; t < T; ++t)
     for (int p = 0; p < P; ++p) y[t * y_stride + p] = simd::hsum(acc[t][p]);
 }
+
+#if defined(OXI_ARCH_AVX512)
+// Tile::pass<T, P> of an r16 layout on avx512 (q4_0_r16_tiles.h, q5_r16_tiles.h): a group's 16
+// blocks in the 16 int32 lanes of 512-bit vectors, for any T. Tile::add_group_512<T, P>(acc, p,
+// a, group, m) adds row p's group of m blocks (16 for a whole one) against the T tokens' groups
+// a, in the 256-bit passes' f32 order (add_r16_group_sums_512), so the same bits.
+//
+// Fewer than kStreamTokens tokens request the weights ahead: the lines (kLines) where the rows
+// end in a short group or stream_lines(kQ4_0R16) says so, else the page starts (prefetch.h).
+template <class Tile, class AGroup, class WGroup, size_t kBlockBytes, int T, int P, bool kLines>
+void r16_pass_512(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride, size_t n,
+                  float* y, size_t y_stride) noexcept {
+  const size_t blocks = n / QK, groups = blocks / kR16Blocks, m = blocks % kR16Blocks;
+  __m256 acc[T][P];
+  for (int t = 0; t < T; ++t)
+    for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
+  const AGroup* a[T];
+  for (size_t g = 0; g < groups; ++g) {
+    for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const AGroup*>(x + t * x_stride) + g;
+    for (int p = 0; p < P; ++p) {
+      const uint8_t* wg = w + p * w_row_bytes + g * sizeof(WGroup);
+      if constexpr (T < kStreamTokens) {
+        if constexpr (kLines)
+          prefetch_stream_part<sizeof(WGroup)>(wg + kPrefetchBytes);
+        else
+          prefetch_page_starts<sizeof(WGroup)>(wg + kPrefetchBytes);
+      }
+      Tile::template add_group_512<T, P>(acc, p, a, wg, kR16Blocks);
+    }
+  }
+  if (m > 0) {
+    for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const AGroup*>(x + t * x_stride) + groups;
+    for (int p = 0; p < P; ++p) {
+      const uint8_t* sg = w + p * w_row_bytes + groups * sizeof(WGroup);
+      if constexpr (T < kStreamTokens && kLines)  // the short groups' lines too
+        prefetch_stream_part(sg + kPrefetchBytes, m * kBlockBytes, 0, 1);
+      Tile::template add_group_512<T, P>(acc, p, a, sg, m);
+    }
+  }
+  for (int t = 0; t < T; ++t)
+    for (int p = 0; p < P; ++p) y[t * y_stride + p] = simd::hsum(acc[t][p]);
+}
+
+template <class Tile, class AGroup, class WGroup, size_t kBlockBytes, int T, int P>
+void r16_pass_512(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride, size_t n,
+                  float* y, size_t y_stride) noexcept {
+  if (ends_in_short_group(n / QK) || stream_lines(StreamLayout::kQ4_0R16))
+    r16_pass_512<Tile, AGroup, WGroup, kBlockBytes, T, P, true>(w, w_row_bytes, x, x_stride, n, y,
+                                                                y_stride);
+  else
+    r16_pass_512<Tile, AGroup, WGroup, kBlockBytes, T, P, false>(w, w_row_bytes, x, x_stride, n, y,
+                                                                 y_stride);
+}
+
+// A whole group's 64-byte field at p as two 32-byte halves: a whole group's fields start 32
+// bytes into a line in every other group, and one load across two lines had halved the stream
+// (docs/benchmarks.md, twenty-fourth session).
+inline __m512i load_halves_512(const uint8_t* p) noexcept {
+  const __m512i first = _mm512_castsi256_si512(simd::load256(p));
+  return _mm512_mask_inserti64x4(first, 0xFF, first, simd::load256(p + 32), 1);
+}
+#endif
 
 #endif
 

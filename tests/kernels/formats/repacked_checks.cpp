@@ -166,7 +166,7 @@ void expect_gemm_q_matches_matvec(DType plain, DType packed, std::span<const siz
     for (size_t sets : {1u, 7u, 33u}) {
       const Matrix m = make_matrix(plain, packed, sets, n, static_cast<uint32_t>(sets + 7));
       const size_t rows = m.rows;
-      for (size_t tokens : {1u, 3u, 5u, 9u}) {
+      for (size_t tokens : {1u, 2u, 3u, 5u, 9u}) {
         std::vector<uint8_t> acts(tokens * ab);
         for (size_t t = 0; t < tokens; ++t) {
           const std::vector<float> x = random_floats(n, static_cast<uint32_t>(31 * t + sets));
