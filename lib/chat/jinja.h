@@ -12,7 +12,7 @@
 // range(), dict(), raise_exception(), strftime_now() (the globals resolve as names, so
 // `strftime_now is defined` holds), string literals with Python's escapes, |safe strings that
 // HTML-escape what `+` joins to them (jinja2's Markup), attributes of undefined values raising
-// as jinja2's Undefined does, the filters and tests listed in jinja_render.cpp, and the str,
+// as jinja2's Undefined does, the filters and tests of jinja_filters.cpp and jinja_tests.cpp, and the str,
 // list and dict methods templates call (strip, split, startswith, count, items, get, ...),
 // printf-style `text % args`, |format and str.format() (python_format.h).
 // The source is read as jinja2's lexer reads it (line breaks normalized, the last one dropped).
