@@ -103,6 +103,30 @@ struct ShortR16Group {
   }
 };
 
+// The loop of an r16 pass over T tokens x P rows: acc[t][p] = 0, then whole(g, a, acc) for each
+// whole group g (a: the T tokens' activation groups g), then short_group(groups, m, a, acc) for
+// the rows' short group of m blocks if there is one, then y[t * y_stride + p] = the sums.
+template <class AGroup, int T, int P, class Whole, class Short>
+[[gnu::always_inline]] inline void r16_group_loop(const uint8_t* x, size_t x_stride, size_t n,
+                                                  float* y, size_t y_stride, const Whole& whole,
+                                                  const Short& short_group) noexcept {
+  const size_t blocks = n / QK, groups = blocks / kR16Blocks, m = blocks % kR16Blocks;
+  __m256 acc[T][P];
+  for (int t = 0; t < T; ++t)
+    for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
+  const AGroup* a[T];
+  for (size_t g = 0; g < groups; ++g) {
+    for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const AGroup*>(x + t * x_stride) + g;
+    whole(g, a, acc);
+  }
+  if (m > 0) {
+    for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const AGroup*>(x + t * x_stride) + groups;
+    short_group(groups, m, a, acc);
+  }
+  for (int t = 0; t < T; ++t)
+    for (int p = 0; p < P; ++p) y[t * y_stride + p] = simd::hsum(acc[t][p]);
+}
+
 // Tile::pass<T, P> of an r16 layout (q4_0_r16_tiles.h, q5_r16_tiles.h) on 256-bit vectors: T
 // tokens x P rows over a row's whole groups (WholeGroup), then its short group of m blocks of
 // kBlockBytes (ShortGroup), each through Tile::add_groups<T, P>, so every (token, row)
@@ -114,13 +138,7 @@ template <class Tile, class AGroup, class WholeGroup, class ShortGroup, size_t k
                                             size_t x_stride, size_t n, float* y,
                                             size_t y_stride) noexcept {
   using WGroup = std::remove_cvref_t<decltype(*WholeGroup::g)>;
-  const size_t blocks = n / QK, groups = blocks / kR16Blocks, m = blocks % kR16Blocks;
-  __m256 acc[T][P];
-  for (int t = 0; t < T; ++t)
-    for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
-  const AGroup* a[T];
-  for (size_t g = 0; g < groups; ++g) {
-    for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const AGroup*>(x + t * x_stride) + g;
+  const auto whole = [&](size_t g, const AGroup* const(&a)[T], __m256(&acc)[T][P]) {
     WholeGroup wg[P];
     for (int p = 0; p < P; ++p) {
       wg[p].g = reinterpret_cast<const WGroup*>(w + p * w_row_bytes) + g;
@@ -129,9 +147,9 @@ template <class Tile, class AGroup, class WholeGroup, class ShortGroup, size_t k
                                              kPrefetchBytes);
     }
     Tile::template add_groups<T, P>(wg, a, acc);
-  }
-  if (m > 0) {
-    for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const AGroup*>(x + t * x_stride) + groups;
+  };
+  const auto short_group = [&](size_t groups, size_t m, const AGroup* const(&a)[T],
+                               __m256(&acc)[T][P]) {
     ShortGroup sg[P];
     for (int p = 0; p < P; ++p) {
       sg[p].g = w + p * w_row_bytes + groups * sizeof(WGroup);
@@ -140,9 +158,8 @@ template <class Tile, class AGroup, class WholeGroup, class ShortGroup, size_t k
         prefetch_stream_part(sg[p].g + kPrefetchBytes, m * kBlockBytes, 0, 1);
     }
     Tile::template add_groups<T, P>(sg, a, acc);
-  }
-  for (int t = 0; t < T; ++t)
-    for (int p = 0; p < P; ++p) y[t * y_stride + p] = simd::hsum(acc[t][p]);
+  };
+  r16_group_loop<AGroup, T, P>(x, x_stride, n, y, y_stride, whole, short_group);
 }
 
 #if defined(OXI_ARCH_AVX512)
@@ -156,13 +173,7 @@ template <class Tile, class AGroup, class WholeGroup, class ShortGroup, size_t k
 template <class Tile, class AGroup, class WGroup, size_t kBlockBytes, int T, int P, bool kLines>
 void r16_pass_512(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t x_stride, size_t n,
                   float* y, size_t y_stride) noexcept {
-  const size_t blocks = n / QK, groups = blocks / kR16Blocks, m = blocks % kR16Blocks;
-  __m256 acc[T][P];
-  for (int t = 0; t < T; ++t)
-    for (int p = 0; p < P; ++p) acc[t][p] = _mm256_setzero_ps();
-  const AGroup* a[T];
-  for (size_t g = 0; g < groups; ++g) {
-    for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const AGroup*>(x + t * x_stride) + g;
+  const auto whole = [&](size_t g, const AGroup* const(&a)[T], __m256(&acc)[T][P]) {
     for (int p = 0; p < P; ++p) {
       const uint8_t* wg = w + p * w_row_bytes + g * sizeof(WGroup);
       if constexpr (T < kStreamTokens) {
@@ -173,18 +184,17 @@ void r16_pass_512(const uint8_t* w, size_t w_row_bytes, const uint8_t* x, size_t
       }
       Tile::template add_group_512<T, P>(acc, p, a, wg, kR16Blocks);
     }
-  }
-  if (m > 0) {
-    for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const AGroup*>(x + t * x_stride) + groups;
+  };
+  const auto short_group = [&](size_t groups, size_t m, const AGroup* const(&a)[T],
+                               __m256(&acc)[T][P]) {
     for (int p = 0; p < P; ++p) {
       const uint8_t* sg = w + p * w_row_bytes + groups * sizeof(WGroup);
       if constexpr (T < kStreamTokens && kLines)  // the short groups' lines too
         prefetch_stream_part(sg + kPrefetchBytes, m * kBlockBytes, 0, 1);
       Tile::template add_group_512<T, P>(acc, p, a, sg, m);
     }
-  }
-  for (int t = 0; t < T; ++t)
-    for (int p = 0; p < P; ++p) y[t * y_stride + p] = simd::hsum(acc[t][p]);
+  };
+  r16_group_loop<AGroup, T, P>(x, x_stride, n, y, y_stride, whole, short_group);
 }
 
 template <class Tile, class AGroup, class WGroup, size_t kBlockBytes, int T, int P>
@@ -333,8 +343,8 @@ template <bool kShort>
 [[gnu::always_inline]] inline __mmask64 half_lanes_mask(const uint8_t* field, size_t nb) noexcept {
   if constexpr (kShort)
     return _cvtu64_mask64(spread_halves(
-        static_cast<uint64_t>(_mm_cvtsi128_si64(
-            _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << nb) - 1), field))),
+        static_cast<uint64_t>(
+            _mm_cvtsi128_si64(_mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << nb) - 1), field))),
         nb));
   else
     return _cvtu64_mask64(half_lanes_bits<false>(field, nb));
@@ -374,10 +384,10 @@ template <class Block, bool kShort, size_t kParts>
 
 #if defined(OXI_ARCH_AVX2)
 
-// pass and matvec of the tiles in groups of 8 super-blocks that take one row a pass (q5_k_r8_tiles.h,
-// k16_r8_tiles.h): Tile::row_sums<T>(w, x, x_stride, n, c, acc) adds the sums of a row's groups
-// to T accumulators, with the constants c (Tile::Constants) that constants() makes once (matvec
-// runs a pass per row with a short group, and a 2048-wide row is a single group).
+// pass and matvec of the tiles in groups of 8 super-blocks that take one row a pass
+// (q5_k_r8_tiles.h, k16_r8_tiles.h): Tile::row_sums<T>(w, x, x_stride, n, c, acc) adds the sums of
+// a row's groups to T accumulators, with the constants c (Tile::Constants) that constants() makes
+// once (matvec runs a pass per row with a short group, and a 2048-wide row is a single group).
 template <class Tile>
 struct K8RowPasses : RowPasses<Tile> {
   static const auto& constants() noexcept {
