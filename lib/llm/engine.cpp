@@ -562,6 +562,7 @@ TurnStats Engine::run_turn(std::vector<int32_t> prompt, const GenerateOptions& o
     }
     if (decoder.stopped()) {
       stats.stop_reason = StopReason::stop_string;
+      stats.stop_string = decoder.stop_string();
       break;
     }
   }

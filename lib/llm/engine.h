@@ -129,6 +129,7 @@ struct TurnStats {
   double generation_ms = 0;
   StopReason stop_reason = StopReason::eos;
   std::string text;                 // the reply as streamed (without a stop string)
+  std::string stop_string;          // StopReason::stop_string: the one that appeared
   std::optional<size_t> choice;     // index into GenerateOptions::choices
   std::vector<int32_t> prompt_ids;  // the whole context before generation
   std::vector<int32_t> generated_ids;
@@ -180,6 +181,9 @@ class Engine {
   // `template_variables` as GenerateOptions').
   std::string render(const std::vector<ChatMessage>& messages,
                      const jinja::Json& template_variables = nullptr) const;
+  // The token ids of a prompt render() gave, as send() evaluates them (BOS as the model says,
+  // unless the template wrote it).
+  std::vector<int32_t> tokenize_prompt(const std::string& text) const;
   // The template that renders chat prompts.
   const ChatTemplate& chat_template() const { return *template_; }
   // Which template renders chat prompts ("model" or a fallback's name / a file).
@@ -225,7 +229,6 @@ class Engine {
   bool is_end_token(int32_t id) const;
   // options.sampling plus ignore_eos' biases; throws oxi::Error for ignore_eos with choices.
   SamplerOptions sampling_options(const GenerateOptions& options) const;
-  std::vector<int32_t> tokenize_prompt(const std::string& text) const;
   // The constraint for `grammar` at the empty reply: the last turn's when it had the same
   // grammar (its remembered sets kept), else a new one on the vocabulary's trie (built once).
   GrammarConstraint& grammar_constraint(const std::string& grammar);

@@ -489,6 +489,7 @@ Json native_completion(std::string_view model, std::string_view content,
     j["stop_type"] = r == StopReason::stop_string                                   ? "word"
                      : r == StopReason::max_tokens || r == StopReason::context_full ? "limit"
                                                                                     : "eos";
+    j["stopping_word"] = final_stats->stop_string;
     j["model"] = model;
     j["tokens_predicted"] = final_stats->generated_tokens;
     j["tokens_evaluated"] = final_stats->prompt_ids.size();

@@ -112,7 +112,8 @@ Json completion_response(const Identity& who, const TurnStats& stats,
 Json completion_chunk(const Identity& who, std::string_view text, const TurnStats* final_stats,
                       const PieceText* piece = nullptr);
 // llama-server's own /completion: {"content", "stop": false} while streaming; the whole reply
-// (or the last, empty piece) with "stop": true, "stop_type" ("eos", "word", "limit"),
+// (or the last, empty piece) with "stop": true, "stop_type" ("eos", "word", "limit"), the
+// stop string that ended it ("stopping_word", "" for none),
 // tokens_predicted / tokens_evaluated and the model.
 Json native_completion(std::string_view model, std::string_view content,
                        const TurnStats* final_stats);

@@ -260,6 +260,7 @@ TEST_F(CliServe, ChatAndCompletionsAnswerAsTheEngine) {
   EXPECT_EQ(native["content"], Json::parse(text.body)["choices"][0]["text"]);
   EXPECT_EQ(native["stop"], true);
   EXPECT_EQ(native["stop_type"], "limit");
+  EXPECT_EQ(native["stopping_word"], "");
   EXPECT_EQ(native["tokens_predicted"], 6);
   const Reply native_stream =
       post(port, "/completion",
@@ -327,7 +328,9 @@ std::vector<std::string> events_of(const std::string& body) {
 // "required" the reply is a call (as the engine gives it for the same turn), streamed as one
 // tool_calls delta; the next turn carries the call and its result back to the template, and
 // with tool_choice "none" the reply is plain content, the engine's for the same messages.
-TEST_F(CliServe, ToolCallsAsOpenAiClientsReadThem) {
+// A chat template in Hermes' <tool_call> form, written to `file`: the calls' arguments as the
+// objects they hold, a tool result's tool_call_id after its content, the names of the tools.
+void write_hermes_template(const std::string& file) {
   const std::string tmpl =
       "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}{% if m.tool_calls %}"
       "{% for c in m.tool_calls %}<tool_call>\n{\"name\": \"{{ c.function.name }}\", "
@@ -335,13 +338,15 @@ TEST_F(CliServe, ToolCallsAsOpenAiClientsReadThem) {
       "{% if m.tool_call_id %}[{{ m.tool_call_id }}]{% endif %}<|im_end|>\n{% endfor %}"
       "{% if tools %}{% for t in tools %}{{ t.function.name }};{% endfor %}{% endif %}"
       "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+  std::FILE* f = std::fopen(file.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  std::fputs(tmpl.c_str(), f);
+  std::fclose(f);
+}
+
+TEST_F(CliServe, ToolCallsAsOpenAiClientsReadThem) {
   const std::string tmpl_file = (dir_ / "hermes.jinja").string();
-  {
-    std::FILE* f = std::fopen(tmpl_file.c_str(), "wb");
-    ASSERT_NE(f, nullptr);
-    std::fputs(tmpl.c_str(), f);
-    std::fclose(f);
-  }
+  write_hermes_template(tmpl_file);
   ServeProcess server({"-m", model_, "--threads", "1", "--template", tmpl_file, "--ctx", "1024"});
   ASSERT_GT(server.port(), 0);
   const int port = server.port();
@@ -525,6 +530,148 @@ TEST_F(CliServe, ThinkingRepliesAsReasoningContent) {
 // POST /v1/embeddings: strings, lists of them, token ids and lists of those, each the
 // embedding lib/llm/embeddings.h gives its tokens (mean pooling, euclidean); base64 holds the
 // same floats; errors name the input.
+// Anthropic's Messages API on /v1/messages: the reply is the engine's for the same messages
+// (system apart), as a message of blocks and as Anthropic's events; count_tokens counts the
+// prompt the reply followed; a tool_choice of "any" gives a tool_use block, the call the OpenAI
+// endpoint gives for the same turn; errors come in Anthropic's shape.
+TEST_F(CliServe, MessagesAsAnthropicClientsReadThem) {
+  const std::string tmpl_file = (dir_ / "hermes.jinja").string();
+  write_hermes_template(tmpl_file);
+  ServeProcess server({"-m", model_, "--threads", "1", "--template", tmpl_file, "--ctx", "1024",
+                       "--alias", "tiny"});
+  ASSERT_GT(server.port(), 0);
+  const int port = server.port();
+  const std::string ask = R"({"model": "claude-x", "max_tokens": 9, "temperature": 0,
+      "system": "w270", "messages": [{"role": "user", "content": "w264 w265"}])";
+  const Reply said = post(port, "/v1/messages", ask + "}", "anthropic-version: 2023-06-01\r\n");
+  ASSERT_EQ(said.status, 200) << said.body;
+  const Json m = Json::parse(said.body);
+
+  EngineOptions eo;
+  eo.threads = 1;
+  eo.n_ctx = 1024;
+  eo.chat_template = tmpl_file;
+  const auto engine = Engine::load(model_, eo);
+  GenerateOptions g;
+  g.sampling.temperature = 0;
+  g.max_tokens = 9;
+  const TurnStats want = engine->send({{"system", "w270"}, {"user", "w264 w265"}}, g);
+  const std::string want_text =
+      Json::parse(Json(want.text).dump(-1, ' ', false, Json::error_handler_t::replace));
+  EXPECT_EQ(m["type"], "message");
+  EXPECT_EQ(m["role"], "assistant");
+  EXPECT_EQ(m["model"], "tiny");
+  EXPECT_EQ(m["id"].get<std::string>().rfind("msg_", 0), 0u);
+  ASSERT_EQ(m["content"].size(), 1u) << said.body;
+  EXPECT_EQ(m["content"][0]["type"], "text");
+  EXPECT_EQ(m["content"][0]["text"], want_text);
+  EXPECT_EQ(m["stop_reason"], want.stop_reason == StopReason::eos ? "end_turn" : "max_tokens");
+  EXPECT_TRUE(m["stop_sequence"].is_null());
+  EXPECT_EQ(m["usage"]["input_tokens"], want.prompt_ids.size());
+  EXPECT_EQ(m["usage"]["output_tokens"], want.generated_tokens);
+
+  const Reply counted = post(port, "/v1/messages/count_tokens",
+                             R"({"model": "claude-x", "system": "w270",
+                                 "messages": [{"role": "user", "content": "w264 w265"}]})");
+  ASSERT_EQ(counted.status, 200) << counted.body;
+  EXPECT_EQ(Json::parse(counted.body), Json({{"input_tokens", want.prompt_ids.size()}}));
+
+  // Streamed: message_start, one text block of deltas joining into the same text, its stop,
+  // message_delta with the stop reason, message_stop; each event's type on its event: line.
+  const Reply streamed = post(port, "/v1/messages", ask + R"(, "stream": true})");
+  ASSERT_EQ(streamed.status, 200);
+  EXPECT_NE(streamed.headers.find("text/event-stream"), std::string::npos);
+  std::vector<std::string> types;
+  std::vector<Json> events;
+  for (size_t at = 0; (at = streamed.body.find("event: ", at)) != std::string::npos;) {
+    const size_t line_end = streamed.body.find('\n', at);
+    types.push_back(streamed.body.substr(at + 7, line_end - at - 7));
+    ASSERT_EQ(streamed.body.compare(line_end + 1, 6, "data: "), 0) << streamed.body;
+    const size_t end = streamed.body.find("\n\n", line_end);
+    events.push_back(Json::parse(streamed.body.substr(line_end + 7, end - line_end - 7)));
+    EXPECT_EQ(events.back()["type"], types.back());
+    at = end;
+  }
+  ASSERT_GE(types.size(), 6u) << streamed.body;
+  EXPECT_EQ(types.front(), "message_start");
+  EXPECT_EQ(events.front()["message"]["usage"]["input_tokens"], want.prompt_ids.size());
+  EXPECT_EQ(types[1], "content_block_start");
+  EXPECT_EQ(events[1]["content_block"]["type"], "text");
+  std::string joined;
+  for (size_t i = 2; i + 3 < types.size(); ++i) {
+    EXPECT_EQ(types[i], "content_block_delta");
+    joined += events[i]["delta"]["text"].get<std::string>();
+  }
+  EXPECT_EQ(joined, want_text);
+  EXPECT_EQ(types[types.size() - 3], "content_block_stop");
+  EXPECT_EQ(types[types.size() - 2], "message_delta");
+  EXPECT_EQ(events[types.size() - 2]["delta"]["stop_reason"], m["stop_reason"]);
+  EXPECT_EQ(events[types.size() - 2]["usage"]["output_tokens"], want.generated_tokens);
+  EXPECT_EQ(types.back(), "message_stop");
+
+  // tool_choice "any": a tool_use block with the call the OpenAI endpoint gives.
+  const std::string tools = R"([{"name": "get_weather", "description": "the weather",
+      "input_schema": {"type": "object", "properties": {"city": {"type": "string",
+      "maxLength": 5}}, "required": ["city"], "additionalProperties": false}}])";
+  const Reply called = post(port, "/v1/messages",
+                            R"({"max_tokens": 300, "temperature": 0, "tools": )" + tools +
+                                R"(, "tool_choice": {"type": "any"},
+                                "messages": [{"role": "user", "content": "weather?"}]})");
+  ASSERT_EQ(called.status, 200) << called.body;
+  const Json c = Json::parse(called.body);
+  EXPECT_EQ(c["stop_reason"], "tool_use");
+  ASSERT_EQ(c["content"].back()["type"], "tool_use") << called.body;
+  const Json& use = c["content"].back();
+  const Json oai =
+      Json::parse(post(port, "/v1/chat/completions",
+                       R"({"max_tokens": 300, "temperature": 0, "tool_choice": "required",
+               "messages": [{"role": "user", "content": "weather?"}],
+               "tools": [{"type": "function", "function": {"name": "get_weather",
+               "description": "the weather", "parameters": {"type": "object", "properties":
+               {"city": {"type": "string", "maxLength": 5}}, "required": ["city"],
+               "additionalProperties": false}}}]})")
+                      .body);
+  const Json& call = oai["choices"][0]["message"]["tool_calls"][0];
+  EXPECT_EQ(use["name"], call["function"]["name"]);
+  EXPECT_EQ(use["input"], Json::parse(call["function"]["arguments"].get<std::string>()));
+  EXPECT_TRUE(use["input"]["city"].is_string());
+  EXPECT_FALSE(use["id"].get<std::string>().empty());
+
+  // The call and its result go back as blocks: the template sees the call's arguments and the
+  // result after it, as the OpenAI form of the same turn renders.
+  Json followup = {
+      {"max_tokens", 4},
+      {"temperature", 0},
+      {"tools", Json::parse(tools)},
+      {"tool_choice", {{"type", "none"}}},
+      {"messages",
+       {{{"role", "user"}, {"content", "weather?"}},
+        {{"role", "assistant"}, {"content", {use}}},
+        {{"role", "user"},
+         {"content",
+          {{{"type", "tool_result"}, {"tool_use_id", use["id"]}, {"content", "sunny"}}}}}}}};
+  const Reply answered = post(port, "/v1/messages", followup.dump());
+  ASSERT_EQ(answered.status, 200) << answered.body;
+  const Json a = Json::parse(answered.body);
+  EXPECT_EQ(a["content"][0]["type"], "text");
+  EXPECT_NE(a["stop_reason"], "tool_use");
+  followup.erase("max_tokens");
+  const Json n = Json::parse(post(port, "/v1/messages/count_tokens", followup.dump()).body);
+  EXPECT_EQ(a["usage"]["input_tokens"], n["input_tokens"]);
+
+  // Errors in Anthropic's shape.
+  const Reply image = post(port, "/v1/messages",
+                           R"({"max_tokens": 5, "messages": [{"role": "user", "content": [
+                               {"type": "image", "source": {"type": "url", "url": "x"}}]}]})");
+  EXPECT_EQ(image.status, 400);
+  const Json e = Json::parse(image.body);
+  EXPECT_EQ(e["type"], "error");
+  EXPECT_EQ(e["error"]["type"], "invalid_request_error");
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("image blocks are not supported"),
+            std::string::npos);
+  EXPECT_EQ(Json::parse(get(port, "/v1/messages").body)["type"], "error");
+}
+
 TEST_F(CliServe, EmbeddingsAsOpenAiClientsReadThem) {
   ServeProcess server({"-m", model_, "--threads", "2"});
   ASSERT_GT(server.port(), 0);
@@ -630,6 +777,9 @@ TEST_F(CliServe, ApiKeyGuardsAllButHealth) {
                  "Authorization: Bearer s3cret\r\n")
                 .status,
             200);
+  // Anthropic's clients send the key as x-api-key.
+  EXPECT_EQ(get(server.port(), "/v1/models", "x-api-key: s3cret\r\n").status, 200);
+  EXPECT_EQ(get(server.port(), "/v1/models", "x-api-key: nope\r\n").status, 401);
 }
 
 // Requests the server refuses before they reach the model (a request line without a path,

@@ -247,13 +247,15 @@ TEST_F(EngineTest, StopStringCutsTheReply) {
   ASSERT_GT(free.text.size(), 6u);
   const std::string stop = free.text.substr(free.text.size() / 2, 3);
   GenerateOptions g = greedy(16);
-  g.stop = {stop};
+  g.stop = {"\x01never", stop};
   std::string streamed;
   const TurnStats s = engine()->send_raw("w280", g, [&](std::string_view p) {
     streamed += p;
     return true;
   });
   EXPECT_EQ(s.stop_reason, StopReason::stop_string);
+  EXPECT_EQ(s.stop_string, stop);  // which of them
+  EXPECT_TRUE(free.stop_string.empty());
   EXPECT_EQ(streamed, free.text.substr(0, free.text.find(stop)));
   EXPECT_EQ(s.text, streamed);
 }

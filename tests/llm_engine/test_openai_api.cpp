@@ -285,6 +285,7 @@ TEST(OpenAiApi, ResponsesChunksAndErrors) {
   EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
   EXPECT_FALSE(first.contains("usage"));
   stats.stop_reason = StopReason::stop_string;
+  stats.stop_string = "###";
   const Json last = chat_chunk(who, Json::object(), &stats);
   EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(last["usage"]["total_tokens"], 6);
@@ -301,6 +302,7 @@ TEST(OpenAiApi, ResponsesChunksAndErrors) {
   const Json whole = native_completion("tiny", "Hi there", &stats);  // a stop string ended it
   EXPECT_EQ(whole["stop"], true);
   EXPECT_EQ(whole["stop_type"], "word");
+  EXPECT_EQ(whole["stopping_word"], "###");
   EXPECT_EQ(whole["tokens_predicted"], 2);
   EXPECT_EQ(whole["tokens_evaluated"], 4);
   const Json e = error_body(400, "bad thing");

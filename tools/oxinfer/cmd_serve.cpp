@@ -21,6 +21,10 @@
 // (enable_thinking, ...). POST /v1/embeddings embeds each input from an empty cache of its own
 // (lib/llm/embeddings.h; --pooling), leaving the chat's cache as it was. llama-server's GET
 // /props and POST /apply-template tell the defaults and the prompt a chat request makes.
+// Anthropic's POST /v1/messages (and /v1/messages/count_tokens) answers clients written for
+// Anthropic's API, as llama-server does: the request is read as the chat request it stands for,
+// the reply goes back as content blocks or Anthropic's stream of events
+// (lib/llm/anthropic_api.h); the API key may come as x-api-key.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -40,6 +44,7 @@
 #include "lib/core/error.h"
 #include "lib/formats/utf8.h"
 #include "lib/hub/hub.h"
+#include "lib/llm/anthropic_api.h"
 #include "lib/llm/assistant_reply.h"
 #include "lib/llm/embeddings.h"
 #include "lib/llm/engine.h"
@@ -61,6 +66,7 @@ namespace oxi::cli {
 namespace {
 
 namespace openai = llm::openai;
+namespace anthropic = llm::anthropic;
 
 volatile std::sig_atomic_t g_stop = 0;
 extern "C" void on_stop_signal(int) {
@@ -100,7 +106,9 @@ class Server {
   void handle(const HttpRequest& req, HttpResponse& res) {
     if (req.method == "OPTIONS") return res.send(200, "text/plain", "");  // CORS preflight
     if (req.path == "/health") return send_json(res, 200, {{"status", "ok"}});
-    if (!api_key_.empty() && req.header("authorization") != "Bearer " + api_key_)
+    // The key as OpenAI's clients send it, or as Anthropic's (x-api-key).
+    if (!api_key_.empty() && req.header("authorization") != "Bearer " + api_key_ &&
+        req.header("x-api-key") != api_key_)
       return send_error(res, 401, "invalid or missing API key");
     if (req.path == "/v1/models" || req.path == "/models") {
       if (req.method != "GET") return send_error(res, 405, "use GET");
@@ -156,6 +164,14 @@ class Server {
         return send_error(res, 400, e.what());
       }
     }
+    if (req.path == "/v1/messages/count_tokens") {
+      if (req.method != "POST") return send_error(res, 405, "use POST", Kind::messages);
+      try {
+        return send_json(res, 200, count_tokens(req.body));
+      } catch (const Error& e) {
+        return send_error(res, 400, e.what(), Kind::messages);
+      }
+    }
     if (req.path == "/tokenize" || req.path == "/detokenize") {
       if (req.method != "POST") return send_error(res, 405, "use POST");
       try {
@@ -174,10 +190,12 @@ class Server {
       kind = Kind::native;
     else if (req.path == "/infill")
       kind = Kind::infill;
+    else if (req.path == "/v1/messages")
+      kind = Kind::messages;
     else
       return send_error(res, 404, "no such endpoint: " + req.path);
-    if (req.method != "POST") return send_error(res, 405, "use POST");
-    if (stopping_) return send_error(res, 503, "the server is stopping");
+    if (req.method != "POST") return send_error(res, 405, "use POST", kind);
+    if (stopping_) return send_error(res, 503, "the server is stopping", kind);
     if (kind == Kind::infill) {
       const tokenizer::TokenizerSpec::Fim& fim = slots_.first().model().tokenizer().fim();
       if (!fim.pre || !fim.suf || !fim.mid)
@@ -186,22 +204,22 @@ class Server {
     try {
       answer(req, res, kind);
     } catch (const Error& e) {
-      if (!res.started()) return send_error(res, 400, e.what());
+      if (!res.started()) return send_error(res, 400, e.what(), kind);
       spdlog::warn("serve: {}", e.what());
     } catch (const std::exception& e) {
-      if (!res.started()) return send_error(res, 500, e.what());
+      if (!res.started()) return send_error(res, 500, e.what(), kind);
       spdlog::error("serve: {}", e.what());
     }
   }
 
  private:
   // OpenAI's chat and text completions, llama-server's own /completion and /infill (answered
-  // as /completion is).
-  enum class Kind { chat, text, native, infill };
+  // as /completion is), Anthropic's messages (lib/llm/anthropic_api.h).
+  enum class Kind { chat, text, native, infill, messages };
 
   // Parses, generates (on a slot's engine) and answers (or streams) one completion.
   void answer(const HttpRequest& req, HttpResponse& res, Kind kind) {
-    const bool chat = kind == Kind::chat;
+    const bool chat = kind == Kind::chat || kind == Kind::messages;
     const uint64_t seed = (uint64_t{random()} << 32) | random();
     std::vector<int32_t> infill;  // Kind::infill: the prompt's tokens
     openai::Request r;
@@ -217,11 +235,13 @@ class Server {
       infill = llm::infill_tokens(tok, f.input, budget);
       r.prompt = tok.decode(infill);  // what picks the slot
     } else {
-      r = chat ? openai::parse_chat_request(req.body, defaults_, seed)
-               : openai::parse_completion_request(req.body, defaults_, seed);
+      r = kind == Kind::messages ? anthropic::parse_messages_request(req.body, defaults_, seed)
+          : chat                 ? openai::parse_chat_request(req.body, defaults_, seed)
+                                 : openai::parse_completion_request(req.body, defaults_, seed);
     }
     if (chat) add_system(r);
-    const openai::Identity who{(chat ? "chatcmpl-" : "cmpl-") + std::to_string(++count_),
+    const char* id_prefix = kind == Kind::messages ? "msg_" : chat ? "chatcmpl-" : "cmpl-";
+    const openai::Identity who{id_prefix + std::to_string(++count_),
                                static_cast<int64_t>(std::time(nullptr)), model_};
     // Each streamed piece, and the closing event, as the endpoint writes them.
     const auto piece_event = [&](std::string_view piece) {
@@ -254,9 +274,16 @@ class Server {
       thinking =
           llm::prompt_opens_thinking(engine.render(r.messages, r.options.template_variables));
     llm::AssistantReplyReader reader(tool_format, thinking);
-    const bool read_reply = tool_format || thinking;
+    // Anthropic's replies are blocks of reasoning, text and calls: always read.
+    const bool read_reply = tool_format || thinking || kind == Kind::messages;
+    anthropic::MessageStream message_stream(who);
+    const auto send_events = [&](const std::vector<anthropic::Event>& events) {
+      return std::all_of(events.begin(), events.end(),
+                         [&](const anthropic::Event& e) { return res.write(anthropic::sse(e)); });
+    };
     // What a streamed chat reply sends as it comes: reasoning and content deltas.
     const auto send_delta = [&](const llm::ReplyDelta& d) {
+      if (kind == Kind::messages) return send_events(message_stream.add(d));
       return (d.reasoning.empty() ||
               event(res, openai::chat_chunk(who, {{"reasoning_content", d.reasoning}}, nullptr))) &&
              (d.content.empty() || event(res, piece_event(d.content)));
@@ -264,7 +291,10 @@ class Server {
     llm::PieceCallback on_piece;
     if (r.stream) {
       res.begin_stream(200, "text/event-stream");
-      if (chat) event(res, openai::chat_chunk(who, {{"role", "assistant"}}, nullptr));
+      if (kind == Kind::messages)
+        send_events({message_stream.start(engine.tokenize_prompt(prompt).size())});
+      else if (chat)
+        event(res, openai::chat_chunk(who, {{"role", "assistant"}}, nullptr));
       on_piece = [&](std::string_view piece) {  // a client gone cancels the turn
         return read_reply ? send_delta(reader.feed(piece)) : event(res, piece_event(piece));
       };
@@ -293,10 +323,16 @@ class Server {
     if (!r.stream)
       return send_json(
           res, 200,
-          kind == Kind::chat
+          kind == Kind::messages ? anthropic::message_response(who, stats, reply)
+          : kind == Kind::chat
               ? openai::chat_response(who, stats, logprobs, read_reply ? &reply : nullptr)
           : kind == Kind::text ? openai::completion_response(who, stats, logprobs)
                                : openai::native_completion(model_, stats.text, &stats));
+    if (kind == Kind::messages) {
+      send_delta(rest);
+      send_events(message_stream.finish(stats, reply.calls));
+      return;
+    }
     if (read_reply) {
       send_delta(rest);
       if (!reply.calls.empty())
@@ -346,6 +382,19 @@ class Server {
   }
 
   // llama-server's /apply-template: a chat request's prompt as the model would get it.
+  // Anthropic's /v1/messages/count_tokens: the prompt's tokens as /v1/messages would render it.
+  openai::Json count_tokens(const std::string& body) {
+    openai::Request r = anthropic::parse_messages_request(body, defaults_, 0);
+    add_system(r);
+    prepare_chat(r);
+    const ServeSlots::Lease lease = slots_.lease("");
+    llm::Engine& engine = lease.engine();
+    engine.new_conversation();
+    return {
+        {"input_tokens",
+         engine.tokenize_prompt(engine.render(r.messages, r.options.template_variables)).size()}};
+  }
+
   openai::Json apply_template(const std::string& body) {
     openai::Request r = openai::parse_chat_request(body, defaults_, 0);
     add_system(r);
@@ -451,8 +500,13 @@ class Server {
   static void send_json(HttpResponse& res, int status, const openai::Json& j) {
     res.send(status, "application/json", openai::dump(j));
   }
-  static void send_error(HttpResponse& res, int status, const std::string& message) {
-    send_json(res, status, openai::error_body(status, message));
+  // The error as the endpoint's clients read it: Anthropic's shape for /v1/messages, else
+  // OpenAI's.
+  static void send_error(HttpResponse& res, int status, const std::string& message,
+                         Kind kind = Kind::chat) {
+    send_json(res, status,
+              kind == Kind::messages ? anthropic::error_body(status, message)
+                                     : openai::error_body(status, message));
   }
 
  public:
