@@ -8,7 +8,7 @@
 // maddubs pairs and their int16 sums become VNNI dot products into int32 (simd::ByteDots), and
 // the high nibbles enter as byte & 0xF0 into their own sums, divided by 16 once per half
 // (simd::NibbleDots): one op per 32 bytes instead of three; in cache (2048-wide rows,
-// one core) 57 -> 61 GB/s, same sums. On avx512 every pass is 512-bit (pass_512): a group's 16
+// one core) 57 -> 61 GB/s, same sums. On avx512 every pass is 512-bit (r16_pass_512): a group's 16
 // blocks in 16 int32 lanes, one VNNI op per 64 bytes, nibble half and token.
 //
 // The int16 sums cannot overflow: a maddubs lane is u0 * a0 + u1 * a1 with u <= 15 and
