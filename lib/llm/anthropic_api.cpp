@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "lib/core/error.h"
+#include "lib/llm/json_fields.h"
 
 namespace oxi::llm::anthropic {
 namespace {
@@ -18,16 +19,9 @@ Json parse_object(std::string_view body) {
   return j;
 }
 
-// A string field of an object, or `dflt` when it is absent or not a string.
-std::string str(const Json& object, const char* key, const char* dflt = "") {
-  if (!object.is_object()) return dflt;
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : dflt;
-}
-
 // A block's "type", or "" for what is not an object.
 std::string block_type(const Json& block) {
-  return str(block, "type");
+  return string_field(block, "type");
 }
 
 // The text of a string or of a list of text blocks (others refused), joined as llama-server
@@ -50,7 +44,7 @@ std::string text_of(const Json& content, const std::string& where) {
 void add_messages(const Json& m, size_t index, Json& out) {
   const std::string where = "messages[" + std::to_string(index) + "]";
   if (!m.is_object()) bad(where + " must be an object");
-  const std::string role = str(m, "role");
+  const std::string role = string_field(m, "role");
   if (role != "user" && role != "assistant")
     bad(where + ".role must be \"user\" or \"assistant\", not \"" + role + "\"");
   const Json content = m.value("content", Json());
@@ -70,12 +64,12 @@ void add_messages(const Json& m, size_t index, Json& out) {
         bad(at + ": a tool_use block needs a name");
       const Json input = block.value("input", Json::object());
       if (!input.is_object()) bad(at + ": a tool_use block's input must be an object");
-      calls.push_back({{"id", str(block, "id")},
+      calls.push_back({{"id", string_field(block, "id")},
                        {"type", "function"},
                        {"function", {{"name", block["name"]}, {"arguments", input.dump()}}}});
     } else if (type == "tool_result" && role == "user") {
       out.push_back({{"role", "tool"},
-                     {"tool_call_id", str(block, "tool_use_id")},
+                     {"tool_call_id", string_field(block, "tool_use_id")},
                      {"content", text_of(block.value("content", Json()), at + ".content")}});
     } else if (type == "thinking" || type == "redacted_thinking") {
       // the model's own earlier reasoning: templates drop it from the history
@@ -98,7 +92,7 @@ Json chat_tools(const Json& tools) {
     const std::string where = "tools[" + std::to_string(i) + "]";
     if (!t.is_object() || !t.contains("name") || !t["name"].is_string())
       bad(where + " must be an object with a name");
-    const std::string type = str(t, "type", "custom");
+    const std::string type = string_field(t, "type", "custom");
     if (type != "custom")
       bad(where + ": Anthropic's server tool \"" + type + "\" is not supported");
     Json function = {{"name", t["name"]}, {"parameters", t.value("input_schema", Json::object())}};

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "lib/core/error.h"
+#include "lib/llm/json_fields.h"
 #include "lib/llm/json_schema_grammar.h"
 
 namespace oxi::llm::openai {
@@ -34,8 +35,7 @@ std::string content_text(const Json& content, size_t index) {
     bad("messages[" + std::to_string(index) + "].content must be a string or a list of parts");
   std::string text;
   for (const Json& part : content) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-        !part["text"].is_string())
+    if (!field_is(part, "type", "text") || !part.contains("text") || !part["text"].is_string())
       bad("messages[" + std::to_string(index) + "].content: only text parts are supported");
     text += part["text"].get<std::string>();
   }
@@ -75,8 +75,8 @@ std::optional<ToolOffer> parse_tools(const Json& body) {
   for (size_t i = 0; i < tools->size(); ++i) {
     const Json& t = (*tools)[i];
     const Json* f = t.is_object() ? field(t, "function") : nullptr;
-    if (!t.is_object() || t.value("type", "") != "function" || !f || !f->is_object() ||
-        !f->contains("name") || !(*f)["name"].is_string())
+    if (!field_is(t, "type", "function") || !f || !f->is_object() || !f->contains("name") ||
+        !(*f)["name"].is_string())
       bad("tools[" + std::to_string(i) +
           "] must be {\"type\": \"function\", \"function\": {\"name\", ...}}");
   }
@@ -87,9 +87,9 @@ std::optional<ToolOffer> parse_tools(const Json& body) {
       offer.choice = ToolChoice::none;
     } else if (choice->is_string() && *choice == "required") {
       offer.choice = ToolChoice::required;
-    } else if (choice->is_object() && choice->value("type", "") == "function" &&
-               choice->contains("function") && (*choice)["function"].is_object() &&
-               (*choice)["function"].value("name", Json()).is_string()) {
+    } else if (field_is(*choice, "type", "function") && choice->contains("function") &&
+               (*choice)["function"].is_object() && (*choice)["function"].contains("name") &&
+               (*choice)["function"]["name"].is_string()) {
       const Json name = (*choice)["function"]["name"];
       Json named = Json::array();
       for (const Json& t : *tools)
@@ -185,7 +185,7 @@ void parse_options(const Json& body, Request& r, uint64_t random_seed, bool chat
     o.grammar = json_schema_to_gbnf(schema->dump());
   }
   if (const Json* format = field(body, "response_format")) {
-    const std::string type = format->is_object() ? format->value("type", "") : "";
+    const std::string type = string_field(*format, "type");
     if (type == "json_object") {
       o.grammar = json_schema_to_gbnf(R"({"type": "object"})");
     } else if (type == "json_schema") {

@@ -7,6 +7,7 @@
 
 #include "lib/core/error.h"
 #include "lib/llm/gbnf.h"
+#include "lib/llm/json_fields.h"
 #include "lib/llm/json_schema_grammar.h"
 
 namespace oxi::llm {
@@ -303,8 +304,7 @@ std::vector<Json> functions_of(const ToolOffer& offer) {
   std::vector<Json> out;
   if (!offer.tools.is_array()) return out;
   for (const Json& tool : offer.tools) {
-    if (!tool.is_object() || tool.value("type", "") != "function" || !tool.contains("function"))
-      continue;
+    if (!field_is(tool, "type", "function") || !tool.contains("function")) continue;
     const Json& f = tool["function"];
     if (!f.is_object() || !f.contains("name") || !f["name"].is_string())
       throw Error("tools", "a function tool needs a name: " + tool.dump());
