@@ -150,6 +150,17 @@ Reply get(int port, const std::string& path, const std::string& extra_headers = 
   return request(port, "GET " + path + " HTTP/1.1\r\nHost: x\r\n" + extra_headers + "\r\n");
 }
 
+// The engine a server runs, loaded in this process: `threads`, n_ctx (0: the default) and a
+// chat template file (empty: the model's).
+std::unique_ptr<Engine> load_engine(const std::string& model, int threads, size_t n_ctx = 0,
+                                    const std::string& chat_template = "") {
+  EngineOptions eo;
+  eo.threads = threads;
+  eo.n_ctx = n_ctx;
+  eo.chat_template = chat_template;
+  return Engine::load(model, eo);
+}
+
 class CliServe : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -181,9 +192,7 @@ TEST_F(CliServe, ChatAndCompletionsAnswerAsTheEngine) {
   ASSERT_EQ(chat.status, 200) << chat.body;
   EXPECT_NE(chat.headers.find("Content-Type: application/json"), std::string::npos);
   const Json c = Json::parse(chat.body);
-  EngineOptions eo;
-  eo.threads = 2;
-  const auto engine = Engine::load(model_, eo);
+  const auto engine = load_engine(model_, 2);
   GenerateOptions g;
   g.sampling.temperature = 0;
   g.max_tokens = 9;
@@ -367,11 +376,7 @@ TEST_F(CliServe, ToolCallsAsOpenAiClientsReadThem) {
   EXPECT_EQ(call["id"].get<std::string>().rfind("call_", 0), 0u);
   EXPECT_EQ(c["choices"][0]["finish_reason"], "tool_calls");
 
-  EngineOptions eo;
-  eo.threads = 1;
-  eo.n_ctx = 1024;
-  eo.chat_template = tmpl_file;
-  const auto engine = Engine::load(model_, eo);
+  const auto engine = load_engine(model_, 1, 1024, tmpl_file);
   ToolOffer offer;
   offer.tools = tools;
   offer.choice = ToolChoice::required;
@@ -467,10 +472,7 @@ TEST_F(CliServe, ThinkingRepliesAsReasoningContent) {
                                 extra + "}")
                            .body);
   };
-  EngineOptions eo;
-  eo.threads = 1;
-  eo.chat_template = tmpl_file;
-  const auto engine = Engine::load(model_, eo);
+  const auto engine = load_engine(model_, 1, 0, tmpl_file);
   GenerateOptions g;
   g.sampling.temperature = 0;
   g.max_tokens = 30;
@@ -547,11 +549,7 @@ TEST_F(CliServe, MessagesAsAnthropicClientsReadThem) {
   ASSERT_EQ(said.status, 200) << said.body;
   const Json m = Json::parse(said.body);
 
-  EngineOptions eo;
-  eo.threads = 1;
-  eo.n_ctx = 1024;
-  eo.chat_template = tmpl_file;
-  const auto engine = Engine::load(model_, eo);
+  const auto engine = load_engine(model_, 1, 1024, tmpl_file);
   GenerateOptions g;
   g.sampling.temperature = 0;
   g.max_tokens = 9;
@@ -676,9 +674,7 @@ TEST_F(CliServe, EmbeddingsAsOpenAiClientsReadThem) {
   ServeProcess server({"-m", model_, "--threads", "2"});
   ASSERT_GT(server.port(), 0);
   const int port = server.port();
-  EngineOptions eo;
-  eo.threads = 2;
-  const auto engine = Engine::load(model_, eo);
+  const auto engine = load_engine(model_, 2);
   const tokenizer::Tokenizer& tok = engine->model().tokenizer();
   const auto want = [&](const std::vector<int32_t>& ids) {
     Session session(engine->model_ptr(), engine->backend(), ids.size());
@@ -748,9 +744,7 @@ TEST_F(CliServe, PropsAndApplyTemplate) {
       {"-m", model_, "--threads", "1", "--temp", "0.5", "--ctx", "256", "--system", "w270"});
   ASSERT_GT(server.port(), 0);
   const int port = server.port();
-  EngineOptions eo;
-  eo.threads = 1;
-  const auto engine = Engine::load(model_, eo);
+  const auto engine = load_engine(model_, 1);
   const Json props = Json::parse(get(port, "/props").body);
   EXPECT_EQ(props["chat_template"], engine->chat_template().source());
   EXPECT_EQ(props["default_generation_settings"]["n_ctx"], 256);
@@ -912,10 +906,7 @@ TEST_F(CliServe, ParallelSlotsAnswerTogetherAsTheEngineAlone) {
     });
   for (std::thread& t : clients) t.join();
 
-  EngineOptions eo;
-  eo.threads = 2;
-  eo.n_ctx = 128;
-  const auto engine = Engine::load(model_, eo);
+  const auto engine = load_engine(model_, 2, 128);
   for (size_t i = 0; i < users.size(); ++i) {
     ASSERT_EQ(replies[i].status, 200) << replies[i].body;
     GenerateOptions g;
@@ -980,10 +971,7 @@ TEST_F(CliServe, InfillContinuesTheFillInTheMiddlePrompt) {
   const Reply reply = post(server.port(), "/infill", body + "}");
   ASSERT_EQ(reply.status, 200) << reply.body;
 
-  EngineOptions eo;
-  eo.threads = 2;
-  eo.n_ctx = 256;
-  const auto engine = Engine::load(fim_model, eo);
+  const auto engine = load_engine(fim_model, 2, 256);
   const tokenizer::Tokenizer& tok = engine->model().tokenizer();
   InfillInput in;
   in.prefix = tok.encode("w260 w261", false, false);
