@@ -201,10 +201,6 @@ Json message_response(const openai::Identity& who, const TurnStats& stats,
           {"usage", usage(stats)}};
 }
 
-std::string sse(const Event& e) {
-  return "event: " + e.type + "\ndata: " + openai::dump(e.data) + "\n\n";
-}
-
 Event MessageStream::start(size_t input_tokens) const {
   const Json message = {{"id", who_.id},
                         {"type", "message"},

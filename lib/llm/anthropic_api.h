@@ -30,6 +30,7 @@
 #include "lib/llm/assistant_reply.h"
 #include "lib/llm/engine.h"
 #include "lib/llm/openai_api.h"
+#include "lib/llm/server_event.h"
 
 namespace oxi::llm::anthropic {
 
@@ -51,13 +52,7 @@ const char* stop_reason(StopReason reason, bool called_tools);
 Json message_response(const openai::Identity& who, const TurnStats& stats,
                       const AssistantReply& reply);
 
-// One server-sent event of a streamed message.
-struct Event {
-  std::string type;
-  Json data;  // holds "type" too, as Anthropic's events do
-};
-// "event: TYPE\ndata: JSON\n\n"
-std::string sse(const Event& e);
+using Event = ServerEvent;
 
 // The events of a streamed message, block by block: reasoning goes to a thinking block,
 // content to a text block (a new block each time the kind changes), tool calls to tool_use

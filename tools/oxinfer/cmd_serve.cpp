@@ -279,7 +279,7 @@ class Server {
     anthropic::MessageStream message_stream(who);
     const auto send_events = [&](const std::vector<anthropic::Event>& events) {
       return std::all_of(events.begin(), events.end(),
-                         [&](const anthropic::Event& e) { return res.write(anthropic::sse(e)); });
+                         [&](const anthropic::Event& e) { return res.write(llm::sse(e)); });
     };
     // What a streamed chat reply sends as it comes: reasoning and content deltas.
     const auto send_delta = [&](const llm::ReplyDelta& d) {
