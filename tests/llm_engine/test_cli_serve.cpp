@@ -532,6 +532,21 @@ TEST_F(CliServe, ThinkingRepliesAsReasoningContent) {
 // POST /v1/embeddings: strings, lists of them, token ids and lists of those, each the
 // embedding lib/llm/embeddings.h gives its tokens (mean pooling, euclidean); base64 holds the
 // same floats; errors name the input.
+// The events of a stream of typed server-sent events (Anthropic's, the Responses API's): each
+// `event: TYPE` line, and its `data: JSON`, whose "type" must be the same.
+void typed_events(const std::string& body, std::vector<std::string>& types,
+                  std::vector<Json>& events) {
+  for (size_t at = 0; (at = body.find("event: ", at)) != std::string::npos;) {
+    const size_t line_end = body.find('\n', at);
+    types.push_back(body.substr(at + 7, line_end - at - 7));
+    ASSERT_EQ(body.compare(line_end + 1, 6, "data: "), 0) << body;
+    const size_t end = body.find("\n\n", line_end);
+    events.push_back(Json::parse(body.substr(line_end + 7, end - line_end - 7)));
+    EXPECT_EQ(events.back()["type"], types.back());
+    at = end;
+  }
+}
+
 // Anthropic's Messages API on /v1/messages: the reply is the engine's for the same messages
 // (system apart), as a message of blocks and as Anthropic's events; count_tokens counts the
 // prompt the reply followed; a tool_choice of "any" gives a tool_use block, the call the OpenAI
@@ -581,15 +596,7 @@ TEST_F(CliServe, MessagesAsAnthropicClientsReadThem) {
   EXPECT_NE(streamed.headers.find("text/event-stream"), std::string::npos);
   std::vector<std::string> types;
   std::vector<Json> events;
-  for (size_t at = 0; (at = streamed.body.find("event: ", at)) != std::string::npos;) {
-    const size_t line_end = streamed.body.find('\n', at);
-    types.push_back(streamed.body.substr(at + 7, line_end - at - 7));
-    ASSERT_EQ(streamed.body.compare(line_end + 1, 6, "data: "), 0) << streamed.body;
-    const size_t end = streamed.body.find("\n\n", line_end);
-    events.push_back(Json::parse(streamed.body.substr(line_end + 7, end - line_end - 7)));
-    EXPECT_EQ(events.back()["type"], types.back());
-    at = end;
-  }
+  typed_events(streamed.body, types, events);
   ASSERT_GE(types.size(), 6u) << streamed.body;
   EXPECT_EQ(types.front(), "message_start");
   EXPECT_EQ(events.front()["message"]["usage"]["input_tokens"], want.prompt_ids.size());
@@ -668,6 +675,111 @@ TEST_F(CliServe, MessagesAsAnthropicClientsReadThem) {
   EXPECT_NE(e["error"]["message"].get<std::string>().find("image blocks are not supported"),
             std::string::npos);
   EXPECT_EQ(Json::parse(get(port, "/v1/messages").body)["type"], "error");
+}
+
+// OpenAI's Responses API on /v1/responses: the reply is the engine's for the same messages
+// (instructions as the system message), as a response of output items and as the Responses
+// events (their completed response the same items); tool_choice "required" gives a
+// function_call item with the call the chat endpoint gives, and the call and its output go back
+// as input items; a previous_response_id is refused (nothing is stored).
+TEST_F(CliServe, ResponsesAsOpenAiClientsReadThem) {
+  const std::string tmpl_file = (dir_ / "hermes.jinja").string();
+  write_hermes_template(tmpl_file);
+  ServeProcess server({"-m", model_, "--threads", "1", "--template", tmpl_file, "--ctx", "1024",
+                       "--alias", "tiny"});
+  ASSERT_GT(server.port(), 0);
+  const int port = server.port();
+  const std::string ask = R"({"model": "gpt-x", "max_output_tokens": 9, "temperature": 0,
+      "instructions": "w270", "input": "w264 w265")";
+  const Reply said = post(port, "/v1/responses", ask + "}");
+  ASSERT_EQ(said.status, 200) << said.body;
+  const Json r = Json::parse(said.body);
+
+  const auto engine = load_engine(model_, 1, 1024, tmpl_file);
+  GenerateOptions g;
+  g.sampling.temperature = 0;
+  g.max_tokens = 9;
+  const TurnStats want = engine->send({{"system", "w270"}, {"user", "w264 w265"}}, g);
+  const std::string want_text =
+      Json::parse(Json(want.text).dump(-1, ' ', false, Json::error_handler_t::replace));
+  EXPECT_EQ(r["object"], "response");
+  EXPECT_EQ(r["model"], "tiny");
+  EXPECT_EQ(r["id"].get<std::string>().rfind("resp_", 0), 0u);
+  EXPECT_EQ(r["status"], want.stop_reason == StopReason::eos ? "completed" : "incomplete");
+  ASSERT_EQ(r["output"].size(), 1u) << said.body;
+  EXPECT_EQ(r["output"][0]["type"], "message");
+  EXPECT_EQ(r["output"][0]["content"][0]["type"], "output_text");
+  EXPECT_EQ(r["output"][0]["content"][0]["text"], want_text);
+  EXPECT_EQ(r["usage"]["input_tokens"], want.prompt_ids.size());
+  EXPECT_EQ(r["usage"]["output_tokens"], want.generated_tokens);
+
+  // Streamed: created, the message item's deltas joining into the same text, completed with
+  // the same output and usage.
+  const Reply streamed = post(port, "/v1/responses", ask + R"(, "stream": true})");
+  ASSERT_EQ(streamed.status, 200);
+  std::vector<std::string> types;
+  std::vector<Json> events;
+  typed_events(streamed.body, types, events);
+  ASSERT_GE(types.size(), 4u) << streamed.body;
+  EXPECT_EQ(types.front(), "response.created");
+  EXPECT_EQ(types.back(), "response.completed");
+  std::string joined;
+  for (size_t i = 0; i < types.size(); ++i) {
+    EXPECT_EQ(events[i]["sequence_number"], i);
+    if (types[i] == "response.output_text.delta") joined += events[i]["delta"].get<std::string>();
+  }
+  EXPECT_EQ(joined, want_text);
+  const Json& done = events.back()["response"];
+  EXPECT_EQ(done["output"][0]["content"], r["output"][0]["content"]);
+  EXPECT_EQ(done["status"], r["status"]);
+  EXPECT_EQ(done["usage"]["output_tokens"], want.generated_tokens);
+
+  // tool_choice "required": a function_call item with the chat endpoint's call.
+  const std::string tool = R"({"type": "function", "name": "get_weather", "parameters":
+      {"type": "object", "properties": {"city": {"type": "string", "maxLength": 5}},
+       "required": ["city"], "additionalProperties": false}})";
+  const Reply called = post(port, "/v1/responses",
+                            R"({"max_output_tokens": 300, "temperature": 0, "tool_choice":
+                                "required", "input": "weather?", "tools": [)" +
+                                tool + "]}");
+  ASSERT_EQ(called.status, 200) << called.body;
+  const Json c = Json::parse(called.body);
+  EXPECT_EQ(c["status"], "completed");
+  ASSERT_EQ(c["output"].back()["type"], "function_call") << called.body;
+  const Json& item = c["output"].back();
+  const Json chat =
+      Json::parse(post(port, "/v1/chat/completions",
+                       R"({"max_tokens": 300, "temperature": 0, "tool_choice": "required",
+               "messages": [{"role": "user", "content": "weather?"}],
+               "tools": [{"type": "function", "function": {"name": "get_weather", "parameters":
+               {"type": "object", "properties": {"city": {"type": "string", "maxLength": 5}},
+               "required": ["city"], "additionalProperties": false}}}]})")
+                      .body);
+  const Json& call = chat["choices"][0]["message"]["tool_calls"][0];
+  EXPECT_EQ(item["name"], call["function"]["name"]);
+  EXPECT_EQ(item["arguments"], call["function"]["arguments"]);
+  EXPECT_FALSE(item["call_id"].get<std::string>().empty());
+
+  // The call and its output as input items; "none" answers in a message.
+  Json followup = {
+      {"max_output_tokens", 4},
+      {"temperature", 0},
+      {"tools", Json::array({Json::parse(tool)})},
+      {"tool_choice", "none"},
+      {"input",
+       {{{"role", "user"}, {"content", "weather?"}},
+        item,
+        {{"type", "function_call_output"}, {"call_id", item["call_id"]}, {"output", "sunny"}}}}};
+  const Reply answered = post(port, "/v1/responses", followup.dump());
+  ASSERT_EQ(answered.status, 200) << answered.body;
+  EXPECT_EQ(Json::parse(answered.body)["output"][0]["type"], "message");
+
+  const Reply stored =
+      post(port, "/v1/responses", R"({"input": "x", "previous_response_id": "resp_1"})");
+  EXPECT_EQ(stored.status, 400);
+  EXPECT_NE(
+      Json::parse(stored.body)["error"]["message"].get<std::string>().find("previous_response_id"),
+      std::string::npos);
 }
 
 TEST_F(CliServe, EmbeddingsAsOpenAiClientsReadThem) {

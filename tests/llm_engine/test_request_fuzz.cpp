@@ -1,4 +1,4 @@
-// The server's request parsers (lib/llm/openai_api.h, lib/llm/anthropic_api.h) against
+// The server's request parsers (lib/llm/openai_api.h, anthropic_api.h, responses_api.h) against
 // mutated bodies: valid requests with a value somewhere replaced by one of another type, a key
 // dropped, or bytes of the text changed. Each body is either read or refused with an
 // oxi::Error naming the problem; no other exception (a JSON library type error would reach
@@ -13,6 +13,7 @@
 #include "lib/core/error.h"
 #include "lib/llm/anthropic_api.h"
 #include "lib/llm/openai_api.h"
+#include "lib/llm/responses_api.h"
 
 namespace oxi::llm {
 namespace {
@@ -51,6 +52,16 @@ const char* const kMessages = R"({"model": "claude", "max_tokens": 20, "temperat
   "tools": [{"name": "w", "input_schema": {"type": "object",
              "properties": {"city": {"type": "string"}}}}],
   "tool_choice": {"type": "auto", "disable_parallel_tool_use": true}, "stream": false})";
+
+const char* const kResponses = R"({"model": "gpt", "instructions": "be brief",
+  "max_output_tokens": 20, "temperature": 0.2, "top_p": 0.9, "stream": true,
+  "input": [{"role": "developer", "content": "tools ok"},
+    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "w?"}]},
+    {"type": "function_call", "call_id": "c1", "name": "w", "arguments": "{\"c\": 1}"},
+    {"type": "function_call_output", "call_id": "c1", "output": "sunny"}],
+  "tools": [{"type": "function", "name": "w", "parameters": {"type": "object"}}],
+  "tool_choice": {"type": "function", "name": "w"}, "parallel_tool_calls": false,
+  "text": {"format": {"type": "json_schema", "schema": {"type": "object"}}}})";
 
 Json random_value(std::mt19937& rng) {
   switch (rng() % 9) {
@@ -156,6 +167,11 @@ TEST(RequestFuzz, EmbeddingRequests) {
 TEST(RequestFuzz, AnthropicMessages) {
   expect_read_or_refused(
       kMessages, [](const std::string& b) { anthropic::parse_messages_request(b, {}, 1); }, 4);
+}
+
+TEST(RequestFuzz, ResponsesRequests) {
+  expect_read_or_refused(
+      kResponses, [](const std::string& b) { responses::parse_responses_request(b, {}, 1); }, 5);
 }
 
 }  // namespace

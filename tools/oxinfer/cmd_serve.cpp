@@ -24,7 +24,9 @@
 // Anthropic's POST /v1/messages (and /v1/messages/count_tokens) answers clients written for
 // Anthropic's API, as llama-server does: the request is read as the chat request it stands for,
 // the reply goes back as content blocks or Anthropic's stream of events
-// (lib/llm/anthropic_api.h); the API key may come as x-api-key.
+// (lib/llm/anthropic_api.h); the API key may come as x-api-key. OpenAI's POST /v1/responses
+// likewise (lib/llm/responses_api.h: input items in, output items or the Responses events out;
+// nothing stored).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -53,6 +55,7 @@
 #include "lib/llm/model.h"
 #include "lib/llm/openai_api.h"
 #include "lib/llm/reasoning.h"
+#include "lib/llm/responses_api.h"
 #include "lib/llm/session.h"
 #include "lib/llm/tool_calls.h"
 #include "lib/tokenizer/tokenizer.h"
@@ -67,6 +70,7 @@ namespace {
 
 namespace openai = llm::openai;
 namespace anthropic = llm::anthropic;
+namespace responses = llm::responses;
 
 volatile std::sig_atomic_t g_stop = 0;
 extern "C" void on_stop_signal(int) {
@@ -192,6 +196,8 @@ class Server {
       kind = Kind::infill;
     else if (req.path == "/v1/messages")
       kind = Kind::messages;
+    else if (req.path == "/v1/responses" || req.path == "/responses")
+      kind = Kind::responses;
     else
       return send_error(res, 404, "no such endpoint: " + req.path);
     if (req.method != "POST") return send_error(res, 405, "use POST", kind);
@@ -214,12 +220,13 @@ class Server {
 
  private:
   // OpenAI's chat and text completions, llama-server's own /completion and /infill (answered
-  // as /completion is), Anthropic's messages (lib/llm/anthropic_api.h).
-  enum class Kind { chat, text, native, infill, messages };
+  // as /completion is), Anthropic's messages (lib/llm/anthropic_api.h), OpenAI's responses
+  // (lib/llm/responses_api.h).
+  enum class Kind { chat, text, native, infill, messages, responses };
 
   // Parses, generates (on a slot's engine) and answers (or streams) one completion.
   void answer(const HttpRequest& req, HttpResponse& res, Kind kind) {
-    const bool chat = kind == Kind::chat || kind == Kind::messages;
+    const bool chat = kind == Kind::chat || kind == Kind::messages || kind == Kind::responses;
     const uint64_t seed = (uint64_t{random()} << 32) | random();
     std::vector<int32_t> infill;  // Kind::infill: the prompt's tokens
     openai::Request r;
@@ -235,12 +242,16 @@ class Server {
       infill = llm::infill_tokens(tok, f.input, budget);
       r.prompt = tok.decode(infill);  // what picks the slot
     } else {
-      r = kind == Kind::messages ? anthropic::parse_messages_request(req.body, defaults_, seed)
-          : chat                 ? openai::parse_chat_request(req.body, defaults_, seed)
-                                 : openai::parse_completion_request(req.body, defaults_, seed);
+      r = kind == Kind::messages    ? anthropic::parse_messages_request(req.body, defaults_, seed)
+          : kind == Kind::responses ? responses::parse_responses_request(req.body, defaults_, seed)
+          : chat                    ? openai::parse_chat_request(req.body, defaults_, seed)
+                                    : openai::parse_completion_request(req.body, defaults_, seed);
     }
     if (chat) add_system(r);
-    const char* id_prefix = kind == Kind::messages ? "msg_" : chat ? "chatcmpl-" : "cmpl-";
+    const char* id_prefix = kind == Kind::messages    ? "msg_"
+                            : kind == Kind::responses ? "resp_"
+                            : chat                    ? "chatcmpl-"
+                                                      : "cmpl-";
     const openai::Identity who{id_prefix + std::to_string(++count_),
                                static_cast<int64_t>(std::time(nullptr)), model_};
     // Each streamed piece, and the closing event, as the endpoint writes them.
@@ -274,16 +285,20 @@ class Server {
       thinking =
           llm::prompt_opens_thinking(engine.render(r.messages, r.options.template_variables));
     llm::AssistantReplyReader reader(tool_format, thinking);
-    // Anthropic's replies are blocks of reasoning, text and calls: always read.
-    const bool read_reply = tool_format || thinking || kind == Kind::messages;
+    // Anthropic's and the Responses API's replies are blocks or items of reasoning, text and
+    // calls, streamed as typed events: always read.
+    const bool typed_events = kind == Kind::messages || kind == Kind::responses;
+    const bool read_reply = tool_format || thinking || typed_events;
     anthropic::MessageStream message_stream(who);
-    const auto send_events = [&](const std::vector<anthropic::Event>& events) {
+    responses::ResponseStream response_stream(who);
+    const auto send_events = [&](const std::vector<llm::ServerEvent>& events) {
       return std::all_of(events.begin(), events.end(),
-                         [&](const anthropic::Event& e) { return res.write(llm::sse(e)); });
+                         [&](const llm::ServerEvent& e) { return res.write(llm::sse(e)); });
     };
     // What a streamed chat reply sends as it comes: reasoning and content deltas.
     const auto send_delta = [&](const llm::ReplyDelta& d) {
       if (kind == Kind::messages) return send_events(message_stream.add(d));
+      if (kind == Kind::responses) return send_events(response_stream.add(d));
       return (d.reasoning.empty() ||
               event(res, openai::chat_chunk(who, {{"reasoning_content", d.reasoning}}, nullptr))) &&
              (d.content.empty() || event(res, piece_event(d.content)));
@@ -293,6 +308,8 @@ class Server {
       res.begin_stream(200, "text/event-stream");
       if (kind == Kind::messages)
         send_events({message_stream.start(engine.tokenize_prompt(prompt).size())});
+      else if (kind == Kind::responses)
+        send_events({response_stream.start()});
       else if (chat)
         event(res, openai::chat_chunk(who, {{"role", "assistant"}}, nullptr));
       on_piece = [&](std::string_view piece) {  // a client gone cancels the turn
@@ -323,14 +340,16 @@ class Server {
     if (!r.stream)
       return send_json(
           res, 200,
-          kind == Kind::messages ? anthropic::message_response(who, stats, reply)
+          kind == Kind::messages    ? anthropic::message_response(who, stats, reply)
+          : kind == Kind::responses ? responses::response_object(who, stats, reply)
           : kind == Kind::chat
               ? openai::chat_response(who, stats, logprobs, read_reply ? &reply : nullptr)
           : kind == Kind::text ? openai::completion_response(who, stats, logprobs)
                                : openai::native_completion(model_, stats.text, &stats));
-    if (kind == Kind::messages) {
+    if (typed_events) {
       send_delta(rest);
-      send_events(message_stream.finish(stats, reply.calls));
+      send_events(kind == Kind::messages ? message_stream.finish(stats, reply.calls)
+                                         : response_stream.finish(stats, reply));
       return;
     }
     if (read_reply) {
