@@ -126,12 +126,6 @@ Json usage(const TurnStats& stats) {
           {"cache_read_input_tokens", stats.cached_tokens}};
 }
 
-Json event_data(const char* type, Json fields) {
-  Json data = {{"type", type}};
-  for (auto& [key, value] : fields.items()) data[key] = std::move(value);
-  return data;
-}
-
 // A tool call's input object (the arguments text the model wrote; {} when it is not an
 // object, which the tool-call readers do not let through).
 Json call_input(const ToolCall& call) {
@@ -210,7 +204,7 @@ Event MessageStream::start(size_t input_tokens) const {
                         {"stop_reason", nullptr},
                         {"stop_sequence", nullptr},
                         {"usage", {{"input_tokens", input_tokens}, {"output_tokens", 0}}}};
-  return {"message_start", event_data("message_start", {{"message", message}})};
+  return typed_event("message_start", {{"message", message}});
 }
 
 void MessageStream::add_to_block(const char* kind, std::string_view text, std::vector<Event>& out) {
@@ -220,21 +214,18 @@ void MessageStream::add_to_block(const char* kind, std::string_view text, std::v
     close_block(out);
     Json block = {{"type", kind}, {thinking ? "thinking" : "text", ""}};
     if (thinking) block["signature"] = "";
-    out.push_back({"content_block_start",
-                   event_data("content_block_start",
-                              {{"index", next_index_}, {"content_block", std::move(block)}})});
+    out.push_back(typed_event("content_block_start",
+                              {{"index", next_index_}, {"content_block", std::move(block)}}));
     open_ = kind;
   }
   const Json delta = {{"type", thinking ? "thinking_delta" : "text_delta"},
                       {thinking ? "thinking" : "text", text}};
-  out.push_back({"content_block_delta",
-                 event_data("content_block_delta", {{"index", next_index_}, {"delta", delta}})});
+  out.push_back(typed_event("content_block_delta", {{"index", next_index_}, {"delta", delta}}));
 }
 
 void MessageStream::close_block(std::vector<Event>& out) {
   if (open_.empty()) return;
-  out.push_back(
-      {"content_block_stop", event_data("content_block_stop", {{"index", next_index_++}})});
+  out.push_back(typed_event("content_block_stop", {{"index", next_index_++}}));
   open_.clear();
 }
 
@@ -253,20 +244,16 @@ std::vector<Event> MessageStream::finish(const TurnStats& stats,
     const Json block = {
         {"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", Json::object()}};
     out.push_back(
-        {"content_block_start",
-         event_data("content_block_start", {{"index", next_index_}, {"content_block", block}})});
+        typed_event("content_block_start", {{"index", next_index_}, {"content_block", block}}));
     const Json delta = {{"type", "input_json_delta"}, {"partial_json", call_input(call).dump()}};
-    out.push_back({"content_block_delta",
-                   event_data("content_block_delta", {{"index", next_index_}, {"delta", delta}})});
-    out.push_back(
-        {"content_block_stop", event_data("content_block_stop", {{"index", next_index_++}})});
+    out.push_back(typed_event("content_block_delta", {{"index", next_index_}, {"delta", delta}}));
+    out.push_back(typed_event("content_block_stop", {{"index", next_index_++}}));
   }
   const bool stopped = stats.stop_reason == StopReason::stop_string && calls.empty();
   const Json delta = {{"stop_reason", stop_reason(stats.stop_reason, !calls.empty())},
                       {"stop_sequence", stopped ? Json(stats.stop_string) : Json()}};
-  out.push_back(
-      {"message_delta", event_data("message_delta", {{"delta", delta}, {"usage", usage(stats)}})});
-  out.push_back({"message_stop", event_data("message_stop", Json::object())});
+  out.push_back(typed_event("message_delta", {{"delta", delta}, {"usage", usage(stats)}}));
+  out.push_back(typed_event("message_stop", Json::object()));
   return out;
 }
 

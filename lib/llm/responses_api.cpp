@@ -229,9 +229,9 @@ Json response_object(const openai::Identity& who, const TurnStats& stats,
 }
 
 ServerEvent ResponseStream::event(const char* type, Json fields) {
-  Json data = {{"type", type}, {"sequence_number", sequence_++}};
-  for (auto& [key, value] : fields.items()) data[key] = std::move(value);
-  return {type, std::move(data)};
+  Json numbered = {{"sequence_number", sequence_++}};
+  for (auto& [key, value] : fields.items()) numbered[key] = std::move(value);
+  return typed_event(type, std::move(numbered));
 }
 
 ServerEvent ResponseStream::start() {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "lib/llm/openai_api.h"
 
@@ -13,6 +14,13 @@ struct ServerEvent {
   std::string type;
   openai::Json data;  // holds "type" too, as both APIs' events do
 };
+
+// The event `type` whose data is {"type": type} followed by the members of `fields`.
+inline ServerEvent typed_event(const std::string& type, openai::Json fields) {
+  openai::Json data = {{"type", type}};
+  for (auto& [key, value] : fields.items()) data[key] = std::move(value);
+  return {type, std::move(data)};
+}
 
 // "event: TYPE\ndata: JSON\n\n"
 inline std::string sse(const ServerEvent& e) {

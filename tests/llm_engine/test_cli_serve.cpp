@@ -150,6 +150,21 @@ Reply get(int port, const std::string& path, const std::string& extra_headers = 
   return request(port, "GET " + path + " HTTP/1.1\r\nHost: x\r\n" + extra_headers + "\r\n");
 }
 
+// A reply's text as a JSON string carries it: a random model's stray bytes as U+FFFD
+// (openai::dump).
+std::string as_json_text(const std::string& text) {
+  return Json::parse(Json(text).dump(-1, ' ', false, Json::error_handler_t::replace))
+      .get<std::string>();
+}
+
+// The engine's greedy reply of at most max_tokens to `messages`.
+TurnStats greedy_reply(Engine& engine, const std::vector<ChatMessage>& messages, int max_tokens) {
+  GenerateOptions g;
+  g.sampling.temperature = 0;
+  g.max_tokens = max_tokens;
+  return engine.send(messages, g);
+}
+
 // The engine a server runs, loaded in this process: `threads`, n_ctx (0: the default) and a
 // chat template file (empty: the model's).
 std::unique_ptr<Engine> load_engine(const std::string& model, int threads, size_t n_ctx = 0,
@@ -198,10 +213,6 @@ TEST_F(CliServe, ChatAndCompletionsAnswerAsTheEngine) {
   g.max_tokens = 9;
   const TurnStats want = engine->send({{"system", "w270"}, {"user", "w264 w265"}}, g);
   // A random model's reply is stray bytes: JSON carries them as U+FFFD (openai::dump).
-  const auto as_json_text = [](const std::string& text) {
-    return Json::parse(Json(text).dump(-1, ' ', false, Json::error_handler_t::replace))
-        .get<std::string>();
-  };
   EXPECT_EQ(c["choices"][0]["message"]["content"], as_json_text(want.text));
   EXPECT_EQ(c["choices"][0]["finish_reason"],
             want.stop_reason == StopReason::eos ? "stop" : "length");
@@ -435,8 +446,7 @@ TEST_F(CliServe, ToolCallsAsOpenAiClientsReadThem) {
   engine->new_conversation();
   const TurnStats words = engine->send(history, plain);
   EXPECT_EQ(a["usage"]["prompt_tokens"], words.prompt_ids.size());
-  EXPECT_EQ(Json::parse(Json(words.text).dump(-1, ' ', false, Json::error_handler_t::replace)),
-            a["choices"][0]["message"]["content"]);
+  EXPECT_EQ(Json(as_json_text(words.text)), a["choices"][0]["message"]["content"]);
 
   // A grammar of the client's own cannot be held together with the tools' one.
   const Reply both = post(port, "/v1/chat/completions", ask + R"(, "grammar": "root ::= \"x\""})");
@@ -547,6 +557,20 @@ void typed_events(const std::string& body, std::vector<std::string>& types,
   }
 }
 
+// The call the chat endpoint gives to "weather?" with get_weather (a city of at most 5
+// characters) required, under the Hermes template (which lists the tools by name): what the
+// Anthropic and Responses endpoints must give for the same turn.
+Json required_weather_call(int port) {
+  const Reply chat = post(port, "/v1/chat/completions",
+                          R"({"max_tokens": 300, "temperature": 0, "tool_choice": "required",
+      "messages": [{"role": "user", "content": "weather?"}],
+      "tools": [{"type": "function", "function": {"name": "get_weather", "parameters":
+      {"type": "object", "properties": {"city": {"type": "string", "maxLength": 5}},
+       "required": ["city"], "additionalProperties": false}}}]})");
+  EXPECT_EQ(chat.status, 200) << chat.body;
+  return Json::parse(chat.body)["choices"][0]["message"]["tool_calls"][0];
+}
+
 // Anthropic's Messages API on /v1/messages: the reply is the engine's for the same messages
 // (system apart), as a message of blocks and as Anthropic's events; count_tokens counts the
 // prompt the reply followed; a tool_choice of "any" gives a tool_use block, the call the OpenAI
@@ -565,12 +589,8 @@ TEST_F(CliServe, MessagesAsAnthropicClientsReadThem) {
   const Json m = Json::parse(said.body);
 
   const auto engine = load_engine(model_, 1, 1024, tmpl_file);
-  GenerateOptions g;
-  g.sampling.temperature = 0;
-  g.max_tokens = 9;
-  const TurnStats want = engine->send({{"system", "w270"}, {"user", "w264 w265"}}, g);
-  const std::string want_text =
-      Json::parse(Json(want.text).dump(-1, ' ', false, Json::error_handler_t::replace));
+  const TurnStats want = greedy_reply(*engine, {{"system", "w270"}, {"user", "w264 w265"}}, 9);
+  const std::string want_text = as_json_text(want.text);
   EXPECT_EQ(m["type"], "message");
   EXPECT_EQ(m["role"], "assistant");
   EXPECT_EQ(m["model"], "tiny");
@@ -627,16 +647,7 @@ TEST_F(CliServe, MessagesAsAnthropicClientsReadThem) {
   EXPECT_EQ(c["stop_reason"], "tool_use");
   ASSERT_EQ(c["content"].back()["type"], "tool_use") << called.body;
   const Json& use = c["content"].back();
-  const Json oai =
-      Json::parse(post(port, "/v1/chat/completions",
-                       R"({"max_tokens": 300, "temperature": 0, "tool_choice": "required",
-               "messages": [{"role": "user", "content": "weather?"}],
-               "tools": [{"type": "function", "function": {"name": "get_weather",
-               "description": "the weather", "parameters": {"type": "object", "properties":
-               {"city": {"type": "string", "maxLength": 5}}, "required": ["city"],
-               "additionalProperties": false}}}]})")
-                      .body);
-  const Json& call = oai["choices"][0]["message"]["tool_calls"][0];
+  const Json call = required_weather_call(port);
   EXPECT_EQ(use["name"], call["function"]["name"]);
   EXPECT_EQ(use["input"], Json::parse(call["function"]["arguments"].get<std::string>()));
   EXPECT_TRUE(use["input"]["city"].is_string());
@@ -696,12 +707,8 @@ TEST_F(CliServe, ResponsesAsOpenAiClientsReadThem) {
   const Json r = Json::parse(said.body);
 
   const auto engine = load_engine(model_, 1, 1024, tmpl_file);
-  GenerateOptions g;
-  g.sampling.temperature = 0;
-  g.max_tokens = 9;
-  const TurnStats want = engine->send({{"system", "w270"}, {"user", "w264 w265"}}, g);
-  const std::string want_text =
-      Json::parse(Json(want.text).dump(-1, ' ', false, Json::error_handler_t::replace));
+  const TurnStats want = greedy_reply(*engine, {{"system", "w270"}, {"user", "w264 w265"}}, 9);
+  const std::string want_text = as_json_text(want.text);
   EXPECT_EQ(r["object"], "response");
   EXPECT_EQ(r["model"], "tiny");
   EXPECT_EQ(r["id"].get<std::string>().rfind("resp_", 0), 0u);
@@ -747,15 +754,7 @@ TEST_F(CliServe, ResponsesAsOpenAiClientsReadThem) {
   EXPECT_EQ(c["status"], "completed");
   ASSERT_EQ(c["output"].back()["type"], "function_call") << called.body;
   const Json& item = c["output"].back();
-  const Json chat =
-      Json::parse(post(port, "/v1/chat/completions",
-                       R"({"max_tokens": 300, "temperature": 0, "tool_choice": "required",
-               "messages": [{"role": "user", "content": "weather?"}],
-               "tools": [{"type": "function", "function": {"name": "get_weather", "parameters":
-               {"type": "object", "properties": {"city": {"type": "string", "maxLength": 5}},
-               "required": ["city"], "additionalProperties": false}}}]})")
-                      .body);
-  const Json& call = chat["choices"][0]["message"]["tool_calls"][0];
+  const Json call = required_weather_call(port);
   EXPECT_EQ(item["name"], call["function"]["name"]);
   EXPECT_EQ(item["arguments"], call["function"]["arguments"]);
   EXPECT_FALSE(item["call_id"].get<std::string>().empty());
@@ -1028,9 +1027,7 @@ TEST_F(CliServe, ParallelSlotsAnswerTogetherAsTheEngineAlone) {
     const TurnStats want = engine->send({{"user", users[i]}}, g);
     const Json got = Json::parse(replies[i].body);
     EXPECT_EQ(got["usage"]["completion_tokens"], want.generated_tokens) << i;
-    EXPECT_EQ(got["choices"][0]["message"]["content"],
-              Json::parse(Json(want.text).dump(-1, ' ', false, Json::error_handler_t::replace)))
-        << i;
+    EXPECT_EQ(got["choices"][0]["message"]["content"], as_json_text(want.text)) << i;
   }
   // The same with a draft model (the model itself: every proposal kept; proposals at any
   // probability) shared by the slots.
@@ -1099,8 +1096,7 @@ TEST_F(CliServe, InfillContinuesTheFillInTheMiddlePrompt) {
   g.max_tokens = 7;
   const TurnStats want = engine->send_tokens(infill_tokens(tok, in, budget), g);
   const Json got = Json::parse(reply.body);
-  const std::string want_text =
-      Json::parse(Json(want.text).dump(-1, ' ', false, Json::error_handler_t::replace));
+  const std::string want_text = as_json_text(want.text);
   EXPECT_EQ(got["content"], want_text);
   EXPECT_EQ(got["tokens_predicted"], want.generated_tokens);
   EXPECT_EQ(got["tokens_evaluated"], want.prompt_ids.size());
