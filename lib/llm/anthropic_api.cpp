@@ -12,13 +12,6 @@ namespace {
   throw Error("request", what);
 }
 
-Json parse_object(std::string_view body) {
-  Json j = Json::parse(body, nullptr, false);
-  if (j.is_discarded()) bad("the body is not JSON");
-  if (!j.is_object()) bad("the body must be a JSON object");
-  return j;
-}
-
 // A block's "type", or "" for what is not an object.
 std::string block_type(const Json& block) {
   return string_field(block, "type");
@@ -126,6 +119,13 @@ Json usage(const TurnStats& stats) {
           {"cache_read_input_tokens", stats.cached_tokens}};
 }
 
+// stop_reason and stop_sequence (the stop string, when one ended a reply without calls).
+Json stop_fields(const TurnStats& stats, bool called_tools) {
+  const bool stopped = stats.stop_reason == StopReason::stop_string && !called_tools;
+  return {{"stop_reason", stop_reason(stats.stop_reason, called_tools)},
+          {"stop_sequence", stopped ? Json(stats.stop_string) : Json()}};
+}
+
 // A tool call's input object (the arguments text the model wrote; {} when it is not an
 // object, which the tool-call readers do not let through).
 Json call_input(const ToolCall& call) {
@@ -136,7 +136,7 @@ Json call_input(const ToolCall& call) {
 }  // namespace
 
 Json chat_body(std::string_view body) {
-  const Json j = parse_object(body);
+  const Json j = openai::parse_body(body);
   Json oai = Json::object(), messages = Json::array();
   if (const auto s = j.find("system"); s != j.end() && !s->is_null())
     messages.push_back({{"role", "system"}, {"content", text_of(*s, "system")}});
@@ -148,10 +148,7 @@ Json chat_body(std::string_view body) {
   for (const char* key : {"temperature", "top_p", "top_k", "stream"})
     if (j.contains(key)) oai[key] = j[key];
   if (j.contains("stop_sequences")) oai["stop"] = j["stop_sequences"];
-  if (const auto t = j.find("tools"); t != j.end() && !t->is_null()) {
-    oai["tools"] = chat_tools(*t);
-    if (oai["tools"].empty()) oai.erase("tools");
-  }
+  if (const auto t = j.find("tools"); t != j.end() && !t->is_null()) oai["tools"] = chat_tools(*t);
   if (const auto c = j.find("tool_choice"); c != j.end() && !c->is_null()) add_tool_choice(*c, oai);
   return oai;
 }
@@ -184,15 +181,14 @@ Json message_response(const openai::Identity& who, const TurnStats& stats,
   for (const ToolCall& call : reply.calls)
     content.push_back(
         {{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", call_input(call)}});
-  const bool stopped = stats.stop_reason == StopReason::stop_string && reply.calls.empty();
-  return {{"id", who.id},
-          {"type", "message"},
-          {"role", "assistant"},
-          {"model", who.model},
-          {"content", std::move(content)},
-          {"stop_reason", stop_reason(stats.stop_reason, !reply.calls.empty())},
-          {"stop_sequence", stopped ? Json(stats.stop_string) : Json()},
-          {"usage", usage(stats)}};
+  Json message = {{"id", who.id},
+                  {"type", "message"},
+                  {"role", "assistant"},
+                  {"model", who.model},
+                  {"content", std::move(content)}};
+  message.update(stop_fields(stats, !reply.calls.empty()));
+  message["usage"] = usage(stats);
+  return message;
 }
 
 Event MessageStream::start(size_t input_tokens) const {
@@ -249,9 +245,7 @@ std::vector<Event> MessageStream::finish(const TurnStats& stats,
     out.push_back(typed_event("content_block_delta", {{"index", next_index_}, {"delta", delta}}));
     out.push_back(typed_event("content_block_stop", {{"index", next_index_++}}));
   }
-  const bool stopped = stats.stop_reason == StopReason::stop_string && calls.empty();
-  const Json delta = {{"stop_reason", stop_reason(stats.stop_reason, !calls.empty())},
-                      {"stop_sequence", stopped ? Json(stats.stop_string) : Json()}};
+  const Json delta = stop_fields(stats, !calls.empty());
   out.push_back(typed_event("message_delta", {{"delta", delta}, {"usage", usage(stats)}}));
   out.push_back(typed_event("message_stop", Json::object()));
   return out;

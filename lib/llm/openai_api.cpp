@@ -109,17 +109,6 @@ std::optional<ToolOffer> parse_tools(const Json& body) {
   return offer;
 }
 
-Json parse_body(std::string_view body) {
-  Json j;
-  try {
-    j = Json::parse(body);
-  } catch (const Json::exception& e) {
-    bad(std::string("the body is not JSON: ") + e.what());
-  }
-  if (!j.is_object()) bad("the body must be a JSON object");
-  return j;
-}
-
 // The fields both kinds of request share.
 void parse_options(const Json& body, Request& r, uint64_t random_seed, bool chat) {
   GenerateOptions& o = r.options;
@@ -317,6 +306,17 @@ Request parse_request(std::string_view body, const GenerateOptions& defaults, ui
 }
 
 }  // namespace
+
+Json parse_body(std::string_view body) {
+  Json j;
+  try {
+    j = Json::parse(body);
+  } catch (const Json::exception& e) {
+    bad(std::string("the body is not JSON: ") + e.what());
+  }
+  if (!j.is_object()) bad("the body must be a JSON object");
+  return j;
+}
 
 Request parse_chat_request(std::string_view body, const GenerateOptions& defaults,
                            uint64_t random_seed) {

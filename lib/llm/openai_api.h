@@ -53,6 +53,10 @@ struct Request {
   int id_slot = -1;
 };
 
+// A request body as a JSON object; throws oxi::Error("request", ...) for one that is not JSON
+// or not an object (status 400).
+Json parse_body(std::string_view body);
+
 // Fields absent from the body keep `defaults`' values (the server's command-line sampling),
 // but the seed: a request without one gets `random_seed`. Throws oxi::Error("request", ...)
 // naming the field for a body that is not such a request (status 400).

@@ -179,9 +179,7 @@ Json response(const openai::Identity& who, Json output, const TurnStats* stats, 
 }  // namespace
 
 Json chat_body(std::string_view body) {
-  Json j = Json::parse(body, nullptr, false);
-  if (j.is_discarded()) bad("the body is not JSON");
-  if (!j.is_object()) bad("the body must be a JSON object");
+  const Json j = openai::parse_body(body);
   if (j.contains("previous_response_id") && !j["previous_response_id"].is_null())
     bad("previous_response_id is not supported: the server keeps no responses; send the "
         "conversation as input items");
@@ -197,10 +195,7 @@ Json chat_body(std::string_view body) {
     oai["max_tokens"] = j["max_output_tokens"];
   for (const char* key : {"temperature", "top_p", "stream", "parallel_tool_calls"})
     if (j.contains(key)) oai[key] = j[key];
-  if (const auto t = j.find("tools"); t != j.end() && !t->is_null()) {
-    oai["tools"] = chat_tools(*t);
-    if (oai["tools"].empty()) oai.erase("tools");
-  }
+  if (const auto t = j.find("tools"); t != j.end() && !t->is_null()) oai["tools"] = chat_tools(*t);
   if (const auto c = j.find("tool_choice"); c != j.end() && !c->is_null()) {
     if (field_is(*c, "type", "function") && c->contains("name"))
       oai["tool_choice"] = {{"type", "function"}, {"function", {{"name", (*c)["name"]}}}};
