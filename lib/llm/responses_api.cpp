@@ -233,37 +233,42 @@ ServerEvent ResponseStream::start() {
   return event("response.created", {{"response", response(who_, Json::array(), nullptr, false)}});
 }
 
+void ResponseStream::open_item(const char* kind, std::vector<ServerEvent>& out) {
+  if (open_ == kind) return;
+  close_item(out);
+  open_ = kind;
+  const bool reasoning = open_ == "reasoning";
+  open_id_ = item_id(who_, reasoning ? "rs" : "msg", next_index_);
+  Json item = reasoning ? reasoning_item(open_id_, "") : message_item(open_id_, "", "in_progress");
+  item["content"] = Json::array();  // its parts come as they are added
+  out.push_back(event("response.output_item.added",
+                      {{"output_index", next_index_}, {"item", std::move(item)}}));
+  if (!reasoning)
+    out.push_back(
+        event("response.content_part.added",
+              {{"item_id", open_id_},
+               {"output_index", next_index_},
+               {"content_index", 0},
+               {"part", {{"type", "output_text"}, {"text", ""}, {"annotations", Json::array()}}}}));
+}
+
 void ResponseStream::add_to_item(const char* kind, std::string_view text,
                                  std::vector<ServerEvent>& out) {
   if (text.empty()) return;
-  const bool reasoning = std::string_view(kind) == "reasoning";
-  if (open_ != kind) close_item(out);
-  const std::string id = item_id(who_, reasoning ? "rs" : "msg", next_index_);
-  if (open_ != kind) {
-    Json item = reasoning ? reasoning_item(id, "") : message_item(id, "", "in_progress");
-    item["content"] = Json::array();  // its parts come as they are added
-    out.push_back(event("response.output_item.added",
-                        {{"output_index", next_index_}, {"item", std::move(item)}}));
-    if (!reasoning)
-      out.push_back(event(
-          "response.content_part.added",
-          {{"item_id", id},
-           {"output_index", next_index_},
-           {"content_index", 0},
-           {"part", {{"type", "output_text"}, {"text", ""}, {"annotations", Json::array()}}}}));
-    open_ = kind;
-  }
+  open_item(kind, out);
   text_ += text;
-  out.push_back(event(
-      reasoning ? "response.reasoning_text.delta" : "response.output_text.delta",
-      {{"item_id", id}, {"output_index", next_index_}, {"content_index", 0}, {"delta", text}}));
+  out.push_back(
+      event(open_ == "reasoning" ? "response.reasoning_text.delta" : "response.output_text.delta",
+            {{"item_id", open_id_},
+             {"output_index", next_index_},
+             {"content_index", 0},
+             {"delta", text}}));
 }
 
 void ResponseStream::close_item(std::vector<ServerEvent>& out) {
   if (open_.empty()) return;
   const bool reasoning = open_ == "reasoning";
-  const std::string id = item_id(who_, reasoning ? "rs" : "msg", next_index_);
-  const Json where = {{"item_id", id}, {"output_index", next_index_}, {"content_index", 0}};
+  const Json where = {{"item_id", open_id_}, {"output_index", next_index_}, {"content_index", 0}};
   Json done = where;
   done["text"] = text_;
   out.push_back(event(reasoning ? "response.reasoning_text.done" : "response.output_text.done",
@@ -273,7 +278,8 @@ void ResponseStream::close_item(std::vector<ServerEvent>& out) {
     part["part"] = {{"type", "output_text"}, {"text", text_}, {"annotations", Json::array()}};
     out.push_back(event("response.content_part.done", std::move(part)));
   }
-  Json item = reasoning ? reasoning_item(id, text_) : message_item(id, text_, "completed");
+  Json item =
+      reasoning ? reasoning_item(open_id_, text_) : message_item(open_id_, text_, "completed");
   items_.push_back(item);
   out.push_back(event("response.output_item.done",
                       {{"output_index", next_index_++}, {"item", std::move(item)}}));
@@ -291,11 +297,9 @@ std::vector<ServerEvent> ResponseStream::add(const ReplyDelta& delta) {
 std::vector<ServerEvent> ResponseStream::finish(const TurnStats& stats,
                                                 const AssistantReply& reply) {
   std::vector<ServerEvent> out;
+  if (items_.empty() && open_.empty() && reply.calls.empty())
+    open_item("message", out);  // an empty reply is one empty message
   close_item(out);
-  if (items_.empty() && reply.calls.empty()) {  // an empty reply is one empty message
-    open_ = "message";
-    close_item(out);
-  }
   for (const ToolCall& call : reply.calls) {
     const std::string id = item_id(who_, "fc", next_index_);
     Json item = call_item(id, call, "in_progress");

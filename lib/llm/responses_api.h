@@ -68,12 +68,16 @@ class ResponseStream {
 
  private:
   ServerEvent event(const char* type, Json fields);
-  // Opens an item of `kind` ("message", "reasoning") unless one is open; adds its delta.
+  // Opens an item of `kind` ("message", "reasoning") unless one of that kind is open (closing
+  // another).
+  void open_item(const char* kind, std::vector<ServerEvent>& out);
+  // open_item(), then the delta of `text` (nothing for none).
   void add_to_item(const char* kind, std::string_view text, std::vector<ServerEvent>& out);
   void close_item(std::vector<ServerEvent>& out);
 
   openai::Identity who_;
   std::string open_;            // the kind of the open item; empty: none
+  std::string open_id_;         // its id
   std::string text_;            // the open item's text so far
   Json items_ = Json::array();  // the items done, for response.completed
   size_t next_index_ = 0;

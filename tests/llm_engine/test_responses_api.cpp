@@ -182,5 +182,23 @@ TEST(ResponsesApi, StreamIsItemsOfDeltasThenTheWholeResponse) {
   EXPECT_EQ(done, response_object({"resp_2", 5, "tiny"}, stats, reply));
 }
 
+// A reply of nothing is one empty message item, streamed as one too: added, then done.
+TEST(ResponsesApi, EmptyReplyStreamsOneEmptyMessage) {
+  const openai::Identity who{"resp_3", 5, "tiny"};
+  ResponseStream stream(who);
+  std::vector<ServerEvent> events = {stream.start()};
+  TurnStats stats;
+  const std::vector<ServerEvent> rest = stream.finish(stats, {});
+  events.insert(events.end(), rest.begin(), rest.end());
+  std::vector<std::string> types;
+  for (const ServerEvent& e : events) types.push_back(e.type);
+  const std::vector<std::string> want = {
+      "response.created",          "response.output_item.added", "response.content_part.added",
+      "response.output_text.done", "response.content_part.done", "response.output_item.done",
+      "response.completed"};
+  EXPECT_EQ(types, want);
+  EXPECT_EQ(events.back().data["response"], response_object(who, stats, {}));
+}
+
 }  // namespace
 }  // namespace oxi::llm::responses
